@@ -1,0 +1,291 @@
+/*
+ * superkernel.h — the public API of superkernel, the only installed header.
+ *
+ * superkernel builds a graph of neural-network operators, compiles it into a
+ * program, and runs the program on a persistent team of CPU cores. Every call
+ * returns an sk_status; on failure sk_last_error() gives a message that names
+ * the culprit (op, input, expected vs actual). The library never aborts or
+ * exits on a caller's mistake.
+ *
+ * Typical use:
+ *
+ *   sk_graph *g;  sk_graph_create(&g);
+ *   sk_value x;   sk_graph_add_input(g, "x", SK_FP16, 2, (int64_t[]){64, 128}, &x);
+ *   sk_value y;   sk_graph_add_op(g, &(sk_op_desc){.op = "square", ...}, &y, 1, NULL);
+ *   sk_graph_mark_output(g, y, "y");
+ *   sk_program *p; sk_compile(g, NULL, &p);
+ *   sk_program_run(p, team, inputs, 1, outputs, 1);
+ */
+#ifndef SUPERKERNEL_H
+#define SUPERKERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One macro marks every exported symbol (the library builds with
+ * -fvisibility=hidden, so anything not marked stays internal). */
+#if defined(SK_BUILDING_LIBRARY) && defined(__GNUC__)
+#define SK_API __attribute__((visibility("default")))
+#else
+#define SK_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* The one list of status codes: XX(NAME, "description"). It produces both the
+ * enum and sk_status_string(). */
+#define SK_STATUS_MAP(XX)                                                     \
+  XX(OK, "success")                                                           \
+  XX(INVALID_ARGUMENT, "invalid argument")                                    \
+  XX(INVALID_SHAPE, "invalid shape")                                          \
+  XX(INVALID_DTYPE, "invalid data type")                                      \
+  XX(INVALID_ATTRIBUTE, "invalid attribute")                                  \
+  XX(INVALID_STATE, "invalid state")                                          \
+  XX(NOT_FOUND, "not found")                                                  \
+  XX(UNSUPPORTED, "unsupported")                                              \
+  XX(OUT_OF_MEMORY, "out of memory")                                          \
+  XX(SYSTEM_ERROR, "system error")                                            \
+  XX(INTERNAL, "internal error")
+
+typedef enum sk_status {
+#define SK__STATUS_ENUM(name, text) SK_STATUS_##name,
+  SK_STATUS_MAP(SK__STATUS_ENUM)
+#undef SK__STATUS_ENUM
+  SK_STATUS_COUNT_
+} sk_status;
+
+/* A short fixed description of a status ("invalid shape"); never NULL. */
+SK_API const char *sk_status_string(sk_status status);
+
+/* The detailed message of the last failed call on this thread, e.g.
+ * "grouped_matmul: input x[1]: expected K = 180 (weight[1] rows), got 181".
+ * Empty string when the last call succeeded or set no message. */
+SK_API const char *sk_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum sk_log_level {
+  SK_LOG_DEBUG = 0,
+  SK_LOG_INFO = 1,
+  SK_LOG_WARN = 2,
+  SK_LOG_ERROR = 3,
+  SK_LOG_OFF = 4
+} sk_log_level;
+
+/* A log hook receives every message at or above the current level. */
+typedef void (*sk_log_fn)(sk_log_level level, const char *message, void *user);
+
+/* Installs a hook (NULL restores the default, which writes to stderr).
+ * The default level is SK_LOG_WARN, or $SK_LOG_LEVEL (debug|info|warn|error|off). */
+SK_API void sk_set_log_handler(sk_log_fn fn, void *user);
+SK_API void sk_set_log_level(sk_log_level level);
+SK_API sk_log_level sk_get_log_level(void);
+
+/* ------------------------------------------------------------------------ */
+/* Data types                                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef enum sk_dtype {
+  SK_DTYPE_INVALID = 0,
+  SK_FP32,
+  SK_FP16,
+  SK_BF16,
+  SK_INT8,
+  SK_INT32,
+  SK_INT64,
+  SK_DTYPE_COUNT_
+} sk_dtype;
+
+/* "fp32", "fp16", ...; "invalid" for anything else. */
+SK_API const char *sk_dtype_name(sk_dtype dtype);
+/* Bytes per element; 0 for an invalid dtype. */
+SK_API size_t sk_dtype_size(sk_dtype dtype);
+
+/* Exact conversions: widening is exact; narrowing rounds to nearest even,
+ * keeps NaN a NaN (quiet), overflows to Inf and produces subnormals. */
+SK_API float sk_fp16_to_fp32(uint16_t bits);
+SK_API uint16_t sk_fp32_to_fp16(float value);
+SK_API float sk_bf16_to_fp32(uint16_t bits);
+SK_API uint16_t sk_fp32_to_bf16(float value);
+
+#define SK_MAX_RANK 8
+
+/* ------------------------------------------------------------------------ */
+/* Core team                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct sk_team sk_team;
+
+typedef struct sk_team_config {
+  /* sizeof(sk_team_config); lets the struct grow without new entry points. */
+  size_t struct_size;
+  /* Number of cores (threads, the caller included). 0 = the CPUs available
+   * to the process (sched_getaffinity), or $SK_NUM_THREADS when set. */
+  int num_cores;
+  /* Pin worker c to the c-th available CPU when the team is no larger than
+   * the CPU set (1), or never pin (0, the default). */
+  int pin_threads;
+} sk_team_config;
+
+/* Creates a persistent team: num_cores - 1 worker threads plus the calling
+ * thread, which serves as core 0 of every launch. cfg may be NULL. */
+SK_API sk_status sk_team_create(const sk_team_config *cfg, sk_team **team_out);
+/* Stops and joins the workers. NULL is accepted. */
+SK_API void sk_team_destroy(sk_team *team);
+SK_API int sk_team_num_cores(const sk_team *team);
+
+/* A kernel block: block index in [0, n_blocks), core in [0, num_cores). */
+typedef void (*sk_block_fn)(void *arg, int64_t block, int core);
+
+/* Runs fn for every block on the team and returns when all are done. Block b
+ * runs on core b % num_cores, blocks of one core in increasing order, so the
+ * assignment never depends on timing. Launches on one team are serialized;
+ * launching from inside a block is refused (SK_STATUS_INVALID_STATE). */
+SK_API sk_status sk_team_launch(sk_team *team, sk_block_fn fn, void *arg,
+                                int64_t n_blocks);
+
+/* ------------------------------------------------------------------------ */
+/* Graphs                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct sk_graph sk_graph;
+
+/* A tensor value in a graph: a graph input or an op output. */
+typedef uint32_t sk_value;
+#define SK_VALUE_NONE UINT32_MAX
+
+/* One named input slot of an op; a slot may hold a list (grouped_matmul's
+ * x, weight, bias). Optional slots are simply left out. */
+typedef struct sk_op_input {
+  const char *name;       /* "x", "weight", "bias", ... */
+  const sk_value *values; /* count values */
+  size_t count;
+} sk_op_input;
+
+typedef enum sk_attr_kind {
+  SK_ATTR_KIND_INT = 1,
+  SK_ATTR_KIND_FLOAT,
+  SK_ATTR_KIND_INTS
+} sk_attr_kind;
+
+/* One named attribute. Use the SK_ATTR_* helpers below to build them. */
+typedef struct sk_attr {
+  const char *name;
+  sk_attr_kind kind;
+  int64_t i;           /* SK_ATTR_KIND_INT (dtypes are passed as ints) */
+  double f;            /* SK_ATTR_KIND_FLOAT */
+  const int64_t *ints; /* SK_ATTR_KIND_INTS */
+  size_t n_ints;
+} sk_attr;
+
+#define SK_ATTR_INT(nm, v) ((sk_attr){.name = (nm), .kind = SK_ATTR_KIND_INT, .i = (v)})
+#define SK_ATTR_FLOAT(nm, v) ((sk_attr){.name = (nm), .kind = SK_ATTR_KIND_FLOAT, .f = (v)})
+#define SK_ATTR_INTS(nm, p, n) \
+  ((sk_attr){.name = (nm), .kind = SK_ATTR_KIND_INTS, .ints = (p), .n_ints = (n)})
+
+/* An op node to add. Ops of this release and their slots / attributes:
+ *
+ *   reshape        x;                 shape (ints, one -1 allowed)   a view
+ *   square         x
+ *   add, mul       x, y               (equal shapes and dtypes)
+ *   cast           x;                 dtype (int, an sk_dtype)
+ *   concat         x (list);          dim (int, may be negative)
+ *   grouped_matmul x (list), weight (list), bias (list, optional);
+ *                  group_type (-1 or 0, default -1), group_list (ints),
+ *                  group_list_type (0 cumulative, 1 counts), split_item
+ *                  (0..3), output_dtype (int sk_dtype; default x's dtype)
+ *
+ * The exact maths of each op is in docs/ops.md. */
+typedef struct sk_op_desc {
+  size_t struct_size;        /* 0 or sizeof(sk_op_desc) */
+  const char *op;            /* op type, e.g. "grouped_matmul" */
+  const char *name;          /* optional node name for messages; NULL = auto */
+  const sk_op_input *inputs; /* n_inputs named slots */
+  size_t n_inputs;
+  const sk_attr *attrs;      /* n_attrs attributes */
+  size_t n_attrs;
+} sk_op_desc;
+
+SK_API sk_status sk_graph_create(sk_graph **graph_out);
+SK_API void sk_graph_destroy(sk_graph *graph);
+
+/* Declares a named graph input. The name must be unique among inputs. */
+SK_API sk_status sk_graph_add_input(sk_graph *graph, const char *name,
+                                    sk_dtype dtype, int rank,
+                                    const int64_t *shape, sk_value *value_out);
+
+/* Adds an op node. Shapes and dtypes are inferred at once; an invalid node is
+ * rejected with a message naming the op, the input and expected vs actual,
+ * and the graph is left unchanged. On success the node's outputs are written
+ * to outputs[0..*n_outputs) (max_outputs must be large enough: the required
+ * count is reported in the error otherwise). n_outputs may be NULL. */
+SK_API sk_status sk_graph_add_op(sk_graph *graph, const sk_op_desc *desc,
+                                 sk_value *outputs, size_t max_outputs,
+                                 size_t *n_outputs);
+
+/* Marks a value as a graph output under a unique name. */
+SK_API sk_status sk_graph_mark_output(sk_graph *graph, sk_value value,
+                                      const char *name);
+
+/* Shape and dtype of a value; shape_out needs room for SK_MAX_RANK. */
+SK_API sk_status sk_graph_value_info(const sk_graph *graph, sk_value value,
+                                     sk_dtype *dtype_out, int *rank_out,
+                                     int64_t *shape_out);
+
+/* ------------------------------------------------------------------------ */
+/* Compiling and running                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct sk_program sk_program;
+
+typedef struct sk_compile_config {
+  size_t struct_size; /* sizeof(sk_compile_config) */
+  /* The team the program will run on: kernels are tiled for its size.
+   * NULL = tile for one core (still runs on any team). */
+  const sk_team *team;
+} sk_compile_config;
+
+/* Compiles a graph into a program. The graph may be destroyed afterwards.
+ * cfg may be NULL for the defaults. */
+SK_API sk_status sk_compile(const sk_graph *graph, const sk_compile_config *cfg,
+                            sk_program **program_out);
+SK_API void sk_program_destroy(sk_program *program);
+
+/* A caller-provided buffer bound to a graph input or output by name. Data is
+ * dense, row-major (C order), of exactly numel * dtype size bytes. */
+typedef struct sk_buffer {
+  const char *name;
+  void *data;
+  size_t bytes;
+} sk_buffer;
+
+/* Runs the program on the team: every input and every output must be bound
+ * exactly once. Outputs must not overlap inputs. */
+SK_API sk_status sk_program_run(sk_program *program, sk_team *team,
+                                const sk_buffer *inputs, size_t n_inputs,
+                                const sk_buffer *outputs, size_t n_outputs);
+
+/* Program introspection: graph inputs and outputs in declaration order. */
+SK_API size_t sk_program_num_inputs(const sk_program *program);
+SK_API size_t sk_program_num_outputs(const sk_program *program);
+/* Name, dtype and shape of input / output i; shape_out needs SK_MAX_RANK. */
+SK_API sk_status sk_program_input_info(const sk_program *program, size_t i,
+                                       const char **name_out, sk_dtype *dtype_out,
+                                       int *rank_out, int64_t *shape_out);
+SK_API sk_status sk_program_output_info(const sk_program *program, size_t i,
+                                        const char **name_out, sk_dtype *dtype_out,
+                                        int *rank_out, int64_t *shape_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SUPERKERNEL_H */

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what the build needs on a fresh Debian 12 machine, and nothing when
+# it is already there. Needs root (or sudo) only when something is missing.
+#   cmake, gcc, make        the build
+#   libopenblas-dev         the peer in bench/ (the library never links it)
+set -euo pipefail
+
+need=()
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v make >/dev/null 2>&1 || need+=(make)
+[ -f /usr/include/x86_64-linux-gnu/cblas.h ] || [ -f /usr/include/cblas.h ] || need+=(libopenblas-dev)
+[ ${#need[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${need[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${need[@]}"

@@ -1,0 +1,85 @@
+#include "core/cpu.h"
+
+#include <cpuid.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+static unsigned long long read_xcr0(void) {
+  unsigned int eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return ((unsigned long long)edx << 32) | eax;
+}
+
+static sk__isa detected_isa;
+static int detected_vnni;
+
+static void detect(void) {
+  unsigned int eax, ebx, ecx, edx;
+  detected_isa = SK_ISA_SCALAR;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return;
+  int osxsave = (ecx >> 27) & 1, avx = (ecx >> 28) & 1;
+  int fma = (ecx >> 12) & 1, f16c = (ecx >> 29) & 1;
+  if (!osxsave || !avx) return;
+  unsigned long long xcr0 = read_xcr0();
+  if ((xcr0 & 0x6) != 0x6) return; /* OS saves XMM and YMM state */
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return;
+  int avx2 = (ebx >> 5) & 1;
+  if (!(avx2 && fma && f16c)) return;
+  detected_isa = SK_ISA_AVX2;
+  int avx512f = (ebx >> 16) & 1, avx512dq = (ebx >> 17) & 1;
+  int avx512bw = (ebx >> 30) & 1, avx512vl = (ebx >> 31) & 1;
+  if ((xcr0 & 0xE6) != 0xE6) return; /* opmask, ZMM_Hi256, Hi16_ZMM */
+  if (!(avx512f && avx512dq && avx512bw && avx512vl)) return;
+  detected_isa = SK_ISA_AVX512;
+  detected_vnni = (ecx >> 11) & 1;
+}
+
+static sk__isa chosen_isa;
+
+static void choose(void) {
+  detect();
+  chosen_isa = detected_isa;
+  const char *forced = getenv("SK_ISA");
+  if (!forced || !*forced) return;
+  sk__isa want;
+  if (strcmp(forced, "scalar") == 0) want = SK_ISA_SCALAR;
+  else if (strcmp(forced, "avx2") == 0) want = SK_ISA_AVX2;
+  else if (strcmp(forced, "avx512") == 0) want = SK_ISA_AVX512;
+  else {
+    sk__log(SK_LOG_WARN, "SK_ISA=%s ignored: expected scalar, avx2 or avx512", forced);
+    return;
+  }
+  if (want > detected_isa)
+    sk__log(SK_LOG_WARN, "SK_ISA=%s ignored: this CPU supports up to %s", forced,
+            sk__isa_name(detected_isa));
+  else
+    chosen_isa = want;
+}
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+sk__isa sk__cpu_isa_supported(void) {
+  pthread_once(&once, choose);
+  return detected_isa;
+}
+
+sk__isa sk__cpu_isa(void) {
+  pthread_once(&once, choose);
+  return chosen_isa;
+}
+
+int sk__cpu_has_avx512_vnni(void) {
+  pthread_once(&once, choose);
+  return chosen_isa >= SK_ISA_AVX512 && detected_vnni;
+}
+
+const char *sk__isa_name(sk__isa isa) {
+  switch (isa) {
+    case SK_ISA_AVX512: return "avx512";
+    case SK_ISA_AVX2: return "avx2";
+    default: return "scalar";
+  }
+}

@@ -1,0 +1,78 @@
+/* The log hook. The default handler writes "superkernel: warning: ..." lines
+ * to stderr; the level comes from $SK_LOG_LEVEL the first time it is needed. */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+
+#include "core/error.h"
+
+static const char *level_name(sk_log_level level) {
+  switch (level) {
+    case SK_LOG_DEBUG: return "debug";
+    case SK_LOG_INFO: return "info";
+    case SK_LOG_WARN: return "warning";
+    case SK_LOG_ERROR: return "error";
+    default: return "log";
+  }
+}
+
+static void default_handler(sk_log_level level, const char *message, void *user) {
+  (void)user;
+  fprintf(stderr, "superkernel: %s: %s\n", level_name(level), message);
+}
+
+/* Handler and user pointer change together, so they sit under one lock;
+ * the level is read on every sk__log call, so it is a lone atomic. */
+static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
+static sk_log_fn handler = default_handler;
+static void *handler_user;
+static atomic_int current_level = -1; /* -1: not yet read from the environment */
+
+static sk_log_level level_from_env(void) {
+  const char *s = getenv("SK_LOG_LEVEL");
+  if (!s) return SK_LOG_WARN;
+  static const char *const names[] = {"debug", "info", "warn", "error", "off"};
+  for (int i = 0; i < 5; i++)
+    if (strcmp(s, names[i]) == 0) return (sk_log_level)i;
+  return SK_LOG_WARN;
+}
+
+sk_log_level sk_get_log_level(void) {
+  int level = atomic_load_explicit(&current_level, memory_order_relaxed);
+  if (level < 0) {
+    level = (int)level_from_env();
+    int expected = -1;
+    if (!atomic_compare_exchange_strong(&current_level, &expected, level)) level = expected;
+  }
+  return (sk_log_level)level;
+}
+
+void sk_set_log_level(sk_log_level level) {
+  if (level < SK_LOG_DEBUG) level = SK_LOG_DEBUG;
+  if (level > SK_LOG_OFF) level = SK_LOG_OFF;
+  atomic_store(&current_level, (int)level);
+}
+
+void sk_set_log_handler(sk_log_fn fn, void *user) {
+  pthread_mutex_lock(&handler_lock);
+  handler = fn ? fn : default_handler;
+  handler_user = fn ? user : NULL;
+  pthread_mutex_unlock(&handler_lock);
+}
+
+void sk__log(sk_log_level level, const char *fmt, ...) {
+  if (level < sk_get_log_level() || level >= SK_LOG_OFF) return;
+  char message[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(message, sizeof message, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&handler_lock);
+  sk_log_fn fn = handler;
+  void *user = handler_user;
+  pthread_mutex_unlock(&handler_lock);
+  fn(level, message, user);
+}

@@ -1,0 +1,8 @@
+list(APPEND SK_SOURCES
+  core/alloc.c
+  core/cpu.c
+  core/dtype.c
+  core/log.c
+  core/status.c
+  core/tensor.c
+)

@@ -1,0 +1,187 @@
+/* sk_compile: copy the graph's nodes into executable form, tile each op for
+ * the team, and plan storage (see program.h). */
+#include "exec/program.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+
+static sk_status fail_oom(void) { return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_compile: out of memory"); }
+
+static sk_status copy_bindings(const sk__named_value *src, size_t n, const sk_graph *g, sk__io_binding **out) {
+  *out = calloc(n ? n : 1, sizeof **out);
+  if (!*out) return fail_oom();
+  for (size_t i = 0; i < n; i++) {
+    (*out)[i].name = sk__strdup(src[i].name);
+    if (!(*out)[i].name) return fail_oom();
+    (*out)[i].value = src[i].value;
+    (*out)[i].desc = g->values[src[i].value].desc;
+  }
+  return SK_STATUS_OK;
+}
+
+/* Builds the executable node: flattened input tensors and io views. */
+static sk_status prepare_node(const sk_graph *g, const sk__node *src, int n_cores, sk__exec_node *dst) {
+  dst->def = src->def;
+  dst->name = sk__strdup(src->name);
+  size_t total = 0;
+  for (int s = 0; s < SK__MAX_SLOTS; s++) total += src->slot_count[s];
+  dst->in_tensors = calloc(total ? total : 1, sizeof(sk__tensor));
+  dst->in_values = calloc(total ? total : 1, sizeof(sk_value));
+  dst->out_values = calloc(src->n_outputs, sizeof(sk_value));
+  dst->io.out = calloc(src->n_outputs, sizeof(sk__tensor));
+  dst->params = calloc(1, src->def->params_size ? src->def->params_size : 1);
+  if (!dst->name || !dst->in_tensors || !dst->in_values || !dst->out_values || !dst->io.out || !dst->params)
+    return fail_oom();
+  if (src->def->clone_params) SK_RETURN_IF_ERROR(src->def->clone_params(dst->params, src->params));
+  else memcpy(dst->params, src->params, src->def->params_size);
+  size_t used = 0;
+  for (int s = 0; s < SK__MAX_SLOTS; s++) {
+    dst->io.in[s].tensors = dst->in_tensors + used;
+    dst->io.in[s].count = src->slot_count[s];
+    for (size_t j = 0; j < src->slot_count[s]; j++, used++) {
+      dst->in_values[used] = src->slot_values[s][j];
+      dst->in_tensors[used] = g->values[src->slot_values[s][j]].desc;
+    }
+  }
+  dst->n_in_tensors = total;
+  dst->io.n_out = src->n_outputs;
+  for (size_t i = 0; i < src->n_outputs; i++) {
+    dst->out_values[i] = src->outputs[i];
+    dst->io.out[i] = g->values[src->outputs[i]].desc;
+  }
+  dst->io.params = dst->params;
+  if (src->def->is_view) return SK_STATUS_OK;
+  SK_RETURN_IF_ERROR(src->def->tile(&dst->io, n_cores, &dst->tiling));
+  dst->io.plan = dst->tiling.plan;
+  dst->io.n_blocks = dst->tiling.n_blocks;
+  return SK_STATUS_OK;
+}
+
+/* Alias classes and storage (program.h). */
+static sk_status plan_storage(const sk_graph *g, sk_program *p) {
+  p->root = malloc((g->n_values ? g->n_values : 1) * sizeof(sk_value));
+  p->storage = calloc(g->n_values ? g->n_values : 1, sizeof(sk__storage));
+  bool *placed = calloc(g->n_values ? g->n_values : 1, sizeof(bool));
+  if (!p->root || !p->storage || !placed) {
+    free(placed);
+    return fail_oom();
+  }
+  for (size_t v = 0; v < g->n_values; v++) p->root[v] = (sk_value)v;
+  for (size_t i = 0; i < g->n_nodes; i++) /* nodes are in topological order */
+    if (g->nodes[i].def->is_view) {
+      sk_value in = g->nodes[i].slot_values[0][0];
+      p->root[g->nodes[i].outputs[0]] = p->root[in];
+    }
+  for (size_t i = 0; i < g->n_inputs; i++) {
+    sk_value r = g->inputs[i].value;
+    p->storage[r] = (sk__storage){SK_STORE_INPUT, i};
+    placed[r] = true;
+  }
+  for (size_t j = 0; j < g->n_outputs; j++) {
+    sk_value r = p->root[g->outputs[j].value];
+    if (placed[r]) continue;
+    p->storage[r] = (sk__storage){SK_STORE_OUTPUT, j};
+    placed[r] = true;
+  }
+  size_t arena = 0;
+  for (size_t v = 0; v < g->n_values; v++)
+    if (p->root[v] == v && !placed[v]) {
+      p->storage[v] = (sk__storage){SK_STORE_ARENA, arena};
+      arena += sk__align_up(sk__tensor_bytes(&g->values[v].desc));
+    }
+  free(placed);
+  p->arena_bytes = arena;
+  if (arena && !(p->arena = sk__aligned_alloc(arena))) return fail_oom();
+  return SK_STATUS_OK;
+}
+
+void sk_program_destroy(sk_program *p) {
+  if (!p) return;
+  for (size_t i = 0; i < p->n_nodes; i++) {
+    sk__exec_node *n = &p->nodes[i];
+    if (n->params && n->def->free_params) n->def->free_params(n->params);
+    free(n->params);
+    free(n->tiling.plan);
+    free(n->name);
+    free(n->in_tensors);
+    free(n->in_values);
+    free(n->out_values);
+    free(n->io.out);
+  }
+  for (size_t i = 0; i < p->n_inputs; i++) free(p->inputs[i].name);
+  for (size_t i = 0; i < p->n_outputs; i++) free(p->outputs[i].name);
+  for (int c = 0; c < p->n_workspaces; c++) sk__aligned_free(p->workspaces[c]);
+  free(p->workspaces);
+  free(p->nodes);
+  free(p->inputs);
+  free(p->outputs);
+  free(p->root);
+  free(p->storage);
+  sk__aligned_free(p->arena);
+  pthread_mutex_destroy(&p->run_lock);
+  free(p);
+}
+
+sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program **program_out) {
+  sk__clear_error();
+  if (!g || !program_out)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: %s is NULL", !g ? "graph" : "program_out");
+  *program_out = NULL;
+  if (cfg && cfg->struct_size < offsetof(sk_compile_config, team) + sizeof(cfg->team))
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: cfg->struct_size %zu is too small (set it to sizeof(sk_compile_config))",
+                    cfg->struct_size);
+  if (g->n_outputs == 0)
+    return sk__fail(SK_STATUS_INVALID_STATE, "sk_compile: the graph has no outputs (mark one with sk_graph_mark_output)");
+  sk_program *p = calloc(1, sizeof *p);
+  if (!p) return fail_oom();
+  pthread_mutex_init(&p->run_lock, NULL);
+  p->tiled_cores = cfg && cfg->team ? sk_team_num_cores(cfg->team) : 1;
+  p->n_values = g->n_values;
+  sk_status st = copy_bindings(g->inputs, g->n_inputs, g, &p->inputs);
+  p->n_inputs = g->n_inputs;
+  if (st == SK_STATUS_OK) st = copy_bindings(g->outputs, g->n_outputs, g, &p->outputs);
+  p->n_outputs = g->n_outputs;
+  if (st == SK_STATUS_OK && !(p->nodes = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *p->nodes))) st = fail_oom();
+  for (size_t i = 0; st == SK_STATUS_OK && i < g->n_nodes; i++) {
+    p->n_nodes = i + 1;
+    st = prepare_node(g, &g->nodes[i], p->tiled_cores, &p->nodes[i]);
+    if (p->nodes[i].tiling.workspace_bytes > p->workspace_bytes) p->workspace_bytes = p->nodes[i].tiling.workspace_bytes;
+  }
+  if (st == SK_STATUS_OK) st = plan_storage(g, p);
+  if (st != SK_STATUS_OK) {
+    sk_program_destroy(p);
+    return st;
+  }
+  *program_out = p;
+  return SK_STATUS_OK;
+}
+
+size_t sk_program_num_inputs(const sk_program *p) { return p ? p->n_inputs : 0; }
+size_t sk_program_num_outputs(const sk_program *p) { return p ? p->n_outputs : 0; }
+
+static sk_status binding_info(const sk__io_binding *b, size_t n, size_t i, const char *what, const char **name_out,
+                              sk_dtype *dtype_out, int *rank_out, int64_t *shape_out) {
+  if (i >= n) return sk__fail(SK_STATUS_NOT_FOUND, "program %s %zu does not exist (it has %zu)", what, i, n);
+  if (name_out) *name_out = b[i].name;
+  if (dtype_out) *dtype_out = b[i].desc.dtype;
+  if (rank_out) *rank_out = b[i].desc.rank;
+  if (shape_out) memcpy(shape_out, b[i].desc.shape, sizeof(int64_t) * (size_t)b[i].desc.rank);
+  return SK_STATUS_OK;
+}
+
+sk_status sk_program_input_info(const sk_program *p, size_t i, const char **name_out, sk_dtype *dtype_out,
+                                int *rank_out, int64_t *shape_out) {
+  sk__clear_error();
+  if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_input_info: program is NULL");
+  return binding_info(p->inputs, p->n_inputs, i, "input", name_out, dtype_out, rank_out, shape_out);
+}
+
+sk_status sk_program_output_info(const sk_program *p, size_t i, const char **name_out, sk_dtype *dtype_out,
+                                 int *rank_out, int64_t *shape_out) {
+  sk__clear_error();
+  if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_output_info: program is NULL");
+  return binding_info(p->outputs, p->n_outputs, i, "output", name_out, dtype_out, rank_out, shape_out);
+}

@@ -1,0 +1,59 @@
+/* A compiled program: the graph's nodes with their tilings, and a storage
+ * plan that maps every value to a caller buffer or an internal arena.
+ *
+ * Storage: a reshape output aliases its input, so values form alias classes
+ * with one root. A class rooted at a graph input lives in the caller's input
+ * buffer; a class holding a graph output lives in that output's buffer; any
+ * other class gets a slice of the arena. Outputs that cannot be placed
+ * directly (an output that is a view of an input, or a value marked twice)
+ * are copied after the run. */
+#ifndef SK_EXEC_PROGRAM_H
+#define SK_EXEC_PROGRAM_H
+
+#include <pthread.h>
+
+#include "graph/graph.h"
+
+typedef enum sk__storage_kind { SK_STORE_INPUT, SK_STORE_OUTPUT, SK_STORE_ARENA } sk__storage_kind;
+
+typedef struct sk__storage {
+  sk__storage_kind kind;
+  size_t index; /* input / output index, or arena byte offset */
+} sk__storage;
+
+typedef struct sk__exec_node {
+  const sk__op_def *def;
+  char *name;
+  sk__node_io io;          /* tensors' data bound at each run */
+  sk__tensor *in_tensors;  /* all slots' tensors, slot after slot */
+  sk_value *in_values;     /* the value of each in_tensors entry */
+  size_t n_in_tensors;
+  sk_value *out_values;
+  void *params;            /* a deep copy of the graph node's */
+  sk__tiling tiling;
+} sk__exec_node;
+
+typedef struct sk__io_binding {
+  char *name;
+  sk_value value;
+  sk__tensor desc;
+} sk__io_binding;
+
+struct sk_program {
+  sk__exec_node *nodes;
+  size_t n_nodes;
+  sk__io_binding *inputs, *outputs;
+  size_t n_inputs, n_outputs;
+  size_t n_values;
+  sk_value *root;          /* alias-class root of each value */
+  sk__storage *storage;    /* per root value */
+  size_t arena_bytes;
+  void *arena;
+  size_t workspace_bytes;  /* per core, max over nodes */
+  void **workspaces;       /* one per core of the largest team seen */
+  int n_workspaces;
+  int tiled_cores;         /* team size the tiling was made for */
+  pthread_mutex_t run_lock; /* one run at a time: the arena is shared */
+};
+
+#endif

@@ -1,0 +1,127 @@
+/* sk_program_run: bind the caller's buffers, then run every op as its own
+ * launch on the team, in graph order (eager execution). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "exec/program.h"
+
+/* Finds the buffer bound to each program input / output; every one must be
+ * bound exactly once with exactly the right byte count. */
+static sk_status match_buffers(const sk__io_binding *want, size_t n_want, const sk_buffer *got, size_t n_got,
+                               const char *what, void **data_out) {
+  if (n_got && !got) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s buffers are NULL", what);
+  for (size_t i = 0; i < n_want; i++) data_out[i] = NULL;
+  for (size_t j = 0; j < n_got; j++) {
+    if (!got[j].name) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s buffer %zu has no name", what, j);
+    size_t i = 0;
+    while (i < n_want && strcmp(want[i].name, got[j].name) != 0) i++;
+    if (i == n_want) return sk__fail(SK_STATUS_NOT_FOUND, "sk_program_run: the program has no %s named '%s'", what, got[j].name);
+    if (data_out[i]) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s '%s' is bound twice", what, got[j].name);
+    size_t bytes = sk__tensor_bytes(&want[i].desc);
+    if (got[j].bytes != bytes) {
+      char s[SK_SHAPE_STR_MAX];
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s '%s': expected %zu bytes (%s %s), got %zu", what,
+                      got[j].name, bytes, sk_dtype_name(want[i].desc.dtype),
+                      sk__shape_str(want[i].desc.rank, want[i].desc.shape, s, sizeof s), got[j].bytes);
+    }
+    if (!got[j].data && bytes)
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s '%s': data is NULL", what, got[j].name);
+    data_out[i] = got[j].data ? got[j].data : (void *)got; /* any non-NULL marker for 0 bytes */
+  }
+  for (size_t i = 0; i < n_want; i++)
+    if (!data_out[i]) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s '%s' is not bound", what, want[i].name);
+  return SK_STATUS_OK;
+}
+
+static bool overlap(const void *a, size_t na, const void *b, size_t nb) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return na && nb && x < y + nb && y < x + na;
+}
+
+static sk_status ensure_workspaces(sk_program *p, int n_cores) {
+  if (p->workspace_bytes == 0 || p->n_workspaces >= n_cores) return SK_STATUS_OK;
+  void **ws = realloc(p->workspaces, (size_t)n_cores * sizeof *ws);
+  if (!ws) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_program_run: out of memory for workspaces");
+  p->workspaces = ws;
+  for (int c = p->n_workspaces; c < n_cores; c++) {
+    if (!(ws[c] = sk__aligned_alloc(p->workspace_bytes)))
+      return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_program_run: out of memory for workspaces");
+    p->n_workspaces = c + 1;
+  }
+  return SK_STATUS_OK;
+}
+
+typedef struct launch_ctx {
+  const sk__exec_node *node;
+  void *const *workspaces;
+} launch_ctx;
+
+static void run_block(void *arg, int64_t block, int core) {
+  const launch_ctx *ctx = arg;
+  ctx->node->def->run_block(&ctx->node->io, block, ctx->workspaces ? ctx->workspaces[core] : NULL);
+}
+
+static void *value_data(const sk_program *p, sk_value v, void *const *in, void *const *out) {
+  const sk__storage *s = &p->storage[p->root[v]];
+  switch (s->kind) {
+    case SK_STORE_INPUT: return in[s->index];
+    case SK_STORE_OUTPUT: return out[s->index];
+    default: return (char *)p->arena + s->index;
+  }
+}
+
+static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out) {
+  int n_cores = team ? sk_team_num_cores(team) : 1;
+  SK_RETURN_IF_ERROR(ensure_workspaces(p, n_cores));
+  for (size_t i = 0; i < p->n_nodes; i++) {
+    sk__exec_node *n = &p->nodes[i];
+    for (size_t j = 0; j < n->n_in_tensors; j++) n->in_tensors[j].data = value_data(p, n->in_values[j], in, out);
+    for (size_t j = 0; j < n->io.n_out; j++) n->io.out[j].data = value_data(p, n->out_values[j], in, out);
+    if (n->def->is_view || n->tiling.n_blocks == 0) continue;
+    launch_ctx ctx = {n, p->workspaces};
+    if (team) {
+      sk_status st = sk_team_launch(team, run_block, &ctx, n->tiling.n_blocks);
+      if (st != SK_STATUS_OK) return st;
+    } else {
+      for (int64_t b = 0; b < n->tiling.n_blocks; b++) run_block(&ctx, b, 0);
+    }
+  }
+  /* Outputs not computed in place (program.h) are copied now. */
+  for (size_t j = 0; j < p->n_outputs; j++) {
+    void *src = value_data(p, p->outputs[j].value, in, out);
+    if (src != out[j]) memcpy(out[j], src, sk__tensor_bytes(&p->outputs[j].desc));
+  }
+  return SK_STATUS_OK;
+}
+
+sk_status sk_program_run(sk_program *p, sk_team *team, const sk_buffer *inputs, size_t n_inputs,
+                         const sk_buffer *outputs, size_t n_outputs) {
+  sk__clear_error();
+  if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: program is NULL");
+  void **in = calloc(p->n_inputs + 1, sizeof(void *));
+  void **out = calloc(p->n_outputs + 1, sizeof(void *));
+  sk_status st = in && out ? SK_STATUS_OK : sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_program_run: out of memory");
+  if (st == SK_STATUS_OK) st = match_buffers(p->inputs, p->n_inputs, inputs, n_inputs, "input", in);
+  if (st == SK_STATUS_OK) st = match_buffers(p->outputs, p->n_outputs, outputs, n_outputs, "output", out);
+  for (size_t j = 0; st == SK_STATUS_OK && j < p->n_outputs; j++) {
+    size_t bj = sk__tensor_bytes(&p->outputs[j].desc);
+    for (size_t i = 0; st == SK_STATUS_OK && i < p->n_inputs; i++)
+      if (overlap(out[j], bj, in[i], sk__tensor_bytes(&p->inputs[i].desc)))
+        st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: output '%s' overlaps input '%s'", p->outputs[j].name,
+                      p->inputs[i].name);
+    for (size_t k = 0; st == SK_STATUS_OK && k < j; k++)
+      if (overlap(out[j], bj, out[k], sk__tensor_bytes(&p->outputs[k].desc)))
+        st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: output '%s' overlaps output '%s'", p->outputs[j].name,
+                      p->outputs[k].name);
+  }
+  if (st == SK_STATUS_OK) {
+    pthread_mutex_lock(&p->run_lock);
+    st = run_locked(p, team, in, out);
+    pthread_mutex_unlock(&p->run_lock);
+  }
+  free(in);
+  free(out);
+  return st;
+}

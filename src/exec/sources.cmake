@@ -1,0 +1,4 @@
+list(APPEND SK_SOURCES
+  exec/program.c
+  exec/run.c
+)

@@ -1,0 +1,120 @@
+/* Graph lifetime, inputs, outputs and value queries. Nodes are added in
+ * graph/add_op.c. */
+#include "graph/graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+sk_status sk__grow(void **array, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return SK_STATUS_OK;
+  size_t n = *cap ? *cap * 2 : 16;
+  while (n < need) n *= 2;
+  void *p = realloc(*array, n * elem);
+  if (!p) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "out of memory growing a graph array");
+  *array = p;
+  *cap = n;
+  return SK_STATUS_OK;
+}
+
+char *sk__strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+sk_status sk_graph_create(sk_graph **graph_out) {
+  sk__clear_error();
+  if (!graph_out) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_create: graph_out is NULL");
+  *graph_out = calloc(1, sizeof(sk_graph));
+  if (!*graph_out) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_graph_create: out of memory");
+  return SK_STATUS_OK;
+}
+
+void sk__node_free(sk__node *node) {
+  for (int s = 0; s < SK__MAX_SLOTS; s++) free(node->slot_values[s]);
+  free(node->outputs);
+  if (node->params && node->def->free_params) node->def->free_params(node->params);
+  free(node->params);
+  free(node->name);
+}
+
+void sk_graph_destroy(sk_graph *g) {
+  if (!g) return;
+  for (size_t i = 0; i < g->n_nodes; i++) sk__node_free(&g->nodes[i]);
+  for (size_t i = 0; i < g->n_inputs; i++) free(g->inputs[i].name);
+  for (size_t i = 0; i < g->n_outputs; i++) free(g->outputs[i].name);
+  free(g->nodes);
+  free(g->values);
+  free(g->inputs);
+  free(g->outputs);
+  free(g);
+}
+
+static bool name_taken(const sk__named_value *list, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(list[i].name, name) == 0) return true;
+  return false;
+}
+
+sk_status sk_graph_add_input(sk_graph *g, const char *name, sk_dtype dtype, int rank,
+                             const int64_t *shape, sk_value *value_out) {
+  sk__clear_error();
+  if (!g || !name || !value_out)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_add_input: %s is NULL",
+                    !g ? "graph" : !name ? "name" : "value_out");
+  if (!*name) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_add_input: empty input name");
+  if (sk_dtype_size(dtype) == 0)
+    return sk__fail(SK_STATUS_INVALID_DTYPE, "graph input '%s': invalid dtype %d", name, (int)dtype);
+  char why[128];
+  if (!sk__shape_check(dtype, rank, shape, why, sizeof why))
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "graph input '%s': %s", name, why);
+  if (name_taken(g->inputs, g->n_inputs, name))
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "graph input '%s' is declared twice", name);
+  SK_RETURN_IF_ERROR(sk__grow((void **)&g->values, &g->cap_values, g->n_values + 1, sizeof *g->values));
+  SK_RETURN_IF_ERROR(sk__grow((void **)&g->inputs, &g->cap_inputs, g->n_inputs + 1, sizeof *g->inputs));
+  char *copy = sk__strdup(name);
+  if (!copy) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "graph input '%s': out of memory", name);
+  sk__value *v = &g->values[g->n_values];
+  sk__tensor_init(&v->desc, dtype, rank, shape);
+  v->producer = -1;
+  v->producer_output = 0;
+  v->input_index = (int)g->n_inputs;
+  g->inputs[g->n_inputs++] = (sk__named_value){copy, (sk_value)g->n_values};
+  *value_out = (sk_value)g->n_values++;
+  return SK_STATUS_OK;
+}
+
+sk_status sk_graph_mark_output(sk_graph *g, sk_value value, const char *name) {
+  sk__clear_error();
+  if (!g || !name)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_mark_output: %s is NULL", !g ? "graph" : "name");
+  if (!*name) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_mark_output: empty output name");
+  if (value >= g->n_values)
+    return sk__fail(SK_STATUS_NOT_FOUND, "graph output '%s': value %u does not exist (graph has %zu values)",
+                    name, value, g->n_values);
+  if (name_taken(g->outputs, g->n_outputs, name))
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "graph output '%s' is marked twice", name);
+  SK_RETURN_IF_ERROR(sk__grow((void **)&g->outputs, &g->cap_outputs, g->n_outputs + 1, sizeof *g->outputs));
+  char *copy = sk__strdup(name);
+  if (!copy) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "graph output '%s': out of memory", name);
+  g->outputs[g->n_outputs++] = (sk__named_value){copy, value};
+  return SK_STATUS_OK;
+}
+
+sk_status sk_graph_value_info(const sk_graph *g, sk_value value, sk_dtype *dtype_out,
+                              int *rank_out, int64_t *shape_out) {
+  sk__clear_error();
+  if (!g) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_value_info: graph is NULL");
+  if (value >= g->n_values)
+    return sk__fail(SK_STATUS_NOT_FOUND, "sk_graph_value_info: value %u does not exist (graph has %zu values)",
+                    value, g->n_values);
+  const sk__tensor *t = &g->values[value].desc;
+  if (dtype_out) *dtype_out = t->dtype;
+  if (rank_out) *rank_out = t->rank;
+  if (shape_out) memcpy(shape_out, t->shape, sizeof(int64_t) * (size_t)t->rank);
+  return SK_STATUS_OK;
+}

@@ -1,0 +1,4 @@
+list(APPEND SK_SOURCES
+  graph/add_op.c
+  graph/graph.c
+)

@@ -1,0 +1,37 @@
+/* Array conversions between any two dtypes, the engine of the cast op and of
+ * every kernel that stores fp16 / bf16.
+ *
+ * Rules (the scalar definitions in core/dtype.c and convert_scalar.h are
+ * the reference; every ISA path gives the same bits):
+ *   float -> float   exact widening; narrowing rounds to nearest even, NaN
+ *                    stays NaN, overflow gives Inf, subnormals are produced
+ *   int   -> float   rounded to nearest even (int32/int64 -> fp32 as C does;
+ *                    to fp16 / bf16 rounded once from the exact integer)
+ *   float -> int     truncated toward zero (C, numpy astype), saturated to the
+ *                    target range, NaN -> 0
+ *   int   -> int     two's-complement wrap (keep the low bits), as numpy
+ *   same  -> same    a copy
+ */
+#ifndef SK_KERNELS_CONVERT_H
+#define SK_KERNELS_CONVERT_H
+
+#include <stddef.h>
+
+#include "core/cpu.h"
+#include "superkernel.h"
+
+/* Converts n elements from src (src_dtype) to dst (dst_dtype). src and dst
+ * must not overlap unless they are the same pointer with equal dtypes. */
+void sk__convert(const void *src, sk_dtype src_dtype, void *dst, sk_dtype dst_dtype,
+                 size_t n, sk__isa isa);
+
+/* Plain one-element-at-a-time reference of sk__convert (the test oracle). */
+void sk__convert_reference(const void *src, sk_dtype src_dtype, void *dst,
+                           sk_dtype dst_dtype, size_t n);
+
+/* Loads element i of a buffer of any dtype as fp32 / stores fp32 into it
+ * (rounded per the rules above); for references and odd tails. */
+float sk__load_f32(const void *p, sk_dtype dtype, size_t i);
+void sk__store_f32(void *p, sk_dtype dtype, size_t i, float v);
+
+#endif

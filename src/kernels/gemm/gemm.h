@@ -1,0 +1,50 @@
+/* GEMM with fp32 accumulation for the float path of grouped_matmul.
+ *
+ * The arithmetic contract, which every ISA path and the reference follow so
+ * that all of them give the same bits:
+ *
+ *   for each (i, j):  acc = +0.0f
+ *                     for p = 0 .. k-1 in order: acc = fmaf(A[i,p], B[p,j], acc)
+ *                     y = acc + bias[j]        (fp32 add; skipped when bias is NULL)
+ *                     C[i,j] = y rounded to c_dtype (round to nearest even)
+ *
+ * A, B and bias are fp32, fp16 or bf16 (widened exactly to fp32); C is fp32,
+ * fp16 or bf16. All matrices are row-major with leading dimensions in
+ * elements. The weight layout is (K, N): C = A @ B, no implicit transpose.
+ */
+#ifndef SK_KERNELS_GEMM_H
+#define SK_KERNELS_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/cpu.h"
+#include "superkernel.h"
+
+typedef struct sk__gemm_problem {
+  int64_t m, n, k;
+  const void *a; sk_dtype a_dtype; int64_t lda;   /* A [m, k] */
+  const void *b; sk_dtype b_dtype; int64_t ldb;   /* B [k, n] */
+  const void *bias; sk_dtype bias_dtype;          /* [n], or NULL */
+  void *c; sk_dtype c_dtype; int64_t ldc;         /* C [m, n] */
+} sk__gemm_problem;
+
+/* Bytes of workspace sk__gemm_tile needs for a tile of at most tile_m rows
+ * and tile_n columns with this k (packed panels); 64-byte aligned. */
+size_t sk__gemm_workspace_size(int64_t tile_m, int64_t tile_n, int64_t k);
+
+/* Computes C[m0:m1, n0:n1] with the given ISA path (the caller passes
+ * sk__cpu_isa()). workspace holds sk__gemm_workspace_size(m1-m0, n1-n0, k)
+ * bytes, 64-byte aligned; tiles are independent, so blocks of a launch may
+ * compute disjoint tiles at once. */
+void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1,
+                   int64_t n0, int64_t n1, void *workspace, sk__isa isa);
+
+/* Tile granularity the kernels prefer for this ISA: callers make tile
+ * heights multiples of *mr and widths multiples of *nr where they can. */
+void sk__gemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr);
+
+/* The plain reference (the test oracle): the contract above as three loops. */
+void sk__gemm_reference(const sk__gemm_problem *p);
+
+#endif

@@ -1,0 +1,1 @@
+# f32-accumulating GEMM kernels

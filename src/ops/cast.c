@@ -1,0 +1,57 @@
+/* cast(x, dtype): element conversion by the rules of kernels/convert. */
+#include "core/cpu.h"
+#include "core/error.h"
+#include "kernels/convert/convert.h"
+#include "ops/op_util.h"
+
+enum { SLOT_X };
+static const char *const slots[] = {"x", NULL};
+
+static sk_status build(sk__build_ctx *ctx) {
+  const sk__tensor *x;
+  SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_X, &x));
+  int64_t dtype;
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "dtype", SK_DTYPE_INVALID, &dtype));
+  if (!sk__ctx_has_attr(ctx, "dtype"))
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute dtype is required", sk__ctx_op(ctx));
+  if (dtype <= SK_DTYPE_INVALID || dtype >= SK_DTYPE_COUNT_)
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE,
+                    "%s: attribute dtype: expected an sk_dtype (fp32, fp16, bf16, int8, int32, int64), got %lld",
+                    sk__ctx_op(ctx), (long long)dtype);
+  sk__tensor *out;
+  SK_RETURN_IF_ERROR(sk__ctx_set_outputs(ctx, 1, &out));
+  sk__tensor_init(out, (sk_dtype)dtype, x->rank, x->shape);
+  return SK_STATUS_OK;
+}
+
+static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
+  int64_t n = sk__tensor_numel(&io->out[0]);
+  *out = sk__flat_tiling(n, sk__flat_block_size(n, n_cores, 1024, 16384));
+  return SK_STATUS_OK;
+}
+
+static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
+  (void)workspace;
+  const sk__tensor *x = &io->in[SLOT_X].tensors[0];
+  const sk__tensor *y = &io->out[0];
+  int64_t begin, end;
+  sk__flat_block_range(sk__tensor_numel(y), io->n_blocks, block, &begin, &end);
+  sk__convert((const char *)x->data + begin * (int64_t)sk_dtype_size(x->dtype), x->dtype,
+              (char *)y->data + begin * (int64_t)sk_dtype_size(y->dtype), y->dtype, (size_t)(end - begin),
+              sk__cpu_isa());
+}
+
+static void reference(const sk__node_io *io) {
+  const sk__tensor *x = &io->in[SLOT_X].tensors[0];
+  sk__convert_reference(x->data, x->dtype, io->out[0].data, io->out[0].dtype, (size_t)sk__tensor_numel(x));
+}
+
+const sk__op_def sk__op_cast = {
+    .type = "cast",
+    .slot_names = slots,
+    .kind = SK_KERNEL_VECTOR,
+    .build = build,
+    .tile = tile,
+    .run_block = run_block,
+    .reference = reference,
+};

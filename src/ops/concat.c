@@ -1,0 +1,126 @@
+/* concat(x[], dim): tensors of equal dtype and rank whose shapes agree except
+ * along dim, joined along dim. The output is a sequence of rows (one per
+ * index of the dimensions before dim), each row the inputs' slabs in order. */
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/op_util.h"
+
+enum { SLOT_X };
+static const char *const slots[] = {"x", NULL};
+
+typedef struct concat_params {
+  int dim; /* normalized, in [0, rank) */
+} concat_params;
+
+static sk_status build(sk__build_ctx *ctx) {
+  const char *op = sk__ctx_op(ctx);
+  const sk__slot *xs = sk__ctx_slot(ctx, SLOT_X);
+  if (xs->count == 0) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input x: expected a non-empty list", op);
+  const sk__tensor *first = &xs->tensors[0];
+  int64_t dim;
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "dim", 0, &dim));
+  if (first->rank == 0) return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x[0]: a scalar cannot be concatenated", op);
+  if (dim < -first->rank || dim >= first->rank)
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute dim: expected a value in [%d, %d], got %lld", op,
+                    -first->rank, first->rank - 1, (long long)dim);
+  if (dim < 0) dim += first->rank;
+  int64_t shape[SK_MAX_RANK];
+  memcpy(shape, first->shape, sizeof shape);
+  shape[dim] = 0;
+  char a[SK_SHAPE_STR_MAX], b[SK_SHAPE_STR_MAX];
+  for (size_t i = 0; i < xs->count; i++) {
+    const sk__tensor *t = &xs->tensors[i];
+    if (t->dtype != first->dtype)
+      return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x[%zu]: expected dtype %s (as x[0]), got %s", op, i,
+                      sk_dtype_name(first->dtype), sk_dtype_name(t->dtype));
+    bool match = t->rank == first->rank;
+    for (int d = 0; match && d < t->rank; d++)
+      if (d != dim && t->shape[d] != first->shape[d]) match = false;
+    if (!match)
+      return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x[%zu]: shape %s differs from x[0] %s outside dim %lld",
+                      op, i, sk__shape_str(t->rank, t->shape, a, sizeof a),
+                      sk__shape_str(first->rank, first->shape, b, sizeof b), (long long)dim);
+    shape[dim] += t->shape[dim];
+  }
+  ((concat_params *)sk__ctx_params(ctx))->dim = (int)dim;
+  sk__tensor *out;
+  SK_RETURN_IF_ERROR(sk__ctx_set_outputs(ctx, 1, &out));
+  char why[128];
+  if (!sk__shape_check(first->dtype, first->rank, shape, why, sizeof why))
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: output: %s", op, why);
+  sk__tensor_init(out, first->dtype, first->rank, shape);
+  return SK_STATUS_OK;
+}
+
+/* Bytes of one input's slab per output row: its dims from dim on. */
+static size_t slab_bytes(const sk__tensor *t, int dim) {
+  size_t n = sk_dtype_size(t->dtype);
+  for (int d = dim; d < t->rank; d++) n *= (size_t)t->shape[d];
+  return n;
+}
+
+/* Blocks split the output's bytes evenly (at least 64 KiB each), so a concat
+ * along dim 0, which is a single row, still spreads over the team. */
+static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
+  int64_t bytes = (int64_t)sk__tensor_bytes(&io->out[0]);
+  *out = sk__flat_tiling(bytes, sk__flat_block_size(bytes, n_cores, 64, 65536));
+  return SK_STATUS_OK;
+}
+
+/* Copies the output bytes [begin, end) from wherever they come from. */
+static void copy_range(const sk__node_io *io, int64_t begin, int64_t end) {
+  int dim = ((const concat_params *)io->params)->dim;
+  const sk__slot *xs = &io->in[SLOT_X];
+  size_t row = slab_bytes(&io->out[0], dim);
+  if (row == 0) return;
+  for (int64_t r = begin / (int64_t)row; r * (int64_t)row < end; r++) {
+    int64_t offset = r * (int64_t)row;
+    for (size_t i = 0; i < xs->count; i++) {
+      int64_t slab = (int64_t)slab_bytes(&xs->tensors[i], dim);
+      int64_t lo = offset > begin ? offset : begin, hi = offset + slab < end ? offset + slab : end;
+      if (lo < hi)
+        memcpy((char *)io->out[0].data + lo, (const char *)xs->tensors[i].data + r * slab + (lo - offset),
+               (size_t)(hi - lo));
+      offset += slab;
+    }
+  }
+}
+
+static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
+  (void)workspace;
+  int64_t begin, end;
+  sk__flat_block_range((int64_t)sk__tensor_bytes(&io->out[0]), io->n_blocks, block, &begin, &end);
+  copy_range(io, begin, end);
+}
+
+/* Reference: walk every output element and find its source by index. */
+static void reference(const sk__node_io *io) {
+  int dim = ((const concat_params *)io->params)->dim;
+  const sk__tensor *y = &io->out[0];
+  size_t es = sk_dtype_size(y->dtype);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dim; d++) outer *= y->shape[d];
+  for (int d = dim + 1; d < y->rank; d++) inner *= y->shape[d];
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t k = 0; k < y->shape[dim]; k++) {
+      int64_t base = k;
+      size_t i = 0;
+      while (base >= io->in[SLOT_X].tensors[i].shape[dim]) base -= io->in[SLOT_X].tensors[i++].shape[dim];
+      const sk__tensor *x = &io->in[SLOT_X].tensors[i];
+      for (int64_t j = 0; j < inner; j++)
+        memcpy((char *)y->data + ((o * y->shape[dim] + k) * inner + j) * (int64_t)es,
+               (const char *)x->data + ((o * x->shape[dim] + base) * inner + j) * (int64_t)es, es);
+    }
+}
+
+const sk__op_def sk__op_concat = {
+    .type = "concat",
+    .slot_names = slots,
+    .kind = SK_KERNEL_VECTOR,
+    .build = build,
+    .tile = tile,
+    .run_block = run_block,
+    .reference = reference,
+    .params_size = sizeof(concat_params),
+};

@@ -1,0 +1,105 @@
+/* grouped_matmul: block tiling and the per-block kernel.
+ *
+ * A block is one output tile of one group. Tiles are sized so the team gets
+ * about one tile-worth of equal work per core: a tile repacks its weight
+ * panel, so more, smaller tiles than cores would pay that packing again and
+ * again. Tile heights are multiples of the micro-kernel's MR, capped so
+ * packed panels stay cache-sized. Results never depend on the tiling (the
+ * GEMM contract fixes every element's summation order). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/grouped_matmul.h"
+#include "ops/op_util.h"
+
+#define TILE_M_MAX 256
+#define TILE_N_MAX 512
+
+typedef struct gmm_tile {
+  int64_t group; /* -1: zero-fill rows [m0, m1) of the single output */
+  int64_t m0, m1, n0, n1;
+} gmm_tile;
+
+typedef struct gmm_tiles {
+  int64_t count, cap;
+  gmm_tile *tiles;
+} gmm_tiles;
+
+static bool push(gmm_tiles *t, gmm_tile tile) {
+  if (t->count == t->cap) {
+    int64_t cap = t->cap ? t->cap * 2 : 16;
+    gmm_tile *p = realloc(t->tiles, (size_t)cap * sizeof *p);
+    if (!p) return false;
+    t->tiles = p;
+    t->cap = cap;
+  }
+  t->tiles[t->count++] = tile;
+  return true;
+}
+
+/* Splits [0, extent) into `parts` ranges whose lengths are multiples of
+ * grain (the last takes the remainder). Returns the range length used. */
+static int64_t part_length(int64_t extent, int64_t parts, int64_t grain) {
+  return sk__ceil_div(sk__ceil_div(extent, parts), grain) * grain;
+}
+
+sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
+  const gmm_params *p = io->params;
+  int64_t mr, nr;
+  sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  double total = 0;
+  for (int64_t g = 0; g < p->n_groups; g++) {
+    sk__gemm_problem q = sk__gmm_group_problem(io, g);
+    total += (double)q.m * (double)q.n * (double)(q.k + 1);
+  }
+  /* Work per tile that gives each core about one tile of the whole op. */
+  double target = n_cores > 1 ? total / n_cores : INFINITY;
+  gmm_tiles t = {0};
+  size_t workspace = 0;
+  for (int64_t g = 0; g < p->n_groups; g++) {
+    sk__gemm_problem q = sk__gmm_group_problem(io, g);
+    if (q.m == 0 || q.n == 0) continue;
+    double work = (double)q.m * (double)q.n * (double)(q.k + 1);
+    int64_t want = (int64_t)llround(work / target);
+    if (want < 1) want = 1;
+    int64_t row_parts = sk__ceil_div(q.m, TILE_M_MAX);
+    int64_t max_row_parts = sk__ceil_div(q.m, mr);
+    if (row_parts < want) row_parts = want < max_row_parts ? want : max_row_parts;
+    int64_t col_parts = sk__ceil_div(q.n, TILE_N_MAX);
+    int64_t want_cols = sk__ceil_div(want, row_parts), max_col_parts = sk__ceil_div(q.n, nr);
+    if (col_parts < want_cols) col_parts = want_cols < max_col_parts ? want_cols : max_col_parts;
+    int64_t tm = part_length(q.m, row_parts, mr), tn = part_length(q.n, col_parts, nr);
+    size_t ws = sk__gemm_workspace_size(tm, tn, q.k);
+    if (ws > workspace) workspace = ws;
+    for (int64_t m0 = 0; m0 < q.m; m0 += tm)
+      for (int64_t n0 = 0; n0 < q.n; n0 += tn)
+        if (!push(&t, (gmm_tile){g, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n})) {
+          free(t.tiles);
+          return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
+        }
+  }
+  if (p->group_type == 0 && p->split_item >= 2 && p->rows_used < io->out[0].shape[0]) {
+    if (!push(&t, (gmm_tile){-1, p->rows_used, io->out[0].shape[0], 0, io->out[0].shape[1]})) {
+      free(t.tiles);
+      return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
+    }
+  }
+  out->n_blocks = t.count;
+  out->workspace_bytes = workspace;
+  out->plan = t.tiles;
+  return SK_STATUS_OK;
+}
+
+void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
+  const gmm_tile *tile = &((const gmm_tile *)io->plan)[block];
+  if (tile->group < 0) {
+    const sk__tensor *y = &io->out[0];
+    size_t row = (size_t)y->shape[1] * sk_dtype_size(y->dtype);
+    memset((char *)y->data + (size_t)tile->m0 * row, 0, (size_t)(tile->m1 - tile->m0) * row);
+    return;
+  }
+  sk__gemm_problem q = sk__gmm_group_problem(io, tile->group);
+  sk__gemm_tile(&q, tile->m0, tile->m1, tile->n0, tile->n1, workspace, sk__cpu_isa());
+}

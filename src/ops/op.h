@@ -1,0 +1,110 @@
+/* The operator interface. Each op lives in one file of src/ops/ and provides:
+ *   build      validate inputs and attributes, infer output shapes and
+ *              dtypes, keep the parsed attributes (at graph-building time);
+ *   tile       split the work into blocks for a team (at compile time);
+ *   run_block  the fast kernel for one block (at run time, on a core);
+ *   reference  a plain implementation of the whole op: the test oracle.
+ */
+#ifndef SK_OPS_OP_H
+#define SK_OPS_OP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+#include "superkernel.h"
+
+#define SK__MAX_SLOTS 8
+
+/* What a sub-kernel exercises (the seed's AIC / AIV / MIX); the planner of
+ * the SuperKernel issue uses it, eager execution ignores it. */
+typedef enum sk__kernel_kind {
+  SK_KERNEL_VECTOR = 0,
+  SK_KERNEL_CUBE = 1,
+  SK_KERNEL_MIX = 2,
+} sk__kernel_kind;
+
+/* One input slot as the op sees it: a list of tensors (count 0 = absent). */
+typedef struct sk__slot {
+  const sk__tensor *tensors;
+  size_t count;
+} sk__slot;
+
+/* The op-independent view of a node for build / tile / run / reference. At
+ * build time the tensors carry shapes and dtypes and no data; at run time
+ * their data pointers are bound. */
+typedef struct sk__node_io {
+  sk__slot in[SK__MAX_SLOTS]; /* indexed like the op's slot_names */
+  sk__tensor *out;            /* n_out outputs */
+  size_t n_out;
+  const void *params;         /* the op's parsed attributes */
+  const void *plan;           /* the op's block table from tile(), or NULL */
+  int64_t n_blocks;           /* the block count tile() chose */
+} sk__node_io;
+
+typedef struct sk__build_ctx sk__build_ctx;
+
+/* Block tiling of one node for a team of n_cores. */
+typedef struct sk__tiling {
+  int64_t n_blocks;
+  size_t workspace_bytes; /* per core, 64-byte aligned scratch */
+  void *plan;             /* op-owned block table (malloc'd; freed with free) */
+} sk__tiling;
+
+typedef struct sk__op_def {
+  const char *type;
+  /* Accepted input slot names in order, NULL-terminated; slot i of
+   * sk__node_io.in is slot_names[i]. */
+  const char *const *slot_names;
+  sk__kernel_kind kind;
+  /* A view op (reshape) launches nothing: its output aliases its input. */
+  bool is_view;
+  sk_status (*build)(sk__build_ctx *ctx);
+  /* Fills *out; a view op has none. Tiling may depend on the team size;
+   * results never do (every op computes each element in a fixed order). */
+  sk_status (*tile)(const sk__node_io *io, int n_cores, sk__tiling *out);
+  void (*run_block)(const sk__node_io *io, int64_t block, void *workspace);
+  void (*reference)(const sk__node_io *io);
+  size_t params_size; /* bytes of the parsed attribute struct */
+  /* Deep-copies params into dst (params_size bytes); NULL = memcpy. On
+   * failure dst is left for free_params. */
+  sk_status (*clone_params)(void *dst, const void *src);
+  /* Frees what params point to (not params itself); NULL when nothing. */
+  void (*free_params)(void *params);
+} sk__op_def;
+
+/* The registry: NULL when the type is unknown. */
+const sk__op_def *sk__op_find(const char *type);
+/* Every registered op, NULL-terminated (for messages and tests). */
+const sk__op_def *const *sk__op_all(void);
+
+/* ---- build-time helpers, implemented in graph/build_ctx.c ---- */
+
+/* The node being built, for messages: "grouped_matmul" or its node name. */
+const char *sk__ctx_op(const sk__build_ctx *ctx);
+/* Input slot i (tensors without data). */
+const sk__slot *sk__ctx_slot(const sk__build_ctx *ctx, int i);
+/* Fails naming the slot when slot i is absent / holds more than one tensor;
+ * returns its only tensor otherwise. */
+sk_status sk__ctx_single(sk__build_ctx *ctx, int i, const sk__tensor **t);
+
+/* Attribute getters. A missing attribute yields the default; a present one
+ * of the wrong kind fails naming it. Attributes no getter asked for are
+ * rejected after build as unknown. */
+sk_status sk__ctx_attr_int(sk__build_ctx *ctx, const char *name, int64_t dflt, int64_t *out);
+sk_status sk__ctx_attr_float(sk__build_ctx *ctx, const char *name, double dflt, double *out);
+/* ints: *out points into the caller's descriptor memory (valid during
+ * build only; copy it into params); *n = 0 when absent. */
+sk_status sk__ctx_attr_ints(sk__build_ctx *ctx, const char *name, const int64_t **out, size_t *n);
+bool sk__ctx_has_attr(const sk__build_ctx *ctx, const char *name);
+
+/* The op's params struct (params_size bytes, zeroed) to fill. */
+void *sk__ctx_params(sk__build_ctx *ctx);
+/* Declares the node's outputs (at most SK__MAX_OUTPUTS); returns them to fill
+ * with dtype and shape. */
+sk_status sk__ctx_set_outputs(sk__build_ctx *ctx, size_t n, sk__tensor **outs);
+
+#define SK__MAX_OUTPUTS 1024
+
+#endif

@@ -1,0 +1,39 @@
+/* Small helpers shared by the op files: block splitting of flat ranges and
+ * dtype predicates for messages. */
+#ifndef SK_OPS_OP_UTIL_H
+#define SK_OPS_OP_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ops/op.h"
+
+static inline bool sk__is_float(sk_dtype d) { return d == SK_FP32 || d == SK_FP16 || d == SK_BF16; }
+
+static inline int64_t sk__ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Splits n elements into blocks of whole multiples of grain, at least
+ * min_block elements each, about one block per core (more cores, smaller
+ * blocks). Deterministic in (n, n_cores). */
+static inline int64_t sk__flat_block_size(int64_t n, int n_cores, int64_t grain, int64_t min_block) {
+  int64_t per_core = sk__ceil_div(n, n_cores > 0 ? n_cores : 1);
+  if (per_core < min_block) per_core = min_block;
+  return sk__ceil_div(per_core, grain) * grain;
+}
+
+/* Tiling of a flat range: n_blocks of block_size elements (the last shorter). */
+static inline sk__tiling sk__flat_tiling(int64_t n, int64_t block_size) {
+  sk__tiling t = {0};
+  t.n_blocks = n > 0 ? sk__ceil_div(n, block_size) : 0;
+  return t;
+}
+
+/* Element range [*begin, *end) of block b when n elements are split into
+ * n_blocks nearly equal contiguous blocks (the last may be shorter). */
+static inline void sk__flat_block_range(int64_t n, int64_t n_blocks, int64_t b, int64_t *begin, int64_t *end) {
+  int64_t bs = sk__ceil_div(n, n_blocks);
+  *begin = b * bs < n ? b * bs : n;
+  *end = *begin + bs < n ? *begin + bs : n;
+}
+
+#endif

@@ -1,0 +1,72 @@
+/* reshape(x, shape): a view with another shape of the same element count; one
+ * dimension may be -1 (inferred). Launches nothing. */
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/op.h"
+
+enum { SLOT_X };
+static const char *const slots[] = {"x", NULL};
+
+static sk_status build(sk__build_ctx *ctx) {
+  const char *op = sk__ctx_op(ctx);
+  const sk__tensor *x;
+  SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_X, &x));
+  const int64_t *dims;
+  size_t rank;
+  SK_RETURN_IF_ERROR(sk__ctx_attr_ints(ctx, "shape", &dims, &rank));
+  if (!sk__ctx_has_attr(ctx, "shape"))
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute shape is required", op);
+  if (rank > SK_MAX_RANK)
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: attribute shape: rank %zu exceeds %d", op, rank, SK_MAX_RANK);
+  int64_t shape[SK_MAX_RANK];
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < rank; i++) {
+    shape[i] = dims[i];
+    if (dims[i] == -1) {
+      if (infer >= 0)
+        return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: attribute shape: more than one -1 (dims %d and %zu)", op,
+                        infer, i);
+      infer = (int)i;
+    } else if (dims[i] < 0) {
+      return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: attribute shape: dimension %zu is %lld", op, i,
+                      (long long)dims[i]);
+    } else {
+      known *= dims[i];
+    }
+  }
+  int64_t numel = sk__tensor_numel(x);
+  char a[SK_SHAPE_STR_MAX], b[SK_SHAPE_STR_MAX];
+  if (infer >= 0) {
+    if (known == 0 || numel % known != 0)
+      return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: cannot infer -1 in %s from input x %s (%lld elements)", op,
+                      sk__shape_str((int)rank, dims, a, sizeof a), sk__shape_str(x->rank, x->shape, b, sizeof b),
+                      (long long)numel);
+    shape[infer] = numel / known;
+    known = numel;
+  }
+  if (known != numel)
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x %s has %lld elements, shape %s has %lld", op,
+                    sk__shape_str(x->rank, x->shape, b, sizeof b), (long long)numel,
+                    sk__shape_str((int)rank, dims, a, sizeof a), (long long)known);
+  sk__tensor *out;
+  SK_RETURN_IF_ERROR(sk__ctx_set_outputs(ctx, 1, &out));
+  sk__tensor_init(out, x->dtype, (int)rank, shape);
+  return SK_STATUS_OK;
+}
+
+/* The reference of a view is a copy (the executor aliases instead). */
+static void reference(const sk__node_io *io) {
+  const sk__tensor *x = &io->in[SLOT_X].tensors[0];
+  if (io->out[0].data != x->data) memcpy(io->out[0].data, x->data, sk__tensor_bytes(x));
+}
+
+const sk__op_def sk__op_reshape = {
+    .type = "reshape",
+    .slot_names = slots,
+    .kind = SK_KERNEL_VECTOR,
+    .is_view = true,
+    .build = build,
+    .reference = reference,
+};

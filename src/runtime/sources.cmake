@@ -1,0 +1,1 @@
+# sources of src/runtime (listed by its owner)

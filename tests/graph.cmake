@@ -1,0 +1,2 @@
+# tests of the graph area
+sk_add_test(NAME test_graph SOURCES test_graph.c)

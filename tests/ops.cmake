@@ -1,0 +1,4 @@
+# tests of the ops: each against its plain reference, on every ISA path
+add_library(sk_reference_runner STATIC reference_runner.c)
+target_link_libraries(sk_reference_runner PUBLIC superkernel_internal)
+sk_add_test(NAME test_ops SOURCES test_ops.c LIBS sk_reference_runner ISA_VARIANTS)

@@ -1,0 +1,144 @@
+#include "reference_runner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/program.h"
+#include "kernels/convert/convert.h"
+
+uint64_t rr_next(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+double rr_uniform(uint64_t *s, double lo, double hi) {
+  return lo + (hi - lo) * (double)(rr_next(s) >> 11) * 0x1p-53;
+}
+
+void rr_fill(void *data, sk_dtype dtype, size_t n, double lo, double hi, uint64_t *state) {
+  for (size_t i = 0; i < n; i++) {
+    double v = rr_uniform(state, lo, hi);
+    switch (dtype) {
+      case SK_INT8: ((int8_t *)data)[i] = (int8_t)(int)v; break;
+      case SK_INT32: ((int32_t *)data)[i] = (int32_t)v; break;
+      case SK_INT64: ((int64_t *)data)[i] = (int64_t)v; break;
+      default: sk__store_f32(data, dtype, i, (float)v); break;
+    }
+  }
+}
+
+static size_t info_bytes(const sk_program *p, size_t i, bool input, const char **name) {
+  sk_dtype dt;
+  int rank;
+  int64_t shape[SK_MAX_RANK];
+  if (input) sk_program_input_info(p, i, name, &dt, &rank, shape);
+  else sk_program_output_info(p, i, name, &dt, &rank, shape);
+  size_t n = sk_dtype_size(dt);
+  for (int d = 0; d < rank; d++) n *= (size_t)shape[d];
+  return n;
+}
+
+bool rr_alloc(const sk_program *p, rr_buffers *b, double lo, double hi, uint64_t seed) {
+  b->n_inputs = sk_program_num_inputs(p);
+  b->n_outputs = sk_program_num_outputs(p);
+  b->inputs = calloc(b->n_inputs + 1, sizeof(sk_buffer));
+  b->outputs = calloc(b->n_outputs + 1, sizeof(sk_buffer));
+  if (!b->inputs || !b->outputs) return false;
+  for (size_t i = 0; i < b->n_inputs; i++) {
+    const char *name;
+    size_t bytes = info_bytes(p, i, true, &name);
+    b->inputs[i] = (sk_buffer){name, malloc(bytes + 1), bytes};
+    if (!b->inputs[i].data) return false;
+    rr_fill(b->inputs[i].data, p->inputs[i].desc.dtype, bytes / sk_dtype_size(p->inputs[i].desc.dtype), lo, hi, &seed);
+  }
+  for (size_t i = 0; i < b->n_outputs; i++) {
+    const char *name;
+    size_t bytes = info_bytes(p, i, false, &name);
+    b->outputs[i] = (sk_buffer){name, calloc(1, bytes + 1), bytes};
+    if (!b->outputs[i].data) return false;
+  }
+  return true;
+}
+
+void rr_free(rr_buffers *b) {
+  for (size_t i = 0; i < b->n_inputs; i++) free(b->inputs[i].data);
+  for (size_t i = 0; i < b->n_outputs; i++) free(b->outputs[i].data);
+  free(b->inputs);
+  free(b->outputs);
+  memset(b, 0, sizeof *b);
+}
+
+/* Evaluates the program's nodes with their references into per-value
+ * buffers; returns them (values[v] malloc'd; inputs point at b's data). */
+static void **reference_values(sk_program *p, rr_buffers *b) {
+  void **values = calloc(p->n_values, sizeof(void *));
+  bool *owned = calloc(p->n_values, sizeof(bool));
+  for (size_t i = 0; i < p->n_inputs; i++) values[p->inputs[i].value] = b->inputs[i].data;
+  for (size_t k = 0; k < p->n_nodes; k++) {
+    sk__exec_node *n = &p->nodes[k];
+    sk__node_io io = n->io;
+    sk__tensor *ins = calloc(n->n_in_tensors + 1, sizeof(sk__tensor));
+    sk__tensor *outs = calloc(n->io.n_out, sizeof(sk__tensor));
+    for (size_t j = 0; j < n->n_in_tensors; j++) {
+      ins[j] = n->in_tensors[j];
+      ins[j].data = values[n->in_values[j]];
+    }
+    for (int s = 0; s < 8; s++) io.in[s].tensors = ins + (n->io.in[s].tensors - n->in_tensors);
+    for (size_t j = 0; j < n->io.n_out; j++) {
+      outs[j] = n->io.out[j];
+      outs[j].data = calloc(1, sk__tensor_bytes(&outs[j]) + 1);
+      values[n->out_values[j]] = outs[j].data;
+      owned[n->out_values[j]] = true;
+    }
+    io.out = outs;
+    n->def->reference(&io);
+    free(ins);
+    free(outs);
+  }
+  for (size_t v = 0; v < p->n_values; v++)
+    if (!owned[v] && values[v]) values[v] = NULL; /* inputs: not ours to free */
+  for (size_t i = 0; i < p->n_inputs; i++) values[p->inputs[i].value] = b->inputs[i].data;
+  free(owned);
+  return values;
+}
+
+static void report_difference(const char *name, sk_dtype dt, const void *got, const void *want, size_t bytes) {
+  size_t es = sk_dtype_size(dt);
+  for (size_t i = 0; i < bytes / es; i++)
+    if (memcmp((const char *)got + i * es, (const char *)want + i * es, es) != 0) {
+      double g = dt == SK_INT8 ? ((const int8_t *)got)[i] : dt == SK_INT32 ? ((const int32_t *)got)[i]
+               : dt == SK_INT64 ? (double)((const int64_t *)got)[i] : sk__load_f32(got, dt, i);
+      double w = dt == SK_INT8 ? ((const int8_t *)want)[i] : dt == SK_INT32 ? ((const int32_t *)want)[i]
+               : dt == SK_INT64 ? (double)((const int64_t *)want)[i] : sk__load_f32(want, dt, i);
+      fprintf(stderr, "output %s differs at element %zu: got %.9g, reference %.9g\n", name, i, g, w);
+      return;
+    }
+}
+
+int rr_check_program(sk_program *p, sk_team *team, rr_buffers *b) {
+  sk_status st = sk_program_run(p, team, b->inputs, b->n_inputs, b->outputs, b->n_outputs);
+  if (st != SK_STATUS_OK) {
+    fprintf(stderr, "run failed: %s: %s\n", sk_status_string(st), sk_last_error());
+    return (int)b->n_outputs + 1;
+  }
+  void **values = reference_values(p, b);
+  int bad = 0;
+  for (size_t j = 0; j < p->n_outputs; j++) {
+    const void *want = values[p->outputs[j].value];
+    if (memcmp(b->outputs[j].data, want, b->outputs[j].bytes) != 0) {
+      bad++;
+      report_difference(p->outputs[j].name, p->outputs[j].desc.dtype, b->outputs[j].data, want, b->outputs[j].bytes);
+    }
+  }
+  /* Free reference buffers (inputs' entries are the caller's). */
+  for (size_t v = 0; v < p->n_values; v++) {
+    bool is_input = false;
+    for (size_t i = 0; i < p->n_inputs; i++) is_input |= p->inputs[i].value == v;
+    if (!is_input) free(values[v]);
+  }
+  free(values);
+  return bad;
+}

@@ -1,0 +1,35 @@
+/* Test support: runs a compiled program both through the library and through
+ * the ops' plain reference implementations, node by node, and compares the
+ * outputs bit for bit. */
+#ifndef SK_TEST_REFERENCE_RUNNER_H
+#define SK_TEST_REFERENCE_RUNNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "superkernel.h"
+
+/* Deterministic pseudo-random numbers (splitmix64). */
+uint64_t rr_next(uint64_t *state);
+/* Uniform in [lo, hi). */
+double rr_uniform(uint64_t *state, double lo, double hi);
+
+/* Fills n elements of dtype with values from [lo, hi) (integers rounded). */
+void rr_fill(void *data, sk_dtype dtype, size_t n, double lo, double hi, uint64_t *state);
+
+/* Buffers for every program input (filled by rr_fill over [lo, hi)) and
+ * output (zeroed), named as the program's. */
+typedef struct rr_buffers {
+  sk_buffer *inputs, *outputs;
+  size_t n_inputs, n_outputs;
+} rr_buffers;
+
+bool rr_alloc(const sk_program *p, rr_buffers *b, double lo, double hi, uint64_t seed);
+void rr_free(rr_buffers *b);
+
+/* Runs p on team (may be NULL) with b, runs the reference of every node on
+ * the same inputs, and compares each output bitwise. Returns the number of
+ * mismatching outputs (0 = equal) and prints the first differing element. */
+int rr_check_program(sk_program *p, sk_team *team, rr_buffers *b);
+
+#endif
