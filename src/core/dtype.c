@@ -45,8 +45,8 @@ float sk_fp16_to_fp32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1Fu;
   uint32_t mant = h & 0x3FFu;
-  if (exp == 0x1F) /* Inf or NaN: keep the payload, as F16C does */
-    return bits_float(sign | 0x7F800000u | (mant << 13));
+  if (exp == 0x1F) /* Inf, or NaN: quieted with its payload kept, as F16C does */
+    return bits_float(sign | 0x7F800000u | (mant << 13) | (mant ? 0x00400000u : 0u));
   if (exp == 0) {
     if (mant == 0) return bits_float(sign);
     /* Subnormal: mant * 2^-24 is exact in fp32. */

@@ -51,9 +51,12 @@ sk_log_level sk_get_log_level(void) {
 }
 
 void sk_set_log_level(sk_log_level level) {
-  if (level < SK_LOG_DEBUG) level = SK_LOG_DEBUG;
-  if (level > SK_LOG_OFF) level = SK_LOG_OFF;
-  atomic_store(&current_level, (int)level);
+  /* Compared as int: the enum has no negative values, so the compiler may
+   * make it unsigned and a "< DEBUG" test on it would never be true. */
+  int l = (int)level;
+  if (l < (int)SK_LOG_DEBUG) l = SK_LOG_DEBUG;
+  if (l > (int)SK_LOG_OFF) l = SK_LOG_OFF;
+  atomic_store(&current_level, l);
 }
 
 void sk_set_log_handler(sk_log_fn fn, void *user) {
