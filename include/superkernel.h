@@ -130,8 +130,9 @@ typedef struct sk_team_config {
   /* Number of cores (threads, the caller included). 0 = the CPUs available
    * to the process (sched_getaffinity), or $SK_NUM_THREADS when set. */
   int num_cores;
-  /* Pin worker c to the c-th available CPU when the team is no larger than
-   * the CPU set (1), or never pin (0, the default). */
+  /* 0 (default): pin worker c to the c-th available CPU when the team is no
+   * larger than the CPU set; 1: the same, with a warning when it is larger;
+   * -1: never pin. The calling thread (core 0) is never pinned. */
   int pin_threads;
 } sk_team_config;
 

@@ -1,1 +1,4 @@
 # tests of the kernels area
+# GEMM: every ISA path against the reference, bit for bit.
+sk_add_test(NAME test_gemm SOURCES test_gemm.c ISA_VARIANTS)
+sk_add_test(NAME test_convert SOURCES test_convert.c ISA_VARIANTS)

@@ -1,1 +1,7 @@
-# sources of src/runtime (listed by its owner)
+# sources of src/runtime: the core team (persistent worker threads, launches),
+# its barriers, and the spin -> yield -> futex waiting they share.
+list(APPEND SK_SOURCES
+  runtime/barrier.c
+  runtime/team.c
+  runtime/wait.c
+)

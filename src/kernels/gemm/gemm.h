@@ -8,6 +8,11 @@
  *                     y = acc + bias[j]        (fp32 add; skipped when bias is NULL)
  *                     C[i,j] = y rounded to c_dtype (round to nearest even)
  *
+ * except that a NaN y is stored as the canonical quiet NaN of c_dtype
+ * (0x7FC00000, 0x7E00, 0x7FC0): which input NaN's payload an FMA propagates
+ * depends on the instruction form and the CPU, so only this makes every path
+ * agree bit for bit (see gemm_internal.h).
+ *
  * A, B and bias are fp32, fp16 or bf16 (widened exactly to fp32); C is fp32,
  * fp16 or bf16. All matrices are row-major with leading dimensions in
  * elements. The weight layout is (K, N): C = A @ B, no implicit transpose.

@@ -1,1 +1,20 @@
-# f32-accumulating GEMM kernels
+# f32-accumulating GEMM kernels: the ISA-independent driver and reference,
+# then one file per ISA, each compiled with exactly its ISA's flags (the rest
+# of the library targets baseline x86-64; sk__gemm_tile only calls a path the
+# caller got from sk__cpu_isa()).
+#
+# Every file gets -ffp-contract=off: the contract is an explicit fmaf chain,
+# and a compiler fusing some other multiply and add would change the bits.
+list(APPEND SK_SOURCES
+  kernels/gemm/gemm.c
+  kernels/gemm/f32_gemm_scalar.c
+  kernels/gemm/f32_gemm_avx2.c
+  kernels/gemm/f32_gemm_avx512.c
+)
+set_source_files_properties(kernels/gemm/gemm.c kernels/gemm/f32_gemm_scalar.c
+  PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+set_source_files_properties(kernels/gemm/f32_gemm_avx2.c
+  PROPERTIES COMPILE_OPTIONS "-ffp-contract=off;-mavx2;-mfma;-mf16c")
+set_source_files_properties(kernels/gemm/f32_gemm_avx512.c
+  PROPERTIES COMPILE_OPTIONS
+  "-ffp-contract=off;-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx2;-mfma;-mf16c")

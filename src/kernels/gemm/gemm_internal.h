@@ -1,0 +1,102 @@
+/* Internals shared by the GEMM driver (gemm.c) and the per-ISA files.
+ *
+ * Data flow of sk__gemm_tile (see gemm.c for the loops):
+ *   - B is packed, NC columns at a time, into NR-column micro-panels: panel j
+ *     holds k rows of NR contiguous fp32 values (columns past n are zero).
+ *   - The MR rows of A a micro-kernel needs are copied (converted to fp32)
+ *     into rows of stride sk__gemm_a_stride(k); the copy is cheap next to
+ *     the k * NR FMAs per element that follow, and it makes the stride the
+ *     kernel sees independent of the caller's lda.
+ *   - The micro-kernel reads MR row pointers of A (rows past mr repeat the
+ *     last valid row, whose results are simply not stored), keeps an MR x NR
+ *     block of fp32 accumulators in registers for the whole k loop (no K
+ *     blocking, so every sum is the sequential fmaf chain of the contract),
+ *     then adds the bias, rounds to c's dtype and stores the valid part.
+ */
+#ifndef SK_KERNELS_GEMM_INTERNAL_H
+#define SK_KERNELS_GEMM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/gemm/gemm.h"
+
+/* Converts rows [0, mr) of A (row stride lda elements, k columns) to fp32
+ * rows of stride sk__gemm_a_stride(k) at dst. */
+typedef void (*sk__gemm_pack_a_fn)(size_t mr, size_t k, const void *a, size_t lda,
+                                   sk_dtype a_dtype, float *dst);
+
+/* Packs columns [0, nc) of the k rows of B (row stride ldb elements) into
+ * ceil(nc / NR) micro-panels of k * NR fp32 values each, zero-padded. */
+typedef void (*sk__gemm_pack_b_fn)(size_t k, size_t nc, const void *b, size_t ldb,
+                                   sk_dtype b_dtype, float *dst);
+
+/* C[0:mr, 0:nr] = round(A[0:mr, :] @ W + bias): a holds mr (1..MR) rows of
+ * stride a_stride, w one packed panel, bias NR fp32 values or NULL; c points
+ * at C[0,0] of the block, ldc in elements of c_dtype. */
+typedef void (*sk__gemm_ukernel_fn)(size_t mr, size_t nr, size_t k, const float *a,
+                                    size_t a_stride, const float *w, const float *bias,
+                                    void *c, size_t ldc, sk_dtype c_dtype);
+
+typedef struct sk__gemm_config {
+  int mr, nr;
+  sk__gemm_pack_a_fn pack_a;
+  sk__gemm_pack_b_fn pack_b;
+  sk__gemm_ukernel_fn ukernel;
+} sk__gemm_config;
+
+/* One configuration per ISA file. */
+extern const sk__gemm_config sk__f32_gemm_config_scalar;
+extern const sk__gemm_config sk__f32_gemm_config_avx2;
+extern const sk__gemm_config sk__f32_gemm_config_avx512;
+
+/* Row stride of packed A rows: k rounded up to whole 64-byte lines (so every
+ * row starts aligned), then to an odd number of lines. The micro-kernel walks
+ * MR rows in lockstep; with a stride of an even number of lines (worst: a
+ * multiple of 4 KiB, e.g. k = 1024) the rows would map to the same few L1
+ * sets and evict each other, while an odd line count spreads any 64
+ * consecutive rows over distinct sets. */
+static inline size_t sk__gemm_a_stride(size_t k) {
+  size_t lines = (k + 15) / 16;
+  return 16 * (lines | 1);
+}
+
+/* NaN results: x86 FMA units pick which input NaN's payload to propagate by
+ * operand *encoding* position (which differs between the 132/213/231 forms a
+ * compiler chooses, and from libm's software fmaf), so payloads cannot be
+ * made to agree across paths. Every path therefore stores a NaN result as
+ * the canonical quiet NaN of c's dtype; all other values are exact. */
+#define SK__GEMM_NAN_F32 0x7FC00000u
+#define SK__GEMM_NAN_F16 0x7E00u
+#define SK__GEMM_NAN_BF16 0x7FC0u
+
+static inline float sk__gemm_load_scalar(const void *p, sk_dtype dtype, size_t i) {
+  switch (dtype) {
+    case SK_FP16: return sk_fp16_to_fp32(((const uint16_t *)p)[i]);
+    case SK_BF16: return sk_bf16_to_fp32(((const uint16_t *)p)[i]);
+    default: return ((const float *)p)[i];
+  }
+}
+
+/* Stores y (the fp32 result) into element i of c, with the NaN rule above. */
+static inline void sk__gemm_store_scalar(void *c, sk_dtype dtype, size_t i, float y) {
+  int nan = y != y;
+  switch (dtype) {
+    case SK_FP16:
+      ((uint16_t *)c)[i] = nan ? (uint16_t)SK__GEMM_NAN_F16 : sk_fp32_to_fp16(y);
+      break;
+    case SK_BF16:
+      ((uint16_t *)c)[i] = nan ? (uint16_t)SK__GEMM_NAN_BF16 : sk_fp32_to_bf16(y);
+      break;
+    default:
+      if (nan) {
+        uint32_t u = SK__GEMM_NAN_F32;
+        memcpy(&y, &u, sizeof y);
+      }
+      ((float *)c)[i] = y;
+      break;
+  }
+}
+
+#endif
