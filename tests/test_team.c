@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -406,15 +407,33 @@ static void test_pinning(void) {
     pin_arg a;
     memset(&a, 0, sizeof a);
     CHECK_OK(sk_team_launch(team, pin_block, &a, n));
+    /* Each worker on one CPU of the set, no two on the same one (which
+     * CPUs depends on where the caller ran at create time). */
     for (int c = 1; c < n; c++) {
       CHECK_MSG(a.cpu_count[c] == 1, "worker %d has %d CPUs, want 1", c, a.cpu_count[c]);
-      CHECK_MSG(a.first_cpu[c] == cpu_list[c], "worker %d on CPU %d, want %d", c,
-                a.first_cpu[c], cpu_list[c]);
+      bool in_set = false;
+      for (int j = 0; j < ncpus; j++) in_set |= a.first_cpu[c] == cpu_list[j];
+      CHECK_MSG(in_set, "worker %d on CPU %d, outside the affinity set", c, a.first_cpu[c]);
+      for (int d = 1; d < c; d++)
+        CHECK_MSG(a.first_cpu[c] != a.first_cpu[d], "workers %d and %d share CPU %d", d, c, a.first_cpu[c]);
     }
     /* The caller (core 0) is never pinned. */
     CHECK(a.cpu_count[0] == ncpus);
   }
   sk_team_destroy(team);
+  /* The default pins too; -1 never pins. */
+  for (int mode = 0; mode >= -1; mode--) {
+    sk_team_config dflt = {.struct_size = sizeof dflt, .num_cores = n, .pin_threads = mode};
+    CHECK_OK(sk_team_create(&dflt, &team));
+    if (team && n > 1 && atomic_load(&g_pin_warnings) == 0) {
+      pin_arg a;
+      memset(&a, 0, sizeof a);
+      CHECK_OK(sk_team_launch(team, pin_block, &a, n));
+      CHECK_MSG(a.cpu_count[1] == (mode == 0 ? 1 : ncpus), "pin_threads %d: worker 1 has %d CPUs", mode,
+                a.cpu_count[1]);
+    }
+    sk_team_destroy(team);
+  }
   /* Larger than the CPU set: not pinned, still works. */
   if (ncpus >= 8) return;
   cfg.num_cores = ncpus + 1;
