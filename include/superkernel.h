@@ -119,6 +119,22 @@ SK_API uint16_t sk_fp32_to_bf16(float value);
 #define SK_MAX_RANK 8
 
 /* ------------------------------------------------------------------------ */
+/* Quantization parameters                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Packs n fp32 scales (and optional offsets) into quant_matmul's int64 scale
+ * form (torch_npu's npu_trans_quant_param):
+ *   packed = (bits(scale) & 0xFFFFE000)            scale truncated to 19 bits
+ *          | 1 << 46                               flag
+ *          | (clip(rint(offset), -256, 255) & 0x1FF) << 37
+ * offset may be NULL (offset 0). A NaN or infinite offset is an error naming
+ * its index. */
+SK_API sk_status sk_trans_quant_param(const float *scale, const float *offset, size_t n,
+                                      int64_t *packed_out);
+/* Decodes one packed value: the 19-bit scale and the 9-bit signed offset. */
+SK_API void sk_decode_quant_param(int64_t packed, float *scale_out, float *offset_out);
+
+/* ------------------------------------------------------------------------ */
 /* Core team                                                                 */
 /* ------------------------------------------------------------------------ */
 

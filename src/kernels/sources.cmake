@@ -1,4 +1,6 @@
 # Kernels: one folder per kind, one ISA per file, each file compiled with its
 # own ISA flags (the rest of the library is built for the baseline x86-64).
 include(kernels/gemm/sources.cmake)
+include(kernels/qgemm/sources.cmake)
 include(kernels/convert/sources.cmake)
+include(kernels/activation/sources.cmake)

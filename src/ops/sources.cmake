@@ -6,4 +6,5 @@ list(APPEND SK_SOURCES
   ops/concat.c
   ops/grouped_matmul.c
   ops/grouped_matmul_tiling.c
+  ops/quant_param.c
 )

@@ -1,0 +1,1 @@
+# int8 GEMM kernels (listed by their owner)
