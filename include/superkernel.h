@@ -263,11 +263,21 @@ SK_API sk_status sk_graph_value_info(const sk_graph *graph, sk_value value,
 
 typedef struct sk_program sk_program;
 
+/* How a compiled program runs. */
+typedef enum sk_executor {
+  SK_EXECUTOR_DEFAULT = 0, /* eager in this release */
+  SK_EXECUTOR_EAGER,       /* every op its own launch on the team */
+  SK_EXECUTOR_REFERENCE,   /* every op's plain reference implementation, on
+                            * the calling thread: slow, for checking results */
+  SK_EXECUTOR_COUNT_
+} sk_executor;
+
 typedef struct sk_compile_config {
   size_t struct_size; /* sizeof(sk_compile_config) */
   /* The team the program will run on: kernels are tiled for its size.
    * NULL = tile for one core (still runs on any team). */
   const sk_team *team;
+  sk_executor executor;
 } sk_compile_config;
 
 /* Compiles a graph into a program. The graph may be destroyed afterwards.

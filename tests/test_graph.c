@@ -183,8 +183,20 @@ static void test_compile_and_run_errors(void) {
   CHECK_OK(sk_graph_mark_output(g, y, "y"));
   sk_compile_config small = {.struct_size = 1};
   CHECK_FAILS(sk_compile(g, &small, &p), SK_STATUS_INVALID_ARGUMENT, "struct_size");
+  sk_compile_config bad_exec = {.struct_size = sizeof bad_exec, .executor = (sk_executor)99};
+  CHECK_FAILS(sk_compile(g, &bad_exec, &p), SK_STATUS_INVALID_ARGUMENT, "executor = 99");
+  sk_compile_config ref = {.struct_size = sizeof ref, .executor = SK_EXECUTOR_REFERENCE};
+  sk_program *pr = NULL;
+  CHECK_OK(sk_compile(g, &ref, &pr));
   CHECK_OK(sk_compile(g, NULL, &p));
   teardown(); /* the program outlives its graph */
+  {
+    float xr[4] = {-1, 0.5f, 3, 4}, yr[4] = {0};
+    sk_buffer ri[] = {{"x", xr, sizeof xr}}, ro[] = {{"y", yr, sizeof yr}};
+    CHECK_OK(sk_program_run(pr, NULL, ri, 1, ro, 1));
+    CHECK(yr[0] == 1 && yr[1] == 0.25f && yr[2] == 9 && yr[3] == 16);
+    sk_program_destroy(pr);
+  }
   float xd[4] = {1, 2, 3, 4}, yd[4] = {0}, wrong[5];
   sk_buffer ins[] = {{"x", xd, sizeof xd}}, outs[] = {{"y", yd, sizeof yd}};
   CHECK_OK(sk_program_run(p, NULL, ins, 1, outs, 1));

@@ -135,8 +135,14 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
                     cfg->struct_size);
   if (g->n_outputs == 0)
     return sk__fail(SK_STATUS_INVALID_STATE, "sk_compile: the graph has no outputs (mark one with sk_graph_mark_output)");
+  sk_executor executor = SK_EXECUTOR_DEFAULT;
+  if (cfg && cfg->struct_size >= offsetof(sk_compile_config, executor) + sizeof(cfg->executor))
+    executor = cfg->executor;
+  if (executor < SK_EXECUTOR_DEFAULT || executor >= SK_EXECUTOR_COUNT_)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: cfg->executor = %d: expected an sk_executor", (int)executor);
   sk_program *p = calloc(1, sizeof *p);
   if (!p) return fail_oom();
+  p->executor = executor == SK_EXECUTOR_DEFAULT ? SK_EXECUTOR_EAGER : executor;
   pthread_mutex_init(&p->run_lock, NULL);
   p->tiled_cores = cfg && cfg->team ? sk_team_num_cores(cfg->team) : 1;
   p->n_values = g->n_values;

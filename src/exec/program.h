@@ -53,6 +53,7 @@ struct sk_program {
   void **workspaces;       /* one per core of the largest team seen */
   int n_workspaces;
   int tiled_cores;         /* team size the tiling was made for */
+  sk_executor executor;    /* never SK_EXECUTOR_DEFAULT */
   pthread_mutex_t run_lock; /* one run at a time: the arena is shared */
 };
 

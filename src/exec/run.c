@@ -79,7 +79,12 @@ static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out)
     sk__exec_node *n = &p->nodes[i];
     for (size_t j = 0; j < n->n_in_tensors; j++) n->in_tensors[j].data = value_data(p, n->in_values[j], in, out);
     for (size_t j = 0; j < n->io.n_out; j++) n->io.out[j].data = value_data(p, n->out_values[j], in, out);
-    if (n->def->is_view || n->tiling.n_blocks == 0) continue;
+    if (n->def->is_view) continue;
+    if (p->executor == SK_EXECUTOR_REFERENCE) {
+      n->def->reference(&n->io);
+      continue;
+    }
+    if (n->tiling.n_blocks == 0) continue;
     launch_ctx ctx = {n, p->workspaces};
     if (team) {
       sk_status st = sk_team_launch(team, run_block, &ctx, n->tiling.n_blocks);
