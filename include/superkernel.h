@@ -258,6 +258,24 @@ SK_API sk_status sk_graph_value_info(const sk_graph *graph, sk_value value,
                                      int64_t *shape_out);
 
 /* ------------------------------------------------------------------------ */
+/* Super-kernel options                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* A scope's options string: "key=value:key=value" (see docs/options.md for
+ * the table). Pairs split on ':', each at its first '='; surrounding double
+ * quotes are stripped; '_' is accepted for '-' in keys; an empty string means
+ * all defaults. A pair without '=' is skipped with a warning (log). An empty
+ * key or value, a key given twice, an unknown key or an illegal value is an
+ * error whose message names the key and the accepted values. */
+SK_API sk_status sk_options_validate(const char *options);
+
+/* Renders the effective options of a string, defaults included, in table
+ * order as "key=value:key=value:..." into buf (size bytes, NUL-terminated;
+ * truncated if too small). *needed (may be NULL) gets the full length
+ * without the NUL. Fails like sk_options_validate on an invalid string. */
+SK_API sk_status sk_options_render(const char *options, char *buf, size_t size, size_t *needed);
+
+/* ------------------------------------------------------------------------ */
 /* Compiling and running                                                     */
 /* ------------------------------------------------------------------------ */
 

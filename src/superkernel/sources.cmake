@@ -1,0 +1,1 @@
+# super-kernel sources (options, planner, ...)
