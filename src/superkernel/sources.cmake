@@ -1,1 +1,5 @@
 # super-kernel sources (options, planner, ...)
+list(APPEND SK_SOURCES
+  superkernel/options.c
+  superkernel/options_lists.c
+)

@@ -1,0 +1,226 @@
+/* The two list-valued option kinds: compile-options (compiler flags) and the
+ * dcci op-type pattern lists. Both are "non-empty, comma-separated"; items are
+ * trimmed and an empty item is an error, since "a,,b" is almost always a typo
+ * that would otherwise silently drop or add something. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "superkernel/options.h"
+
+static char *dup_range(const char *s, size_t n) {
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, s, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+static void free_strings(char **v, size_t n) {
+  if (!v) return;
+  for (size_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+/* Splits value on ',' into trimmed, owned items. An empty item is an error
+ * naming the key, the whole value and the accepted values. */
+static sk_status split_items(const char *key, const char *accepted, const char *value,
+                             char ***items_out, size_t *n_out) {
+  size_t n = 1;
+  for (const char *p = value; *p; p++) n += *p == ',';
+  char **items = calloc(n, sizeof *items);
+  if (!items) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "option %s: out of memory", key);
+  const char *p = value;
+  for (size_t i = 0; i < n; i++) {
+    const char *end = strchr(p, ',');
+    if (!end) end = p + strlen(p);
+    const char *b = p, *e = end;
+    while (b < e && isspace((unsigned char)*b)) b++;
+    while (e > b && isspace((unsigned char)e[-1])) e--;
+    if (b == e) {
+      free_strings(items, n);
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                      "option %s: illegal value '%s': item %zu is empty (accepted: %s)", key,
+                      value, i + 1, accepted);
+    }
+    items[i] = dup_range(b, (size_t)(e - b));
+    if (!items[i]) {
+      free_strings(items, n);
+      return sk__fail(SK_STATUS_OUT_OF_MEMORY, "option %s: out of memory", key);
+    }
+    p = *end ? end + 1 : end;
+  }
+  *items_out = items;
+  *n_out = n;
+  return SK_STATUS_OK;
+}
+
+/* ---- compile-options --------------------------------------------------- */
+
+sk_status sk__options_parse_flags(const char *key, const char *accepted, const char *value,
+                                  sk__options *o) {
+  char **items;
+  size_t n;
+  SK_RETURN_IF_ERROR(split_items(key, accepted, value, &items, &n));
+  for (size_t i = 0; i < n; i++) {
+    /* The JIT passes each flag as one argv entry (no shell): a flag without
+     * a leading '-' would be taken as an input file, and one with a space
+     * would reach the compiler as a single unknown option. */
+    const char *why = NULL;
+    if (items[i][0] != '-') why = "does not start with '-'";
+    for (const char *c = items[i]; !why && *c; c++)
+      if (isspace((unsigned char)*c)) why = "contains a space (separate flags with ',')";
+    if (why) {
+      sk_status st = sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                              "option %s: illegal value '%s': flag '%s' %s (accepted: %s)", key,
+                              value, items[i], why, accepted);
+      free_strings(items, n);
+      return st;
+    }
+  }
+  sk__options_free_flags(o);
+  o->compile_options = items;
+  o->n_compile_options = (int)n;
+  return SK_STATUS_OK;
+}
+
+void sk__options_free_flags(sk__options *o) {
+  free_strings(o->compile_options, (size_t)o->n_compile_options);
+  o->compile_options = NULL;
+  o->n_compile_options = 0;
+}
+
+sk_status sk__options_copy_flags(sk__options *dst, const sk__options *src) {
+  dst->compile_options = NULL;
+  dst->n_compile_options = 0;
+  if (src->n_compile_options == 0) return SK_STATUS_OK;
+  char **v = calloc((size_t)src->n_compile_options, sizeof *v);
+  if (!v) return SK_STATUS_OUT_OF_MEMORY;
+  for (int i = 0; i < src->n_compile_options; i++) {
+    v[i] = dup_range(src->compile_options[i], strlen(src->compile_options[i]));
+    if (!v[i]) {
+      free_strings(v, (size_t)src->n_compile_options);
+      return SK_STATUS_OUT_OF_MEMORY;
+    }
+  }
+  dst->compile_options = v;
+  dst->n_compile_options = src->n_compile_options;
+  return SK_STATUS_OK;
+}
+
+bool sk__options_equal_strings(char *const *a, size_t na, char *const *b, size_t nb) {
+  if (na != nb) return false;
+  for (size_t i = 0; i < na; i++)
+    if (strcmp(a[i], b[i]) != 0) return false;
+  return true;
+}
+
+/* ---- dcci op-type patterns --------------------------------------------- */
+
+/* Compiles patterns[0..n) into a new array. On failure frees what it made,
+ * returns NULL and reports the failing index in *bad (n when out of memory)
+ * and regerror's text in why. */
+static regex_t *compile_all(char *const *patterns, size_t n, size_t *bad, char *why,
+                            size_t why_size) {
+  regex_t *c = calloc(n, sizeof *c);
+  if (!c) {
+    *bad = n;
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    /* No REG_NOSUB: matching needs the match span to require that the
+     * pattern covers the whole op type name. */
+    int rc = regcomp(&c[i], patterns[i], REG_EXTENDED);
+    if (rc != 0) {
+      *bad = rc == REG_ESPACE ? n : i;
+      regerror(rc, &c[i], why, why_size);
+      for (size_t j = 0; j < i; j++) regfree(&c[j]);
+      free(c);
+      return NULL;
+    }
+  }
+  return c;
+}
+
+sk_status sk__options_parse_patterns(const char *key, const char *accepted, const char *value,
+                                     sk__op_pattern_list *list) {
+  char **items;
+  size_t n;
+  SK_RETURN_IF_ERROR(split_items(key, accepted, value, &items, &n));
+  size_t bad = 0;
+  char why[160] = "";
+  regex_t *compiled = compile_all(items, n, &bad, why, sizeof why);
+  if (!compiled) {
+    sk_status st;
+    if (bad == n) {
+      st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "option %s: out of memory", key);
+    } else {
+      st = sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "option %s: illegal value '%s': pattern '%s' is not a valid regular "
+                    "expression: %s (accepted: %s)",
+                    key, value, items[bad], why, accepted);
+    }
+    free_strings(items, n);
+    return st;
+  }
+  sk__options_free_patterns(list);
+  list->patterns = items;
+  list->compiled = compiled;
+  list->count = n;
+  return SK_STATUS_OK;
+}
+
+void sk__options_free_patterns(sk__op_pattern_list *list) {
+  if (list->compiled)
+    for (size_t i = 0; i < list->count; i++) regfree(&list->compiled[i]);
+  free(list->compiled);
+  free_strings(list->patterns, list->count);
+  list->patterns = NULL;
+  list->compiled = NULL;
+  list->count = 0;
+}
+
+sk_status sk__options_copy_patterns(sk__op_pattern_list *dst, const sk__op_pattern_list *src) {
+  dst->patterns = NULL;
+  dst->compiled = NULL;
+  dst->count = 0;
+  if (src->count == 0) return SK_STATUS_OK;
+  /* A regex_t cannot be copied bitwise (it owns buffers): recompile. */
+  char **v = calloc(src->count, sizeof *v);
+  if (!v) return SK_STATUS_OUT_OF_MEMORY;
+  for (size_t i = 0; i < src->count; i++) {
+    v[i] = dup_range(src->patterns[i], strlen(src->patterns[i]));
+    if (!v[i]) {
+      free_strings(v, src->count);
+      return SK_STATUS_OUT_OF_MEMORY;
+    }
+  }
+  size_t bad;
+  char why[160];
+  regex_t *c = compile_all(v, src->count, &bad, why, sizeof why);
+  if (!c) {
+    free_strings(v, src->count);
+    /* The source compiled once, so only memory can fail here. */
+    return bad == src->count ? SK_STATUS_OUT_OF_MEMORY : SK_STATUS_INTERNAL;
+  }
+  dst->patterns = v;
+  dst->compiled = c;
+  dst->count = src->count;
+  return SK_STATUS_OK;
+}
+
+bool sk__options_match(const sk__op_pattern_list *list, const char *op_type) {
+  if (!list || !op_type || list->count == 0) return false;
+  size_t len = strlen(op_type);
+  for (size_t i = 0; i < list->count; i++) {
+    regmatch_t m;
+    /* POSIX regexec reports the leftmost-longest match, so a pattern that
+     * can cover the whole name reports exactly [0, len). */
+    if (regexec(&list->compiled[i], op_type, 1, &m, 0) == 0 && m.rm_so == 0 &&
+        (size_t)m.rm_eo == len)
+      return true;
+  }
+  return false;
+}
