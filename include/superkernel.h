@@ -208,19 +208,27 @@ typedef struct sk_attr {
 #define SK_ATTR_INTS(nm, p, n) \
   ((sk_attr){.name = (nm), .kind = SK_ATTR_KIND_INTS, .ints = (p), .n_ints = (n)})
 
-/* An op node to add. Ops of this release and their slots / attributes:
+/* An op node to add. Ops of this release and their slots / attributes
+ * (docs/ops.md has the exact maths and every rule):
  *
  *   reshape        x;                 shape (ints, one -1 allowed)   a view
  *   square         x
  *   add, mul       x, y               (equal shapes and dtypes)
  *   cast           x;                 dtype (int, an sk_dtype)
  *   concat         x (list);          dim (int, may be negative)
- *   grouped_matmul x (list), weight (list), bias (list, optional);
- *                  group_type (-1 or 0, default -1), group_list (ints),
- *                  group_list_type (0 cumulative, 1 counts), split_item
- *                  (0..3), output_dtype (int sk_dtype; default x's dtype)
- *
- * The exact maths of each op is in docs/ops.md. */
+ *   grouped_matmul x (list), weight (list), bias, scale, offset,
+ *                  per_token_scale (lists, optional); group_type (-1 or 0,
+ *                  default -1), group_list (ints), group_list_type (0
+ *                  cumulative, 1 counts), split_item (0..3), output_dtype
+ *   moe_gating_topk x, bias; k, k_group, group_count, group_select_mode,
+ *                  renorm, norm_type, out_flag, routed_scaling_factor (float),
+ *                  eps (float)                   -> y, expert_idx, out
+ *   dequant_swiglu_quant x, weight_scale, activation_scale, bias,
+ *                  quant_scale, quant_offset, group_index; activate_left,
+ *                  quant_mode                    -> y (int8), scale (fp32)
+ *   quant_matmul   x1, x2, scale, offset, pertoken_scale, bias;
+ *                  output_dtype (default int8)
+ */
 typedef struct sk_op_desc {
   size_t struct_size;        /* 0 or sizeof(sk_op_desc) */
   const char *op;            /* op type, e.g. "grouped_matmul" */
@@ -251,6 +259,30 @@ SK_API sk_status sk_graph_add_op(sk_graph *graph, const sk_op_desc *desc,
 /* Marks a value as a graph output under a unique name. */
 SK_API sk_status sk_graph_mark_output(sk_graph *graph, sk_value value,
                                       const char *name);
+
+/* ---- Super-kernel scopes -------------------------------------------------
+ * Ops added between begin and end belong to the named scope and are fused
+ * into one super kernel at compile time (the seed's super_kernel("sk1")); ops
+ * outside any scope run as their own launches. options is the scope's option
+ * string (see sk_options_validate; NULL or "" = the compile config's
+ * default string, then the built-in defaults) and is validated here. Scopes
+ * do not nest; names are unique in a graph. Ending an empty scope logs a
+ * warning; compiling with a scope still open is an error. */
+SK_API sk_status sk_graph_begin_scope(sk_graph *graph, const char *name, const char *options);
+SK_API sk_status sk_graph_end_scope(sk_graph *graph);
+
+/* ---- Streams and events ---------------------------------------------------
+ * Ops are placed on stream 0 (the default) or 1: nodes added after
+ * sk_graph_set_stream go to that stream. Outside a stream-fused scope the
+ * stream only orders nothing extra (graph order is kept); inside a scope with
+ * stream-fusion=1 the two streams' chains run at once on disjoint cores.
+ * An event recorded on the current stream marks the completion of its last
+ * node so far; waiting on it makes the next node added on the current
+ * stream wait for that node (a control edge). */
+typedef uint32_t sk_event;
+SK_API sk_status sk_graph_set_stream(sk_graph *graph, int stream);
+SK_API sk_status sk_graph_record_event(sk_graph *graph, sk_event *event_out);
+SK_API sk_status sk_graph_wait_event(sk_graph *graph, sk_event event);
 
 /* Shape and dtype of a value; shape_out needs room for SK_MAX_RANK. */
 SK_API sk_status sk_graph_value_info(const sk_graph *graph, sk_value value,
@@ -283,19 +315,23 @@ typedef struct sk_program sk_program;
 
 /* How a compiled program runs. */
 typedef enum sk_executor {
-  SK_EXECUTOR_DEFAULT = 0, /* eager in this release */
-  SK_EXECUTOR_EAGER,       /* every op its own launch on the team */
+  SK_EXECUTOR_DEFAULT = 0, /* interpreted super kernels in this release */
+  SK_EXECUTOR_EAGER,       /* super kernels off: every op its own launch */
   SK_EXECUTOR_REFERENCE,   /* every op's plain reference implementation, on
                             * the calling thread: slow, for checking results */
+  SK_EXECUTOR_INTERP,      /* each scope one launch; cores walk task lists */
   SK_EXECUTOR_COUNT_
 } sk_executor;
 
 typedef struct sk_compile_config {
   size_t struct_size; /* sizeof(sk_compile_config) */
-  /* The team the program will run on: kernels are tiled for its size.
-   * NULL = tile for one core (still runs on any team). */
+  /* The team the program will run on: kernels are tiled and super kernels
+   * planned for its size. NULL = one core. An eager program runs on any
+   * team; a program with super kernels only on a team of this size. */
   const sk_team *team;
   sk_executor executor;
+  /* Options for scopes that give none (NULL = the built-in defaults). */
+  const char *default_options;
 } sk_compile_config;
 
 /* Compiles a graph into a program. The graph may be destroyed afterwards.

@@ -1,5 +1,6 @@
 #include "reference_runner.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +23,9 @@ void rr_fill(void *data, sk_dtype dtype, size_t n, double lo, double hi, uint64_
   for (size_t i = 0; i < n; i++) {
     double v = rr_uniform(state, lo, hi);
     switch (dtype) {
-      case SK_INT8: ((int8_t *)data)[i] = (int8_t)(int)v; break;
-      case SK_INT32: ((int32_t *)data)[i] = (int32_t)v; break;
-      case SK_INT64: ((int64_t *)data)[i] = (int64_t)v; break;
+      case SK_INT8: ((int8_t *)data)[i] = (int8_t)(int)floor(v); break;
+      case SK_INT32: ((int32_t *)data)[i] = (int32_t)floor(v); break;
+      case SK_INT64: ((int64_t *)data)[i] = (int64_t)floor(v); break;
       default: sk__store_f32(data, dtype, i, (float)v); break;
     }
   }
@@ -61,6 +62,22 @@ bool rr_alloc(const sk_program *p, rr_buffers *b, double lo, double hi, uint64_t
     if (!b->outputs[i].data) return false;
   }
   return true;
+}
+
+void rr_fill_by_dtype(rr_buffers *b, const sk_program *p, uint64_t seed) {
+  for (size_t i = 0; i < b->n_inputs; i++) {
+    sk_dtype dt = p->inputs[i].desc.dtype;
+    size_t n = b->inputs[i].bytes / sk_dtype_size(dt);
+    if (dt == SK_INT64) {
+      for (size_t j = 0; j < n; j++) {
+        float scale = (float)rr_uniform(&seed, 0x1p-12, 0x1p-8), offset = (float)rr_uniform(&seed, -20, 20);
+        sk_trans_quant_param(&scale, &offset, 1, (int64_t *)b->inputs[i].data + j);
+      }
+    } else {
+      double lo = dt == SK_INT8 ? -128 : dt == SK_INT32 ? -1000 : -1, hi = dt == SK_INT8 ? 128 : dt == SK_INT32 ? 1000 : 1;
+      rr_fill(b->inputs[i].data, dt, n, lo, hi, &seed);
+    }
+  }
 }
 
 void rr_free(rr_buffers *b) {

@@ -27,6 +27,11 @@ typedef struct rr_buffers {
 bool rr_alloc(const sk_program *p, rr_buffers *b, double lo, double hi, uint64_t seed);
 void rr_free(rr_buffers *b);
 
+/* Refills every input with a range fit for its dtype: floats [-1, 1), int8
+ * [-128, 127], int32 [-1000, 1000), int64 packed quant scales (fp32 scales
+ * in [2^-12, 2^-8) with offsets in [-20, 20]). */
+void rr_fill_by_dtype(rr_buffers *b, const sk_program *p, uint64_t seed);
+
 /* Runs p on team (may be NULL) with b, runs the reference of every node on
  * the same inputs, and compares each output bitwise. Returns the number of
  * mismatching outputs (0 = equal) and prints the first differing element. */

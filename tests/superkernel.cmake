@@ -1,2 +1,3 @@
 # tests of the super-kernel layer
 sk_add_test(NAME test_options SOURCES test_options.c)
+sk_add_test(NAME test_superkernel SOURCES test_superkernel.c LIBS sk_reference_runner)

@@ -137,8 +137,35 @@ static void test_grouped_matmul_errors(void) {
   CHECK_FAILS(add("grouped_matmul", rank1, 2, NULL, 0, outs, 4), SK_STATUS_INVALID_SHAPE, "x[0]", "rank >= 2");
   sk_op_input bad_bias[] = {{"x", &x0, 1}, {"weight", &w0, 1}, {"bias", &b0, 1}};
   CHECK_FAILS(add("grouped_matmul", bad_bias, 3, NULL, 0, outs, 4), SK_STATUS_INVALID_SHAPE, "bias[0]", "[64]", "[65]");
-  sk_op_input int8[] = {{"x", &x8, 1}, {"weight", &x8, 1}};
-  CHECK_FAILS(add("grouped_matmul", int8, 2, NULL, 0, outs, 4), SK_STATUS_UNSUPPORTED, "int8");
+  /* The int8 path's own rules. */
+  sk_value w8 = input("w8", SK_INT8, 2, (int64_t[]){4, 6}), s6 = input("s6", SK_FP32, 1, (int64_t[]){6});
+  sk_value s5 = input("s5", SK_FP32, 1, (int64_t[]){5}), s16 = input("s16", SK_FP16, 1, (int64_t[]){6});
+  sk_value pt4 = input("pt4", SK_FP32, 1, (int64_t[]){4}), pt3 = input("pt3", SK_FP32, 1, (int64_t[]){3});
+  sk_value bi6 = input("bi6", SK_INT32, 1, (int64_t[]){6}), bf6 = input("bf6", SK_FP32, 1, (int64_t[]){6});
+  sk_op_input int8_mixed[] = {{"x", &x8, 1}, {"weight", &w0, 1}};
+  CHECK_FAILS(add("grouped_matmul", int8_mixed, 2, NULL, 0, outs, 4), SK_STATUS_INVALID_SHAPE, "weight[0]");
+  sk_op_input int8_ok[] = {{"x", &x8, 1}, {"weight", &w8, 1}, {"scale", &s6, 1}, {"per_token_scale", &pt4, 1}};
+  CHECK_FAILS(add("grouped_matmul", int8_ok, 4, NULL, 0, outs, 4), SK_STATUS_INVALID_ARGUMENT, "scale",
+              "not used with int32 output");
+  sk_attr to_fp16[] = {SK_ATTR_INT("output_dtype", SK_FP16)};
+  CHECK_OK(add("grouped_matmul", int8_ok, 4, to_fp16, 1, outs, 4));
+  sk_attr to_int8[] = {SK_ATTR_INT("output_dtype", SK_INT8)};
+  CHECK_FAILS(add("grouped_matmul", int8_ok, 4, to_int8, 1, outs, 4), SK_STATUS_INVALID_ATTRIBUTE, "output_dtype",
+              "int32, fp16, bf16 or fp32", "int8");
+  sk_op_input bad_scale[] = {{"x", &x8, 1}, {"weight", &w8, 1}, {"scale", &s5, 1}};
+  CHECK_FAILS(add("grouped_matmul", bad_scale, 3, to_fp16, 1, outs, 4), SK_STATUS_INVALID_SHAPE, "scale[0]", "[6]",
+              "[5]");
+  sk_op_input fp16_scale[] = {{"x", &x8, 1}, {"weight", &w8, 1}, {"scale", &s16, 1}};
+  CHECK_FAILS(add("grouped_matmul", fp16_scale, 3, to_fp16, 1, outs, 4), SK_STATUS_INVALID_DTYPE, "scale[0]",
+              "fp32, bf16 or int64", "fp16");
+  sk_op_input bad_pts[] = {{"x", &x8, 1}, {"weight", &w8, 1}, {"per_token_scale", &pt3, 1}};
+  CHECK_FAILS(add("grouped_matmul", bad_pts, 3, to_fp16, 1, outs, 4), SK_STATUS_INVALID_SHAPE, "per_token_scale[0]",
+              "[4]", "[3]");
+  sk_op_input float_bias_int32[] = {{"x", &x8, 1}, {"weight", &w8, 1}, {"bias", &bf6, 1}};
+  CHECK_FAILS(add("grouped_matmul", float_bias_int32, 3, NULL, 0, outs, 4), SK_STATUS_INVALID_DTYPE, "bias[0]",
+              "int32 with int32 output", "fp32");
+  sk_op_input int_bias[] = {{"x", &x8, 1}, {"weight", &w8, 1}, {"bias", &bi6, 1}};
+  CHECK_OK(add("grouped_matmul", int_bias, 3, NULL, 0, outs, 4));
   sk_op_input scale[] = {{"x", &x0, 1}, {"weight", &w0, 1}, {"scale", &b0, 1}};
   CHECK_FAILS(add("grouped_matmul", scale, 3, NULL, 0, outs, 4), SK_STATUS_INVALID_ARGUMENT, "scale", "int8 path");
   sk_op_input ok[] = {{"x", &x0, 1}, {"weight", &w0, 1}};

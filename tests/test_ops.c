@@ -149,7 +149,7 @@ static void test_grouped_matmul_lists(void) {
       sk_dtype bias_dt = variant % 2 ? SK_FP32 : dt;
       for (size_t i = 0; i < groups; i++) {
         int64_t m = odd_sizes[rr_next(&rng) % 6], k = odd_sizes[rr_next(&rng) % 6], n = odd_sizes[rr_next(&rng) % 6];
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "x%zu", i);
         x[i] = variant == 5 ? input(g, name, dt, 3, (int64_t[]){3, m, k}) : input(g, name, dt, 2, (int64_t[]){m, k});
         snprintf(name, sizeof name, "w%zu", i);
@@ -220,6 +220,123 @@ static void test_grouped_matmul_moe(void) {
   }
 }
 
+/* Like check_graph, with inputs filled per dtype (int8 over its whole range,
+ * int64 as packed quant scales). */
+static void check_graph_quant(sk_graph *g, uint64_t seed) {
+  for (int t = 0; t < 3; t++) {
+    sk_program *p = NULL;
+    sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[t]};
+    CHECK_OK(sk_compile(g, &cfg, &p));
+    if (!p) break;
+    rr_buffers b;
+    CHECK(rr_alloc(p, &b, -1, 1, seed));
+    rr_fill_by_dtype(&b, p, seed);
+    CHECK_MSG(rr_check_program(p, teams[t], &b) == 0, "team of %d cores", sk_team_num_cores(teams[t]));
+    rr_free(&b);
+    sk_program_destroy(p);
+  }
+  sk_graph_destroy(g);
+}
+
+/* The int8 path: every output dtype, scale dtype, bias kind, with and
+ * without per-token scale and offset, lists and the MoE layout. */
+static void test_grouped_matmul_int8(void) {
+  static const sk_dtype outs[] = {SK_INT32, SK_FP16, SK_BF16, SK_FP32};
+  static const sk_dtype scales[] = {SK_FP32, SK_BF16, SK_INT64};
+  uint64_t rng = 9;
+  for (int variant = 0; variant < 48; variant++) {
+    sk_dtype out = outs[variant % 4], scale_dt = scales[(variant / 4) % 3];
+    bool with_scale = out != SK_INT32 && variant % 5 != 0, with_pts = out != SK_INT32 && variant % 3 == 0;
+    bool with_offset = out != SK_INT32 && variant % 7 < 3, int_bias = variant % 2 == 0, with_bias = variant % 11 != 0;
+    bool moe = variant >= 36;
+    sk_graph *g;
+    CHECK_OK(sk_graph_create(&g));
+    int64_t groups = moe ? 3 : 2, k = odd_sizes[rr_next(&rng) % 6], n = odd_sizes[rr_next(&rng) % 6];
+    sk_value x[3], w[3], sc[3], of[3], pt[3], bs[3];
+    int64_t m_total = 0, counts[3];
+    for (int64_t i = 0; i < groups; i++) {
+      counts[i] = odd_sizes[rr_next(&rng) % 5];
+      m_total += counts[i];
+    }
+    for (int64_t i = 0; i < groups; i++) {
+      char name[32];
+      int64_t m = counts[i];
+      snprintf(name, sizeof name, "x%lld", (long long)i);
+      if (!moe) x[i] = input(g, name, SK_INT8, 2, (int64_t[]){m, k});
+      snprintf(name, sizeof name, "w%lld", (long long)i);
+      w[i] = input(g, name, SK_INT8, 2, (int64_t[]){k, n});
+      snprintf(name, sizeof name, "s%lld", (long long)i);
+      sc[i] = input(g, name, scale_dt, 1, (int64_t[]){variant % 2 ? n : 1});
+      snprintf(name, sizeof name, "o%lld", (long long)i);
+      of[i] = input(g, name, SK_FP32, 1, (int64_t[]){n});
+      snprintf(name, sizeof name, "p%lld", (long long)i);
+      if (!moe) pt[i] = input(g, name, SK_FP32, 1, &m);
+      snprintf(name, sizeof name, "b%lld", (long long)i);
+      bs[i] = input(g, name, int_bias ? SK_INT32 : SK_FP16, 1, &n);
+    }
+    if (moe) {
+      x[0] = input(g, "x", SK_INT8, 2, (int64_t[]){m_total + 5, k});
+      pt[0] = input(g, "pt", SK_FP32, 1, (int64_t[]){m_total + 5});
+    }
+    if (out == SK_INT32 && !int_bias) with_bias = false;
+    sk_op_input in[6] = {{"x", x, moe ? 1 : (size_t)groups}, {"weight", w, (size_t)groups}};
+    size_t n_in = 2;
+    if (with_bias) in[n_in++] = (sk_op_input){"bias", bs, (size_t)groups};
+    if (with_scale) in[n_in++] = (sk_op_input){"scale", sc, (size_t)groups};
+    if (with_offset) in[n_in++] = (sk_op_input){"offset", of, (size_t)groups};
+    if (with_pts) in[n_in++] = (sk_op_input){"per_token_scale", pt, moe ? 1 : (size_t)groups};
+    sk_attr at[] = {SK_ATTR_INT("output_dtype", out), SK_ATTR_INT("group_type", moe ? 0 : -1),
+                    SK_ATTR_INTS("group_list", counts, (size_t)groups), SK_ATTR_INT("group_list_type", 1),
+                    SK_ATTR_INT("split_item", 2)};
+    sk_value ys[3];
+    size_t got = 0;
+    sk_op_desc d = {.op = "grouped_matmul", .inputs = in, .n_inputs = n_in, .attrs = at, .n_attrs = moe ? 5 : 2};
+    CHECK_OK(sk_graph_add_op(g, &d, ys, 3, &got));
+    for (size_t i = 0; i < got; i++) {
+      char name[8] = {'y', (char)('0' + i), 0};
+      CHECK_OK(sk_graph_mark_output(g, ys[i], name));
+    }
+    check_graph_quant(g, (uint64_t)variant);
+  }
+}
+
+/* The int8 epilogue by hand: (acc + bias_i32) * scale * pts + offset, and
+ * a float bias after a packed int64 scale. */
+static void test_grouped_matmul_int8_by_hand(void) {
+  int8_t xd[2] = {3, -2}, wd[4] = {1, 2, 3, 4};
+  int32_t bias_i[2] = {10, 20};
+  float scale[2] = {0.5f, 2.0f}, pts[1] = {2.0f}, offset[2] = {1.0f, -1.0f}, bias_f[2] = {0.25f, 0.5f}, y[2];
+  int64_t packed;
+  float half = 0.5f, off = 7.0f;
+  CHECK_OK(sk_trans_quant_param(&half, &off, 1, &packed));
+  for (int form = 0; form < 2; form++) {
+    sk_graph *g;
+    CHECK_OK(sk_graph_create(&g));
+    sk_value x = input(g, "x", SK_INT8, 2, (int64_t[]){1, 2}), w = input(g, "w", SK_INT8, 2, (int64_t[]){2, 2});
+    sk_value b = form ? input(g, "b", SK_FP32, 1, (int64_t[]){2}) : input(g, "b", SK_INT32, 1, (int64_t[]){2});
+    sk_value s = form ? input(g, "s", SK_INT64, 1, (int64_t[]){1}) : input(g, "s", SK_FP32, 1, (int64_t[]){2});
+    sk_value pt = input(g, "pt", SK_FP32, 1, (int64_t[]){1}), of = input(g, "of", SK_FP32, 1, (int64_t[]){2});
+    sk_op_input in[] = {{"x", &x, 1}, {"weight", &w, 1}, {"bias", &b, 1}, {"scale", &s, 1}, {"per_token_scale", &pt, 1},
+                        {"offset", &of, 1}};
+    sk_attr at[] = {SK_ATTR_INT("output_dtype", SK_FP32)};
+    sk_value out;
+    sk_op_desc d = {.op = "grouped_matmul", .inputs = in, .n_inputs = form ? 4 : 6, .attrs = at, .n_attrs = 1};
+    CHECK_OK(sk_graph_add_op(g, &d, &out, 1, NULL));
+    CHECK_OK(sk_graph_mark_output(g, out, "y"));
+    sk_program *p = NULL;
+    CHECK_OK(sk_compile(g, NULL, &p));
+    sk_buffer ins[] = {{"x", xd, 2}, {"w", wd, 4}, {"b", form ? (void *)bias_f : (void *)bias_i, 8},
+                       {"s", form ? (void *)&packed : (void *)scale, 8}, {"pt", pts, 4}, {"of", offset, 8}};
+    sk_buffer outs[] = {{"y", y, sizeof y}};
+    CHECK_OK(sk_program_run(p, teams[1], ins, 6, outs, 1));
+    /* acc = [3*1 - 2*3, 3*2 - 2*4] = [-3, -2] */
+    if (form == 0) CHECK_MSG(y[0] == 8.0f && y[1] == 71.0f, "got %g %g, want 8 71", y[0], y[1]);
+    else CHECK_MSG(y[0] == -1.25f && y[1] == -0.5f, "got %g %g, want -1.25 -0.5", y[0], y[1]);
+    sk_program_destroy(p);
+    sk_graph_destroy(g);
+  }
+}
+
 /* A chain of ops: the seed's middle segment on fp16 / int32 values. */
 static void test_chain(void) {
   sk_graph *g;
@@ -253,7 +370,9 @@ int main(void) {
       TEST_CASE(test_elementwise),         TEST_CASE(test_cast),
       TEST_CASE(test_concat),              TEST_CASE(test_reshape_chains),
       TEST_CASE(test_grouped_matmul_lists), TEST_CASE(test_grouped_matmul_seed_shapes),
-      TEST_CASE(test_grouped_matmul_moe),  TEST_CASE(test_chain),
+      TEST_CASE(test_grouped_matmul_moe),  TEST_CASE(test_grouped_matmul_int8),
+      TEST_CASE(test_grouped_matmul_int8_by_hand),
+      TEST_CASE(test_chain),
   };
   int rc = harness_run(cases, sizeof cases / sizeof cases[0]);
   for (int t = 0; t < 3; t++) sk_team_destroy(teams[t]);

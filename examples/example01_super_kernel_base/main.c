@@ -1,15 +1,25 @@
-/* example01_super_kernel_base — the seed model's first segment.
+/* example01_super_kernel_base — the seed model (shared/spec/models.md).
  *
- * Builds the two grouped matmuls of the seed's MoE block with the C API
- * (shapes from shared/spec/models.md), runs them on a core team, checks the
- * result against a plain C computation, and prints the output shapes and a
- * checksum. The MoE-operators issue extends it to the whole seed model.
+ *   sk1:  g1 = grouped_matmul(x=gmm1_x, weight=gmm1_weight, bias=gmm1_bias)   # [64,64], [256,320]
+ *         g2 = grouped_matmul(x=g1, weight=gmm2_weight)                        # [64,56], [256,256]
+ *         y, idx, out = moe_gating_topk(g2[1], bias=moe1_bias, k=8, k_group=4,
+ *                                       group_count=8, group_select_mode=1, norm_type=1)
+ *         r1 = reshape(idx, [2,8,128]); s = square(r1); c = concat([s, data1], dim=0)
+ *         r2 = reshape(c, [-1,128])                                            # [48,128] int32
+ *   sk2:  q, qs = dequant_swiglu_quant(r2, weight_scale=dsq_input[0], activation_scale=dsq_input[1],
+ *                                      quant_scale=dsq_input[2], activate_left=0, quant_mode=1)
+ *         output = quant_matmul(q, data2, scale=scale, output_dtype=fp16)       # [6,48,64] fp16
  *
- *   g1 = grouped_matmul(x=[x0, x1], weight=[w0, w1], bias=[b0, b1])  # [64,64], [256,320]
- *   g2 = grouped_matmul(x=g1, weight=[w2, w3])                        # [64,56], [256,256]
+ * The model is built with the C API (sk1 and sk2 as super-kernel scopes),
+ * its inputs filled from a fixed seed, and run on a core team twice: with
+ * super kernels off (every op its own launch) and on (each scope one
+ * launch). Both outputs are checked bit for bit against the same model run
+ * through every op's plain reference implementation, and both times are
+ * printed side by side.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,46 +27,141 @@
 
 #include "superkernel.h"
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    sk_status st_ = (call);                                                                \
-    if (st_ != SK_STATUS_OK) {                                                             \
+#define CHECK(call)                                                                          \
+  do {                                                                                       \
+    sk_status st_ = (call);                                                                  \
+    if (st_ != SK_STATUS_OK) {                                                               \
       fprintf(stderr, "%s failed: %s: %s\n", #call, sk_status_string(st_), sk_last_error()); \
-      exit(1);                                                                             \
-    }                                                                                      \
+      exit(1);                                                                               \
+    }                                                                                        \
   } while (0)
 
-typedef struct tensor_spec {
+/* The model's inputs, named as in models.md, with the value range each is
+ * drawn from (uniformly, fixed seed): ranges keep every op in its meaningful
+ * range (activations near unit size, silu arguments within a few units,
+ * fp16 outputs far from overflow). */
+typedef struct input_spec {
   const char *name;
-  int64_t rows, cols; /* cols = 0: a vector of rows elements */
-} tensor_spec;
+  sk_dtype dtype;
+  int rank;
+  int64_t shape[3];
+  double lo, hi;
+} input_spec;
 
-static const tensor_spec specs[] = {
-    {"gmm1_x_0", 64, 128},      {"gmm1_x_1", 256, 180},     {"gmm1_weight_0", 128, 64}, {"gmm1_weight_1", 180, 320},
-    {"gmm1_bias_0", 64, 0},     {"gmm1_bias_1", 320, 0},    {"gmm2_weight_0", 64, 56},  {"gmm2_weight_1", 320, 256},
+enum {
+  GMM1_X0, GMM1_X1, GMM1_W0, GMM1_W1, GMM1_B0, GMM1_B1, GMM2_W0, GMM2_W1, MOE1_BIAS,
+  DSQ0, DSQ1, DSQ2, DATA1, DATA2, SCALE, N_INPUTS
 };
-enum { N_INPUTS = sizeof specs / sizeof specs[0] };
 
-static int64_t numel(const tensor_spec *s) { return s->rows * (s->cols ? s->cols : 1); }
+static const input_spec inputs_spec[N_INPUTS] = {
+    [GMM1_X0] = {"gmm1_x_0", SK_FP16, 2, {64, 128}, -1, 1},
+    [GMM1_X1] = {"gmm1_x_1", SK_FP16, 2, {256, 180}, -1, 1},
+    [GMM1_W0] = {"gmm1_weight_0", SK_FP16, 2, {128, 64}, -0.088, 0.088},
+    [GMM1_W1] = {"gmm1_weight_1", SK_FP16, 2, {180, 320}, -0.075, 0.075},
+    [GMM1_B0] = {"gmm1_bias_0", SK_FP16, 1, {64}, -0.1, 0.1},
+    [GMM1_B1] = {"gmm1_bias_1", SK_FP16, 1, {320}, -0.1, 0.1},
+    [GMM2_W0] = {"gmm2_weight_0", SK_FP16, 2, {64, 56}, -0.125, 0.125},
+    [GMM2_W1] = {"gmm2_weight_1", SK_FP16, 2, {320, 256}, -0.056, 0.056},
+    [MOE1_BIAS] = {"moe1_bias", SK_FP16, 1, {256}, -0.1, 0.1},
+    [DSQ0] = {"dsq_input_0", SK_FP32, 1, {128}, 1e-5, 1e-4},
+    [DSQ1] = {"dsq_input_1", SK_FP32, 2, {48, 1}, 0.5, 1.5},
+    [DSQ2] = {"dsq_input_2", SK_FP32, 2, {1, 64}, 0.5, 1.5},
+    [DATA1] = {"data1", SK_INT32, 3, {4, 8, 128}, 0, 65536},
+    [DATA2] = {"data2", SK_INT8, 3, {6, 64, 64}, -128, 128},
+    [SCALE] = {"scale", SK_INT64, 1, {1}, 0, 0}, /* packed from a fixed fp32 scale below */
+};
 
-/* A fixed-seed generator, so every run sees the same inputs. */
-static uint64_t rng_state = 2026;
-static float uniform(float lo, float hi) {
-  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-  return lo + (hi - lo) * (float)(rng_state >> 40) * 0x1p-24f;
+static int64_t numel(const input_spec *s) {
+  int64_t n = 1;
+  for (int d = 0; d < s->rank; d++) n *= s->shape[d];
+  return n;
 }
 
-/* The plain computation the library must match bit for bit:
- * acc = sequential fmaf over k from +0, + bias, rounded to fp16. */
-static void plain_matmul(const uint16_t *x, const uint16_t *w, const uint16_t *bias, uint16_t *y, int64_t m,
-                         int64_t k, int64_t n) {
-  for (int64_t i = 0; i < m; i++)
-    for (int64_t j = 0; j < n; j++) {
-      float acc = 0.0f;
-      for (int64_t p = 0; p < k; p++) acc = fmaf(sk_fp16_to_fp32(x[i * k + p]), sk_fp16_to_fp32(w[p * n + j]), acc);
-      if (bias) acc += sk_fp16_to_fp32(bias[j]);
-      y[i * n + j] = sk_fp32_to_fp16(acc);
+static uint64_t rng = 20261129;
+static double uniform(double lo, double hi) {
+  rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+  return lo + (hi - lo) * (double)(rng >> 11) * 0x1p-53;
+}
+
+static void fill(const input_spec *s, void *data) {
+  for (int64_t i = 0; i < numel(s); i++) {
+    double v = uniform(s->lo, s->hi);
+    switch (s->dtype) {
+      case SK_FP16: ((uint16_t *)data)[i] = sk_fp32_to_fp16((float)v); break;
+      case SK_FP32: ((float *)data)[i] = (float)v; break;
+      case SK_INT32: ((int32_t *)data)[i] = (int32_t)floor(v); break;
+      case SK_INT8: ((int8_t *)data)[i] = (int8_t)floor(v); break;
+      default: break;
     }
+  }
+  if (s->dtype == SK_INT64) {
+    float quant_scale = 1.0f / 4096.0f; /* keeps |output| well inside fp16 */
+    CHECK(sk_trans_quant_param(&quant_scale, NULL, 1, data));
+  }
+}
+
+/* One node with a single output. */
+static sk_value node(sk_graph *g, const char *name, const char *op, const sk_op_input *in, size_t n_in,
+                     const sk_attr *attrs, size_t n_attrs, sk_value *outs, size_t max_outs) {
+  sk_op_desc d = {.struct_size = sizeof d, .op = op, .name = name, .inputs = in, .n_inputs = n_in,
+                  .attrs = attrs, .n_attrs = n_attrs};
+  CHECK(sk_graph_add_op(g, &d, outs, max_outs, NULL));
+  return outs[0];
+}
+
+static sk_graph *build_model(void) {
+  sk_graph *g;
+  CHECK(sk_graph_create(&g));
+  sk_value in[N_INPUTS];
+  for (int i = 0; i < N_INPUTS; i++)
+    CHECK(sk_graph_add_input(g, inputs_spec[i].name, inputs_spec[i].dtype, inputs_spec[i].rank, inputs_spec[i].shape,
+                             &in[i]));
+
+  /* ---- sk1: one super kernel ---- */
+  CHECK(sk_graph_begin_scope(g, "sk1", NULL));
+  sk_value g1[2], g2[2], moe[3];
+  sk_op_input gmm1_in[] = {{"x", &in[GMM1_X0], 2}, {"weight", &in[GMM1_W0], 2}, {"bias", &in[GMM1_B0], 2}};
+  sk_attr lists[] = {SK_ATTR_INT("group_type", -1)};
+  node(g, "gmm1", "grouped_matmul", gmm1_in, 3, lists, 1, g1, 2);
+  sk_op_input gmm2_in[] = {{"x", g1, 2}, {"weight", &in[GMM2_W0], 2}};
+  node(g, "gmm2", "grouped_matmul", gmm2_in, 2, lists, 1, g2, 2);
+  sk_op_input moe_in[] = {{"x", &g2[1], 1}, {"bias", &in[MOE1_BIAS], 1}};
+  sk_attr moe_attrs[] = {SK_ATTR_INT("k", 8), SK_ATTR_INT("k_group", 4), SK_ATTR_INT("group_count", 8),
+                         SK_ATTR_INT("group_select_mode", 1), SK_ATTR_INT("norm_type", 1)};
+  node(g, "moe1", "moe_gating_topk", moe_in, 2, moe_attrs, 5, moe, 3);
+  sk_value idx = moe[1];
+  CHECK(sk_graph_end_scope(g));
+
+  /* ---- unfused middle segment: reshape -> square -> concat -> reshape ---- */
+  sk_value r1, s, c, r2;
+  sk_op_input r1_in[] = {{"x", &idx, 1}};
+  sk_attr r1_shape[] = {SK_ATTR_INTS("shape", ((const int64_t[]){2, 8, 128}), 3)};
+  node(g, "reshape1", "reshape", r1_in, 1, r1_shape, 1, &r1, 1);
+  sk_op_input s_in[] = {{"x", &r1, 1}};
+  node(g, "square", "square", s_in, 1, NULL, 0, &s, 1);
+  sk_value parts[2] = {s, in[DATA1]};
+  sk_op_input c_in[] = {{"x", parts, 2}};
+  sk_attr dim0[] = {SK_ATTR_INT("dim", 0)};
+  node(g, "concat", "concat", c_in, 1, dim0, 1, &c, 1);
+  sk_op_input r2_in[] = {{"x", &c, 1}};
+  sk_attr r2_shape[] = {SK_ATTR_INTS("shape", ((const int64_t[]){-1, 128}), 2)};
+  node(g, "reshape2", "reshape", r2_in, 1, r2_shape, 1, &r2, 1);
+
+  /* ---- sk2: one super kernel ---- */
+  CHECK(sk_graph_begin_scope(g, "sk2", NULL));
+  sk_value dsq[2], out;
+  sk_op_input dsq_in[] = {{"x", &r2, 1},
+                          {"weight_scale", &in[DSQ0], 1},
+                          {"activation_scale", &in[DSQ1], 1},
+                          {"quant_scale", &in[DSQ2], 1}};
+  sk_attr dsq_attrs[] = {SK_ATTR_INT("activate_left", 0), SK_ATTR_INT("quant_mode", 1)};
+  node(g, "dsq", "dequant_swiglu_quant", dsq_in, 4, dsq_attrs, 2, dsq, 2);
+  sk_op_input qmm_in[] = {{"x1", &dsq[0], 1}, {"x2", &in[DATA2], 1}, {"scale", &in[SCALE], 1}};
+  sk_attr qmm_attrs[] = {SK_ATTR_INT("output_dtype", SK_FP16)};
+  node(g, "qmm", "quant_matmul", qmm_in, 3, qmm_attrs, 1, &out, 1);
+  CHECK(sk_graph_end_scope(g));
+  CHECK(sk_graph_mark_output(g, out, "output"));
+  return g;
 }
 
 static double now_us(void) {
@@ -65,100 +170,80 @@ static double now_us(void) {
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-int main(void) {
-  sk_graph *g;
-  CHECK(sk_graph_create(&g));
-  sk_value in[N_INPUTS];
-  for (int i = 0; i < N_INPUTS; i++) {
-    int64_t shape[2] = {specs[i].rows, specs[i].cols};
-    CHECK(sk_graph_add_input(g, specs[i].name, SK_FP16, specs[i].cols ? 2 : 1, shape, &in[i]));
-  }
-  /* gmm1: lists of two groups with bias; group_type -1 is the default. */
-  sk_value g1[2], g2[2];
-  sk_op_input gmm1_in[] = {{"x", &in[0], 2}, {"weight", &in[2], 2}, {"bias", &in[4], 2}};
-  sk_attr lists[] = {SK_ATTR_INT("group_type", -1)};
-  sk_op_desc gmm1 = {.struct_size = sizeof gmm1, .op = "grouped_matmul", .name = "gmm1",
-                     .inputs = gmm1_in, .n_inputs = 3, .attrs = lists, .n_attrs = 1};
-  CHECK(sk_graph_add_op(g, &gmm1, g1, 2, NULL));
-  /* gmm2: the whole output list of gmm1 is its x list. */
-  sk_op_input gmm2_in[] = {{"x", g1, 2}, {"weight", &in[6], 2}};
-  sk_op_desc gmm2 = {.struct_size = sizeof gmm2, .op = "grouped_matmul", .name = "gmm2",
-                     .inputs = gmm2_in, .n_inputs = 2, .attrs = lists, .n_attrs = 1};
-  CHECK(sk_graph_add_op(g, &gmm2, g2, 2, NULL));
-  CHECK(sk_graph_mark_output(g, g2[0], "output_0"));
-  CHECK(sk_graph_mark_output(g, g2[1], "output_1"));
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
 
-  sk_team *team;
-  CHECK(sk_team_create(NULL, &team));
-  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team};
-  sk_program *prog;
-  CHECK(sk_compile(g, &cfg, &prog));
-  sk_graph_destroy(g);
-
-  /* Inputs in [-1, 1), weights scaled so activations stay near unit size. */
-  sk_buffer inputs[N_INPUTS];
-  for (int i = 0; i < N_INPUTS; i++) {
-    uint16_t *data = malloc((size_t)numel(&specs[i]) * 2);
-    float scale = strstr(specs[i].name, "weight") ? 1.0f / sqrtf((float)specs[i].rows) : 1.0f;
-    for (int64_t j = 0; j < numel(&specs[i]); j++) data[j] = sk_fp32_to_fp16(uniform(-scale, scale));
-    inputs[i] = (sk_buffer){specs[i].name, data, (size_t)numel(&specs[i]) * 2};
-  }
-  sk_buffer outputs[2];
-  for (size_t i = 0; i < 2; i++) {
-    const char *name;
-    int rank;
-    int64_t shape[SK_MAX_RANK];
-    CHECK(sk_program_output_info(prog, i, &name, NULL, &rank, shape));
-    outputs[i] = (sk_buffer){name, calloc((size_t)(shape[0] * shape[1]), 2), (size_t)(shape[0] * shape[1]) * 2};
-  }
-
-  /* The first run checks; the time reported is the median of the next 21. */
-  CHECK(sk_program_run(prog, team, inputs, N_INPUTS, outputs, 2));
-  enum { REPS = 21 };
+/* Median time of REPS runs of a program (after one warm-up run). */
+static double median_run_us(sk_program *p, sk_team *team, const sk_buffer *inputs, const sk_buffer *outputs) {
+  enum { REPS = 51 };
   double times[REPS];
+  CHECK(sk_program_run(p, team, inputs, N_INPUTS, outputs, 1));
   for (int r = 0; r < REPS; r++) {
     double t0 = now_us();
-    CHECK(sk_program_run(prog, team, inputs, N_INPUTS, outputs, 2));
+    CHECK(sk_program_run(p, team, inputs, N_INPUTS, outputs, 1));
     times[r] = now_us() - t0;
   }
-  for (int i = 1; i < REPS; i++) /* insertion sort: 21 values */
-    for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
-      double t = times[j];
-      times[j] = times[j - 1];
-      times[j - 1] = t;
-    }
-  double elapsed = times[REPS / 2];
+  qsort(times, REPS, sizeof times[0], cmp_double);
+  return times[REPS / 2];
+}
 
-  /* Check against the plain computation, group by group. */
-  const int64_t m[2] = {64, 256}, k1[2] = {128, 180}, n1[2] = {64, 320}, n2[2] = {56, 256};
-  int mismatches = 0;
-  for (int grp = 0; grp < 2; grp++) {
-    uint16_t *mid = malloc((size_t)(m[grp] * n1[grp]) * 2), *want = malloc((size_t)(m[grp] * n2[grp]) * 2);
-    plain_matmul(inputs[grp].data, inputs[2 + grp].data, inputs[4 + grp].data, mid, m[grp], k1[grp], n1[grp]);
-    plain_matmul(mid, inputs[6 + grp].data, NULL, want, m[grp], n1[grp], n2[grp]);
-    if (memcmp(want, outputs[grp].data, outputs[grp].bytes) != 0) mismatches++;
-    free(mid);
-    free(want);
-  }
+int main(void) {
+  sk_graph *g = build_model();
+  sk_team *team;
+  CHECK(sk_team_create(NULL, &team));
+  sk_compile_config fused_cfg = {.struct_size = sizeof fused_cfg, .team = team, .executor = SK_EXECUTOR_INTERP};
+  sk_compile_config eager_cfg = {.struct_size = sizeof eager_cfg, .team = team, .executor = SK_EXECUTOR_EAGER};
+  sk_compile_config ref_cfg = {.struct_size = sizeof ref_cfg, .executor = SK_EXECUTOR_REFERENCE};
+  sk_program *fused, *eager, *reference;
+  CHECK(sk_compile(g, &fused_cfg, &fused));
+  CHECK(sk_compile(g, &eager_cfg, &eager));
+  CHECK(sk_compile(g, &ref_cfg, &reference));
+  sk_graph_destroy(g);
 
-  for (size_t i = 0; i < 2; i++) {
-    const char *name;
-    int rank;
-    int64_t shape[SK_MAX_RANK];
-    CHECK(sk_program_output_info(prog, i, &name, NULL, &rank, shape));
-    double checksum = 0;
-    const uint16_t *y = outputs[i].data;
-    for (int64_t j = 0; j < shape[0] * shape[1]; j++) checksum += sk_fp16_to_fp32(y[j]);
-    printf("%s: fp16 [%lld, %lld]  checksum %.6f\n", name, (long long)shape[0], (long long)shape[1], checksum);
+  sk_buffer inputs[N_INPUTS];
+  for (int i = 0; i < N_INPUTS; i++) {
+    size_t bytes = (size_t)numel(&inputs_spec[i]) * sk_dtype_size(inputs_spec[i].dtype);
+    inputs[i] = (sk_buffer){inputs_spec[i].name, malloc(bytes), bytes};
+    fill(&inputs_spec[i], inputs[i].data);
   }
-  printf("team of %d cores, eager run %.1f us (median of 21), %s\n", sk_team_num_cores(team), elapsed,
-         mismatches ? "MISMATCH against the plain C computation" : "bitwise equal to the plain C computation");
+  int rank;
+  int64_t shape[SK_MAX_RANK];
+  CHECK(sk_program_output_info(fused, 0, NULL, NULL, &rank, shape));
+  size_t out_elems = (size_t)(shape[0] * shape[1] * shape[2]);
+  uint16_t *want = calloc(out_elems, 2), *got_eager = calloc(out_elems, 2), *got_fused = calloc(out_elems, 2);
+  sk_buffer out_want[] = {{"output", want, out_elems * 2}}, out_eager[] = {{"output", got_eager, out_elems * 2}},
+            out_fused[] = {{"output", got_fused, out_elems * 2}};
+
+  CHECK(sk_program_run(reference, NULL, inputs, N_INPUTS, out_want, 1));
+  double t_eager = median_run_us(eager, team, inputs, out_eager);
+  double t_fused = median_run_us(fused, team, inputs, out_fused);
+
+  double checksum = 0, abs_sum = 0;
+  for (size_t i = 0; i < out_elems; i++) {
+    float v = sk_fp16_to_fp32(got_fused[i]);
+    checksum += v;
+    abs_sum += fabs(v);
+  }
+  bool eager_ok = memcmp(got_eager, want, out_elems * 2) == 0, fused_ok = memcmp(got_fused, want, out_elems * 2) == 0;
+  printf("output: fp16 [%lld, %lld, %lld]  checksum %.4f  mean |x| %.4f\n", (long long)shape[0], (long long)shape[1],
+         (long long)shape[2], checksum, abs_sum / (double)out_elems);
+  printf("team of %d cores, medians of 51 runs:\n", sk_team_num_cores(team));
+  printf("  super kernels off (eager): %8.1f us  %s\n", t_eager,
+         eager_ok ? "bitwise equal to the reference" : "DIFFERS from the reference");
+  printf("  super kernels on (sk1, sk2 fused): %8.1f us  %s  (%.2fx)\n", t_fused,
+         fused_ok ? "bitwise equal to the reference" : "DIFFERS from the reference", t_eager / t_fused);
 
   for (int i = 0; i < N_INPUTS; i++) free(inputs[i].data);
-  for (int i = 0; i < 2; i++) free(outputs[i].data);
-  sk_program_destroy(prog);
+  free(want);
+  free(got_eager);
+  free(got_fused);
+  sk_program_destroy(fused);
+  sk_program_destroy(eager);
+  sk_program_destroy(reference);
   sk_team_destroy(team);
-  if (mismatches) return 1;
+  if (!eager_ok || !fused_ok) return 1;
   printf("execute sample success\n");
   return 0;
 }

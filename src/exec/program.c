@@ -7,6 +7,8 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "superkernel/fuse.h"
+#include "superkernel/plan.h"
 
 static sk_status fail_oom(void) { return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_compile: out of memory"); }
 
@@ -26,6 +28,14 @@ static sk_status copy_bindings(const sk__named_value *src, size_t n, const sk_gr
 static sk_status prepare_node(const sk_graph *g, const sk__node *src, int n_cores, sk__exec_node *dst) {
   dst->def = src->def;
   dst->name = sk__strdup(src->name);
+  dst->scope = src->scope;
+  dst->stream = src->stream;
+  if (src->n_waits) {
+    dst->waits = malloc(src->n_waits * sizeof(int));
+    if (!dst->waits) return fail_oom();
+    memcpy(dst->waits, src->waits, src->n_waits * sizeof(int));
+    dst->n_waits = src->n_waits;
+  }
   size_t total = 0;
   for (int s = 0; s < SK__MAX_SLOTS; s++) total += src->slot_count[s];
   dst->in_tensors = calloc(total ? total : 1, sizeof(sk__tensor));
@@ -110,7 +120,10 @@ void sk_program_destroy(sk_program *p) {
     free(n->in_values);
     free(n->out_values);
     free(n->io.out);
+    free(n->waits);
   }
+  for (size_t i = 0; i < p->n_steps; i++) sk__plan_destroy(p->steps[i].plan);
+  free(p->steps);
   for (size_t i = 0; i < p->n_inputs; i++) free(p->inputs[i].name);
   for (size_t i = 0; i < p->n_outputs; i++) free(p->outputs[i].name);
   for (int c = 0; c < p->n_workspaces; c++) sk__aligned_free(p->workspaces[c]);
@@ -133,6 +146,9 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   if (cfg && cfg->struct_size < offsetof(sk_compile_config, team) + sizeof(cfg->team))
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: cfg->struct_size %zu is too small (set it to sizeof(sk_compile_config))",
                     cfg->struct_size);
+  if (g->open_scope >= 0)
+    return sk__fail(SK_STATUS_INVALID_STATE, "sk_compile: scope '%s' is still open (end it with sk_graph_end_scope)",
+                    g->scopes[g->open_scope].name);
   if (g->n_outputs == 0)
     return sk__fail(SK_STATUS_INVALID_STATE, "sk_compile: the graph has no outputs (mark one with sk_graph_mark_output)");
   sk_executor executor = SK_EXECUTOR_DEFAULT;
@@ -142,7 +158,7 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: cfg->executor = %d: expected an sk_executor", (int)executor);
   sk_program *p = calloc(1, sizeof *p);
   if (!p) return fail_oom();
-  p->executor = executor == SK_EXECUTOR_DEFAULT ? SK_EXECUTOR_EAGER : executor;
+  p->executor = executor == SK_EXECUTOR_DEFAULT ? SK_EXECUTOR_INTERP : executor;
   pthread_mutex_init(&p->run_lock, NULL);
   p->tiled_cores = cfg && cfg->team ? sk_team_num_cores(cfg->team) : 1;
   p->n_values = g->n_values;
@@ -157,6 +173,7 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
     if (p->nodes[i].tiling.workspace_bytes > p->workspace_bytes) p->workspace_bytes = p->nodes[i].tiling.workspace_bytes;
   }
   if (st == SK_STATUS_OK) st = plan_storage(g, p);
+  if (st == SK_STATUS_OK) st = sk__program_build_steps(p, g, cfg && cfg->struct_size >= offsetof(sk_compile_config, default_options) + sizeof(cfg->default_options) ? cfg->default_options : NULL);
   if (st != SK_STATUS_OK) {
     sk_program_destroy(p);
     return st;

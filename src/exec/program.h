@@ -31,7 +31,19 @@ typedef struct sk__exec_node {
   sk_value *out_values;
   void *params;            /* a deep copy of the graph node's */
   sk__tiling tiling;
+  int scope;               /* graph scope index, -1 outside scopes */
+  int stream;
+  int *waits;              /* event edges: nodes this one waits for */
+  size_t n_waits;
 } sk__exec_node;
+
+struct sk__plan;
+
+/* What a run does, in order: one op's own launch, or one super kernel. */
+typedef struct sk__step {
+  size_t node;             /* an eager step's node */
+  struct sk__plan *plan;   /* a super kernel's plan, NULL for an eager step */
+} sk__step;
 
 typedef struct sk__io_binding {
   char *name;
@@ -52,6 +64,8 @@ struct sk_program {
   size_t workspace_bytes;  /* per core, max over nodes */
   void **workspaces;       /* one per core of the largest team seen */
   int n_workspaces;
+  sk__step *steps;
+  size_t n_steps;
   int tiled_cores;         /* team size the tiling was made for */
   sk_executor executor;    /* never SK_EXECUTOR_DEFAULT */
   pthread_mutex_t run_lock; /* one run at a time: the arena is shared */

@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "exec/program.h"
+#include "superkernel/plan.h"
 
 /* Finds the buffer bound to each program input / output; every one must be
  * bound exactly once with exactly the right byte count. */
@@ -75,11 +76,18 @@ static void *value_data(const sk_program *p, sk_value v, void *const *in, void *
 static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out) {
   int n_cores = team ? sk_team_num_cores(team) : 1;
   SK_RETURN_IF_ERROR(ensure_workspaces(p, n_cores));
+  /* Bind every node first: a super kernel runs several nodes in one launch. */
   for (size_t i = 0; i < p->n_nodes; i++) {
     sk__exec_node *n = &p->nodes[i];
     for (size_t j = 0; j < n->n_in_tensors; j++) n->in_tensors[j].data = value_data(p, n->in_values[j], in, out);
     for (size_t j = 0; j < n->io.n_out; j++) n->io.out[j].data = value_data(p, n->out_values[j], in, out);
-    if (n->def->is_view) continue;
+  }
+  for (size_t s = 0; s < p->n_steps; s++) {
+    if (p->steps[s].plan) {
+      SK_RETURN_IF_ERROR(sk__plan_run(p->steps[s].plan, p, team));
+      continue;
+    }
+    const sk__exec_node *n = &p->nodes[p->steps[s].node];
     if (p->executor == SK_EXECUTOR_REFERENCE) {
       n->def->reference(&n->io);
       continue;
@@ -87,8 +95,7 @@ static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out)
     if (n->tiling.n_blocks == 0) continue;
     launch_ctx ctx = {n, p->workspaces};
     if (team) {
-      sk_status st = sk_team_launch(team, run_block, &ctx, n->tiling.n_blocks);
-      if (st != SK_STATUS_OK) return st;
+      SK_RETURN_IF_ERROR(sk_team_launch(team, run_block, &ctx, n->tiling.n_blocks));
     } else {
       for (int64_t b = 0; b < n->tiling.n_blocks; b++) run_block(&ctx, b, 0);
     }

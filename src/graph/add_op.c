@@ -187,7 +187,7 @@ static sk_status check_attrs(const sk__build_ctx *ctx) {
 static sk_status commit_node(sk_graph *g, sk__build_ctx *ctx, const char *name) {
   SK_RETURN_IF_ERROR(sk__grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes));
   SK_RETURN_IF_ERROR(sk__grow((void **)&g->values, &g->cap_values, g->n_values + ctx->n_outs, sizeof *g->values));
-  sk__node node = {.def = ctx->def, .scope = -1, .stream = 0};
+  sk__node node = {.def = ctx->def, .scope = g->open_scope, .stream = g->stream};
   char auto_name[96];
   if (!name) {
     snprintf(auto_name, sizeof auto_name, "%s_%zu", ctx->def->type, g->n_nodes);
@@ -209,6 +209,18 @@ static sk_status commit_node(sk_graph *g, sk__build_ctx *ctx, const char *name) 
     sk__node_free(&node);
     return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", ctx->label);
   }
+  /* Event waits pending on this stream become the node's control edges. */
+  size_t n_waits = g->n_pending[g->stream];
+  if (n_waits) {
+    node.waits = malloc(n_waits * sizeof(int));
+    if (!node.waits) {
+      sk__node_free(&node);
+      return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", ctx->label);
+    }
+    memcpy(node.waits, g->pending_waits[g->stream], n_waits * sizeof(int));
+    node.n_waits = n_waits;
+  }
+  g->n_pending[g->stream] = 0;
   node.params = ctx->params;
   node.n_outputs = ctx->n_outs;
   for (size_t i = 0; i < ctx->n_outs; i++) {

@@ -31,6 +31,7 @@ sk_status sk_graph_create(sk_graph **graph_out) {
   if (!graph_out) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_create: graph_out is NULL");
   *graph_out = calloc(1, sizeof(sk_graph));
   if (!*graph_out) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_graph_create: out of memory");
+  (*graph_out)->open_scope = -1;
   return SK_STATUS_OK;
 }
 
@@ -40,6 +41,7 @@ void sk__node_free(sk__node *node) {
   if (node->params && node->def->free_params) node->def->free_params(node->params);
   free(node->params);
   free(node->name);
+  free(node->waits);
 }
 
 void sk_graph_destroy(sk_graph *g) {
@@ -47,6 +49,14 @@ void sk_graph_destroy(sk_graph *g) {
   for (size_t i = 0; i < g->n_nodes; i++) sk__node_free(&g->nodes[i]);
   for (size_t i = 0; i < g->n_inputs; i++) free(g->inputs[i].name);
   for (size_t i = 0; i < g->n_outputs; i++) free(g->outputs[i].name);
+  for (size_t i = 0; i < g->n_scopes; i++) {
+    free(g->scopes[i].name);
+    free(g->scopes[i].options);
+  }
+  free(g->scopes);
+  free(g->events);
+  free(g->pending_waits[0]);
+  free(g->pending_waits[1]);
   free(g->nodes);
   free(g->values);
   free(g->inputs);

@@ -27,7 +27,19 @@ typedef struct sk__node {
   void *params;                  /* def->params_size bytes */
   int scope;                     /* -1: not in a super-kernel scope */
   int stream;                    /* 0 or 1 */
+  int *waits;                    /* nodes this one waits for (event edges) */
+  size_t n_waits;
 } sk__node;
+
+typedef struct sk__scope {
+  char *name;
+  char *options;                 /* as given; "" when none */
+  size_t first_node, end_node;   /* nodes [first_node, end_node) */
+} sk__scope;
+
+typedef struct sk__event {
+  int node;                      /* the node whose completion it marks */
+} sk__event;
 
 typedef struct sk__named_value {
   char *name;
@@ -43,6 +55,14 @@ struct sk_graph {
   size_t n_inputs, cap_inputs;
   sk__named_value *outputs;
   size_t n_outputs, cap_outputs;
+  sk__scope *scopes;
+  size_t n_scopes, cap_scopes;
+  int open_scope;                /* index of the open scope, -1 when none */
+  int stream;                    /* stream of the nodes added next */
+  sk__event *events;
+  size_t n_events, cap_events;
+  int *pending_waits[2];         /* per stream: nodes the next node waits for */
+  size_t n_pending[2], cap_pending[2];
 };
 
 /* Grows *array (of elem bytes) to hold at least need elements. */

@@ -1,4 +1,5 @@
 list(APPEND SK_SOURCES
   graph/add_op.c
   graph/graph.c
+  graph/scope.c
 )

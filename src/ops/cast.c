@@ -41,6 +41,14 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
               sk__cpu_isa());
 }
 
+static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
+  int64_t begin, end;
+  sk__flat_block_range(sk__tensor_numel(&io->out[0]), io->n_blocks, block, &begin, &end);
+  int64_t in_es = (int64_t)sk_dtype_size(io->in[SLOT_X].tensors[0].dtype), out_es = (int64_t)sk_dtype_size(io->out[0].dtype);
+  reads[0] = (sk__span){begin * in_es, end * in_es};
+  writes[0] = (sk__span){begin * out_es, end * out_es};
+}
+
 static void reference(const sk__node_io *io) {
   const sk__tensor *x = &io->in[SLOT_X].tensors[0];
   sk__convert_reference(x->data, x->dtype, io->out[0].data, io->out[0].dtype, (size_t)sk__tensor_numel(x));
@@ -54,4 +62,5 @@ const sk__op_def sk__op_cast = {
     .tile = tile,
     .run_block = run_block,
     .reference = reference,
+    .footprint = footprint,
 };

@@ -94,6 +94,15 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   copy_range(io, begin, end);
 }
 
+/* A block writes its byte range of the output; what it reads is left whole
+ * (a conservative footprint: consumers of concat's inputs wait for all). */
+static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
+  (void)reads;
+  int64_t begin, end;
+  sk__flat_block_range((int64_t)sk__tensor_bytes(&io->out[0]), io->n_blocks, block, &begin, &end);
+  writes[0] = (sk__span){begin, end};
+}
+
 /* Reference: walk every output element and find its source by index. */
 static void reference(const sk__node_io *io) {
   int dim = ((const concat_params *)io->params)->dim;
@@ -122,5 +131,6 @@ const sk__op_def sk__op_concat = {
     .tile = tile,
     .run_block = run_block,
     .reference = reference,
+    .footprint = footprint,
     .params_size = sizeof(concat_params),
 };

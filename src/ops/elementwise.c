@@ -113,6 +113,16 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   compute_range(io, begin, end);
 }
 
+/* A block reads and writes its own element range of every tensor. */
+static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
+  int64_t begin, end, es = (int64_t)sk_dtype_size(io->out[0].dtype);
+  sk__flat_block_range(sk__tensor_numel(&io->out[0]), io->n_blocks, block, &begin, &end);
+  sk__span span = {begin * es, end * es};
+  size_t n_in = io->in[SLOT_Y].count ? 2 : 1;
+  for (size_t i = 0; i < n_in; i++) reads[i] = span;
+  writes[0] = span;
+}
+
 /* Reference: one element at a time through the scalar load / store. */
 static void reference(const sk__node_io *io) {
   ew_kind kind = ((const ew_params *)io->params)->kind;
@@ -132,7 +142,7 @@ static void reference(const sk__node_io *io) {
 #define EW_OP(NAME, SLOTS, BUILD)                                                          \
   const sk__op_def sk__op_##NAME = {                                                       \
       .type = #NAME, .slot_names = SLOTS, .kind = SK_KERNEL_VECTOR, .build = BUILD,        \
-      .tile = tile, .run_block = run_block, .reference = reference,                        \
+      .tile = tile, .run_block = run_block, .reference = reference, .footprint = footprint,  \
       .params_size = sizeof(ew_params),                                                    \
   };
 

@@ -6,24 +6,38 @@
  *                  group_list-delimited per expert; split_item 2/3 -> one
  *                  [M, N] output (rows past the last group are zero),
  *                  0/1 -> one [rows_e, N] output per expert.
- * Float path: fp16 / bf16 / fp32 in, fp32 accumulation, output_dtype out. */
+ * Float path: fp16 / bf16 / fp32 in, fp32 accumulation, output_dtype out.
+ * int8 path: int8 in, int32 accumulation, then the epilogue of
+ * grouped_matmul_quant.c (scale, per-token scale, offset, bias). */
 #include "ops/grouped_matmul.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/gemm/gemm.h"
 #include "ops/op_util.h"
 
 static const char *const slots[] = {"x", "weight", "bias", "scale", "offset", "per_token_scale", NULL};
 
 #define MAX_GROUPS 1024
 
-static sk_status check_float_dtypes(const char *op, const char *what, size_t i, const sk__tensor *t,
-                                    sk_dtype x_dtype, bool is_bias) {
-  if (is_bias ? (t->dtype != x_dtype && t->dtype != SK_FP32) : t->dtype != x_dtype)
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s[%zu]: expected dtype %s%s, got %s", op, what, i,
-                    sk_dtype_name(x_dtype), is_bias && x_dtype != SK_FP32 ? " or fp32" : "", sk_dtype_name(t->dtype));
+/* Weight: x's dtype. Bias: x's dtype or fp32 on the float path; int32
+ * (added before scaling) or fp32 / fp16 / bf16 (after) on the int8 path. */
+static sk_status check_dtypes(const char *op, const char *what, size_t i, const sk__tensor *t, sk_dtype x_dtype,
+                              bool is_bias) {
+  bool ok = t->dtype == x_dtype;
+  const char *expected = sk_dtype_name(x_dtype);
+  if (is_bias && x_dtype == SK_INT8) {
+    ok = t->dtype == SK_INT32 || sk__is_float(t->dtype);
+    expected = "int32, fp32, fp16 or bf16";
+  } else if (is_bias) {
+    ok = ok || t->dtype == SK_FP32;
+    expected = x_dtype == SK_FP32 ? "fp32" : x_dtype == SK_FP16 ? "fp16 or fp32" : "bf16 or fp32";
+  }
+  if (!ok)
+    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s[%zu]: expected dtype %s, got %s", op, what, i, expected,
+                    sk_dtype_name(t->dtype));
   return SK_STATUS_OK;
 }
 
@@ -33,7 +47,7 @@ static sk_status check_bias(const char *op, size_t i, const sk__tensor *b, int64
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input bias[%zu]: expected shape [%lld], got %s", op, i,
                     (long long)n, sk__shape_str(b->rank, b->shape, s, sizeof s));
   }
-  return check_float_dtypes(op, "bias", i, b, x_dtype, true);
+  return check_dtypes(op, "bias", i, b, x_dtype, true);
 }
 
 static sk_status check_weight(const char *op, size_t i, const sk__tensor *w, int64_t k, sk_dtype x_dtype) {
@@ -44,7 +58,7 @@ static sk_status check_weight(const char *op, size_t i, const sk__tensor *w, int
   if (w->shape[0] != k)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight[%zu]: expected %lld rows (K of x), got %lld", op, i,
                     (long long)k, (long long)w->shape[0]);
-  return check_float_dtypes(op, "weight", i, w, x_dtype, false);
+  return check_dtypes(op, "weight", i, w, x_dtype, false);
 }
 
 /* group_type -1: G independent matmuls over lists. */
@@ -147,7 +161,7 @@ static sk_status build_moe(sk__build_ctx *ctx, gmm_params *p) {
     if (w->shape[1] != k)
       return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight: expected [E, %lld, N] (K of x), got %s", op,
                       (long long)k, sk__shape_str(w->rank, w->shape, s, sizeof s));
-    SK_RETURN_IF_ERROR(check_float_dtypes(op, "weight", 0, w, x->dtype, false));
+    SK_RETURN_IF_ERROR(check_dtypes(op, "weight", 0, w, x->dtype, false));
     p->n_groups = w->shape[0];
     n = w->shape[2];
   } else {
@@ -168,7 +182,7 @@ static sk_status build_moe(sk__build_ctx *ctx, gmm_params *p) {
     if (b->shape[0] != p->n_groups || b->shape[1] != n)
       return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input bias: expected [%lld, %lld], got %s", op,
                       (long long)p->n_groups, (long long)n, sk__shape_str(b->rank, b->shape, s, sizeof s));
-    SK_RETURN_IF_ERROR(check_float_dtypes(op, "bias", 0, b, x->dtype, true));
+    SK_RETURN_IF_ERROR(check_dtypes(op, "bias", 0, b, x->dtype, true));
   } else if (bs->count) {
     if ((int64_t)bs->count != p->n_groups)
       return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input bias: expected a list of %lld (one per expert), got %zu", op,
@@ -199,28 +213,31 @@ static sk_status build(sk__build_ctx *ctx) {
   if (xs->count > MAX_GROUPS)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input x: %zu groups (at most %d)", op, xs->count, MAX_GROUPS);
   sk_dtype x_dtype = xs->tensors[0].dtype;
-  if (x_dtype == SK_INT8)
-    return sk__fail(SK_STATUS_UNSUPPORTED, "%s: input x: the int8 path is not implemented yet (float inputs only)", op);
-  if (!sk__is_float(x_dtype))
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x[0]: expected dtype fp16, bf16 or fp32, got %s", op,
+  if (!sk__is_float(x_dtype) && x_dtype != SK_INT8)
+    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x[0]: expected dtype fp16, bf16, fp32 or int8, got %s", op,
                     sk_dtype_name(x_dtype));
+  p->quant = x_dtype == SK_INT8;
   static const int quant_slots[] = {GMM_SCALE, GMM_OFFSET, GMM_PER_TOKEN_SCALE};
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 3 && !p->quant; i++)
     if (sk__ctx_slot(ctx, quant_slots[i])->count)
       return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input %s: only the int8 path takes it, x is %s", op,
                       slots[quant_slots[i]], sk_dtype_name(x_dtype));
   int64_t group_type, split_item, out_dtype;
   SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_type", -1, &group_type));
   SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "split_item", 0, &split_item));
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "output_dtype", x_dtype, &out_dtype));
+  /* The int8 path's default output is the raw int32 accumulator. */
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "output_dtype", p->quant ? SK_INT32 : x_dtype, &out_dtype));
   if (group_type != -1 && group_type != 0)
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_type: expected -1 or 0, got %lld", op,
                     (long long)group_type);
   if (split_item < 0 || split_item > 3)
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute split_item: expected 0..3, got %lld", op,
                     (long long)split_item);
-  if (!sk__is_float((sk_dtype)out_dtype) || out_dtype <= 0 || out_dtype >= SK_DTYPE_COUNT_)
-    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute output_dtype: expected fp16, bf16 or fp32, got %s", op,
+  bool out_ok = out_dtype > 0 && out_dtype < SK_DTYPE_COUNT_ &&
+                (sk__is_float((sk_dtype)out_dtype) || (p->quant && out_dtype == SK_INT32));
+  if (!out_ok)
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute output_dtype: expected %s, got %s", op,
+                    p->quant ? "int32, fp16, bf16 or fp32" : "fp16, bf16 or fp32",
                     sk_dtype_name((sk_dtype)out_dtype));
   p->group_type = (int)group_type;
   p->split_item = (int)split_item;
@@ -229,7 +246,8 @@ static sk_status build(sk__build_ctx *ctx) {
    * it must then be absent like group_list. */
   if (group_type == -1 && sk__ctx_has_attr(ctx, "group_list_type"))
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list_type must be absent with group_type -1", op);
-  return group_type == -1 ? build_lists(ctx, p) : build_moe(ctx, p);
+  SK_RETURN_IF_ERROR(group_type == -1 ? build_lists(ctx, p) : build_moe(ctx, p));
+  return p->quant ? sk__gmm_check_quant(ctx, p) : SK_STATUS_OK;
 }
 
 static sk_status clone_params(void *dst, const void *src) {
@@ -257,59 +275,81 @@ static const void *at(const void *base, int64_t bytes) {
   return base ? (const char *)base + bytes : NULL;
 }
 
-sk__gemm_problem sk__gmm_group_problem(const sk__node_io *io, int64_t g) {
+/* Per-group vector operand from slot s: a list (one tensor per group), or
+ * one [E, len] tensor whose row g belongs to group g. */
+static gmm_vec group_vec(const sk__slot *s, int64_t g) {
+  gmm_vec v = {0};
+  if (s->count == 0) return v;
+  const sk__tensor *t = &s->tensors[s->count == 1 && s->tensors[0].rank == 2 ? 0 : g];
+  v.dtype = t->dtype;
+  v.len = t->shape[t->rank - 1];
+  v.data = t->rank == 2 ? at(t->data, g * v.len * (int64_t)sk_dtype_size(t->dtype)) : t->data;
+  return v;
+}
+
+gmm_group sk__gmm_group(const sk__node_io *io, int64_t g) {
   const gmm_params *p = io->params;
-  const sk__slot *xs = &io->in[GMM_X], *ws = &io->in[GMM_WEIGHT], *bs = &io->in[GMM_BIAS];
-  sk__gemm_problem q = {0};
+  const sk__slot *xs = &io->in[GMM_X], *ws = &io->in[GMM_WEIGHT];
+  gmm_group q = {0};
+  q.bias = group_vec(&io->in[GMM_BIAS], g);
+  q.scale = group_vec(&io->in[GMM_SCALE], g);
+  q.offset = group_vec(&io->in[GMM_OFFSET], g);
+  q.y_dtype = p->out_dtype;
   if (p->group_type == -1) {
     const sk__tensor *x = &xs->tensors[g], *w = &ws->tensors[g];
     q.k = w->shape[0];
     q.n = w->shape[1];
-    q.m = q.k ? sk__tensor_numel(x) / q.k : sk__tensor_numel(&io->out[g]) / (q.n ? q.n : 1);
-    q.a = x->data;
-    q.b = w->data;
-    q.c = io->out[g].data;
-    q.a_dtype = x->dtype;
-    q.b_dtype = w->dtype;
-    if (bs->count) {
-      q.bias = bs->tensors[g].data;
-      q.bias_dtype = bs->tensors[g].dtype;
+    q.m = sk__tensor_numel(&io->out[g]) / (q.n ? q.n : 1);
+    if (q.n == 0) q.m = q.k ? sk__tensor_numel(x) / q.k : 0;
+    q.x = x->data;
+    q.w = w->data;
+    q.y = io->out[g].data;
+    q.x_dtype = x->dtype;
+    q.w_dtype = w->dtype;
+    if (io->in[GMM_PER_TOKEN_SCALE].count) {
+      const sk__tensor *t = &io->in[GMM_PER_TOKEN_SCALE].tensors[g];
+      q.per_token_scale = (gmm_vec){t->data, t->dtype, q.m};
     }
-  } else {
-    const sk__tensor *x = &xs->tensors[0];
-    q.k = x->shape[1];
-    int64_t rows = p->row_end[g] - p->row_begin[g];
-    size_t xes = sk_dtype_size(x->dtype);
-    q.m = rows;
-    q.a = at(x->data, p->row_begin[g] * q.k * (int64_t)xes);
-    q.a_dtype = x->dtype;
-    const sk__tensor *w = &ws->tensors[ws->count == 1 && ws->tensors[0].rank == 3 ? 0 : g];
-    q.n = w->shape[w->rank - 1];
-    q.b_dtype = w->dtype;
-    q.b = w->rank == 3 ? at(w->data, g * q.k * q.n * (int64_t)sk_dtype_size(w->dtype)) : w->data;
-    if (bs->count == 1 && bs->tensors[0].rank == 2) {
-      q.bias = at(bs->tensors[0].data, g * q.n * (int64_t)sk_dtype_size(bs->tensors[0].dtype));
-      q.bias_dtype = bs->tensors[0].dtype;
-    } else if (bs->count) {
-      q.bias = bs->tensors[g].data;
-      q.bias_dtype = bs->tensors[g].dtype;
-    }
-    size_t oes = sk_dtype_size(p->out_dtype);
-    q.c = p->split_item >= 2 ? (void *)at(io->out[0].data, p->row_begin[g] * q.n * (int64_t)oes) : io->out[g].data;
+    return q;
   }
-  q.lda = q.k;
-  q.ldb = q.n;
-  q.ldc = q.n;
-  q.c_dtype = p->out_dtype;
+  const sk__tensor *x = &xs->tensors[0];
+  int64_t row0 = p->row_begin[g];
+  q.k = x->shape[1];
+  q.m = p->row_end[g] - row0;
+  q.x = at(x->data, row0 * q.k * (int64_t)sk_dtype_size(x->dtype));
+  q.x_dtype = x->dtype;
+  const sk__tensor *w = &ws->tensors[ws->count == 1 && ws->tensors[0].rank == 3 ? 0 : g];
+  q.n = w->shape[w->rank - 1];
+  q.w_dtype = w->dtype;
+  q.w = w->rank == 3 ? at(w->data, g * q.k * q.n * (int64_t)sk_dtype_size(w->dtype)) : w->data;
+  size_t oes = sk_dtype_size(p->out_dtype);
+  q.y = p->split_item >= 2 ? (void *)at(io->out[0].data, row0 * q.n * (int64_t)oes) : io->out[g].data;
+  if (io->in[GMM_PER_TOKEN_SCALE].count) { /* one [M] tensor: this group's rows */
+    const sk__tensor *t = &io->in[GMM_PER_TOKEN_SCALE].tensors[0];
+    q.per_token_scale = (gmm_vec){at(t->data, row0 * (int64_t)sizeof(float)), t->dtype, q.m};
+  }
   return q;
+}
+
+sk__gemm_problem sk__gmm_float_problem(const gmm_group *q) {
+  return (sk__gemm_problem){.m = q->m, .n = q->n, .k = q->k,
+                            .a = q->x, .a_dtype = q->x_dtype, .lda = q->k,
+                            .b = q->w, .b_dtype = q->w_dtype, .ldb = q->n,
+                            .bias = q->bias.data, .bias_dtype = q->bias.dtype,
+                            .c = q->y, .c_dtype = q->y_dtype, .ldc = q->n};
 }
 
 /* Reference: every group through the plain GEMM, then the zero tail. */
 static void reference(const sk__node_io *io) {
   const gmm_params *p = io->params;
   for (int64_t g = 0; g < p->n_groups; g++) {
-    sk__gemm_problem q = sk__gmm_group_problem(io, g);
-    sk__gemm_reference(&q);
+    gmm_group q = sk__gmm_group(io, g);
+    if (p->quant) {
+      sk__gmm_quant_reference(&q);
+    } else {
+      sk__gemm_problem f = sk__gmm_float_problem(&q);
+      sk__gemm_reference(&f);
+    }
   }
   if (p->group_type == 0 && p->split_item >= 2) {
     const sk__tensor *y = &io->out[0];
@@ -325,6 +365,7 @@ const sk__op_def sk__op_grouped_matmul = {
     .build = build,
     .tile = sk__gmm_tile,
     .run_block = sk__gmm_run_block,
+    .footprint = sk__gmm_footprint,
     .reference = reference,
     .params_size = sizeof(gmm_params),
     .clone_params = clone_params,

@@ -1,8 +1,10 @@
-/* grouped_matmul, shared between its validation / reference file and its
- * tiling / kernel file. Float path only in this release (int8 comes with the
- * MoE-operators issue). */
+/* grouped_matmul, shared between its files: grouped_matmul.c (validation,
+ * shape rule, reference), grouped_matmul_quant.c (the int8 path's inputs and
+ * epilogue) and grouped_matmul_tiling.c (tiling and the block kernel). */
 #ifndef SK_OPS_GROUPED_MATMUL_H
 #define SK_OPS_GROUPED_MATMUL_H
+
+#include <stdbool.h>
 
 #include "kernels/gemm/gemm.h"
 #include "ops/op.h"
@@ -12,6 +14,7 @@ enum { GMM_X, GMM_WEIGHT, GMM_BIAS, GMM_SCALE, GMM_OFFSET, GMM_PER_TOKEN_SCALE }
 typedef struct gmm_params {
   int group_type;      /* -1: lists; 0: one x split by group_list rows */
   int split_item;      /* 0/1: one output per group; 2/3: one [M, N] output */
+  bool quant;          /* int8 x and weight: int32 accumulation + epilogue */
   sk_dtype out_dtype;
   int64_t n_groups;
   int64_t *row_begin;  /* group_type 0: rows of each expert, from group_list */
@@ -19,10 +22,42 @@ typedef struct gmm_params {
   int64_t rows_used;   /* group_type 0: rows covered by groups; the rest are zero */
 } gmm_params;
 
-/* The GEMM problem of group g with the node's tensors bound. */
-sk__gemm_problem sk__gmm_group_problem(const sk__node_io *io, int64_t g);
+/* A per-group vector operand (bias, scale, offset, per-token scale): len
+ * elements, or 1 broadcast over all; data NULL when absent. */
+typedef struct gmm_vec {
+  const void *data;
+  sk_dtype dtype;
+  int64_t len;
+} gmm_vec;
+
+/* One group's matmul with the node's tensors bound: y[m, n] = x[m, k] @ w[k, n],
+ * all row-major and dense, pointers already at the group's first row. */
+typedef struct gmm_group {
+  int64_t m, n, k;
+  const void *x, *w;
+  void *y;
+  sk_dtype x_dtype, w_dtype, y_dtype;
+  gmm_vec bias, scale, offset, per_token_scale; /* per_token_scale: [m] */
+} gmm_group;
+
+/* Group g of a node whose tensors may or may not have data yet. */
+gmm_group sk__gmm_group(const sk__node_io *io, int64_t g);
+
+/* Float path: the group as a GEMM problem. */
+sk__gemm_problem sk__gmm_float_problem(const gmm_group *q);
+
+/* int8 path: validates scale / offset / per_token_scale / bias dtypes and
+ * output dtype against the groups (after the shapes are known). */
+sk_status sk__gmm_check_quant(sk__build_ctx *ctx, const gmm_params *p);
+/* int8 path: writes y[m0:m1, n0:n1] from the int32 accumulators acc (tile
+ * origin at (m0, n0), leading dimension ldacc). */
+void sk__gmm_quant_epilogue(const gmm_group *q, const int32_t *acc, int64_t ldacc, int64_t m0, int64_t m1,
+                            int64_t n0, int64_t n1);
+/* int8 path: the plain reference of one group. */
+void sk__gmm_quant_reference(const gmm_group *q);
 
 sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out);
 void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace);
+void sk__gmm_footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes);
 
 #endif

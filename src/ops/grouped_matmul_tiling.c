@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/error.h"
+#include "kernels/qgemm/qgemm.h"
 #include "ops/grouped_matmul.h"
 #include "ops/op_util.h"
 
@@ -45,13 +47,19 @@ static int64_t part_length(int64_t extent, int64_t parts, int64_t grain) {
   return sk__ceil_div(sk__ceil_div(extent, parts), grain) * grain;
 }
 
+/* int8 path: the int32 accumulator tile, then the kernel's packed panels. */
+static size_t quant_workspace(int64_t tm, int64_t tn, int64_t k) {
+  return sk__align_up((size_t)(tm * tn) * sizeof(int32_t)) + sk__qgemm_workspace_size(tm, tn, k);
+}
+
 sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const gmm_params *p = io->params;
   int64_t mr, nr;
-  sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  if (p->quant) sk__qgemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  else sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
   double total = 0;
   for (int64_t g = 0; g < p->n_groups; g++) {
-    sk__gemm_problem q = sk__gmm_group_problem(io, g);
+    gmm_group q = sk__gmm_group(io, g);
     total += (double)q.m * (double)q.n * (double)(q.k + 1);
   }
   /* Work per tile that gives each core about one tile of the whole op. */
@@ -59,7 +67,7 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   gmm_tiles t = {0};
   size_t workspace = 0;
   for (int64_t g = 0; g < p->n_groups; g++) {
-    sk__gemm_problem q = sk__gmm_group_problem(io, g);
+    gmm_group q = sk__gmm_group(io, g);
     if (q.m == 0 || q.n == 0) continue;
     double work = (double)q.m * (double)q.n * (double)(q.k + 1);
     int64_t want = (int64_t)llround(work / target);
@@ -71,7 +79,7 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
     int64_t want_cols = sk__ceil_div(want, row_parts), max_col_parts = sk__ceil_div(q.n, nr);
     if (col_parts < want_cols) col_parts = want_cols < max_col_parts ? want_cols : max_col_parts;
     int64_t tm = part_length(q.m, row_parts, mr), tn = part_length(q.n, col_parts, nr);
-    size_t ws = sk__gemm_workspace_size(tm, tn, q.k);
+    size_t ws = p->quant ? quant_workspace(tm, tn, q.k) : sk__gemm_workspace_size(tm, tn, q.k);
     if (ws > workspace) workspace = ws;
     for (int64_t m0 = 0; m0 < q.m; m0 += tm)
       for (int64_t n0 = 0; n0 < q.n; n0 += tn)
@@ -100,6 +108,43 @@ void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
     memset((char *)y->data + (size_t)tile->m0 * row, 0, (size_t)(tile->m1 - tile->m0) * row);
     return;
   }
-  sk__gemm_problem q = sk__gmm_group_problem(io, tile->group);
-  sk__gemm_tile(&q, tile->m0, tile->m1, tile->n0, tile->n1, workspace, sk__cpu_isa());
+  gmm_group q = sk__gmm_group(io, tile->group);
+  if (((const gmm_params *)io->params)->quant) {
+    int64_t tn = tile->n1 - tile->n0;
+    int32_t *acc = workspace;
+    void *panels = (char *)workspace + sk__align_up((size_t)((tile->m1 - tile->m0) * tn) * sizeof(int32_t));
+    sk__qgemm_problem qp = {.m = q.m, .n = q.n, .k = q.k, .a = q.x, .lda = q.k, .b = q.w, .ldb = q.n};
+    sk__qgemm_tile(&qp, tile->m0, tile->m1, tile->n0, tile->n1, acc, tn, panels, sk__cpu_isa());
+    sk__gmm_quant_epilogue(&q, acc, tn, tile->m0, tile->m1, tile->n0, tile->n1);
+    return;
+  }
+  sk__gemm_problem f = sk__gmm_float_problem(&q);
+  sk__gemm_tile(&f, tile->m0, tile->m1, tile->n0, tile->n1, workspace, sk__cpu_isa());
+}
+
+/* A tile reads its rows of its group's x (and its group's other operands
+ * whole) and writes its rows of its group's output; other groups' tensors
+ * are untouched. Rows are whole rows even for a column tile: conservative. */
+void sk__gmm_footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
+  const gmm_params *p = io->params;
+  const gmm_tile *tile = &((const gmm_tile *)io->plan)[block];
+  for (int s = 0; s < SK__MAX_SLOTS; s++)
+    for (size_t j = 0; j < io->in[s].count; j++) {
+      bool mine = tile->group >= 0 && (io->in[s].count == 1 || (int64_t)j == tile->group);
+      if (!mine) reads[sk__io_input_index(io, s, j)] = (sk__span){0, 0};
+    }
+  for (size_t o = 0; o < io->n_out; o++) writes[o] = (sk__span){0, 0};
+  int64_t row0 = 0, g = tile->group;
+  if (p->group_type == 0 && g >= 0) row0 = p->row_begin[g];
+  if (g >= 0) {
+    const sk__tensor *x = &io->in[GMM_X].tensors[p->group_type == -1 ? g : 0];
+    int64_t row_bytes = x->shape[x->rank - 1] * (int64_t)sk_dtype_size(x->dtype);
+    reads[sk__io_input_index(io, GMM_X, p->group_type == -1 ? (size_t)g : 0)] =
+        (sk__span){(row0 + tile->m0) * row_bytes, (row0 + tile->m1) * row_bytes};
+  }
+  size_t out = p->group_type == -1 || p->split_item < 2 ? (size_t)(g < 0 ? 0 : g) : 0;
+  if (p->split_item < 2) row0 = 0; /* per-group outputs start at the group's first row */
+  const sk__tensor *y = &io->out[out];
+  int64_t out_row_bytes = y->shape[y->rank - 1] * (int64_t)sk_dtype_size(y->dtype);
+  writes[out] = (sk__span){(row0 + tile->m0) * out_row_bytes, (row0 + tile->m1) * out_row_bytes};
 }

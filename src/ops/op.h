@@ -45,6 +45,11 @@ typedef struct sk__node_io {
 
 typedef struct sk__build_ctx sk__build_ctx;
 
+/* A byte range [begin, end) within one tensor; empty when begin >= end. */
+typedef struct sk__span {
+  int64_t begin, end;
+} sk__span;
+
 /* Block tiling of one node for a team of n_cores. */
 typedef struct sk__tiling {
   int64_t n_blocks;
@@ -67,12 +72,31 @@ typedef struct sk__op_def {
   void (*run_block)(const sk__node_io *io, int64_t block, void *workspace);
   void (*reference)(const sk__node_io *io);
   size_t params_size; /* bytes of the parsed attribute struct */
+  /* The bytes block `block` reads from each input tensor (reads[i], inputs
+   * numbered slot after slot as sk__io_input_index gives) and writes to each
+   * output (writes[o]). The caller fills both with whole-tensor spans first;
+   * the op narrows what it knows (an empty span: not touched). NULL = whole
+   * tensors. The planner uses it to wait only for the producer blocks whose
+   * outputs a block reads. */
+  void (*footprint)(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes);
+  /* Sub-kernel descriptor flags: false when the op cannot join a super
+   * kernel (it then runs on its own launch, per strict-scope-check); the
+   * number of team barriers each block calls (0 for every built-in op). */
+  bool unfusable;
+  int barriers_per_block;
   /* Deep-copies params into dst (params_size bytes); NULL = memcpy. On
    * failure dst is left for free_params. */
   sk_status (*clone_params)(void *dst, const void *src);
   /* Frees what params point to (not params itself); NULL when nothing. */
   void (*free_params)(void *params);
 } sk__op_def;
+
+/* Index of input tensor j of slot s in the flattened input numbering. */
+static inline size_t sk__io_input_index(const sk__node_io *io, int s, size_t j) {
+  size_t index = j;
+  for (int k = 0; k < s; k++) index += io->in[k].count;
+  return index;
+}
 
 /* The registry: NULL when the type is unknown. */
 const sk__op_def *sk__op_find(const char *type);

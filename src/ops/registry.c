@@ -6,7 +6,14 @@
 extern const sk__op_def sk__op_reshape, sk__op_square, sk__op_add, sk__op_mul, sk__op_cast,
     sk__op_concat, sk__op_grouped_matmul;
 
+extern const sk__op_def sk__op_dequant_swiglu_quant;
+extern const sk__op_def sk__op_quant_matmul;
+extern const sk__op_def sk__op_moe_gating_topk;
+
 static const sk__op_def *const all_ops[] = {
+    &sk__op_dequant_swiglu_quant,
+    &sk__op_quant_matmul,
+    &sk__op_moe_gating_topk,
     &sk__op_reshape, &sk__op_square, &sk__op_add,    &sk__op_mul,
     &sk__op_cast,    &sk__op_concat, &sk__op_grouped_matmul, NULL,
 };

@@ -5,6 +5,12 @@ list(APPEND SK_SOURCES
   ops/cast.c
   ops/concat.c
   ops/grouped_matmul.c
+  ops/grouped_matmul_quant.c
   ops/grouped_matmul_tiling.c
   ops/quant_param.c
+  ops/quant_matmul.c
+  ops/quant_matmul_tiling.c
+  ops/dequant_swiglu_quant.c
+  ops/dequant_swiglu_quant_kernel.c
+  ops/moe_gating_topk.c ops/moe_gating_topk_kernel.c
 )

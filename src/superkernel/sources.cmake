@@ -1,5 +1,9 @@
-# super-kernel sources (options, planner, ...)
 list(APPEND SK_SOURCES
+  superkernel/fuse.c
+  superkernel/interp.c
   superkernel/options.c
   superkernel/options_lists.c
+  superkernel/plan.c
+  superkernel/plan_format.c
+  superkernel/plan_schedule.c
 )

@@ -1,11 +1,15 @@
 /* Scalar definitions of exp / sigmoid / silu (see activation.h) and the
  * array dispatch. Compiled with -ffp-contract=off: every fused multiply-add
- * is an explicit fmaf, so the SIMD paths can reproduce the bits. */
+ * is an explicit fmaf, so the SIMD paths (activation_avx2.c,
+ * activation_avx512.c) reproduce the bits with their vfmadd lanes. */
 #include "kernels/activation/activation.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "kernels/activation/activation_consts.h"
+#include "kernels/activation/activation_isa.h"
 
 static float from_bits(uint32_t u) {
   float f;
@@ -16,25 +20,25 @@ static float from_bits(uint32_t u) {
 /* exp: x = n ln2 + r with |r| <= ln2/2 (n by the round-to-nearest magic
  * constant), e^r by a degree-6 polynomial (Cephes expf coefficients) in
  * Horner form, then the result scaled by 2^n in two steps so subnormal
- * results are formed correctly. */
+ * results are formed correctly (one rounding, in the last product). */
 float sk__expf(float x) {
   if (x != x) return x + x; /* NaN, quieted */
-  if (x > 88.72283935546875f) return INFINITY;
-  if (x < -103.972076416015625f) return 0.0f;
-  const float magic = 0x1.8p23f;
-  float n = fmaf(x, 0x1.715476p+0f, magic) - magic; /* rint(x / ln2) */
-  float r = fmaf(n, -0x1.62e400p-1f, x);            /* ln2 high part: exact product */
-  r = fmaf(n, -0x1.7f7d1cp-20f, r);                 /* ln2 low part */
-  float p = 1.9875691500e-4f;
-  p = fmaf(p, r, 1.3981999507e-3f);
-  p = fmaf(p, r, 8.3334519073e-3f);
-  p = fmaf(p, r, 4.1665795894e-2f);
-  p = fmaf(p, r, 1.6666665459e-1f);
-  p = fmaf(p, r, 5.0000001201e-1f);
+  if (x > SK_EXP_HI) return INFINITY;
+  if (x < SK_EXP_LO) return 0.0f;
+  float n = fmaf(x, SK_EXP_LOG2E, SK_EXP_MAGIC) - SK_EXP_MAGIC; /* rint(x / ln2) */
+  float r = fmaf(n, -SK_EXP_LN2_HI, x);                         /* exact product */
+  r = fmaf(n, -SK_EXP_LN2_LO, r);
+  float p = SK_EXP_C5;
+  p = fmaf(p, r, SK_EXP_C4);
+  p = fmaf(p, r, SK_EXP_C3);
+  p = fmaf(p, r, SK_EXP_C2);
+  p = fmaf(p, r, SK_EXP_C1);
+  p = fmaf(p, r, SK_EXP_C0);
   float r2 = r * r;
   p = fmaf(p, r2, r);
   p = p + 1.0f;
-  /* 2^n as two factors, each a normal float, so n down to -150 works. */
+  /* 2^n as two factors, each a normal float, so n down to -150 works.
+   * n is in [-150, 128] here; k1 truncates toward zero (C division). */
   int32_t k = (int32_t)n;
   int32_t k1 = k / 2, k2 = k - k1;
   return p * from_bits((uint32_t)(k1 + 127) << 23) * from_bits((uint32_t)(k2 + 127) << 23);
@@ -44,19 +48,38 @@ float sk__sigmoidf(float x) { return 1.0f / (1.0f + sk__expf(-x)); }
 
 float sk__siluf(float x) { return x / (1.0f + sk__expf(-x)); }
 
-/* The SIMD paths arrive in activation_avx2.c / activation_avx512.c; until an
- * ISA has one, its arrays use the scalar loop (same bits by definition). */
+/* Never run an ISA the CPU lacks, whatever the caller passed. */
+static sk__isa usable(sk__isa isa) {
+  sk__isa have = sk__cpu_isa_supported();
+  return isa > have ? have : isa;
+}
+
 void sk__expf_array(const float *x, float *y, size_t n, sk__isa isa) {
-  (void)isa;
-  for (size_t i = 0; i < n; i++) y[i] = sk__expf(x[i]);
+  isa = usable(isa);
+  if (isa >= SK_ISA_AVX512)
+    sk__expf_avx512(x, y, n);
+  else if (isa >= SK_ISA_AVX2)
+    sk__expf_avx2(x, y, n);
+  else
+    for (size_t i = 0; i < n; i++) y[i] = sk__expf(x[i]);
 }
 
 void sk__sigmoidf_array(const float *x, float *y, size_t n, sk__isa isa) {
-  (void)isa;
-  for (size_t i = 0; i < n; i++) y[i] = sk__sigmoidf(x[i]);
+  isa = usable(isa);
+  if (isa >= SK_ISA_AVX512)
+    sk__sigmoidf_avx512(x, y, n);
+  else if (isa >= SK_ISA_AVX2)
+    sk__sigmoidf_avx2(x, y, n);
+  else
+    for (size_t i = 0; i < n; i++) y[i] = sk__sigmoidf(x[i]);
 }
 
 void sk__siluf_array(const float *x, float *y, size_t n, sk__isa isa) {
-  (void)isa;
-  for (size_t i = 0; i < n; i++) y[i] = sk__siluf(x[i]);
+  isa = usable(isa);
+  if (isa >= SK_ISA_AVX512)
+    sk__siluf_avx512(x, y, n);
+  else if (isa >= SK_ISA_AVX2)
+    sk__siluf_avx2(x, y, n);
+  else
+    for (size_t i = 0; i < n; i++) y[i] = sk__siluf(x[i]);
 }

@@ -15,13 +15,23 @@
 
 #include "core/cpu.h"
 
-/* e^x, within 2 ulp of the correctly rounded result for every finite x;
- * +Inf for x > ~88.72, +0 below the subnormal range, NaN for NaN,
- * exp(-Inf) = 0, exp(+Inf) = +Inf. */
+/* e^x. Accuracy, measured over every float (tests/test_activation.c pins
+ * it on a dense sample): at most 1 ulp from the correctly rounded result,
+ * max error 1.013 ulp against the exact value (subnormal results in
+ * subnormal ulps). +Inf for x >= 88.72283935546875 (e^x > FLT_MAX), +0 for
+ * x < -103.972076416015625 (e^x < 2^-150), the smallest subnormal at that
+ * bound; exp(-Inf) = +0, exp(+Inf) = +Inf, NaN in -> the same NaN, quiet. */
 float sk__expf(float x);
-/* 1 / (1 + e^-x). */
+/* 1 / (1 + e^-x). Measured over every float: at most 2.49 ulp wherever the
+ * result is normal (x >= -87.33; bound pinned: 2.5 ulp); below, the result
+ * is a subnormal or +0 (+0 once e^-x overflows, x <= -88.72) with absolute
+ * error < 2^-128. sigmoid(+Inf) = 1, sigmoid(-Inf) = +0. */
 float sk__sigmoidf(float x);
-/* x / (1 + e^-x). */
+/* x / (1 + e^-x), the spec's formula as written. Measured over every float:
+ * at most 2.41 ulp for x > -88.7228 (bound pinned: 2.5 ulp); for smaller x
+ * e^-x overflows and the result is -0, absolute error < 2^-121 (the exact
+ * |silu| there is below 88.73 * 2^-128). silu(-Inf) = NaN (-Inf / Inf),
+ * silu(+Inf) = +Inf. */
 float sk__siluf(float x);
 
 /* Array forms: y[i] = f(x[i]) for i < n; x and y may be the same array. */

@@ -1,0 +1,90 @@
+/* Super-kernel scopes, streams and events on the graph (superkernel.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "graph/graph.h"
+#include "superkernel/options.h"
+
+sk_status sk_graph_begin_scope(sk_graph *g, const char *name, const char *options) {
+  sk__clear_error();
+  if (!g || !name) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_begin_scope: %s is NULL", !g ? "graph" : "name");
+  if (!*name) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_begin_scope: empty scope name");
+  if (g->open_scope >= 0)
+    return sk__fail(SK_STATUS_INVALID_STATE, "scope '%s': scope '%s' is still open (scopes do not nest)", name,
+                    g->scopes[g->open_scope].name);
+  for (size_t i = 0; i < g->n_scopes; i++)
+    if (strcmp(g->scopes[i].name, name) == 0)
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "scope '%s' is declared twice", name);
+  sk__options parsed;
+  sk_status st = sk__options_parse(options, &parsed);
+  if (st != SK_STATUS_OK) {
+    /* Prefix the option error with the scope it belongs to. */
+    char message[1024];
+    strncpy(message, sk_last_error(), sizeof message - 1);
+    message[sizeof message - 1] = '\0';
+    return sk__fail(st, "scope '%s': %s", name, message);
+  }
+  sk__options_free(&parsed);
+  SK_RETURN_IF_ERROR(sk__grow((void **)&g->scopes, &g->cap_scopes, g->n_scopes + 1, sizeof *g->scopes));
+  sk__scope sc = {sk__strdup(name), sk__strdup(options ? options : ""), g->n_nodes, g->n_nodes};
+  if (!sc.name || !sc.options) {
+    free(sc.name);
+    free(sc.options);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", name);
+  }
+  g->scopes[g->n_scopes] = sc;
+  g->open_scope = (int)g->n_scopes++;
+  return SK_STATUS_OK;
+}
+
+sk_status sk_graph_end_scope(sk_graph *g) {
+  sk__clear_error();
+  if (!g) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_end_scope: graph is NULL");
+  if (g->open_scope < 0) return sk__fail(SK_STATUS_INVALID_STATE, "sk_graph_end_scope: no scope is open");
+  sk__scope *sc = &g->scopes[g->open_scope];
+  sc->end_node = g->n_nodes;
+  if (sc->end_node == sc->first_node) sk__log(SK_LOG_WARN, "scope '%s' is empty", sc->name);
+  g->open_scope = -1;
+  return SK_STATUS_OK;
+}
+
+sk_status sk_graph_set_stream(sk_graph *g, int stream) {
+  sk__clear_error();
+  if (!g) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_set_stream: graph is NULL");
+  if (stream != 0 && stream != 1)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_set_stream: stream %d (expected 0 or 1)", stream);
+  g->stream = stream;
+  return SK_STATUS_OK;
+}
+
+sk_status sk_graph_record_event(sk_graph *g, sk_event *event_out) {
+  sk__clear_error();
+  if (!g || !event_out)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_record_event: %s is NULL", !g ? "graph" : "event_out");
+  int last = -1;
+  for (size_t i = g->n_nodes; i-- > 0;)
+    if (g->nodes[i].stream == g->stream) {
+      last = (int)i;
+      break;
+    }
+  if (last < 0)
+    return sk__fail(SK_STATUS_INVALID_STATE, "sk_graph_record_event: stream %d has no node yet to record after",
+                    g->stream);
+  SK_RETURN_IF_ERROR(sk__grow((void **)&g->events, &g->cap_events, g->n_events + 1, sizeof *g->events));
+  g->events[g->n_events].node = last;
+  *event_out = (sk_event)g->n_events++;
+  return SK_STATUS_OK;
+}
+
+sk_status sk_graph_wait_event(sk_graph *g, sk_event event) {
+  sk__clear_error();
+  if (!g) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_wait_event: graph is NULL");
+  if (event >= g->n_events)
+    return sk__fail(SK_STATUS_NOT_FOUND, "sk_graph_wait_event: event %u was not recorded in this graph", event);
+  int s = g->stream;
+  SK_RETURN_IF_ERROR(
+      sk__grow((void **)&g->pending_waits[s], &g->cap_pending[s], g->n_pending[s] + 1, sizeof(int)));
+  g->pending_waits[s][g->n_pending[s]++] = g->events[event].node;
+  return SK_STATUS_OK;
+}

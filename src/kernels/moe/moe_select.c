@@ -1,0 +1,50 @@
+/* Scalar selection steps of moe_gating_topk and the dispatch to the ISA
+ * files (see moe_select.h). */
+#include "kernels/moe/moe_select.h"
+
+#include <math.h>
+
+void sk__moe_scan(sk__moe_list *l, const float *v, int64_t b, int64_t end, sk__isa isa) {
+  if (isa >= SK_ISA_AVX512) {
+    sk__moe_scan_avx512(l, v, b, end);
+    return;
+  }
+  if (isa >= SK_ISA_AVX2) {
+    sk__moe_scan_avx2(l, v, b, end);
+    return;
+  }
+  float *lv = l->v;
+  int32_t *li = l->i;
+  int64_t n = l->n, k = l->k;
+  for (int64_t e = b; e < end; e++)
+    if (n < k || v[e] > lv[k - 1]) sk__moe_list_insert(lv, li, &n, k, v[e], e);
+  l->n = n;
+}
+
+static float group_score(const float *v, int64_t n, int mode) {
+  float t1 = -INFINITY, t2 = -INFINITY;
+  for (int64_t e = 0; e < n; e++) {
+    if (v[e] > t1) {
+      t2 = t1;
+      t1 = v[e];
+    } else if (v[e] > t2) {
+      t2 = v[e];
+    }
+  }
+  return mode == 0 ? t1 : t1 + t2;
+}
+
+void sk__moe_group_scores(const float *v, int64_t size, int64_t n_groups, int mode, float *score, sk__isa isa) {
+  if (isa >= SK_ISA_AVX512) {
+    sk__moe_group_scores_avx512(v, size, n_groups, mode, score);
+    return;
+  }
+  if (isa >= SK_ISA_AVX2) {
+    sk__moe_group_scores_avx2(v, size, n_groups, mode, score);
+    return;
+  }
+  for (int64_t g = 0; g < n_groups; g++) {
+    float sc = group_score(v + g * size, size, mode);
+    score[g] = sc == sc ? sc : -INFINITY;
+  }
+}

@@ -1,0 +1,53 @@
+/* The selection steps of moe_gating_topk (ops/moe_gating_topk*.c) that
+ * dominate its time once the norm is vectorized: the top-k scan over a row
+ * of scores and the group scores. Everything here only compares values
+ * (and adds a group's top two), so every ISA path gives the same result;
+ * the scores hold no NaN (the op maps NaN to -inf first).
+ *
+ * Order: value descending, equal values by lower index first. The isa
+ * argument must be one the CPU supports (callers pass sk__cpu_isa(), which
+ * is): these run many times per row, so they do not re-check it. */
+#ifndef SK_KERNELS_MOE_SELECT_H
+#define SK_KERNELS_MOE_SELECT_H
+
+#include <stdint.h>
+
+#include "core/cpu.h"
+
+/* The best n (<= k) so far, sorted in the order above. */
+typedef struct sk__moe_list {
+  float *v;
+  int32_t *i;
+  int64_t n, k;
+} sk__moe_list;
+
+/* Inserts (x, e); candidates arrive in increasing index, so an equal value
+ * never displaces a listed one: x goes before the first strictly smaller.
+ * The caller has checked that x belongs (list not full, or x > v[k-1]). */
+static inline void sk__moe_list_insert(float *lv, int32_t *li, int64_t *n, int64_t k, float x, int64_t e) {
+  int64_t at = *n < k ? (*n)++ : k - 1;
+  for (; at > 0 && x > lv[at - 1]; at--) {
+    lv[at] = lv[at - 1];
+    li[at] = li[at - 1];
+  }
+  lv[at] = x;
+  li[at] = (int32_t)e;
+}
+
+/* Offers v[b..end) (index e for v[e]) to l in increasing index. The SIMD
+ * paths compare a whole vector with the current k-th best and walk only
+ * the lanes that pass. */
+void sk__moe_scan(sk__moe_list *l, const float *v, int64_t b, int64_t end, sk__isa isa);
+
+/* Scores of the n_groups consecutive groups of size values of v: the max
+ * (mode 0) or the sum of the two largest values (mode 1, size >= 2); a NaN
+ * sum (+inf + -inf) counts as -inf. */
+void sk__moe_group_scores(const float *v, int64_t size, int64_t n_groups, int mode, float *score, sk__isa isa);
+
+/* The ISA halves (moe_select_avx2.c, moe_select_avx512.c). */
+void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end);
+void sk__moe_group_scores_avx2(const float *v, int64_t size, int64_t n_groups, int mode, float *score);
+void sk__moe_scan_avx512(sk__moe_list *l, const float *v, int64_t b, int64_t end);
+void sk__moe_group_scores_avx512(const float *v, int64_t size, int64_t n_groups, int mode, float *score);
+
+#endif

@@ -1,0 +1,71 @@
+/* AVX2 selection steps of moe_gating_topk (see moe_select.h): 8 scores per
+ * compare, then only the lanes that pass go through the scalar list
+ * insertion, walked from the compare mask. Tails are scalar. */
+#include <immintrin.h>
+
+#include "kernels/moe/moe_select.h"
+
+void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end) {
+  float *lv = l->v;
+  int32_t *li = l->i;
+  int64_t n = l->n, k = l->k;
+  for (int64_t e = b; e < end; e += 8) {
+    /* While the list fills (and in the tail), every lane enters; then only
+     * lanes above the k-th best, re-tested one by one as it rises. */
+    unsigned m = e + 8 > end ? (1u << (end - e)) - 1
+               : n < k       ? 0xFFu
+                             : (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(v + e),
+                                                                          _mm256_set1_ps(lv[k - 1]), _CMP_GT_OQ));
+    while (m) {
+      int64_t j = e + __builtin_ctz(m);
+      m &= m - 1;
+      if (n < k || v[j] > lv[k - 1]) sk__moe_list_insert(lv, li, &n, k, v[j], j);
+    }
+  }
+  l->n = n;
+}
+
+static inline float hmax8(__m256 x) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+}
+
+/* Per lane the two largest so far (t1 >= t2); then the two largest of the
+ * 16: top1 = max t1; top2 = top1 if two lanes hold it, else the max of the
+ * other lanes' t1 and of every t2. The tail is pushed into lanes 0.. */
+static inline float group_score(const float *v, int64_t n, int mode) {
+  const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+  __m256 t1 = ninf, t2 = ninf;
+  int64_t e = 0;
+  for (; e < n; e += 8) {
+    __m256 x;
+    if (e + 8 <= n) {
+      x = _mm256_loadu_ps(v + e);
+    } else {
+      float buf[8];
+      for (int j = 0; j < 8; j++) buf[j] = e + j < n ? v[e + j] : -__builtin_inff();
+      x = _mm256_loadu_ps(buf);
+    }
+    t2 = _mm256_max_ps(t2, _mm256_min_ps(t1, x));
+    t1 = _mm256_max_ps(t1, x);
+  }
+  float top1 = hmax8(t1);
+  if (mode == 0) return top1;
+  unsigned at_top = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(t1, _mm256_set1_ps(top1), _CMP_EQ_OQ));
+  float top2 = top1;
+  if ((at_top & (at_top - 1)) == 0) {
+    float rest = hmax8(_mm256_blendv_ps(t1, ninf, _mm256_cmp_ps(t1, _mm256_set1_ps(top1), _CMP_EQ_OQ)));
+    float lane2 = hmax8(t2);
+    top2 = rest > lane2 ? rest : lane2;
+  }
+  return top1 + top2;
+}
+
+void sk__moe_group_scores_avx2(const float *v, int64_t size, int64_t n_groups, int mode, float *score) {
+  for (int64_t g = 0; g < n_groups; g++) {
+    float sc = group_score(v + g * size, size, mode);
+    score[g] = sc == sc ? sc : -__builtin_inff();
+  }
+}

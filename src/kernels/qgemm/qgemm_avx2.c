@@ -1,0 +1,101 @@
+/* AVX2 int8 GEMM path: A and B sign-extended to int16 while packing, then
+ * vpmaddwd + vpaddd (exact; vpmaddubsw would saturate its int16 pair sums).
+ *
+ * Tile 6 x 16: 12 ymm accumulators + 2 B vectors + 1 broadcast + 1 product
+ * = the 16 registers; two vpmaddwd pipes need >= 8 independent sums.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/qgemm/qgemm_internal.h"
+
+#define MR 6
+#define NR 16
+#define NV (NR / 8)
+
+/* 8 int8 values (fewer at a tail, the rest 0) sign-extended to int32. */
+static inline __m256i load8_epi32(const int8_t *src, size_t valid) {
+  if (valid >= 8) return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)src));
+  if (valid == 0) return _mm256_setzero_si256(); /* src may lie past B: not touched */
+  int8_t tmp[16] = {0};
+  memcpy(tmp, src, valid);
+  return _mm256_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)tmp));
+}
+
+static void pack_a_avx2(size_t mr, size_t kc, const int8_t *a, size_t lda, void *dst, size_t a_stride) {
+  for (size_t i = 0; i < mr; i++) {
+    int16_t *row = (int16_t *)(void *)((char *)dst + i * a_stride);
+    const int8_t *src = a + i * lda;
+    size_t p = 0;
+    for (; p + 16 <= kc; p += 16)
+      _mm256_store_si256((__m256i *)(void *)(row + p),
+                         _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(src + p))));
+    for (; p < kc; p++) row[p] = src[p];
+    if (kc % 2) row[kc] = 0; /* the pair padding (a_stride has room for kcp) */
+  }
+}
+
+/* Panel layout: for each pair of k values, NR dwords (int16 B[2g, j],
+ * int16 B[2g+1, j]) as vpmaddwd consumes. */
+static void pack_b_avx2(size_t kc, size_t nc, const int8_t *b, size_t ldb, void *dst, int32_t *colsum) {
+  (void)colsum;
+  const size_t kcp = sk__qgemm_round_up(kc, 2);
+  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+  for (size_t j0 = 0; j0 < nc; j0 += NR) {
+    int16_t *panel = (int16_t *)dst + j0 * kcp;
+    for (size_t p = 0; p < kcp; p += 2)
+      for (size_t v = 0; v < NV; v++) {
+        size_t valid = nc - j0 > 8 * v ? nc - j0 - 8 * v : 0;
+        const int8_t *src = b + p * ldb + j0 + 8 * v;
+        __m256i r0 = load8_epi32(src, valid);
+        __m256i r1 = load8_epi32(src + ldb, p + 1 < kc ? valid : 0);
+        __m256i packed = _mm256_or_si256(_mm256_and_si256(r0, low16), _mm256_slli_epi32(r1, 16));
+        _mm256_store_si256((__m256i *)(void *)(panel + p * NR + 16 * v), packed);
+      }
+  }
+}
+
+void sk__qs8_gemm_ukernel_6x16c2__avx2(size_t mr, size_t nr, size_t kcp, const void *a, size_t a_stride,
+                                       const void *w, const int32_t *colsum, int32_t *c, size_t ldc,
+                                       int accumulate);
+
+void sk__qs8_gemm_ukernel_6x16c2__avx2(size_t mr, size_t nr, size_t kcp, const void *a, size_t a_stride,
+                                       const void *w, const int32_t *colsum, int32_t *c, size_t ldc,
+                                       int accumulate) {
+  (void)colsum;
+  const char *rows[MR];
+#pragma GCC unroll 8
+  for (size_t i = 0; i < MR; i++) rows[i] = (const char *)a + (i < mr ? i : mr - 1) * a_stride;
+  const char *wp = w;
+  __m256i acc[MR][NV];
+#pragma GCC unroll 8
+  for (size_t i = 0; i < MR; i++)
+#pragma GCC unroll 2
+    for (size_t v = 0; v < NV; v++) acc[i][v] = _mm256_setzero_si256();
+
+  for (size_t p = 0; p < kcp; p += 2, wp += 4 * NR) {
+    __m256i bv[NV];
+#pragma GCC unroll 2
+    for (size_t v = 0; v < NV; v++) bv[v] = _mm256_load_si256((const __m256i *)(const void *)(wp + 32 * v));
+#pragma GCC unroll 8
+    for (size_t i = 0; i < MR; i++) {
+      int32_t pair;
+      memcpy(&pair, rows[i] + 2 * p, sizeof pair);
+      __m256i av = _mm256_set1_epi32(pair);
+#pragma GCC unroll 2
+      for (size_t v = 0; v < NV; v++) acc[i][v] = _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(av, bv[v]));
+    }
+  }
+
+  for (size_t i = 0; i < mr; i++)
+    for (size_t v = 0; v < NV; v++) {
+      int32_t out[8];
+      _mm256_storeu_si256((__m256i *)(void *)out, acc[i][v]);
+      int32_t *dst = c + i * ldc + 8 * v;
+      for (size_t j = 0; j < 8 && 8 * v + j < nr; j++) dst[j] = accumulate ? dst[j] + out[j] : out[j];
+    }
+}
+
+const sk__qgemm_config sk__qs8_gemm_config_avx2 = {
+    "avx2", MR, NR, 2, 2, 512, pack_a_avx2, pack_b_avx2, sk__qs8_gemm_ukernel_6x16c2__avx2,
+};

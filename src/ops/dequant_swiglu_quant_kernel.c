@@ -1,0 +1,206 @@
+/* dequant_swiglu_quant: block tiling and the per-block kernel.
+ *
+ * A block is a run of whole rows (each row is quantized by its own max, so
+ * rows never split). Per row the kernel makes one pass per step of the
+ * arithmetic in dequant_swiglu_quant.c over a 2H-float scratch row: every
+ * pass is a plain loop the compiler vectorizes on baseline SSE2, silu goes
+ * through sk__siluf_array (SIMD per ISA, the scalar bits), and fp16 / bf16
+ * loads through sk__convert. Splitting the steps into passes keeps each
+ * element's operations and their order exactly the reference's. */
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "core/cpu.h"
+#include "kernels/activation/activation.h"
+#include "kernels/convert/convert.h"
+#include "ops/dequant_swiglu_quant.h"
+#include "ops/op_util.h"
+
+/* Blocks of at least this many x elements (and 4 rows): silu costs a few
+ * tens of flops per element, so smaller blocks cost more in launch than
+ * they save. */
+#define MIN_BLOCK_ELEMS 8192
+
+/* Scratch sections start on 64-byte boundaries. */
+static int64_t pad16(int64_t n) { return (n + 15) / 16 * 16; }
+
+sk_status sk__dsq_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
+  const sk__tensor *x = &io->in[DSQ_X].tensors[0];
+  int64_t t = x->shape[0], w = x->shape[1];
+  int64_t min_rows = sk__ceil_div(MIN_BLOCK_ELEMS, w);
+  if (min_rows < 4) min_rows = 4;
+  *out = sk__flat_tiling(t, sk__flat_block_size(t, n_cores, 1, min_rows));
+  /* row [2H] | float bias [2H] | quant_scale row [H] */
+  out->workspace_bytes = (size_t)(2 * pad16(w) + pad16(w / 2)) * sizeof(float);
+  return SK_STATUS_OK;
+}
+
+/* clip(rint(v), -128, 127), NaN -> 0. Clipping first is exact (rint is
+ * monotonic, the bounds are integers); adding and removing 1.5 * 2^23 then
+ * rounds to an integer, ties to even, in the default rounding mode. Equal
+ * to the reference's rintf form on every float. */
+static inline int8_t rint_i8(float v) {
+  v = v == v ? v : 0.0f;
+  v = v > 127.0f ? 127.0f : v;
+  v = v < -128.0f ? -128.0f : v;
+  v = (v + 0x1.8p23f) - 0x1.8p23f;
+  return (int8_t)(int32_t)v;
+}
+
+/* y[c] = rint_i8(o[c] / d + add). GCC does not if-convert the float selects
+ * of rint_i8 (comparisons may trap), so the body is SSE2 (baseline x86-64):
+ * the same steps lane by lane, with cvtps2dq rounding to nearest even. A
+ * dynamic row passes add = 0: x + 0 differs from x only for -0, which
+ * quantizes to 0 either way. */
+static void quantize_row(const float *o, int64_t h, float d, float add, int8_t *y) {
+  int64_t c = 0;
+#ifdef __SSE2__
+  const __m128 vd = _mm_set1_ps(d), va = _mm_set1_ps(add), lo = _mm_set1_ps(-128.0f), hi = _mm_set1_ps(127.0f);
+  for (; c + 16 <= h; c += 16) {
+    __m128i q[4];
+    for (int k = 0; k < 4; k++) {
+      __m128 v = _mm_add_ps(_mm_div_ps(_mm_loadu_ps(o + c + 4 * k), vd), va);
+      v = _mm_and_ps(v, _mm_cmpord_ps(v, v)); /* NaN -> 0 */
+      v = _mm_min_ps(_mm_max_ps(v, lo), hi);
+      q[k] = _mm_cvtps_epi32(v);
+    }
+    _mm_storeu_si128((__m128i *)(y + c), _mm_packs_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3])));
+  }
+#endif
+  for (; c < h; c++) y[c] = rint_i8(o[c] / d + add);
+}
+
+/* max |o[i]| ignoring NaNs (a NaN never compares greater; maxps(a, m) is
+ * exactly a > m ? a : m), 0 for none. The value is exact, so any grouping
+ * of the lanes gives the reference's sequential result. */
+static float max_abs(const float *o, int64_t n) {
+  float m = 0.0f;
+  int64_t i = 0;
+#ifdef __SSE2__
+  const __m128 sign = _mm_set1_ps(-0.0f);
+  __m128 m0 = _mm_setzero_ps(), m1 = _mm_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    m0 = _mm_max_ps(_mm_andnot_ps(sign, _mm_loadu_ps(o + i)), m0);
+    m1 = _mm_max_ps(_mm_andnot_ps(sign, _mm_loadu_ps(o + i + 4)), m1);
+  }
+  float lane[8];
+  _mm_storeu_ps(lane, m0);
+  _mm_storeu_ps(lane + 4, m1);
+  for (int k = 0; k < 8; k++) m = lane[k] > m ? lane[k] : m;
+#endif
+  for (; i < n; i++) m = fabsf(o[i]) > m ? fabsf(o[i]) : m;
+  return m;
+}
+
+static void quantize_dynamic(const float *o, int64_t h, int8_t *y, float *scale) {
+  float m = max_abs(o, h);
+  if (m == 0.0f) {
+    memset(y, 0, (size_t)h);
+    *scale = 0.0f;
+    return;
+  }
+  float s = m / 127.0f;
+  quantize_row(o, h, s, 0.0f, y);
+  *scale = s;
+}
+
+static const sk__tensor *slot_tensor(const sk__node_io *io, int i) {
+  return io->in[i].count ? &io->in[i].tensors[0] : NULL;
+}
+
+/* Dequantizes row r of an int32 x into row[0, w). */
+static void dequant_row(const int32_t *restrict xi, int64_t w, const int32_t *restrict bias_i,
+                        const float *restrict wsr, const float *as, const float *restrict bias_f, float *restrict row) {
+  if (bias_i)
+    for (int64_t c = 0; c < w; c++) row[c] = (float)(int32_t)((uint32_t)xi[c] + (uint32_t)bias_i[c]);
+  else
+    for (int64_t c = 0; c < w; c++) row[c] = (float)xi[c];
+  if (wsr)
+    for (int64_t c = 0; c < w; c++) row[c] = row[c] * wsr[c];
+  if (as) {
+    float a = *as;
+    for (int64_t c = 0; c < w; c++) row[c] = row[c] * a;
+  }
+  if (bias_f)
+    for (int64_t c = 0; c < w; c++) row[c] = row[c] + bias_f[c];
+}
+
+void sk__dsq_run_block(const sk__node_io *io, int64_t block, void *workspace) {
+  const dsq_params *p = io->params;
+  const sk__tensor *x = &io->in[DSQ_X].tensors[0];
+  const sk__tensor *ws = slot_tensor(io, DSQ_WEIGHT_SCALE), *as = slot_tensor(io, DSQ_ACTIVATION_SCALE);
+  const sk__tensor *bias = slot_tensor(io, DSQ_BIAS), *qs = slot_tensor(io, DSQ_QUANT_SCALE);
+  const sk__tensor *qo = slot_tensor(io, DSQ_QUANT_OFFSET), *gi = slot_tensor(io, DSQ_GROUP_INDEX);
+  int64_t t = x->shape[0], w = x->shape[1], h = w / 2, r0, r1;
+  sk__flat_block_range(t, io->n_blocks, block, &r0, &r1);
+  sk__isa isa = sk__cpu_isa();
+  float *row = workspace, *bias_f = row + pad16(w), *qs_row = bias_f + pad16(w);
+  int8_t *y = io->out[0].data;
+  float *scale = io->out[1].data;
+
+  /* Per-block constants: the float bias and a shared quant_scale row in
+   * fp32 once; a per-group quant_scale row whenever the group changes. */
+  const int32_t *bias_i = NULL;
+  if (bias && bias->dtype == SK_INT32) bias_i = bias->data;
+  else if (bias) sk__convert(bias->data, bias->dtype, bias_f, SK_FP32, (size_t)w, isa);
+  bool ws_grouped = ws && ws->rank == 2 && ws->shape[0] > 1;
+  bool qs_grouped = qs && qs->rank == 2 && qs->shape[0] > 1;
+  int64_t qs_group = -1; /* the group whose quant_scale row is in qs_row */
+  float q = 0.0f, off = 0.0f;
+  if (p->quant_mode == 0) {
+    q = sk__load_f32(qs->data, qs->dtype, 0);
+    if (qo) off = sk__load_f32(qo->data, qo->dtype, 0);
+  }
+  const int64_t *counts = gi ? gi->data : NULL;
+  int64_t n_groups = gi ? gi->shape[0] : 1, g = 0, g_end = gi ? sk__dsq_group_end(counts, 0, 0, t) : t;
+
+  for (int64_t r = r0; r < r1; r++) {
+    while (r >= g_end && g + 1 < n_groups) g_end = sk__dsq_group_end(counts, ++g, g_end, t);
+    int8_t *yr = y + r * h;
+    if (r >= g_end) { /* past the groups' total */
+      memset(yr, 0, (size_t)h);
+      scale[r] = 0.0f;
+      continue;
+    }
+    if (x->dtype == SK_INT32)
+      dequant_row((const int32_t *)x->data + r * w, w, bias_i, ws ? (const float *)ws->data + (ws_grouped ? g * w : 0) : NULL,
+                  as ? (const float *)as->data + r : NULL, bias && !bias_i ? bias_f : NULL, row);
+    else
+      sk__convert((const char *)x->data + (size_t)(r * w) * sk_dtype_size(x->dtype), x->dtype, row, SK_FP32, (size_t)w,
+                  isa);
+    float *a = row + (p->activate_left ? 0 : h);
+    const float *b = row + (p->activate_left ? h : 0);
+    sk__siluf_array(a, a, (size_t)h, isa);
+    for (int64_t c = 0; c < h; c++) a[c] = a[c] * b[c];
+    if (p->quant_mode == 0) {
+      quantize_row(a, h, q, off, yr);
+      scale[r] = q;
+      continue;
+    }
+    if (qs) {
+      int64_t qg = qs_grouped ? g : 0;
+      if (qg != qs_group) {
+        sk__convert((const char *)qs->data + (size_t)(qg * h) * sk_dtype_size(qs->dtype), qs->dtype, qs_row, SK_FP32,
+                    (size_t)h, isa);
+        qs_group = qg;
+      }
+      for (int64_t c = 0; c < h; c++) a[c] = a[c] * qs_row[c];
+    }
+    quantize_dynamic(a, h, yr, &scale[r]);
+  }
+}
+
+/* A block reads its rows of x and writes its rows of y and scale (the
+ * planner's footprint; the other inputs stay whole). */
+void sk__dsq_footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
+  const sk__tensor *x = &io->in[DSQ_X].tensors[0];
+  int64_t r0, r1, w = x->shape[1], xes = (int64_t)sk_dtype_size(x->dtype);
+  sk__flat_block_range(x->shape[0], io->n_blocks, block, &r0, &r1);
+  reads[sk__io_input_index(io, DSQ_X, 0)] = (sk__span){r0 * w * xes, r1 * w * xes};
+  writes[0] = (sk__span){r0 * (w / 2), r1 * (w / 2)};
+  writes[1] = (sk__span){r0 * 4, r1 * 4};
+}

@@ -1,0 +1,44 @@
+/* moe_gating_topk, shared between its validation / reference file and its
+ * tiling / kernel file. The arithmetic order both follow is written at the
+ * top of moe_gating_topk.c. */
+#ifndef SK_OPS_MOE_GATING_TOPK_H
+#define SK_OPS_MOE_GATING_TOPK_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "ops/op.h"
+
+enum { MOE_X, MOE_BIAS };
+enum { MOE_Y, MOE_IDX, MOE_OUT };
+
+/* Per-row scratch lives in the per-core workspace, so E is bounded. */
+#define MOE_MAX_EXPERTS 2048
+
+typedef struct moe_params {
+  int64_t t, e;                 /* x is [t, e] */
+  int64_t k, k_group, group_count, group_size;
+  int group_select_mode;        /* 0: group max, 1: sum of the group's top two */
+  int norm_type;                /* 0: softmax, 1: sigmoid */
+  int renorm, out_flag;
+  float routed_scaling_factor;  /* rounded to fp32 once, at build */
+  float eps;                    /* likewise */
+  sk_dtype dtype;               /* x, bias and y */
+  int has_bias;
+} moe_params;
+
+/* NaN results (y, the softmax sum) are replaced by this one quiet NaN:
+ * which NaN operand an x86 add or multiply propagates depends on the
+ * operand order the compiler picked, and the outputs are compared bitwise. */
+static inline float sk__moe_canonical_nan(void) {
+  uint32_t u = 0x7FC00000u;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+sk_status sk__moe_tile(const sk__node_io *io, int n_cores, sk__tiling *out);
+void sk__moe_run_block(const sk__node_io *io, int64_t block, void *workspace);
+void sk__moe_footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes);
+
+#endif

@@ -1,0 +1,200 @@
+/* moe_gating_topk: tiling and the fast kernel, in the arithmetic order fixed
+ * at the top of moe_gating_topk.c.
+ *
+ * A block is a range of rows (about one block per core, at least 4 rows
+ * each). Per row, the norm is built in place in the row of `out`: widening
+ * and exp / sigmoid through the SIMD converters and activation arrays, the
+ * max and the sixteen partial sums as loops over 16 independent lanes
+ * (vectorized on the baseline ISA without reassociating anything). The
+ * selection (kernels/moe) keeps a sorted list of the k best so far; its
+ * SIMD paths compare a vector of scores with the current k-th best and
+ * insert only the lanes that beat it. Above INSERT_MAX winners the
+ * candidates are sorted instead (insertion would cost E * k). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/cpu.h"
+#include "kernels/activation/activation.h"
+#include "kernels/convert/convert.h"
+#include "kernels/moe/moe_select.h"
+#include "ops/moe_gating_topk.h"
+#include "ops/op_util.h"
+
+/* Above this many winners, sort the candidates instead of inserting. */
+#define INSERT_MAX 64
+
+static int64_t pad16(int64_t n) { return (n + 15) / 16 * 16; }
+
+typedef struct { float v; int32_t i; } cand;
+
+/* Workspace layout, per core (every region keeps the next one aligned). */
+typedef struct row_scratch {
+  float *bias, *v, *score, *list_v, *y;
+  int32_t *list_i;
+  unsigned char *kept;
+  cand *cands;
+} row_scratch;
+
+static size_t scratch_layout(const moe_params *p, void *base, row_scratch *s) {
+  int64_t e = pad16(p->e), g = pad16(p->group_count), k = pad16(p->k > p->k_group ? p->k : p->k_group);
+  char *at = base;
+  size_t off = 0;
+#define TAKE(field, type, count)                                      \
+  do {                                                                \
+    if (s) s->field = (type *)(void *)(at + off);                     \
+    off += (size_t)(count) * sizeof(type);                            \
+  } while (0)
+  TAKE(bias, float, e);
+  TAKE(v, float, e);
+  TAKE(score, float, g);
+  TAKE(list_v, float, k);
+  TAKE(y, float, k);
+  TAKE(list_i, int32_t, k);
+  TAKE(kept, unsigned char, g);
+  TAKE(cands, cand, e);
+#undef TAKE
+  return off;
+}
+
+sk_status sk__moe_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
+  const moe_params *p = io->params;
+  *out = sk__flat_tiling(p->t, sk__flat_block_size(p->t, n_cores, 1, 4));
+  out->workspace_bytes = scratch_layout(p, NULL, NULL);
+  return SK_STATUS_OK;
+}
+
+/* A block reads its rows of x (and the whole bias) and writes its rows of
+ * y, expert_idx and out (the planner's footprint). */
+void sk__moe_footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
+  const moe_params *p = io->params;
+  int64_t r0, r1, es = (int64_t)sk_dtype_size(p->dtype);
+  sk__flat_block_range(p->t, io->n_blocks, block, &r0, &r1);
+  reads[sk__io_input_index(io, MOE_X, 0)] = (sk__span){r0 * p->e * es, r1 * p->e * es};
+  writes[MOE_Y] = (sk__span){r0 * p->k * es, r1 * p->k * es};
+  writes[MOE_IDX] = (sk__span){r0 * p->k * 4, r1 * p->k * 4};
+  writes[MOE_OUT] = (sk__span){r0 * p->e * 4, r1 * p->e * 4};
+}
+
+/* ---- norm ----------------------------------------------------------------- */
+
+static float max_non_nan(const float *x, int64_t n) {
+  float lane[16];
+  for (int j = 0; j < 16; j++) lane[j] = -INFINITY;
+  int64_t e = 0;
+  for (; e + 16 <= n; e += 16)
+    for (int j = 0; j < 16; j++) lane[j] = x[e + j] > lane[j] ? x[e + j] : lane[j];
+  for (int j = 0; e + j < n; j++) lane[j] = x[e + j] > lane[j] ? x[e + j] : lane[j];
+  float m = -INFINITY;
+  for (int j = 0; j < 16; j++) m = lane[j] > m ? lane[j] : m;
+  return m + 0.0f;
+}
+
+static float sum16(const float *x, int64_t n) {
+  float part[16] = {0};
+  int64_t e = 0;
+  for (; e + 16 <= n; e += 16)
+    for (int j = 0; j < 16; j++) part[j] = part[j] + x[e + j];
+  for (int j = 0; e + j < n; j++) part[j] = part[j] + x[e + j];
+  for (int h = 8; h >= 1; h /= 2)
+    for (int j = 0; j < h; j++) part[j] = part[j] + part[j + h];
+  return part[0];
+}
+
+/* norm of one row into `norm` (the row of out), x row in the op's dtype. */
+static void norm_row(const moe_params *p, const void *x, float *norm, sk__isa isa) {
+  int64_t n = p->e;
+  const float *xf = x;
+  if (p->dtype != SK_FP32) {
+    sk__convert(x, p->dtype, norm, SK_FP32, (size_t)n, isa);
+    xf = norm;
+  }
+  if (p->norm_type == 1) {
+    sk__sigmoidf_array(xf, norm, (size_t)n, isa);
+    return;
+  }
+  float m = max_non_nan(xf, n);
+  for (int64_t e = 0; e < n; e++) norm[e] = xf[e] - m;
+  sk__expf_array(norm, norm, (size_t)n, isa);
+  float s = sum16(norm, n);
+  if (s != s) s = sk__moe_canonical_nan();
+  for (int64_t e = 0; e < n; e++) norm[e] = norm[e] / s;
+}
+
+/* ---- selection ------------------------------------------------------------ */
+
+static int cand_order(const void *a, const void *b) {
+  const cand *x = a, *y = b;
+  if (x->v != y->v) return x->v > y->v ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+/* The k best of val over the ranges [g * size, (g + 1) * size) of the groups
+ * with keep[g] (keep NULL: one range [0, n_groups * size)). */
+static void top_k(const float *val, int64_t n_groups, int64_t size, const unsigned char *keep, int64_t k,
+                  sk__moe_list *out, cand *cands, sk__isa isa) {
+  if (!keep) size *= n_groups, n_groups = 1;
+  out->n = 0;
+  out->k = k;
+  if (k <= INSERT_MAX) {
+    for (int64_t g = 0; g < n_groups; g++)
+      if (!keep || keep[g]) sk__moe_scan(out, val, g * size, (g + 1) * size, isa);
+    return;
+  }
+  int64_t n = 0;
+  for (int64_t g = 0; g < n_groups; g++)
+    if (!keep || keep[g])
+      for (int64_t e = g * size; e < (g + 1) * size; e++) cands[n++] = (cand){val[e], (int32_t)e};
+  qsort(cands, (size_t)n, sizeof *cands, cand_order);
+  for (int64_t j = 0; j < k; j++) out->v[j] = cands[j].v, out->i[j] = cands[j].i;
+  out->n = k;
+}
+
+static void select_row(const moe_params *p, const float *v, row_scratch *s, int32_t *idx, sk__isa isa) {
+  const unsigned char *keep = NULL;
+  sk__moe_list l = {s->list_v, s->list_i, 0, 0};
+  if (p->group_count > 1 && p->k_group < p->group_count) {
+    sk__moe_group_scores(v, p->group_size, p->group_count, p->group_select_mode, s->score, isa);
+    top_k(s->score, 1, p->group_count, NULL, p->k_group, &l, s->cands, isa);
+    for (int64_t g = 0; g < p->group_count; g++) s->kept[g] = 0;
+    for (int64_t j = 0; j < p->k_group; j++) s->kept[l.i[j]] = 1;
+    keep = s->kept;
+  }
+  top_k(v, p->group_count, p->group_size, keep, p->k, &l, s->cands, isa);
+  for (int64_t j = 0; j < p->k; j++) idx[j] = l.i[j];
+}
+
+/* ---- the block ------------------------------------------------------------ */
+
+void sk__moe_run_block(const sk__node_io *io, int64_t block, void *workspace) {
+  const moe_params *p = io->params;
+  int64_t r0, r1, n = p->e, k = p->k;
+  sk__flat_block_range(p->t, io->n_blocks, block, &r0, &r1);
+  row_scratch s;
+  scratch_layout(p, workspace, &s);
+  sk__isa isa = sk__cpu_isa();
+  size_t es = sk_dtype_size(p->dtype);
+  if (p->has_bias) sk__convert(io->in[MOE_BIAS].tensors[0].data, p->dtype, s.bias, SK_FP32, (size_t)n, isa);
+  for (int64_t t = r0; t < r1; t++) {
+    float *norm = (float *)io->out[MOE_OUT].data + t * n;
+    int32_t *idx = (int32_t *)io->out[MOE_IDX].data + t * k;
+    norm_row(p, (const char *)io->in[MOE_X].tensors[0].data + (size_t)(t * n) * es, norm, isa);
+    for (int64_t e = 0; e < n; e++) {
+      float ve = p->has_bias ? norm[e] + s.bias[e] : norm[e];
+      s.v[e] = ve == ve ? ve : -INFINITY;
+    }
+    select_row(p, s.v, &s, idx, isa);
+    float *y = s.y;
+    for (int64_t j = 0; j < k; j++) y[j] = norm[idx[j]];
+    if (p->norm_type != 0 || p->renorm != 0) {
+      float sum = 0.0f;
+      for (int64_t j = 0; j < k; j++) sum = sum + y[j];
+      float d = sum + p->eps;
+      for (int64_t j = 0; j < k; j++) y[j] = y[j] / d;
+    }
+    for (int64_t j = 0; j < k; j++) {
+      y[j] = y[j] * p->routed_scaling_factor;
+      if (y[j] != y[j]) y[j] = sk__moe_canonical_nan();
+    }
+    sk__convert(y, SK_FP32, (char *)io->out[MOE_Y].data + (size_t)(t * k) * es, p->dtype, (size_t)k, isa);
+  }
+}

@@ -1,0 +1,13 @@
+/* From a compiled program's nodes and the graph's scopes to the run's steps:
+ * eager launches and super kernels (one plan per scope, or per run of
+ * fusable nodes when strict-scope-check splits a scope). */
+#ifndef SK_SUPERKERNEL_FUSE_H
+#define SK_SUPERKERNEL_FUSE_H
+
+#include "exec/program.h"
+
+/* Fills p->steps. Needs p->executor, p->tiled_cores and the nodes; the
+ * graph gives the scopes. default_options applies to scopes that give none. */
+sk_status sk__program_build_steps(sk_program *p, const sk_graph *g, const char *default_options);
+
+#endif

@@ -1,0 +1,102 @@
+/* The interpreted super-kernel executor: one team launch per super kernel;
+ * each core walks its task list (plan.h). */
+#include <string.h>
+
+#include "core/error.h"
+#include "superkernel/plan_build.h"
+
+typedef struct interp_ctx {
+  sk__plan *plan;
+  const sk_program *p;
+  uint32_t epoch;
+} interp_ctx;
+
+/* Prefetches up to `budget` bytes of [data + span) into cache. */
+static size_t prefetch_span(const void *data, sk__span span, size_t budget) {
+  if (!data || span.begin >= span.end) return 0;
+  size_t bytes = (size_t)(span.end - span.begin);
+  if (bytes > budget) bytes = budget;
+  const char *base = (const char *)data + span.begin;
+  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(base + off, 0, 3);
+  return bytes;
+}
+
+/* PRELOAD: the read-only operands (inputs not produced inside this super
+ * kernel) of the core's blocks of sub-kernel `sub`. */
+static void preload(const interp_ctx *ctx, size_t sub, int core) {
+  const sk__subkernel *s = &ctx->plan->subs[sub];
+  const sk__exec_node *ex = &ctx->p->nodes[s->node];
+  sk__span reads[64], writes[64];
+  if (ex->n_in_tensors > 64 || ex->io.n_out > 64) return; /* a hint only: skip huge lists */
+  size_t budget = ctx->plan->preload_bytes;
+  for (int64_t b = core - s->core_first; b < s->n_blocks && budget; b += s->n_cores) {
+    sk__block_footprint(ex, b, reads, writes);
+    for (size_t i = 0; i < ex->n_in_tensors && budget; i++) {
+      sk_value root = ctx->p->root[ex->in_values[i]];
+      bool inside = false;
+      for (size_t k = 0; k < ctx->plan->n_subs && !inside; k++) {
+        const sk__exec_node *px = &ctx->p->nodes[ctx->plan->subs[k].node];
+        for (size_t o = 0; o < px->io.n_out && !inside; o++) inside = ctx->p->root[px->out_values[o]] == root;
+      }
+      if (!inside) budget -= prefetch_span(ex->in_tensors[i].data, reads[i], budget);
+    }
+  }
+}
+
+/* FLUSH: clflush every line of a block's input or output spans, then a
+ * fence, to reproduce cold-cache behaviour (the dcci options). */
+static void flush(const interp_ctx *ctx, size_t sub, int64_t block, int outputs) {
+  const sk__exec_node *ex = &ctx->p->nodes[ctx->plan->subs[sub].node];
+  sk__span reads[64], writes[64];
+  if (ex->n_in_tensors > 64 || ex->io.n_out > 64) return;
+  sk__block_footprint(ex, block, reads, writes);
+  size_t n = outputs ? ex->io.n_out : ex->n_in_tensors;
+  for (size_t i = 0; i < n; i++) {
+    const sk__span *sp = outputs ? &writes[i] : &reads[i];
+    const char *data = outputs ? ex->io.out[i].data : ex->in_tensors[i].data;
+    if (!data) continue;
+    for (int64_t off = sp->begin; off < sp->end; off += 64) __asm__ volatile("clflush (%0)" ::"r"(data + off) : "memory");
+  }
+  __asm__ volatile("mfence" ::: "memory");
+}
+
+static void core_main(void *arg, int64_t block, int core) {
+  (void)block; /* one block per core: block == core */
+  const interp_ctx *ctx = arg;
+  sk__plan *plan = ctx->plan;
+  void *workspace = ctx->p->workspaces ? ctx->p->workspaces[core] : NULL;
+  for (size_t t = plan->core_begin[core]; t < plan->core_begin[core + 1]; t++) {
+    const sk__task *task = &plan->tasks[t];
+    switch (task->kind) {
+      case SK_TASK_RUN: {
+        const sk__exec_node *ex = &ctx->p->nodes[plan->subs[task->sub].node];
+        ex->def->run_block(&ex->io, task->block, workspace);
+        if (task->flag >= 0) { /* publishes the block's writes (seq_cst add) */
+          sk__wait_fetch_add(&plan->flags[task->flag], 1);
+          sk__wait_wake(&plan->flags[task->flag]);
+        }
+        break;
+      }
+      case SK_TASK_WAIT:
+        for (int64_t d = 0; d < task->count; d++) sk__wait_until_equal(&plan->flags[plan->deps[task->block + d]], ctx->epoch);
+        break;
+      case SK_TASK_BARRIER: sk__barrier_wait(&plan->barriers[task->flag]); break;
+      case SK_TASK_PRELOAD: preload(ctx, task->sub, core); break;
+      case SK_TASK_FLUSH: flush(ctx, task->sub, task->block, task->arg); break;
+    }
+  }
+}
+
+sk_status sk__plan_run(sk__plan *plan, const sk_program *p, sk_team *team) {
+  int n_cores = team ? sk_team_num_cores(team) : 1;
+  if (n_cores != plan->n_cores)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "super kernel '%s' was planned for a team of %d cores, run on %d (compile with that team)",
+                    plan->name, plan->n_cores, n_cores);
+  interp_ctx ctx = {plan, p, ++plan->epoch};
+  if (!team) {
+    core_main(&ctx, 0, 0);
+    return SK_STATUS_OK;
+  }
+  return sk_team_launch(team, core_main, &ctx, n_cores);
+}

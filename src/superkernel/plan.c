@@ -1,0 +1,120 @@
+/* The planner: a run of fusable nodes becomes one super kernel's per-core
+ * task lists (plan.h). The steps:
+ *   1. sub-kernels, the super kernel's type and its core sets (seed rule,
+ *      debug-aic-num / debug-aiv-num, stream fusion);
+ *   2. barrier points (early-start=0, debug-sync-all, stream chains);
+ *   3. for every block, the producer blocks whose output bytes it reads
+ *      (footprints), less those already ordered by running on the same core
+ *      or by a barrier between them: those become waits on flags;
+ *   4. the task lists. */
+#include "superkernel/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "superkernel/plan_build.h"
+
+const char *sk__sk_type_name(sk__sk_type type) {
+  switch (type) {
+    case SK_SK_MIX_AIV_1_0: return "MIX_AIV_1_0";
+    case SK_SK_MIX_AIC_1_0: return "MIX_AIC_1_0";
+    case SK_SK_MIX_AIC_1_1: return "MIX_AIC_1_1";
+    default: return "MIX_AIC_1_2";
+  }
+}
+
+const char *sk__sk_core_type(sk__sk_type type) {
+  switch (type) {
+    case SK_SK_MIX_AIV_1_0: return "AIV";
+    case SK_SK_MIX_AIC_1_0: return "AIC";
+    default: return "MIX_AIC";
+  }
+}
+
+void sk__plan_destroy(sk__plan *plan) {
+  if (!plan) return;
+  free(plan->name);
+  sk__options_free(&plan->options);
+  free(plan->subs);
+  free(plan->tasks);
+  free(plan->core_begin);
+  free(plan->deps);
+  sk__aligned_free(plan->barriers);
+  free(plan->barrier_sets);
+  sk__aligned_free(plan->flags);
+  free(plan);
+}
+
+/* Step 1: sub-kernels, type, core sets. */
+static sk_status plan_subkernels(sk__plan *plan, const sk_program *p, const size_t *nodes, size_t n) {
+  int n_cores = plan->n_cores;
+  const sk__options *o = &plan->options;
+  if (o->debug_aic_num > n_cores || o->debug_aiv_num > n_cores)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "scope '%s': option %s: illegal value '%d' (accepted: an integer >= 0, at most the team size %d)",
+                    plan->name, o->debug_aic_num > n_cores ? "debug-aic-num" : "debug-aiv-num",
+                    o->debug_aic_num > n_cores ? o->debug_aic_num : o->debug_aiv_num, n_cores);
+  plan->aic_cores = o->debug_aic_num ? o->debug_aic_num : n_cores;
+  plan->aiv_cores = o->debug_aiv_num ? o->debug_aiv_num : n_cores;
+  plan->subs = calloc(n ? n : 1, sizeof *plan->subs);
+  if (!plan->subs) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", plan->name);
+  bool streams[2] = {false, false};
+  int64_t cube_blocks = 0, vector_blocks = 0;
+  for (size_t i = 0; i < n; i++) {
+    const sk__exec_node *ex = &p->nodes[nodes[i]];
+    if (ex->def->is_view || ex->tiling.n_blocks == 0) continue;
+    sk__subkernel *s = &plan->subs[plan->n_subs++];
+    s->node = nodes[i];
+    s->kind = ex->def->kind;
+    s->n_blocks = ex->tiling.n_blocks;
+    s->chain = ex->stream;
+    streams[ex->stream] = true;
+    if (s->kind != SK_KERNEL_VECTOR && s->n_blocks > cube_blocks) cube_blocks = s->n_blocks;
+    if (s->kind != SK_KERNEL_CUBE && s->n_blocks > vector_blocks) vector_blocks = s->n_blocks;
+  }
+  bool has_cube = cube_blocks > 0, has_vector = vector_blocks > 0;
+  plan->type = !has_cube ? SK_SK_MIX_AIV_1_0
+             : !has_vector ? SK_SK_MIX_AIC_1_0
+             : vector_blocks <= cube_blocks ? SK_SK_MIX_AIC_1_1 : SK_SK_MIX_AIC_1_2;
+  plan->block_dim = cube_blocks > vector_blocks ? cube_blocks : vector_blocks;
+  if (o->stream_fusion && streams[0] && streams[1]) {
+    if (n_cores >= 2) plan->stream_fused = 1;
+    else sk__log(SK_LOG_WARN, "scope '%s': stream-fusion=1 needs at least 2 cores; the streams run in graph order", plan->name);
+  }
+  int half = (n_cores + 1) / 2;
+  for (size_t i = 0; i < plan->n_subs; i++) {
+    sk__subkernel *s = &plan->subs[i];
+    if (plan->stream_fused) {
+      s->core_first = s->chain ? half : 0;
+      s->n_cores = s->chain ? n_cores - half : half;
+    } else {
+      s->chain = 0;
+      s->core_first = 0;
+      s->n_cores = s->kind == SK_KERNEL_CUBE ? plan->aic_cores : s->kind == SK_KERNEL_VECTOR ? plan->aiv_cores : n_cores;
+    }
+  }
+  return SK_STATUS_OK;
+}
+
+sk_status sk__plan_build(const sk_program *p, const size_t *nodes, size_t n, const char *name,
+                         const sk__options *options, int n_cores, sk__plan **plan_out) {
+  *plan_out = NULL;
+  sk__plan *plan = calloc(1, sizeof *plan);
+  if (!plan) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", name);
+  plan->n_cores = n_cores;
+  plan->preload_bytes = 256 * 1024;
+  sk__options_init_defaults(&plan->options);
+  plan->name = sk__strdup(name);
+  sk_status st = plan->name ? sk__options_copy(&plan->options, options)
+                            : sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", name);
+  if (st == SK_STATUS_OK) st = plan_subkernels(plan, p, nodes, n);
+  if (st == SK_STATUS_OK) st = sk__plan_schedule(plan, p);
+  if (st != SK_STATUS_OK) {
+    sk__plan_destroy(plan);
+    return st;
+  }
+  *plan_out = plan;
+  return SK_STATUS_OK;
+}

@@ -1,0 +1,106 @@
+/* The planner's output: one super kernel's per-core task lists.
+ *
+ * A super kernel is launched once; core c walks tasks[core_begin[c] ..
+ * core_begin[c+1]) in order:
+ *   RUN      run block `block` of sub-kernel `sub`, then signal its flag
+ *            (flag >= 0) so blocks on other cores waiting for it may go on;
+ *   WAIT     wait until the flags deps[block .. block+count) are signalled
+ *            in this launch (early start: only the producer blocks whose
+ *            output bytes this core's next block reads);
+ *   BARRIER  barrier `flag` over its core set (SyncAll, cube-core or
+ *            vector-core sync, or a stream chain's cores);
+ *   PRELOAD  prefetch sub-kernel `sub`'s read-only operands (weights and
+ *            other inputs from outside the scope) for this core's blocks;
+ *   FLUSH    write back and evict (clflush) the bytes block `block` of
+ *            `sub` reads (arg 0) or writes (arg 1): the dcci options.
+ * A flag counts completed launches, so "signalled in this launch" is
+ * "equals the launch epoch" and nothing is reset between launches.
+ */
+#ifndef SK_SUPERKERNEL_PLAN_H
+#define SK_SUPERKERNEL_PLAN_H
+
+#include <stdint.h>
+
+#include "exec/program.h"
+#include "runtime/barrier.h"
+#include "superkernel/options.h"
+
+/* The seed's super-kernel types. */
+typedef enum sk__sk_type {
+  SK_SK_MIX_AIV_1_0, /* vector sub-kernels only */
+  SK_SK_MIX_AIC_1_0, /* cube only */
+  SK_SK_MIX_AIC_1_1, /* both; vector blocks <= cube blocks */
+  SK_SK_MIX_AIC_1_2, /* both; more vector blocks than cube blocks */
+} sk__sk_type;
+
+const char *sk__sk_type_name(sk__sk_type type);
+/* Profiles' "Core Type": MIX_AIC or AIV / AIC. */
+const char *sk__sk_core_type(sk__sk_type type);
+
+typedef enum sk__task_kind {
+  SK_TASK_RUN,
+  SK_TASK_WAIT,
+  SK_TASK_BARRIER,
+  SK_TASK_PRELOAD,
+  SK_TASK_FLUSH,
+} sk__task_kind;
+
+typedef struct sk__task {
+  uint8_t kind;
+  uint8_t arg;   /* FLUSH: 0 inputs, 1 outputs */
+  uint16_t sub;
+  int32_t flag;  /* RUN: flag to signal or -1; BARRIER: barrier index */
+  int64_t block; /* RUN / FLUSH: block; WAIT: first entry in deps */
+  int64_t count; /* WAIT: number of flags */
+} sk__task;
+
+typedef struct sk__subkernel {
+  size_t node;            /* index into the program's nodes */
+  sk__kernel_kind kind;
+  int64_t n_blocks;
+  int core_first, n_cores; /* its cores: [core_first, core_first + n_cores) */
+  int chain;              /* stream chain under stream fusion, else 0 */
+} sk__subkernel;
+
+typedef struct sk__barrier_set {
+  int core_first, n_cores;
+} sk__barrier_set;
+
+typedef struct sk__plan {
+  char *name;              /* the scope's name (with a part suffix when split) */
+  sk__options options;     /* effective options */
+  sk__sk_type type;
+  int n_cores;             /* team size planned for */
+  int64_t block_dim;       /* the seed's block count: the largest sub-kernel's */
+  int aic_cores, aiv_cores;
+  int stream_fused;        /* 1 when two chains run on disjoint cores */
+  sk__subkernel *subs;
+  size_t n_subs;
+  sk__task *tasks;
+  size_t n_tasks;
+  size_t *core_begin;      /* n_cores + 1 */
+  int32_t *deps;
+  size_t n_deps;
+  sk__barrier_t *barriers; /* n_barriers, 64-byte aligned */
+  sk__barrier_set *barrier_sets;
+  int n_barriers;
+  sk__wait_word *flags;    /* n_flags, 64-byte aligned */
+  int32_t n_flags;
+  uint32_t epoch;          /* launches so far */
+  size_t preload_bytes;    /* cap per PRELOAD task */
+} sk__plan;
+
+/* Plans the sub-kernels nodes[0..n) of program p (in graph order, all
+ * fusable, views skipped by the caller) for a team of n_cores. */
+sk_status sk__plan_build(const sk_program *p, const size_t *nodes, size_t n, const char *name,
+                         const sk__options *options, int n_cores, sk__plan **plan_out);
+void sk__plan_destroy(sk__plan *plan);
+
+/* Runs the plan on the team: one launch. */
+sk_status sk__plan_run(sk__plan *plan, const sk_program *p, sk_team *team);
+
+/* The plan in readable form, one line per task (plus a header), into a
+ * malloc'd string. */
+char *sk__plan_format(const sk__plan *plan, const sk_program *p);
+
+#endif

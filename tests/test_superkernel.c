@@ -1,0 +1,335 @@
+/* Super kernels: the scope API, fused results equal to eager bitwise over
+ * the option grid and team sizes, and the planner's decisions (type, core
+ * sets, barriers, which waits are elided). */
+#include <stdbool.h>
+
+#include "exec/program.h"
+#include "harness.h"
+#include "reference_runner.h"
+#include "superkernel/plan.h"
+
+static sk_team *teams[3];
+
+static sk_value input(sk_graph *g, const char *name, sk_dtype dt, int rank, const int64_t *shape) {
+  sk_value v = SK_VALUE_NONE;
+  CHECK_OK(sk_graph_add_input(g, name, dt, rank, shape, &v));
+  return v;
+}
+
+static sk_value op(sk_graph *g, const char *type, const char *name, const sk_op_input *in, size_t n_in,
+                   const sk_attr *at, size_t n_at, sk_value *outs, size_t max_outs) {
+  sk_op_desc d = {.op = type, .name = name, .inputs = in, .n_inputs = n_in, .attrs = at, .n_attrs = n_at};
+  CHECK_OK(sk_graph_add_op(g, &d, outs, max_outs, NULL));
+  return outs[0];
+}
+
+static sk_value unary(sk_graph *g, const char *type, const char *name, sk_value x) {
+  sk_op_input in[] = {{"x", &x, 1}};
+  sk_value y;
+  return op(g, type, name, in, 1, NULL, 0, &y, 1);
+}
+
+static sk_value binary(sk_graph *g, const char *type, const char *name, sk_value x, sk_value y) {
+  sk_op_input in[] = {{"x", &x, 1}, {"y", &y, 1}};
+  sk_value z;
+  return op(g, type, name, in, 2, NULL, 0, &z, 1);
+}
+
+/* Runs g fused (interp, with options) and eager on the same inputs; returns
+ * the number of outputs that differ. */
+static int fused_vs_eager(sk_graph *g, sk_team *team, const char *options, uint64_t seed) {
+  sk_compile_config fused_cfg = {.struct_size = sizeof fused_cfg, .team = team, .executor = SK_EXECUTOR_INTERP,
+                                 .default_options = options};
+  sk_compile_config eager_cfg = {.struct_size = sizeof eager_cfg, .team = team, .executor = SK_EXECUTOR_EAGER};
+  sk_program *fused = NULL, *eager = NULL;
+  CHECK_OK(sk_compile(g, &fused_cfg, &fused));
+  CHECK_OK(sk_compile(g, &eager_cfg, &eager));
+  if (!fused || !eager) {
+    sk_program_destroy(fused);
+    sk_program_destroy(eager);
+    return 1;
+  }
+  rr_buffers a, b;
+  CHECK(rr_alloc(fused, &a, -1, 1, seed));
+  CHECK(rr_alloc(eager, &b, -1, 1, seed));
+  int bad = 0;
+  for (int rep = 0; rep < 3; rep++) { /* repeated runs: flags carry over launches */
+    CHECK_OK(sk_program_run(fused, team, a.inputs, a.n_inputs, a.outputs, a.n_outputs));
+    CHECK_OK(sk_program_run(eager, team, b.inputs, b.n_inputs, b.outputs, b.n_outputs));
+    for (size_t o = 0; o < a.n_outputs; o++)
+      if (memcmp(a.outputs[o].data, b.outputs[o].data, a.outputs[o].bytes) != 0) {
+        bad++;
+        fprintf(stderr, "output %s differs (options \"%s\", %d cores)\n", a.outputs[o].name, options ? options : "",
+                team ? sk_team_num_cores(team) : 1);
+      }
+  }
+  rr_free(&a);
+  rr_free(&b);
+  sk_program_destroy(fused);
+  sk_program_destroy(eager);
+  return bad;
+}
+
+/* A model mixing cube and vector sub-kernels inside a scope, ops outside it,
+ * list outputs, views inside the scope, and a second scope. */
+static sk_graph *mixed_model(void) {
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x0 = input(g, "x0", SK_FP16, 2, (int64_t[]){64, 128}), x1 = input(g, "x1", SK_FP16, 2, (int64_t[]){200, 96});
+  sk_value w0 = input(g, "w0", SK_FP16, 2, (int64_t[]){128, 64}), w1 = input(g, "w1", SK_FP16, 2, (int64_t[]){96, 80});
+  sk_value w2 = input(g, "w2", SK_FP16, 2, (int64_t[]){64, 48}), w3 = input(g, "w3", SK_FP16, 2, (int64_t[]){80, 80});
+  sk_value e = input(g, "e", SK_FP32, 2, (int64_t[]){200, 80});
+  CHECK_OK(sk_graph_begin_scope(g, "sk1", NULL));
+  sk_value xs[2] = {x0, x1}, ws[2] = {w0, w1}, g1[2], g2[2];
+  sk_op_input in1[] = {{"x", xs, 2}, {"weight", ws, 2}};
+  op(g, "grouped_matmul", "gmm1", in1, 2, NULL, 0, g1, 2);
+  sk_value ws2[2] = {w2, w3};
+  sk_op_input in2[] = {{"x", g1, 2}, {"weight", ws2, 2}};
+  op(g, "grouped_matmul", "gmm2", in2, 2, NULL, 0, g2, 2);
+  sk_op_input cin[] = {{"x", &g2[1], 1}};
+  sk_attr to32[] = {SK_ATTR_INT("dtype", SK_FP32)};
+  sk_value c, r;
+  op(g, "cast", "cast", cin, 1, to32, 1, &c, 1);
+  sk_op_input rin[] = {{"x", &c, 1}};
+  sk_attr flat[] = {SK_ATTR_INTS("shape", ((int64_t[]){-1}), 1)};
+  op(g, "reshape", "flat", rin, 1, flat, 1, &r, 1);
+  sk_value sq = unary(g, "square", "square", r);
+  CHECK_OK(sk_graph_end_scope(g));
+  sk_value sq2 = unary(g, "square", "outside", sq);
+  CHECK_OK(sk_graph_begin_scope(g, "sk2", NULL));
+  sk_op_input rin2[] = {{"x", &sq2, 1}};
+  sk_attr back[] = {SK_ATTR_INTS("shape", ((int64_t[]){200, 80}), 2)};
+  sk_value r2;
+  op(g, "reshape", "unflat", rin2, 1, back, 1, &r2, 1);
+  sk_value sum = binary(g, "add", "add", r2, e);
+  sk_value prod = binary(g, "mul", "mul", sum, r2);
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, prod, "prod"));
+  CHECK_OK(sk_graph_mark_output(g, g2[0], "g2_0"));
+  CHECK_OK(sk_graph_mark_output(g, sq, "sq"));
+  return g;
+}
+
+static void test_option_grid(void) {
+  static const char *early[] = {"early-start=0", "early-start=1", "early-start=2"};
+  static const char *preload[] = {"preload-code=per-func", "preload-code=max", "preload-code=none"};
+  sk_graph *g = mixed_model();
+  for (int t = 0; t < 3; t++)
+    for (int e = 0; e < 3; e++)
+      for (int pl = 0; pl < 3; pl++)
+        for (int sync = 0; sync < 2; sync++)
+          for (int split = 0; split < 2; split++) {
+            char options[256];
+            snprintf(options, sizeof options, "%s:%s:debug-sync-all=%d:split-mode=%d", early[e], preload[pl], sync,
+                     split ? 4 : 1);
+            CHECK_MSG(fused_vs_eager(g, teams[t], options, (uint64_t)(e * 7 + pl)) == 0, "%s", options);
+          }
+  /* dcci and core-set options change the plan, never the result. */
+  static const char *more[] = {"debug-dcci-all=1", "dcci-before-kernel-start=grouped_.*:dcci-after-kernel-end=square",
+                               "dcci-after-kernel-end=.*:dcci-disable-on-kernel=cast", "debug-aic-num=1",
+                               "debug-aiv-num=1:debug-aic-num=2", "early-start=0:debug-aiv-num=1"};
+  for (int t = 0; t < 3; t++)
+    for (size_t k = 0; k < sizeof more / sizeof more[0]; k++) {
+      if (strstr(more[k], "num=2") && sk_team_num_cores(teams[t]) < 2) continue;
+      CHECK_MSG(fused_vs_eager(g, teams[t], more[k], 5) == 0, "%s", more[k]);
+    }
+  sk_graph_destroy(g);
+}
+
+/* The plan of the first super kernel of a compiled program. */
+static const sk__plan *first_plan(const sk_program *p) {
+  for (size_t s = 0; s < p->n_steps; s++)
+    if (p->steps[s].plan) return p->steps[s].plan;
+  return NULL;
+}
+
+static size_t count_tasks(const sk__plan *plan, sk__task_kind kind) {
+  size_t n = 0;
+  for (size_t t = 0; t < plan->n_tasks; t++) n += plan->tasks[t].kind == kind;
+  return n;
+}
+
+static sk_program *compile_with(sk_graph *g, sk_team *team, const char *options) {
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team, .default_options = options};
+  sk_program *p = NULL;
+  CHECK_OK(sk_compile(g, &cfg, &p));
+  return p;
+}
+
+/* An elementwise chain split the same way by every op: each block reads
+ * only its own rows, so early start needs no wait at all; early-start=0
+ * puts a vector-core barrier between every pair. */
+static void test_plan_elementwise_chain(void) {
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x = input(g, "x", SK_FP32, 1, (int64_t[]){100000});
+  CHECK_OK(sk_graph_begin_scope(g, "chain", NULL));
+  sk_value y = unary(g, "square", "sq1", x);
+  y = binary(g, "add", "add", y, x);
+  y = unary(g, "square", "sq2", y);
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, y, "y"));
+  sk_program *p = compile_with(g, teams[1], "early-start=1");
+  const sk__plan *plan = p ? first_plan(p) : NULL;
+  CHECK(plan != NULL);
+  if (plan) {
+    CHECK(plan->type == SK_SK_MIX_AIV_1_0);
+    CHECK(plan->n_subs == 3);
+    CHECK_MSG(count_tasks(plan, SK_TASK_WAIT) == 0, "%zu waits", count_tasks(plan, SK_TASK_WAIT));
+    CHECK(count_tasks(plan, SK_TASK_BARRIER) == 0);
+    CHECK(count_tasks(plan, SK_TASK_RUN) == 3 * (size_t)plan->subs[0].n_blocks);
+    char *text = sk__plan_format(plan, p);
+    CHECK(text && strstr(text, "MIX_AIV_1_0") && strstr(text, "run sq1 block 0"));
+    free(text);
+  }
+  sk_program_destroy(p);
+  p = compile_with(g, teams[1], "early-start=0");
+  plan = p ? first_plan(p) : NULL;
+  if (plan) {
+    CHECK(count_tasks(plan, SK_TASK_WAIT) == 0);
+    CHECK_MSG(count_tasks(plan, SK_TASK_BARRIER) == 2 * 2, "2 barrier points x 2 cores");
+    CHECK(plan->n_barriers == 2 && plan->barrier_sets[0].n_cores == 2);
+  }
+  sk_program_destroy(p);
+  CHECK(fused_vs_eager(g, teams[1], "early-start=1", 3) == 0);
+  sk_graph_destroy(g);
+}
+
+/* A consumer tiled differently from its producer needs waits, only for the
+ * blocks on other cores; cube-only scopes are MIX_AIC_1_0. */
+static void test_plan_waits_and_types(void) {
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x = input(g, "x", SK_FP32, 2, (int64_t[]){256, 64}), w = input(g, "w", SK_FP32, 2, (int64_t[]){64, 64});
+  CHECK_OK(sk_graph_begin_scope(g, "cube", NULL));
+  sk_op_input in1[] = {{"x", &x, 1}, {"weight", &w, 1}};
+  sk_value h, y;
+  op(g, "grouped_matmul", "mm1", in1, 2, NULL, 0, &h, 1);
+  sk_op_input in2[] = {{"x", &h, 1}, {"weight", &w, 1}};
+  op(g, "grouped_matmul", "mm2", in2, 2, NULL, 0, &y, 1);
+  CHECK_OK(sk_graph_end_scope(g));
+  sk_value z = unary(g, "square", "after", y);
+  CHECK_OK(sk_graph_mark_output(g, z, "z"));
+  sk_program *p = compile_with(g, teams[1], NULL);
+  const sk__plan *plan = p ? first_plan(p) : NULL;
+  if (plan) {
+    CHECK(plan->type == SK_SK_MIX_AIC_1_0);
+    /* Same row tiling on the same cores: no waits. */
+    CHECK_MSG(count_tasks(plan, SK_TASK_WAIT) == 0, "%zu waits", count_tasks(plan, SK_TASK_WAIT));
+  }
+  sk_program_destroy(p);
+  /* One cube core for mm1 and mm2 alike: still all on one core, no waits;
+   * aic above the team size is an error naming the option. */
+  p = compile_with(g, teams[1], "debug-aic-num=1");
+  plan = p ? first_plan(p) : NULL;
+  if (plan) {
+    CHECK(plan->aic_cores == 1 && plan->subs[0].n_cores == 1);
+    CHECK(plan->core_begin[2] == plan->core_begin[1]); /* core 1 has nothing to do */
+  }
+  sk_program_destroy(p);
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[1], .default_options = "debug-aic-num=3"};
+  CHECK_FAILS(sk_compile(g, &cfg, &p), SK_STATUS_INVALID_ARGUMENT, "debug-aic-num", "'3'", "team size 2");
+  CHECK(fused_vs_eager(g, teams[1], NULL, 1) == 0);
+  CHECK(fused_vs_eager(g, teams[2], "debug-aic-num=2", 1) == 0);
+  sk_graph_destroy(g);
+
+  /* Mixed: an elementwise op over the matmul output, tiled by elements, on
+   * a 3-core team reads rows of other cores' tiles: waits appear. */
+  CHECK_OK(sk_graph_create(&g));
+  x = input(g, "x", SK_FP32, 2, (int64_t[]){300, 64});
+  w = input(g, "w", SK_FP32, 2, (int64_t[]){64, 200});
+  CHECK_OK(sk_graph_begin_scope(g, "mix", "early-start=1"));
+  sk_op_input in3[] = {{"x", &x, 1}, {"weight", &w, 1}};
+  op(g, "grouped_matmul", "mm", in3, 2, NULL, 0, &h, 1);
+  y = unary(g, "square", "sq", h);
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, y, "y"));
+  p = compile_with(g, teams[2], NULL);
+  plan = p ? first_plan(p) : NULL;
+  if (plan) {
+    CHECK(plan->type == SK_SK_MIX_AIC_1_1 || plan->type == SK_SK_MIX_AIC_1_2);
+    CHECK(count_tasks(plan, SK_TASK_WAIT) > 0);
+    CHECK(plan->n_flags > 0);
+  }
+  sk_program_destroy(p);
+  CHECK(fused_vs_eager(g, teams[2], NULL, 2) == 0);
+  sk_graph_destroy(g);
+}
+
+static void test_scope_errors(void) {
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x = input(g, "x", SK_FP32, 1, (int64_t[]){8});
+  CHECK_FAILS(sk_graph_end_scope(g), SK_STATUS_INVALID_STATE, "no scope is open");
+  CHECK_FAILS(sk_graph_begin_scope(g, "bad", "early-start=3"), SK_STATUS_INVALID_ARGUMENT, "scope 'bad'", "early-start",
+              "0, 1, 2");
+  CHECK_OK(sk_graph_begin_scope(g, "a", NULL));
+  CHECK_FAILS(sk_graph_begin_scope(g, "b", NULL), SK_STATUS_INVALID_STATE, "'b'", "'a' is still open");
+  sk_value y = unary(g, "square", "sq", x);
+  CHECK_OK(sk_graph_mark_output(g, y, "y"));
+  sk_program *p = NULL;
+  CHECK_FAILS(sk_compile(g, NULL, &p), SK_STATUS_INVALID_STATE, "scope 'a' is still open");
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_FAILS(sk_graph_begin_scope(g, "a", NULL), SK_STATUS_INVALID_ARGUMENT, "'a' is declared twice");
+  CHECK_OK(sk_graph_begin_scope(g, "empty", NULL));
+  CHECK_OK(sk_graph_end_scope(g)); /* a warning only */
+  CHECK_FAILS(sk_graph_set_stream(g, 2), SK_STATUS_INVALID_ARGUMENT, "stream 2");
+  CHECK_OK(sk_graph_set_stream(g, 1));
+  sk_event ev;
+  CHECK_FAILS(sk_graph_record_event(g, &ev), SK_STATUS_INVALID_STATE, "stream 1 has no node");
+  CHECK_FAILS(sk_graph_wait_event(g, 5), SK_STATUS_NOT_FOUND, "event 5");
+  CHECK_OK(sk_compile(g, NULL, &p));
+  /* A program planned for 1 core refuses a 2-core team. */
+  float xd[8] = {0}, yd[8];
+  sk_buffer ins[] = {{"x", xd, sizeof xd}}, outs[] = {{"y", yd, sizeof yd}};
+  CHECK_FAILS(sk_program_run(p, teams[1], ins, 1, outs, 1), SK_STATUS_INVALID_ARGUMENT, "team of 1 cores", "run on 2");
+  CHECK_OK(sk_program_run(p, NULL, ins, 1, outs, 1));
+  sk_program_destroy(p);
+  sk_graph_destroy(g);
+}
+
+/* Two chains on two streams joined by events, fused with stream-fusion=1:
+ * disjoint cores, equal to eager. */
+static void test_stream_fusion(void) {
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value a = input(g, "a", SK_FP32, 1, (int64_t[]){50000}), b = input(g, "b", SK_FP32, 1, (int64_t[]){50000});
+  CHECK_OK(sk_graph_begin_scope(g, "streams", "stream-fusion=1"));
+  sk_value a1 = unary(g, "square", "a_sq", a);
+  sk_event ev;
+  CHECK_OK(sk_graph_record_event(g, &ev));
+  CHECK_OK(sk_graph_set_stream(g, 1));
+  sk_value b1 = unary(g, "square", "b_sq", b);
+  CHECK_OK(sk_graph_wait_event(g, ev));
+  sk_value b2 = binary(g, "add", "b_add", b1, a1); /* reads stream 0's output after the event */
+  CHECK_OK(sk_graph_set_stream(g, 0));
+  sk_value a2 = unary(g, "square", "a_sq2", a1);
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, a2, "a2"));
+  CHECK_OK(sk_graph_mark_output(g, b2, "b2"));
+  sk_program *p = compile_with(g, teams[1], NULL);
+  const sk__plan *plan = p ? first_plan(p) : NULL;
+  if (plan) {
+    CHECK(plan->stream_fused == 1);
+    CHECK(plan->subs[0].core_first == 0 && plan->subs[0].n_cores == 1);
+    CHECK(plan->subs[1].core_first == 1 && plan->subs[1].n_cores == 1);
+    CHECK(count_tasks(plan, SK_TASK_WAIT) >= 1); /* b_add waits for a_sq on the other core */
+  }
+  sk_program_destroy(p);
+  for (int t = 0; t < 3; t++) CHECK(fused_vs_eager(g, teams[t], NULL, 4) == 0);
+  sk_graph_destroy(g);
+}
+
+int main(void) {
+  for (int t = 0; t < 3; t++) {
+    sk_team_config cfg = {.struct_size = sizeof cfg, .num_cores = t + 1};
+    if (sk_team_create(&cfg, &teams[t]) != SK_STATUS_OK) return 1;
+  }
+  static const harness_case cases[] = {
+      TEST_CASE(test_scope_errors),         TEST_CASE(test_plan_elementwise_chain), TEST_CASE(test_plan_waits_and_types),
+      TEST_CASE(test_stream_fusion),        TEST_CASE(test_option_grid),
+  };
+  int rc = harness_run(cases, sizeof cases / sizeof cases[0]);
+  for (int t = 0; t < 3; t++) sk_team_destroy(teams[t]);
+  return rc;
+}
