@@ -354,6 +354,13 @@ SK_API sk_status sk_program_run(sk_program *program, sk_team *team,
                                 const sk_buffer *inputs, size_t n_inputs,
                                 const sk_buffer *outputs, size_t n_outputs);
 
+/* The program's run in readable form: each step (an op's own launch, or a
+ * super kernel with its type, sub-kernels and one line per task of every
+ * core's task list). *text_out is allocated; release it with sk_free. */
+SK_API sk_status sk_program_describe(const sk_program *program, char **text_out);
+/* Releases memory the library handed out (sk_program_describe's text). */
+SK_API void sk_free(void *p);
+
 /* Program introspection: graph inputs and outputs in declaration order. */
 SK_API size_t sk_program_num_inputs(const sk_program *program);
 SK_API size_t sk_program_num_outputs(const sk_program *program);

@@ -1,3 +1,4 @@
 # tests of the super-kernel layer
 sk_add_test(NAME test_options SOURCES test_options.c)
 sk_add_test(NAME test_superkernel SOURCES test_superkernel.c LIBS sk_reference_runner)
+sk_add_test(NAME test_superkernel_ops SOURCES test_superkernel_ops.c LIBS sk_reference_runner)

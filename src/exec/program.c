@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "runtime/barrier.h"
 #include "superkernel/fuse.h"
 #include "superkernel/plan.h"
 
@@ -67,6 +68,16 @@ static sk_status prepare_node(const sk_graph *g, const sk__node *src, int n_core
   SK_RETURN_IF_ERROR(src->def->tile(&dst->io, n_cores, &dst->tiling));
   dst->io.plan = dst->tiling.plan;
   dst->io.n_blocks = dst->tiling.n_blocks;
+  if (src->def->barriers_per_block > 0 && dst->tiling.n_blocks > 0) {
+    /* Blocks that meet at a barrier must run at once: one per core. */
+    if (dst->tiling.n_blocks > n_cores)
+      return sk__fail(SK_STATUS_UNSUPPORTED, "%s (%s): uses a team barrier but tiled into %lld blocks for %d cores",
+                      src->name, src->def->type, (long long)dst->tiling.n_blocks, n_cores);
+    dst->eager_barrier = sk__aligned_alloc(sizeof(sk__barrier_t));
+    if (!dst->eager_barrier) return fail_oom();
+    SK_RETURN_IF_ERROR(sk__barrier_init(dst->eager_barrier, (int)dst->tiling.n_blocks));
+    dst->io.barrier = dst->eager_barrier;
+  }
   return SK_STATUS_OK;
 }
 
@@ -121,6 +132,7 @@ void sk_program_destroy(sk_program *p) {
     free(n->out_values);
     free(n->io.out);
     free(n->waits);
+    sk__aligned_free(n->eager_barrier);
   }
   for (size_t i = 0; i < p->n_steps; i++) sk__plan_destroy(p->steps[i].plan);
   free(p->steps);

@@ -35,6 +35,7 @@ typedef struct sk__exec_node {
   int stream;
   int *waits;              /* event edges: nodes this one waits for */
   size_t n_waits;
+  struct sk__barrier *eager_barrier; /* ops with barriers: over the launch's blocks */
 } sk__exec_node;
 
 struct sk__plan;

@@ -93,6 +93,9 @@ static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out)
       continue;
     }
     if (n->tiling.n_blocks == 0) continue;
+    if (n->eager_barrier && n->tiling.n_blocks > n_cores) /* its blocks must all run at once */
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s uses a team barrier over %lld blocks; run on %d cores",
+                      n->name, (long long)n->tiling.n_blocks, n_cores);
     launch_ctx ctx = {n, p->workspaces};
     if (team) {
       SK_RETURN_IF_ERROR(sk_team_launch(team, run_block, &ctx, n->tiling.n_blocks));

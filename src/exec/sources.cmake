@@ -1,4 +1,5 @@
 list(APPEND SK_SOURCES
+  exec/describe.c
   exec/program.c
   exec/run.c
 )

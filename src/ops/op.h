@@ -41,6 +41,10 @@ typedef struct sk__node_io {
   const void *params;         /* the op's parsed attributes */
   const void *plan;           /* the op's block table from tile(), or NULL */
   int64_t n_blocks;           /* the block count tile() chose */
+  /* For ops with barriers_per_block > 0: the barrier their blocks call
+   * (sk__barrier_wait), over every block of a launch, or in a super kernel
+   * over the sub-kernel's cores (idle ones complement it, feed-sync-all). */
+  struct sk__barrier *barrier;
 } sk__node_io;
 
 typedef struct sk__build_ctx sk__build_ctx;
@@ -79,9 +83,10 @@ typedef struct sk__op_def {
    * tensors. The planner uses it to wait only for the producer blocks whose
    * outputs a block reads. */
   void (*footprint)(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes);
-  /* Sub-kernel descriptor flags: false when the op cannot join a super
+  /* Sub-kernel descriptor flags: unfusable when the op cannot join a super
    * kernel (it then runs on its own launch, per strict-scope-check); the
-   * number of team barriers each block calls (0 for every built-in op). */
+   * number of team barriers each block calls (0 for every built-in op).
+   * An op with barriers must tile into at most as many blocks as cores. */
   bool unfusable;
   int barriers_per_block;
   /* Deep-copies params into dst (params_size bytes); NULL = memcpy. On
@@ -100,6 +105,9 @@ static inline size_t sk__io_input_index(const sk__node_io *io, int s, size_t j) 
 
 /* The registry: NULL when the type is unknown. */
 const sk__op_def *sk__op_find(const char *type);
+/* Adds an op (custom kernels, tests); def must outlive every graph and
+ * program that uses it. The type must be new. */
+sk_status sk__op_register(const sk__op_def *def);
 /* Every registered op, NULL-terminated (for messages and tests). */
 const sk__op_def *const *sk__op_all(void);
 

@@ -83,6 +83,9 @@ static void core_main(void *arg, int64_t block, int core) {
       case SK_TASK_BARRIER: sk__barrier_wait(&plan->barriers[task->flag]); break;
       case SK_TASK_PRELOAD: preload(ctx, task->sub, core); break;
       case SK_TASK_FLUSH: flush(ctx, task->sub, task->block, task->arg); break;
+      case SK_TASK_COMPLEMENT:
+        for (int64_t k = 0; k < task->count; k++) sk__barrier_wait(&plan->sub_barriers[task->sub]);
+        break;
     }
   }
 }

@@ -14,6 +14,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "runtime/barrier.h"
 #include "superkernel/plan_build.h"
 
 const char *sk__sk_type_name(sk__sk_type type) {
@@ -42,6 +43,7 @@ void sk__plan_destroy(sk__plan *plan) {
   free(plan->core_begin);
   free(plan->deps);
   sk__aligned_free(plan->barriers);
+  sk__aligned_free(plan->sub_barriers);
   free(plan->barrier_sets);
   sk__aligned_free(plan->flags);
   free(plan);
@@ -70,6 +72,7 @@ static sk_status plan_subkernels(sk__plan *plan, const sk_program *p, const size
     s->kind = ex->def->kind;
     s->n_blocks = ex->tiling.n_blocks;
     s->chain = ex->stream;
+    s->barriers_per_block = ex->def->barriers_per_block;
     streams[ex->stream] = true;
     if (s->kind != SK_KERNEL_VECTOR && s->n_blocks > cube_blocks) cube_blocks = s->n_blocks;
     if (s->kind != SK_KERNEL_CUBE && s->n_blocks > vector_blocks) vector_blocks = s->n_blocks;
@@ -98,6 +101,34 @@ static sk_status plan_subkernels(sk__plan *plan, const sk_program *p, const size
   return SK_STATUS_OK;
 }
 
+/* Sub-kernels whose blocks meet at a team barrier: every core of the
+ * sub-kernel's set must take part. With fewer blocks than cores the idle
+ * ones complement it (feed-sync-all=1); without the option that would hang,
+ * so it is a compile error. The barrier replaces the eager one in the node. */
+static sk_status plan_sub_barriers(sk__plan *plan, const sk_program *p) {
+  bool any = false;
+  for (size_t i = 0; i < plan->n_subs; i++) any |= plan->subs[i].barriers_per_block > 0;
+  if (!any) return SK_STATUS_OK;
+  plan->sub_barriers = sk__aligned_calloc(plan->n_subs * sizeof *plan->sub_barriers);
+  if (!plan->sub_barriers) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", plan->name);
+  for (size_t i = 0; i < plan->n_subs; i++) {
+    sk__subkernel *s = &plan->subs[i];
+    if (s->barriers_per_block == 0) continue;
+    sk__exec_node *ex = &((sk_program *)p)->nodes[s->node]; /* the program is being compiled: still ours */
+    if (s->n_blocks > s->n_cores)
+      return sk__fail(SK_STATUS_UNSUPPORTED, "scope '%s': %s uses a team barrier over %lld blocks but has %d cores",
+                      plan->name, ex->name, (long long)s->n_blocks, s->n_cores);
+    if (s->n_blocks < s->n_cores && !plan->options.feed_sync_all)
+      return sk__fail(SK_STATUS_INVALID_STATE,
+                      "scope '%s': %s uses a team barrier but has %lld blocks for %d cores: it would hang; set "
+                      "feed-sync-all=1 so the idle cores join its barriers",
+                      plan->name, ex->name, (long long)s->n_blocks, s->n_cores);
+    SK_RETURN_IF_ERROR(sk__barrier_init(&plan->sub_barriers[i], s->n_cores));
+    ex->io.barrier = &plan->sub_barriers[i];
+  }
+  return SK_STATUS_OK;
+}
+
 sk_status sk__plan_build(const sk_program *p, const size_t *nodes, size_t n, const char *name,
                          const sk__options *options, int n_cores, sk__plan **plan_out) {
   *plan_out = NULL;
@@ -110,6 +141,7 @@ sk_status sk__plan_build(const sk_program *p, const size_t *nodes, size_t n, con
   sk_status st = plan->name ? sk__options_copy(&plan->options, options)
                             : sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", name);
   if (st == SK_STATUS_OK) st = plan_subkernels(plan, p, nodes, n);
+  if (st == SK_STATUS_OK) st = plan_sub_barriers(plan, p);
   if (st == SK_STATUS_OK) st = sk__plan_schedule(plan, p);
   if (st != SK_STATUS_OK) {
     sk__plan_destroy(plan);

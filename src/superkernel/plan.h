@@ -12,7 +12,9 @@
  *   PRELOAD  prefetch sub-kernel `sub`'s read-only operands (weights and
  *            other inputs from outside the scope) for this core's blocks;
  *   FLUSH    write back and evict (clflush) the bytes block `block` of
- *            `sub` reads (arg 0) or writes (arg 1): the dcci options.
+ *            `sub` reads (arg 0) or writes (arg 1): the dcci options;
+ *   COMPLEMENT  a core with no block of a barrier-using sub-kernel joins
+ *            its barrier as often as each block calls it (feed-sync-all).
  * A flag counts completed launches, so "signalled in this launch" is
  * "equals the launch epoch" and nothing is reset between launches.
  */
@@ -43,6 +45,7 @@ typedef enum sk__task_kind {
   SK_TASK_BARRIER,
   SK_TASK_PRELOAD,
   SK_TASK_FLUSH,
+  SK_TASK_COMPLEMENT,
 } sk__task_kind;
 
 typedef struct sk__task {
@@ -60,6 +63,7 @@ typedef struct sk__subkernel {
   int64_t n_blocks;
   int core_first, n_cores; /* its cores: [core_first, core_first + n_cores) */
   int chain;              /* stream chain under stream fusion, else 0 */
+  int barriers_per_block; /* team barriers each block calls (the op's) */
 } sk__subkernel;
 
 typedef struct sk__barrier_set {
@@ -84,6 +88,7 @@ typedef struct sk__plan {
   sk__barrier_t *barriers; /* n_barriers, 64-byte aligned */
   sk__barrier_set *barrier_sets;
   int n_barriers;
+  sk__barrier_t *sub_barriers; /* per sub-kernel, for ops with barriers */
   sk__wait_word *flags;    /* n_flags, 64-byte aligned */
   int32_t n_flags;
   uint32_t epoch;          /* launches so far */

@@ -88,6 +88,9 @@ char *sk__plan_format(const sk__plan *plan, const sk_program *p) {
           put(&t, "flush %s of %s block %lld", task->arg ? "outputs" : "inputs", sub_name(plan, p, task->sub),
               (long long)task->block);
           break;
+        case SK_TASK_COMPLEMENT:
+          put(&t, "complement %s's barrier x%lld (feed-sync-all)", sub_name(plan, p, task->sub), (long long)task->count);
+          break;
       }
       put(&t, "\n");
     }

@@ -253,6 +253,11 @@ static sk_status emit_tasks(scheduler *s) {
       if (st == SK_STATUS_OK && flush_after)
         st = push_task(s, c, (sk__task){.kind = SK_TASK_FLUSH, .arg = 1, .sub = (uint16_t)i, .block = b});
     }
+    /* feed-sync-all: the sub-kernel's idle cores join its barrier. */
+    for (int c = sub->core_first + (int)sub->n_blocks; sub->barriers_per_block && c < sub->core_first + sub->n_cores &&
+                                                        st == SK_STATUS_OK;
+         c++)
+      st = push_task(s, c, (sk__task){.kind = SK_TASK_COMPLEMENT, .sub = (uint16_t)i, .count = sub->barriers_per_block});
     int bar = s->barrier_after[i];
     if (bar >= 0) {
       const sk__barrier_set *set = &plan->barrier_sets[bar];

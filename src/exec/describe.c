@@ -1,0 +1,59 @@
+/* sk_program_describe: the run's steps in readable form (what `sk plan`
+ * prints). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "exec/program.h"
+#include "superkernel/plan.h"
+
+void sk_free(void *p) { free(p); }
+
+static bool append(char **buf, size_t *len, const char *piece) {
+  size_t n = strlen(piece);
+  char *grown = realloc(*buf, *len + n + 1);
+  if (!grown) return false;
+  memcpy(grown + *len, piece, n + 1);
+  *buf = grown;
+  *len += n;
+  return true;
+}
+
+static const char *executor_name(sk_executor e) {
+  switch (e) {
+    case SK_EXECUTOR_EAGER: return "eager";
+    case SK_EXECUTOR_REFERENCE: return "reference";
+    default: return "interpreted super kernels";
+  }
+}
+
+sk_status sk_program_describe(const sk_program *p, char **text_out) {
+  sk__clear_error();
+  if (!p || !text_out)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_describe: %s is NULL", !p ? "program" : "text_out");
+  char *buf = NULL, line[512];
+  size_t len = 0;
+  bool ok = true;
+  snprintf(line, sizeof line, "program: %zu steps, executor %s, planned for %d cores\n", p->n_steps,
+           executor_name(p->executor), p->tiled_cores);
+  ok = append(&buf, &len, line);
+  for (size_t s = 0; ok && s < p->n_steps; s++) {
+    if (p->steps[s].plan) {
+      char *plan = sk__plan_format(p->steps[s].plan, p);
+      ok = plan && append(&buf, &len, plan);
+      free(plan);
+    } else {
+      const sk__exec_node *n = &p->nodes[p->steps[s].node];
+      snprintf(line, sizeof line, "op %s (%s): own launch, %lld blocks\n", n->name, n->def->type,
+               (long long)n->tiling.n_blocks);
+      ok = append(&buf, &len, line);
+    }
+  }
+  if (!ok) {
+    free(buf);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_program_describe: out of memory");
+  }
+  *text_out = buf;
+  return SK_STATUS_OK;
+}
