@@ -31,6 +31,8 @@ typedef struct scheduler {
   int64_t *block_base;  /* per sub: first index into flag_used */
   int64_t *pending;     /* scratch: the current block's producer entries */
   size_t n_pending, cap_pending;
+  bool *waited;         /* per core x entry: the core already waited for it */
+  int64_t n_entries;
 } scheduler;
 
 static sk_status oom(const scheduler *s) {
@@ -100,7 +102,8 @@ static bool ordered(const scheduler *s, size_t pi, int pc, size_t ci, int cc) {
   return false;
 }
 
-static sk_status add_pending(scheduler *s, int64_t entry) {
+static sk_status add_pending(scheduler *s, int core, int64_t entry) {
+  if (s->waited[core * s->n_entries + entry]) return SK_STATUS_OK; /* flags only grow: once is enough */
   for (size_t i = 0; i < s->n_pending; i++)
     if (s->pending[i] == entry) return SK_STATUS_OK;
   if (s->n_pending == s->cap_pending) {
@@ -135,7 +138,7 @@ static sk_status block_dependencies(scheduler *s, size_t ci, int64_t cb, sk__spa
         const sk__span *w = &s->writes[pi][pb * (int64_t)px->io.n_out + (int64_t)o];
         bool overlap = w->begin < reads[i].end && reads[i].begin < w->end;
         if (overlap && !ordered(s, pi, sk__sub_core(&plan->subs[pi], pb), ci, cc))
-          SK_RETURN_IF_ERROR(add_pending(s, s->block_base[pi] + pb));
+          SK_RETURN_IF_ERROR(add_pending(s, cc, s->block_base[pi] + pb));
       }
       break;
     }
@@ -146,7 +149,7 @@ static sk_status block_dependencies(scheduler *s, size_t ci, int64_t cb, sk__spa
       if (plan->subs[pi].node != (size_t)ex->waits[w]) continue;
       for (int64_t pb = 0; pb < plan->subs[pi].n_blocks; pb++)
         if (!ordered(s, pi, sk__sub_core(&plan->subs[pi], pb), ci, cc))
-          SK_RETURN_IF_ERROR(add_pending(s, s->block_base[pi] + pb));
+          SK_RETURN_IF_ERROR(add_pending(s, cc, s->block_base[pi] + pb));
     }
   return SK_STATUS_OK;
 }
@@ -168,8 +171,10 @@ static sk_status footprints(scheduler *s) {
       sk__block_footprint(ex, b, reads, &s->writes[i][b * (int64_t)ex->io.n_out]);
     free(reads);
   }
+  s->n_entries = total;
   s->flag_used = calloc((size_t)(total ? total : 1), sizeof(bool));
-  return s->flag_used ? SK_STATUS_OK : oom(s);
+  s->waited = calloc((size_t)(total ? total : 1) * (size_t)plan->n_cores, sizeof(bool));
+  return s->flag_used && s->waited ? SK_STATUS_OK : oom(s);
 }
 
 /* Whether core c runs any block of sub-kernel s. */
@@ -240,6 +245,7 @@ static sk_status emit_tasks(scheduler *s) {
                            .count = (int64_t)s->n_pending};
           for (size_t k = 0; k < s->n_pending; k++) {
             s->flag_used[s->pending[k]] = true;
+            s->waited[c * s->n_entries + s->pending[k]] = true;
             s->deps[s->n_deps++] = (int32_t)s->pending[k];
           }
           st = push_task(s, c, wait);
@@ -333,6 +339,7 @@ sk_status sk__plan_schedule(sk__plan *plan, const sk_program *p) {
   free(s.block_base);
   free(s.cores);
   free(s.flag_used);
+  free(s.waited);
   free(s.pending);
   free(s.deps);
   return st;
