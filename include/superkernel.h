@@ -314,12 +314,18 @@ SK_API sk_status sk_options_render(const char *options, char *buf, size_t size, 
 typedef struct sk_program sk_program;
 
 /* How a compiled program runs. */
+/* How a compiled program runs. SK_EXECUTOR_DEFAULT takes $SK_EXECUTOR
+ * (eager, interp, jit or auto) when it is set, else auto. */
 typedef enum sk_executor {
-  SK_EXECUTOR_DEFAULT = 0, /* interpreted super kernels in this release */
+  SK_EXECUTOR_DEFAULT = 0,
   SK_EXECUTOR_EAGER,       /* super kernels off: every op its own launch */
   SK_EXECUTOR_REFERENCE,   /* every op's plain reference implementation, on
                             * the calling thread: slow, for checking results */
   SK_EXECUTOR_INTERP,      /* each scope one launch; cores walk task lists */
+  SK_EXECUTOR_JIT,         /* each scope's plan compiled to C by the system
+                            * compiler ($SK_CC or cc), cached, loaded; any
+                            * failure falls back to INTERP with a warning */
+  SK_EXECUTOR_AUTO,        /* JIT with fallback (the default) */
   SK_EXECUTOR_COUNT_
 } sk_executor;
 

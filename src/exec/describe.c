@@ -24,6 +24,8 @@ static const char *executor_name(sk_executor e) {
   switch (e) {
     case SK_EXECUTOR_EAGER: return "eager";
     case SK_EXECUTOR_REFERENCE: return "reference";
+    case SK_EXECUTOR_JIT: return "JIT super kernels";
+    case SK_EXECUTOR_AUTO: return "JIT super kernels with fallback";
     default: return "interpreted super kernels";
   }
 }

@@ -88,7 +88,7 @@ static sk_status fuse_scope(sk_program *p, size_t *cap, const sk__scope *sc, con
 
 sk_status sk__program_build_steps(sk_program *p, const sk_graph *g, const char *default_options) {
   size_t cap = 0;
-  bool fuse = p->executor == SK_EXECUTOR_INTERP;
+  bool fuse = p->executor == SK_EXECUTOR_INTERP || p->executor == SK_EXECUTOR_JIT || p->executor == SK_EXECUTOR_AUTO;
   size_t i = 0;
   while (i < p->n_nodes) {
     int scope = p->nodes[i].scope;
