@@ -308,6 +308,160 @@ SK_API sk_status sk_options_validate(const char *options);
 SK_API sk_status sk_options_render(const char *options, char *buf, size_t size, size_t *needed);
 
 /* ------------------------------------------------------------------------ */
+/* Custom kernels                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* A user-written kernel described by its metadata (the seed's "kernel binary
+ * + json meta"): entry function, kernel type, block count, workspace size,
+ * parameter count and flags. A registered kernel can be
+ *   - fused at run time with other kernels, without a graph
+ *     (sk_fused_kernel_create below), or
+ *   - used in a graph as an op whose type is the kernel's name, next to the
+ *     built-in ops, inside or outside super-kernel scopes.
+ * docs/custom_kernels.md has a walkthrough. */
+
+/* What a kernel's blocks exercise; the super kernel's type and the cores its
+ * blocks run on follow from it (docs/options.md, debug-aic-num / -aiv-num). */
+typedef enum sk_kernel_type {
+  SK_KERNEL_TYPE_VECTOR = 0, /* elementwise, reductions, quantization */
+  SK_KERNEL_TYPE_CUBE = 1,   /* matrix work */
+  SK_KERNEL_TYPE_MIX = 2     /* both */
+} sk_kernel_type;
+
+/* Opaque per-call context handed to a kernel's entry. */
+typedef struct sk_kernel_ctx sk_kernel_ctx;
+
+/* One block of a kernel.
+ *   args       the kernel's argument list, n_params entries: without a graph,
+ *              exactly the pointers the caller passed to the launch (tensor
+ *              data pointers, and pointers to scalars); in a graph, the input
+ *              data pointers, then the output data pointers.
+ *   block      this block's index, in [0, n_blocks).
+ *   n_blocks   the kernel's block_count.
+ *   workspace  workspace_bytes of 64-byte-aligned scratch owned by the core
+ *              running the block (shared by the blocks that core runs, so
+ *              nothing survives from one block to the next); NULL when 0.
+ *   ctx        for sk_kernel_barrier and sk_kernel_user.
+ * Blocks run concurrently on different cores; block b runs on core
+ * b % (its cores), so a block must only write what no other block touches
+ * (unless it separates the two with sk_kernel_barrier). */
+typedef void (*sk_kernel_fn)(void *const *args, int64_t block, int64_t n_blocks, void *workspace,
+                             sk_kernel_ctx *ctx);
+
+/* The team barrier of a kernel declared with barriers_per_block > 0: returns
+ * once every block of this launch has called it (as often), and every write
+ * made before any block's call is visible after every return. Each block
+ * must call it exactly barriers_per_block times. Such a kernel's blocks run
+ * at once, one per core, so block_count must not exceed the team size; with
+ * fewer blocks than cores inside a super kernel the option feed-sync-all=1
+ * makes the idle cores join. In a kernel that declared no barriers the call
+ * returns at once. */
+SK_API void sk_kernel_barrier(sk_kernel_ctx *ctx);
+
+/* The descriptor's user pointer (the same for every block and launch). */
+SK_API void *sk_kernel_user(const sk_kernel_ctx *ctx);
+
+/* In a graph: dtype, rank and shape (shape_out needs SK_MAX_RANK entries)
+ * of argument i, an input or output tensor of the node, so one kernel can
+ * serve any shape its infer accepts. Any out-pointer may be NULL. Without a
+ * graph the library knows no shapes (the arguments are the caller's), and
+ * the call returns SK_STATUS_NOT_FOUND, as for i out of range. */
+SK_API sk_status sk_kernel_arg_info(const sk_kernel_ctx *ctx, int i, sk_dtype *dtype_out, int *rank_out,
+                                    int64_t *shape_out);
+
+/* Limits of sk_kernel_desc: parameters of one kernel, outputs its infer may
+ * declare, and registered kernels per process. */
+#define SK_KERNEL_MAX_PARAMS 256
+#define SK_KERNEL_MAX_OUTPUTS 16
+#define SK_KERNEL_MAX_COUNT 256
+
+typedef struct sk_kernel_desc {
+  /* sizeof(sk_kernel_desc); lets the struct grow without new entry points.
+   * A size that ends before `infer` is accepted (no infer, no user). */
+  size_t struct_size;
+  /* Unique among kernels and ops (letters, digits, '_', '-', '.'; at most
+   * 63 characters); the op type in graphs and in option lists such as
+   * dcci-after-kernel-end. Copied. */
+  const char *name;
+  /* The block function; never NULL. */
+  sk_kernel_fn entry;
+  /* VECTOR, CUBE or MIX. */
+  sk_kernel_type type;
+  /* Blocks per launch, 1 .. 1048576. */
+  int64_t block_count;
+  /* Scratch per core, handed to every block as `workspace`; 0 for none. */
+  size_t workspace_bytes;
+  /* Length of the argument list, 0 .. SK_KERNEL_MAX_PARAMS. In a graph it
+   * must equal inputs + outputs of the node. */
+  int n_params;
+  /* How often each block calls sk_kernel_barrier; 0: never (the usual). */
+  int barriers_per_block;
+  /* 1: the kernel must not join a super kernel; it then runs as its own
+   * launch, and the option strict-scope-check decides what happens to the
+   * rest (unset: the kernels around it are fused in runs; abort: an error
+   * naming it; bypass: nothing is fused, with a warning). 0: fusable. */
+  int unfusable;
+  /* For graphs: the node's outputs from its inputs (input i has dtype
+   * in_dtypes[i], rank in_ranks[i], shape in_shapes[i][0..rank)). Writes
+   * each output's dtype, rank and shape (out_shapes[o][0..rank)) and *n_out;
+   * *n_out holds the room (SK_KERNEL_MAX_OUTPUTS) on entry. Returns
+   * SK_STATUS_OK, or any other status to reject the inputs (the graph then
+   * reports the kernel and the inputs it was given). NULL: one output with
+   * input 0's dtype and shape. Not used without a graph. */
+  sk_status (*infer)(const sk_dtype *in_dtypes, const int *in_ranks, const int64_t *const *in_shapes,
+                     size_t n_in, sk_dtype *out_dtypes, int *out_ranks, int64_t (*out_shapes)[SK_MAX_RANK],
+                     size_t *n_out, void *user);
+  /* Handed to infer, and to every block through sk_kernel_user. */
+  void *user;
+} sk_kernel_desc;
+
+/* A registered kernel. */
+typedef struct sk_kernel sk_kernel;
+
+/* Registers a kernel after checking every field of desc (errors name the
+ * kernel and the field). *kernel_out stays valid until the process exits;
+ * there is no unregister, because graphs and programs refer to the kernel
+ * by name. At most SK_KERNEL_MAX_COUNT kernels per process. */
+SK_API sk_status sk_kernel_register(const sk_kernel_desc *desc, sk_kernel **kernel_out);
+
+/* ---- Runtime-only fusion --------------------------------------------------
+ * Kernels fused without a graph: each launch runs kernels[0], then
+ * kernels[1], ... as one super kernel on the team. The library does not know
+ * which memory a kernel reads or writes, so kernel i+1 starts only after
+ * every block of kernel i: a barrier separates consecutive kernels, as with
+ * early-start=0 (which is forced; a different early-start is ignored with an
+ * info message). Every other option applies as in a graph scope:
+ * feed-sync-all (kernels with barriers and fewer blocks than cores),
+ * debug-aic-num / debug-aiv-num, debug-sync-all, preload-code,
+ * strict-scope-check (unfusable kernels), compile-options (the JIT's; fused
+ * kernels are interpreted for now, so it is checked and kept, not used). */
+typedef struct sk_fused_kernel sk_fused_kernel;
+
+/* Plans kernels[0..n) (n >= 1; a kernel may appear more than once) for team
+ * (NULL: run on the calling thread) under options ("key=value:...", NULL or
+ * "" for the defaults). Fails naming the kernel or option at fault: an
+ * illegal option, a kernel with barriers and more blocks than cores, or
+ * with fewer blocks than cores without feed-sync-all=1, an unfusable kernel
+ * under strict-scope-check=abort. The team must outlive the fused kernel. */
+SK_API sk_status sk_fused_kernel_create(sk_kernel *const *kernels, size_t n, const char *options, sk_team *team,
+                                        sk_fused_kernel **out);
+
+/* Runs the fused kernel once and returns when every block is done. args[i]
+ * is kernel i's argument list (kernels[i]'s n_params pointers, passed to
+ * every block of it unchanged; may be NULL when n_params is 0). Launches of
+ * one fused kernel are serialized. Calling it from inside a kernel block is
+ * refused (SK_STATUS_INVALID_STATE). */
+SK_API sk_status sk_fused_kernel_launch(sk_fused_kernel *fk, void *const *const *args);
+
+/* The plan in readable form: a summary line, then the super kernel(s) as
+ * sk_program_describe prints them (type, options, sub-kernels with their
+ * cores, every core's task list). *text_out is allocated; sk_free it. */
+SK_API sk_status sk_fused_kernel_describe(const sk_fused_kernel *fk, char **text_out);
+
+/* Frees the fused kernel (not its kernels). NULL is accepted. */
+SK_API void sk_fused_kernel_destroy(sk_fused_kernel *fk);
+
+/* ------------------------------------------------------------------------ */
 /* Compiling and running                                                     */
 /* ------------------------------------------------------------------------ */
 
@@ -338,6 +492,11 @@ typedef struct sk_compile_config {
   sk_executor executor;
   /* Options for scopes that give none (NULL = the built-in defaults). */
   const char *default_options;
+  /* 1: time every launch of every run (eager ops per op, super kernels as
+   * a whole, and an eager op's blocks per core) into the program's profile;
+   * per-sub-kernel detail inside a super kernel comes from its scope's
+   * option profiling=1. 0 (default): no timing at all. */
+  int profile;
 } sk_compile_config;
 
 /* Compiles a graph into a program. The graph may be destroyed afterwards.
@@ -366,6 +525,34 @@ SK_API sk_status sk_program_run(sk_program *program, sk_team *team,
 SK_API sk_status sk_program_describe(const sk_program *program, char **text_out);
 /* Releases memory the library handed out (sk_program_describe's text). */
 SK_API void sk_free(void *p);
+
+/* The C source the JIT generates for a scope's super kernel (the first one
+ * when strict-scope-check split the scope into parts "scope.0", ...; scope
+ * NULL = the program's first super kernel), as it is compiled, whatever
+ * executor the program uses. *source_out is allocated; release it with
+ * sk_free. SK_STATUS_NOT_FOUND when there is no such super kernel. */
+SK_API sk_status sk_program_jit_source(const sk_program *program, const char *scope, char **source_out);
+
+/* The JIT cache directory ($SK_CACHE_DIR, else $XDG_CACHE_HOME/superkernel,
+ * else ~/.cache/superkernel) into buf (size bytes), created 0700 if missing.
+ * Fails, naming the directory and why, when it is unsafe to load code from
+ * (a symlink, not ours, writable by group or others). Entries are
+ * <key>.so (the object) and <key>.c (its source). */
+SK_API sk_status sk_jit_cache_path(char *buf, size_t size);
+/* Deletes every cache entry (and temporaries left by interrupted compiles);
+ * *removed (may be NULL) gets the number of files deleted. Programs that
+ * already loaded an object keep it. */
+SK_API sk_status sk_jit_cache_clear(size_t *removed);
+
+/* Writes the profile collected over the runs so far: dir/op_statistic.csv
+ * (columns OP Type, Core Type, Count, Total/Min/Avg/Max Time(us), Ratio(%),
+ * one row per op type, fused scopes as OP Type SuperKernel; needs
+ * cfg.profile) and dir/trace.json (Chrome Trace Event format: a track per
+ * core, a slice per sub-kernel block, wait and barrier, eager blocks and
+ * launches; opens in Perfetto). dir is created if missing. */
+SK_API sk_status sk_program_write_profile(sk_program *program, const char *dir);
+/* Forgets the records collected so far. */
+SK_API void sk_program_reset_profile(sk_program *program);
 
 /* Program introspection: graph inputs and outputs in declaration order. */
 SK_API size_t sk_program_num_inputs(const sk_program *program);

@@ -3,6 +3,7 @@
 # it is already there. Needs root (or sudo) only when something is missing.
 #   cmake, gcc, make        the build
 #   libopenblas-dev         the peer in bench/ (the library never links it)
+#   python3                 tests/check_trace.py parses trace.json with a real JSON parser
 set -euo pipefail
 
 need=()
@@ -10,6 +11,7 @@ command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v make >/dev/null 2>&1 || need+=(make)
 [ -f /usr/include/x86_64-linux-gnu/cblas.h ] || [ -f /usr/include/cblas.h ] || need+=(libopenblas-dev)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "install-deps: installing ${need[*]}"

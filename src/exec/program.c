@@ -7,7 +7,9 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "jit/jit.h"
 #include "runtime/barrier.h"
+#include "profile/profile.h"
 #include "superkernel/fuse.h"
 #include "superkernel/plan.h"
 
@@ -134,7 +136,11 @@ void sk_program_destroy(sk_program *p) {
     free(n->waits);
     sk__aligned_free(n->eager_barrier);
   }
-  for (size_t i = 0; i < p->n_steps; i++) sk__plan_destroy(p->steps[i].plan);
+  for (size_t i = 0; i < p->n_steps; i++) {
+    sk__jit_step_free(&p->steps[i]);
+    sk__plan_destroy(p->steps[i].plan);
+  }
+  sk__profile_destroy(p->profile);
   free(p->steps);
   for (size_t i = 0; i < p->n_inputs; i++) free(p->inputs[i].name);
   for (size_t i = 0; i < p->n_outputs; i++) free(p->outputs[i].name);
@@ -187,6 +193,8 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   sk_program *p = calloc(1, sizeof *p);
   if (!p) return fail_oom();
   p->executor = executor;
+  if (cfg && cfg->struct_size >= offsetof(sk_compile_config, profile) + sizeof(cfg->profile))
+    p->profile_launches = cfg->profile != 0;
   pthread_mutex_init(&p->run_lock, NULL);
   p->tiled_cores = cfg && cfg->team ? sk_team_num_cores(cfg->team) : 1;
   p->n_values = g->n_values;
@@ -206,6 +214,8 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
     sk_program_destroy(p);
     return st;
   }
+  /* Compile the super kernels; any that cannot be stay interpreted. */
+  if (p->executor == SK_EXECUTOR_JIT || p->executor == SK_EXECUTOR_AUTO) sk__program_jit(p);
   *program_out = p;
   return SK_STATUS_OK;
 }

@@ -39,11 +39,16 @@ typedef struct sk__exec_node {
 } sk__exec_node;
 
 struct sk__plan;
+struct sk__jit_step;
 
 /* What a run does, in order: one op's own launch, or one super kernel. */
 typedef struct sk__step {
   size_t node;             /* an eager step's node */
   struct sk__plan *plan;   /* a super kernel's plan, NULL for an eager step */
+  /* A super kernel the JIT compiled (src/jit/): its loaded entry and state;
+   * NULL when the plan is interpreted. */
+  void *jit_entry;
+  struct sk__jit_step *jit;
 } sk__step;
 
 typedef struct sk__io_binding {
@@ -69,6 +74,9 @@ struct sk_program {
   size_t n_steps;
   int tiled_cores;         /* team size the tiling was made for */
   sk_executor executor;    /* never SK_EXECUTOR_DEFAULT */
+  int profile_launches;    /* cfg.profile: time every launch */
+  bool profile_subkernels; /* some super kernel has profiling=1 */
+  struct sk__profile *profile; /* created at the first profiled run */
   pthread_mutex_t run_lock; /* one run at a time: the arena is shared */
 };
 

@@ -6,6 +6,9 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "exec/program.h"
+#include "jit/jit.h"
+#include "profile/profile.h"
+#include "profile/report.h"
 #include "superkernel/plan.h"
 
 /* Finds the buffer bound to each program input / output; every one must be
@@ -57,11 +60,46 @@ static sk_status ensure_workspaces(sk_program *p, int n_cores) {
 typedef struct launch_ctx {
   const sk__exec_node *node;
   void *const *workspaces;
+  sk__profile *profile; /* non-NULL: record every block */
+  int32_t step;
 } launch_ctx;
 
 static void run_block(void *arg, int64_t block, int core) {
   const launch_ctx *ctx = arg;
+  uint64_t t0 = ctx->profile ? sk__tsc() : 0;
   ctx->node->def->run_block(&ctx->node->io, block, ctx->workspaces ? ctx->workspaces[core] : NULL);
+  if (ctx->profile) sk__profile_add(ctx->profile, core, SK_PROF_BLOCK, ctx->step, 0, block, t0, sk__tsc());
+}
+
+/* The profile for a team of n_cores, created (or re-created, losing what a
+ * smaller team recorded) when profiling is on. */
+static sk_status ensure_profile(sk_program *p, int n_cores) {
+  if (!p->profile_launches && !p->profile_subkernels) return SK_STATUS_OK;
+  if (p->profile && p->profile->n_cores >= n_cores) return SK_STATUS_OK;
+  sk__profile_destroy(p->profile);
+  p->profile = sk__profile_create(n_cores);
+  if (!p->profile) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_program_run: out of memory for the profile");
+  return SK_STATUS_OK;
+}
+
+sk_status sk_program_write_profile(sk_program *p, const char *dir) {
+  sk__clear_error();
+  if (!p || !dir) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_write_profile: %s is NULL", !p ? "program" : "dir");
+  if (!p->profile)
+    return sk__fail(SK_STATUS_INVALID_STATE,
+                    "sk_program_write_profile: nothing recorded (compile with cfg.profile = 1, or a scope with "
+                    "profiling=1, and run the program)");
+  pthread_mutex_lock(&p->run_lock);
+  sk_status st = sk__profile_write(p->profile, p, dir);
+  pthread_mutex_unlock(&p->run_lock);
+  return st;
+}
+
+void sk_program_reset_profile(sk_program *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->run_lock);
+  if (p->profile) sk__profile_reset(p->profile);
+  pthread_mutex_unlock(&p->run_lock);
 }
 
 static void *value_data(const sk_program *p, sk_value v, void *const *in, void *const *out) {
@@ -76,6 +114,8 @@ static void *value_data(const sk_program *p, sk_value v, void *const *in, void *
 static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out) {
   int n_cores = team ? sk_team_num_cores(team) : 1;
   SK_RETURN_IF_ERROR(ensure_workspaces(p, n_cores));
+  SK_RETURN_IF_ERROR(ensure_profile(p, n_cores));
+  sk__profile *launches = p->profile_launches ? p->profile : NULL;
   /* Bind every node first: a super kernel runs several nodes in one launch. */
   for (size_t i = 0; i < p->n_nodes; i++) {
     sk__exec_node *n = &p->nodes[i];
@@ -83,8 +123,14 @@ static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out)
     for (size_t j = 0; j < n->io.n_out; j++) n->io.out[j].data = value_data(p, n->out_values[j], in, out);
   }
   for (size_t s = 0; s < p->n_steps; s++) {
+    uint64_t t0 = launches ? sk__tsc() : 0;
+    if (p->steps[s].jit) {
+      SK_RETURN_IF_ERROR(sk__jit_run(&p->steps[s], p, team));
+      continue;
+    }
     if (p->steps[s].plan) {
       SK_RETURN_IF_ERROR(sk__plan_run(p->steps[s].plan, p, team));
+      if (launches) sk__profile_add(launches, launches->n_cores, SK_PROF_LAUNCH, (int32_t)s, 0, 0, t0, sk__tsc());
       continue;
     }
     const sk__exec_node *n = &p->nodes[p->steps[s].node];
@@ -96,12 +142,13 @@ static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out)
     if (n->eager_barrier && n->tiling.n_blocks > n_cores) /* its blocks must all run at once */
       return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s uses a team barrier over %lld blocks; run on %d cores",
                       n->name, (long long)n->tiling.n_blocks, n_cores);
-    launch_ctx ctx = {n, p->workspaces};
+    launch_ctx ctx = {n, p->workspaces, launches, (int32_t)s};
     if (team) {
       SK_RETURN_IF_ERROR(sk_team_launch(team, run_block, &ctx, n->tiling.n_blocks));
     } else {
       for (int64_t b = 0; b < n->tiling.n_blocks; b++) run_block(&ctx, b, 0);
     }
+    if (launches) sk__profile_add(launches, launches->n_cores, SK_PROF_LAUNCH, (int32_t)s, 0, 0, t0, sk__tsc());
   }
   /* Outputs not computed in place (program.h) are copied now. */
   for (size_t j = 0; j < p->n_outputs; j++) {

@@ -45,7 +45,11 @@ static sk_status push_plan(sk_program *p, size_t *cap, size_t begin, size_t end,
   if (n) {
     sk__plan *plan = NULL;
     st = sk__plan_build(p, nodes, n, name, options, p->tiled_cores, &plan);
-    if (st == SK_STATUS_OK) st = push_step(p, cap, (sk__step){.plan = plan});
+    if (st == SK_STATUS_OK) {
+      plan->step = (int32_t)p->n_steps;
+      if (plan->options.profiling) p->profile_subkernels = true;
+      st = push_step(p, cap, (sk__step){.plan = plan});
+    }
   }
   free(nodes);
   return st;

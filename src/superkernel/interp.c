@@ -3,12 +3,14 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "profile/profile.h"
 #include "superkernel/plan_build.h"
 
 typedef struct interp_ctx {
   sk__plan *plan;
   const sk_program *p;
   uint32_t epoch;
+  sk__profile *profile; /* non-NULL when the scope has profiling=1 */
 } interp_ctx;
 
 /* Prefetches up to `budget` bytes of [data + span) into cache. */
@@ -31,15 +33,8 @@ static void preload(const interp_ctx *ctx, size_t sub, int core) {
   size_t budget = ctx->plan->preload_bytes;
   for (int64_t b = core - s->core_first; b < s->n_blocks && budget; b += s->n_cores) {
     sk__block_footprint(ex, b, reads, writes);
-    for (size_t i = 0; i < ex->n_in_tensors && budget; i++) {
-      sk_value root = ctx->p->root[ex->in_values[i]];
-      bool inside = false;
-      for (size_t k = 0; k < ctx->plan->n_subs && !inside; k++) {
-        const sk__exec_node *px = &ctx->p->nodes[ctx->plan->subs[k].node];
-        for (size_t o = 0; o < px->io.n_out && !inside; o++) inside = ctx->p->root[px->out_values[o]] == root;
-      }
-      if (!inside) budget -= prefetch_span(ex->in_tensors[i].data, reads[i], budget);
-    }
+    for (size_t i = 0; i < ex->n_in_tensors && budget; i++)
+      if (s->external[i]) budget -= prefetch_span(ex->in_tensors[i].data, reads[i], budget);
   }
 }
 
@@ -67,6 +62,7 @@ static void core_main(void *arg, int64_t block, int core) {
   void *workspace = ctx->p->workspaces ? ctx->p->workspaces[core] : NULL;
   for (size_t t = plan->core_begin[core]; t < plan->core_begin[core + 1]; t++) {
     const sk__task *task = &plan->tasks[t];
+    uint64_t t0 = ctx->profile ? sk__tsc() : 0; /* the one branch profiling costs when off */
     switch (task->kind) {
       case SK_TASK_RUN: {
         const sk__exec_node *ex = &ctx->p->nodes[plan->subs[task->sub].node];
@@ -87,6 +83,11 @@ static void core_main(void *arg, int64_t block, int core) {
         for (int64_t k = 0; k < task->count; k++) sk__barrier_wait(&plan->sub_barriers[task->sub]);
         break;
     }
+    if (ctx->profile && (task->kind == SK_TASK_RUN || task->kind == SK_TASK_WAIT || task->kind == SK_TASK_BARRIER ||
+                         task->kind == SK_TASK_COMPLEMENT)) {
+      sk__prof_kind kind = task->kind == SK_TASK_RUN ? SK_PROF_RUN : task->kind == SK_TASK_WAIT ? SK_PROF_WAIT : SK_PROF_BARRIER;
+      sk__profile_add(ctx->profile, core, kind, plan->step, task->sub, task->block, t0, sk__tsc());
+    }
   }
 }
 
@@ -96,7 +97,7 @@ sk_status sk__plan_run(sk__plan *plan, const sk_program *p, sk_team *team) {
     return sk__fail(SK_STATUS_INVALID_ARGUMENT,
                     "super kernel '%s' was planned for a team of %d cores, run on %d (compile with that team)",
                     plan->name, plan->n_cores, n_cores);
-  interp_ctx ctx = {plan, p, ++plan->epoch};
+  interp_ctx ctx = {plan, p, ++plan->epoch, plan->options.profiling ? p->profile : NULL};
   if (!team) {
     core_main(&ctx, 0, 0);
     return SK_STATUS_OK;

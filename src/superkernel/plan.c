@@ -38,6 +38,7 @@ void sk__plan_destroy(sk__plan *plan) {
   if (!plan) return;
   free(plan->name);
   sk__options_free(&plan->options);
+  for (size_t i = 0; plan->subs && i < plan->n_subs; i++) free(plan->subs[i].external);
   free(plan->subs);
   free(plan->tasks);
   free(plan->core_begin);
@@ -47,6 +48,49 @@ void sk__plan_destroy(sk__plan *plan) {
   free(plan->barrier_sets);
   sk__aligned_free(plan->flags);
   free(plan);
+}
+
+/* A sub-kernel running on fewer cores than the program was tiled for (a
+ * stream chain, debug-aic-num / debug-aiv-num) is tiled again for its own
+ * core count, so its blocks spread evenly over the cores it has. The node
+ * belongs to this plan alone, so its tiling can change; the program's
+ * per-core workspace grows if the new tiles need more. */
+static sk_status retile(sk__plan *plan, sk_program *p, sk__subkernel *s) {
+  sk__exec_node *ex = &p->nodes[s->node];
+  if (s->n_cores == p->tiled_cores || ex->def->barriers_per_block > 0) return SK_STATUS_OK;
+  sk__tiling t = {0};
+  SK_RETURN_IF_ERROR(ex->def->tile(&ex->io, s->n_cores, &t));
+  if (t.n_blocks == 0) { /* cannot happen for a node that had blocks; keep the old tiling */
+    free(t.plan);
+    return SK_STATUS_OK;
+  }
+  free(ex->tiling.plan);
+  ex->tiling = t;
+  ex->io.plan = t.plan;
+  ex->io.n_blocks = t.n_blocks;
+  s->n_blocks = t.n_blocks;
+  if (t.workspace_bytes > p->workspace_bytes) p->workspace_bytes = t.workspace_bytes;
+  if (s->n_blocks > plan->block_dim) plan->block_dim = s->n_blocks;
+  return SK_STATUS_OK;
+}
+
+/* Which inputs of every sub-kernel come from outside the super kernel. */
+static sk_status mark_external_inputs(sk__plan *plan, const sk_program *p) {
+  for (size_t i = 0; i < plan->n_subs; i++) {
+    const sk__exec_node *ex = &p->nodes[plan->subs[i].node];
+    plan->subs[i].external = malloc((ex->n_in_tensors ? ex->n_in_tensors : 1) * sizeof(bool));
+    if (!plan->subs[i].external) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", plan->name);
+    for (size_t t = 0; t < ex->n_in_tensors; t++) {
+      sk_value root = p->root[ex->in_values[t]];
+      bool inside = false;
+      for (size_t k = 0; k < plan->n_subs && !inside; k++) {
+        const sk__exec_node *px = &p->nodes[plan->subs[k].node];
+        for (size_t o = 0; o < px->io.n_out && !inside; o++) inside = p->root[px->out_values[o]] == root;
+      }
+      plan->subs[i].external[t] = !inside;
+    }
+  }
+  return SK_STATUS_OK;
 }
 
 /* Step 1: sub-kernels, type, core sets. */
@@ -86,6 +130,7 @@ static sk_status plan_subkernels(sk__plan *plan, const sk_program *p, const size
     if (n_cores >= 2) plan->stream_fused = 1;
     else sk__log(SK_LOG_WARN, "scope '%s': stream-fusion=1 needs at least 2 cores; the streams run in graph order", plan->name);
   }
+  if (plan->stream_fused) plan->options.early_start = 0; /* as in the seed: stream fusion forces it off */
   int half = (n_cores + 1) / 2;
   for (size_t i = 0; i < plan->n_subs; i++) {
     sk__subkernel *s = &plan->subs[i];
@@ -97,6 +142,7 @@ static sk_status plan_subkernels(sk__plan *plan, const sk_program *p, const size
       s->core_first = 0;
       s->n_cores = s->kind == SK_KERNEL_CUBE ? plan->aic_cores : s->kind == SK_KERNEL_VECTOR ? plan->aiv_cores : n_cores;
     }
+    SK_RETURN_IF_ERROR(retile(plan, (sk_program *)p, s));
   }
   return SK_STATUS_OK;
 }
@@ -142,6 +188,7 @@ sk_status sk__plan_build(const sk_program *p, const size_t *nodes, size_t n, con
                             : sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", name);
   if (st == SK_STATUS_OK) st = plan_subkernels(plan, p, nodes, n);
   if (st == SK_STATUS_OK) st = plan_sub_barriers(plan, p);
+  if (st == SK_STATUS_OK) st = mark_external_inputs(plan, p);
   if (st == SK_STATUS_OK) st = sk__plan_schedule(plan, p);
   if (st != SK_STATUS_OK) {
     sk__plan_destroy(plan);

@@ -64,6 +64,8 @@ typedef struct sk__subkernel {
   int core_first, n_cores; /* its cores: [core_first, core_first + n_cores) */
   int chain;              /* stream chain under stream fusion, else 0 */
   int barriers_per_block; /* team barriers each block calls (the op's) */
+  bool *external;         /* per input tensor: produced outside this super
+                           * kernel (what PRELOAD may prefetch) */
 } sk__subkernel;
 
 typedef struct sk__barrier_set {
@@ -72,6 +74,7 @@ typedef struct sk__barrier_set {
 
 typedef struct sk__plan {
   char *name;              /* the scope's name (with a part suffix when split) */
+  int32_t step;            /* its step in the program (for profiles) */
   sk__options options;     /* effective options */
   sk__sk_type type;
   int n_cores;             /* team size planned for */

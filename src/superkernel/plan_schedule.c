@@ -76,6 +76,7 @@ static sk_status place_barriers(scheduler *s) {
     else if (plan->stream_fused) set = (sk__barrier_set){sub->core_first, sub->n_cores};
     else if (plan->type == SK_SK_MIX_AIC_1_0) set = (sk__barrier_set){0, plan->aic_cores};
     else if (plan->type == SK_SK_MIX_AIV_1_0) set = (sk__barrier_set){0, plan->aiv_cores};
+    if (set.n_cores <= 1) continue; /* one core is already in order with itself */
     s->barrier_after[i] = plan->n_barriers;
     plan->barrier_sets[plan->n_barriers++] = set;
   }
@@ -143,10 +144,19 @@ static sk_status block_dependencies(scheduler *s, size_t ci, int64_t cb, sk__spa
       break;
     }
   }
-  /* Event edges: every block of the recorded node. */
+  /* Event edges: every block of the recorded node (for a view, of the node
+   * that produced the data it views). */
   for (size_t w = 0; w < ex->n_waits; w++)
     for (size_t pi = 0; pi < ci; pi++) {
-      if (plan->subs[pi].node != (size_t)ex->waits[w]) continue;
+      size_t node = (size_t)ex->waits[w];
+      if (p->nodes[node].def->is_view) {
+        sk_value root = p->root[p->nodes[node].in_values[0]];
+        const sk__exec_node *px = &p->nodes[plan->subs[pi].node];
+        bool produces = false;
+        for (size_t o = 0; o < px->io.n_out && !produces; o++) produces = p->root[px->out_values[o]] == root;
+        if (produces) node = plan->subs[pi].node;
+      }
+      if (plan->subs[pi].node != node) continue;
       for (int64_t pb = 0; pb < plan->subs[pi].n_blocks; pb++)
         if (!ordered(s, pi, sk__sub_core(&plan->subs[pi], pb), ci, cc))
           SK_RETURN_IF_ERROR(add_pending(s, cc, s->block_base[pi] + pb));

@@ -1,0 +1,4 @@
+list(APPEND SK_SOURCES
+  profile/profile.c
+  profile/report.c
+)
