@@ -2,3 +2,9 @@
 add_test(NAME example01_super_kernel_base COMMAND example01_super_kernel_base)
 set_tests_properties(example01_super_kernel_base PROPERTIES
   PASS_REGULAR_EXPRESSION "execute sample success" TIMEOUT 120)
+add_test(NAME example04_super_kernel_dual_stream COMMAND example04_super_kernel_dual_stream)
+set_tests_properties(example04_super_kernel_dual_stream PROPERTIES
+  PASS_REGULAR_EXPRESSION "execute sample success" TIMEOUT 120)
+add_test(NAME example05_super_kernel_options COMMAND example05_super_kernel_options)
+set_tests_properties(example05_super_kernel_options PROPERTIES
+  PASS_REGULAR_EXPRESSION "execute sample success" TIMEOUT 120)
