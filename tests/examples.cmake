@@ -8,3 +8,7 @@ set_tests_properties(example04_super_kernel_dual_stream PROPERTIES
 add_test(NAME example05_super_kernel_options COMMAND example05_super_kernel_options)
 set_tests_properties(example05_super_kernel_options PROPERTIES
   PASS_REGULAR_EXPRESSION "execute sample success" TIMEOUT 120)
+add_test(NAME example02_super_kernel_profiling COMMAND example02_super_kernel_profiling
+         WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
+set_tests_properties(example02_super_kernel_profiling PROPERTIES
+  PASS_REGULAR_EXPRESSION "execute sample success" TIMEOUT 120)
