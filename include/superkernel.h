@@ -339,9 +339,10 @@ typedef struct sk_kernel_ctx sk_kernel_ctx;
  *   block      this block's index, in [0, n_blocks).
  *   n_blocks   the kernel's block_count.
  *   workspace  workspace_bytes of 64-byte-aligned scratch owned by the core
- *              running the block (shared by the blocks that core runs, so
- *              nothing survives from one block to the next); NULL when 0.
- *   ctx        for sk_kernel_barrier and sk_kernel_user.
+ *              running the block; the blocks a core runs use it one after
+ *              another, so a block must not expect what an earlier one left
+ *              there. NULL when workspace_bytes is 0.
+ *   ctx        for sk_kernel_barrier, sk_kernel_user, sk_kernel_arg_info.
  * Blocks run concurrently on different cores; block b runs on core
  * b % (its cores), so a block must only write what no other block touches
  * (unless it separates the two with sk_kernel_barrier). */
@@ -432,9 +433,14 @@ SK_API sk_status sk_kernel_register(const sk_kernel_desc *desc, sk_kernel **kern
  * early-start=0 (which is forced; a different early-start is ignored with an
  * info message). Every other option applies as in a graph scope:
  * feed-sync-all (kernels with barriers and fewer blocks than cores),
- * debug-aic-num / debug-aiv-num, debug-sync-all, preload-code,
- * strict-scope-check (unfusable kernels), compile-options (the JIT's; fused
- * kernels are interpreted for now, so it is checked and kept, not used). */
+ * debug-aic-num / debug-aiv-num, debug-sync-all, preload-code, dcci (by
+ * kernel name; there are no tensors, so nothing to flush), split-mode,
+ * func-align and compile-options (the JIT's), strict-scope-check (unfusable
+ * kernels). profiling=1 is accepted but records nothing yet.
+ * The executor follows $SK_EXECUTOR as SK_EXECUTOR_DEFAULT does for
+ * sk_compile: auto or jit (the default) compiles each super kernel with the
+ * JIT when it is created (any failure: interpreted, with a warning), interp
+ * interprets it, eager launches every kernel on its own. */
 typedef struct sk_fused_kernel sk_fused_kernel;
 
 /* Plans kernels[0..n) (n >= 1; a kernel may appear more than once) for team
@@ -448,9 +454,10 @@ SK_API sk_status sk_fused_kernel_create(sk_kernel *const *kernels, size_t n, con
 
 /* Runs the fused kernel once and returns when every block is done. args[i]
  * is kernel i's argument list (kernels[i]'s n_params pointers, passed to
- * every block of it unchanged; may be NULL when n_params is 0). Launches of
- * one fused kernel are serialized. Calling it from inside a kernel block is
- * refused (SK_STATUS_INVALID_STATE). */
+ * every block of it unchanged; may be NULL when n_params is 0; args itself
+ * may be NULL when every kernel takes none). The pointers are read during
+ * the launch only. Launches of one fused kernel are serialized; a launch on
+ * a team from inside a kernel block is refused (SK_STATUS_INVALID_STATE). */
 SK_API sk_status sk_fused_kernel_launch(sk_fused_kernel *fk, void *const *const *args);
 
 /* The plan in readable form: a summary line, then the super kernel(s) as
@@ -528,9 +535,10 @@ SK_API void sk_free(void *p);
 
 /* The C source the JIT generates for a scope's super kernel (the first one
  * when strict-scope-check split the scope into parts "scope.0", ...; scope
- * NULL = the program's first super kernel), as it is compiled, whatever
- * executor the program uses. *source_out is allocated; release it with
- * sk_free. SK_STATUS_NOT_FOUND when there is no such super kernel. */
+ * NULL = the program's first super kernel), whatever executor the program
+ * uses: a comment naming the scope's nodes, then the text exactly as it is
+ * compiled and cached. *source_out is allocated; release it with sk_free.
+ * SK_STATUS_NOT_FOUND when there is no such super kernel. */
 SK_API sk_status sk_program_jit_source(const sk_program *program, const char *scope, char **source_out);
 
 /* The JIT cache directory ($SK_CACHE_DIR, else $XDG_CACHE_HOME/superkernel,

@@ -12,3 +12,6 @@ add_test(NAME example02_super_kernel_profiling COMMAND example02_super_kernel_pr
          WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
 set_tests_properties(example02_super_kernel_profiling PROPERTIES
   PASS_REGULAR_EXPRESSION "execute sample success" TIMEOUT 120)
+add_test(NAME example03_super_kernel_runtime_only COMMAND example03_super_kernel_runtime_only)
+set_tests_properties(example03_super_kernel_runtime_only PROPERTIES
+  PASS_REGULAR_EXPRESSION "execute sample success" TIMEOUT 120)

@@ -124,12 +124,9 @@ static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out)
   }
   for (size_t s = 0; s < p->n_steps; s++) {
     uint64_t t0 = launches ? sk__tsc() : 0;
-    if (p->steps[s].jit) {
-      SK_RETURN_IF_ERROR(sk__jit_run(&p->steps[s], p, team));
-      continue;
-    }
-    if (p->steps[s].plan) {
-      SK_RETURN_IF_ERROR(sk__plan_run(p->steps[s].plan, p, team));
+    if (p->steps[s].plan) { /* a super kernel: JIT-compiled, else interpreted */
+      if (p->steps[s].jit) SK_RETURN_IF_ERROR(sk__jit_run(&p->steps[s], p, team));
+      else SK_RETURN_IF_ERROR(sk__plan_run(p->steps[s].plan, p, team));
       if (launches) sk__profile_add(launches, launches->n_cores, SK_PROF_LAUNCH, (int32_t)s, 0, 0, t0, sk__tsc());
       continue;
     }

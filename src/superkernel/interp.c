@@ -25,12 +25,12 @@ static size_t prefetch_span(const void *data, sk__span span, size_t budget) {
 
 /* PRELOAD: the read-only operands (inputs not produced inside this super
  * kernel) of the core's blocks of sub-kernel `sub`. */
-static void preload(const interp_ctx *ctx, size_t sub, int core) {
-  const sk__subkernel *s = &ctx->plan->subs[sub];
-  const sk__exec_node *ex = &ctx->p->nodes[s->node];
+void sk__plan_preload(const sk__plan *plan, const sk_program *p, size_t sub, int core) {
+  const sk__subkernel *s = &plan->subs[sub];
+  const sk__exec_node *ex = &p->nodes[s->node];
   sk__span reads[64], writes[64];
   if (ex->n_in_tensors > 64 || ex->io.n_out > 64) return; /* a hint only: skip huge lists */
-  size_t budget = ctx->plan->preload_bytes;
+  size_t budget = plan->preload_bytes;
   for (int64_t b = core - s->core_first; b < s->n_blocks && budget; b += s->n_cores) {
     sk__block_footprint(ex, b, reads, writes);
     for (size_t i = 0; i < ex->n_in_tensors && budget; i++)
@@ -40,8 +40,8 @@ static void preload(const interp_ctx *ctx, size_t sub, int core) {
 
 /* FLUSH: clflush every line of a block's input or output spans, then a
  * fence, to reproduce cold-cache behaviour (the dcci options). */
-static void flush(const interp_ctx *ctx, size_t sub, int64_t block, int outputs) {
-  const sk__exec_node *ex = &ctx->p->nodes[ctx->plan->subs[sub].node];
+void sk__plan_flush(const sk__plan *plan, const sk_program *p, size_t sub, int64_t block, int outputs) {
+  const sk__exec_node *ex = &p->nodes[plan->subs[sub].node];
   sk__span reads[64], writes[64];
   if (ex->n_in_tensors > 64 || ex->io.n_out > 64) return;
   sk__block_footprint(ex, block, reads, writes);
@@ -77,8 +77,8 @@ static void core_main(void *arg, int64_t block, int core) {
         for (int64_t d = 0; d < task->count; d++) sk__wait_until_equal(&plan->flags[plan->deps[task->block + d]], ctx->epoch);
         break;
       case SK_TASK_BARRIER: sk__barrier_wait(&plan->barriers[task->flag]); break;
-      case SK_TASK_PRELOAD: preload(ctx, task->sub, core); break;
-      case SK_TASK_FLUSH: flush(ctx, task->sub, task->block, task->arg); break;
+      case SK_TASK_PRELOAD: sk__plan_preload(plan, ctx->p, task->sub, core); break;
+      case SK_TASK_FLUSH: sk__plan_flush(plan, ctx->p, task->sub, task->block, task->arg); break;
       case SK_TASK_COMPLEMENT:
         for (int64_t k = 0; k < task->count; k++) sk__barrier_wait(&plan->sub_barriers[task->sub]);
         break;

@@ -11,6 +11,12 @@ sk_status sk__plan_schedule(sk__plan *plan, const sk_program *p);
  * writes (n_out spans), whole tensors where the op says nothing. */
 void sk__block_footprint(const sk__exec_node *ex, int64_t block, sk__span *reads, sk__span *writes);
 
+/* PRELOAD and FLUSH tasks (interp.c; the JIT calls them too): prefetch
+ * the read-only operands of core's blocks of sub, capped at
+ * plan->preload_bytes; clflush a block's input (outputs 0) or output spans. */
+void sk__plan_preload(const sk__plan *plan, const sk_program *p, size_t sub, int core);
+void sk__plan_flush(const sk__plan *plan, const sk_program *p, size_t sub, int64_t block, int outputs);
+
 /* Core that runs block b of sub-kernel s. */
 static inline int sk__sub_core(const sk__subkernel *s, int64_t b) {
   return s->core_first + (int)(b % s->n_cores);

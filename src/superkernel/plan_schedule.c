@@ -171,7 +171,7 @@ static sk_status footprints(scheduler *s) {
     s->block_base[i] = total;
     total += plan->subs[i].n_blocks;
     const sk__exec_node *ex = &s->p->nodes[plan->subs[i].node];
-    s->writes[i] = malloc((size_t)plan->subs[i].n_blocks * ex->io.n_out * sizeof(sk__span));
+    s->writes[i] = malloc(((size_t)plan->subs[i].n_blocks * ex->io.n_out + 1) * sizeof(sk__span));
     sk__span *reads = malloc((ex->n_in_tensors + 1) * sizeof(sk__span));
     if (!s->writes[i] || !reads) {
       free(reads);

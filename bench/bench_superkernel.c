@@ -1,0 +1,167 @@
+/* bench_superkernel — super kernels on vs off on the benchmark scenarios.
+ *
+ * For each scenario of shared/spec/models.md (seed T=256, decode T=16,
+ * prefill T=4096), compiles the model four times: super kernels off (eager:
+ * every op its own launch) and on (interpreted: each scope one launch), each
+ * for a team of 1 core and a team of every core. All four are timed in one
+ * run, interleaved in rounds of BATCH consecutive reps each (the first round
+ * warms up), so machine noise hits them alike while each mode runs as it
+ * would in a steady loop; the outputs of the four are checked bitwise equal
+ * once after the warm-up. Prints the medians, the fused/eager ratio and the
+ * time fusion saves per run.
+ *
+ *   bench_superkernel [--reps N] [scenario ...]      (default: seed decode prefill)
+ *
+ * prefill runs max(N/10, 5) reps (each is tens of milliseconds).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "models.h"
+#include "superkernel.h"
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#define CHECK(call)                                                                    \
+  do {                                                                                 \
+    sk_status st_ = (call);                                                            \
+    if (st_ != SK_STATUS_OK) {                                                         \
+      fprintf(stderr, "%s: %s: %s\n", #call, sk_status_string(st_), sk_last_error()); \
+      exit(1);                                                                         \
+    }                                                                                  \
+  } while (0)
+
+enum { EAGER_1, FUSED_1, EAGER_N, FUSED_N, N_MODES };
+static const char *const mode_names[N_MODES] = {"eager 1 core", "fused 1 core", "eager all cores", "fused all cores"};
+
+/* Runs one scenario; returns false when the modes' outputs differ. */
+static bool bench_scenario(const char *name, int reps, sk_team *one, sk_team *all) {
+  char msg[1024];
+  skm_model_info info;
+  sk_graph *g;
+  if (skm_build(name, NULL, &g, &info, msg, sizeof msg) != SK_STATUS_OK) {
+    fprintf(stderr, "%s\n", msg);
+    exit(1);
+  }
+  sk_program *p[N_MODES];
+  skm_io io[N_MODES];
+  for (int m = 0; m < N_MODES; m++) {
+    sk_compile_config cfg = {.struct_size = sizeof cfg,
+                             .team = m < EAGER_N ? one : all,
+                             .executor = m % 2 == 0 ? SK_EXECUTOR_EAGER : SK_EXECUTOR_INTERP};
+    CHECK(sk_compile(g, &cfg, &p[m]));
+    if (skm_io_alloc(p[m], &io[m], msg, sizeof msg) != SK_STATUS_OK) {
+      fprintf(stderr, "%s\n", msg);
+      exit(1);
+    }
+    skm_fill_inputs(&io[m], SKM_DEFAULT_SEED);
+  }
+  sk_graph_destroy(g);
+
+  double *t[N_MODES];
+  for (int m = 0; m < N_MODES; m++) t[m] = malloc(sizeof(double) * (size_t)reps);
+  enum { BATCH = 10 };
+  bool same = true;
+  for (int r0 = -BATCH; r0 < reps; r0 += BATCH) { /* the first round warms up */
+    for (int m = 0; m < N_MODES; m++) {
+      sk_team *team = m < EAGER_N ? one : all;
+      for (int r = r0; r < r0 + BATCH && r < reps; r++) {
+        double a = now_us();
+        CHECK(sk_program_run(p[m], team, io[m].in_buffers, io[m].n_inputs, io[m].out_buffers, io[m].n_outputs));
+        double dt = now_us() - a;
+        if (r >= 0) t[m][r] = dt;
+      }
+    }
+    if (r0 == -BATCH) /* every mode has run: compare the outputs once */
+      for (int m = 1; m < N_MODES; m++)
+        for (size_t o = 0; o < io[0].n_outputs; o++)
+          if (memcmp(io[m].outputs[o].data, io[0].outputs[o].data, io[0].outputs[o].bytes) != 0) {
+            fprintf(stderr, "%s: output %s of %s DIFFERS from %s\n", name, io[0].outputs[o].name, mode_names[m],
+                    mode_names[0]);
+            same = false;
+          }
+  }
+  double med[N_MODES];
+  for (int m = 0; m < N_MODES; m++) med[m] = median(t[m], reps);
+  char shape[64];
+  skm_format_shape(io[0].outputs[0].rank, io[0].outputs[0].shape, shape, sizeof shape);
+  for (int k = 0; k < 2; k++) {
+    int e = k ? EAGER_N : EAGER_1, f = k ? FUSED_N : FUSED_1;
+    printf("%-8s %5lld %-13s %5d %6d %11.1f %11.1f %11.3f %10.1f  %s\n", name, (long long)info.t, shape,
+           sk_team_num_cores(k ? all : one), reps, med[e], med[f], med[f] / med[e], med[e] - med[f],
+           same ? "bitwise equal" : "OUTPUTS DIFFER");
+  }
+  for (int m = 0; m < N_MODES; m++) {
+    free(t[m]);
+    skm_io_free(&io[m]);
+    sk_program_destroy(p[m]);
+  }
+  return same;
+}
+
+static int usage(const char *argv0) {
+  fprintf(stderr, "usage: %s [--reps N] [scenario ...]   (scenarios: seed decode prefill; models: %s)\n", argv0,
+          skm_model_list());
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  int reps = 200;
+  const char *names[16];
+  int n_names = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      char *end;
+      long v = strtol(argv[++i], &end, 10);
+      if (*end != '\0' || v < 1 || v > 1000000) return usage(argv[0]);
+      reps = (int)v;
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(argv[0]);
+      return 0;
+    } else if (skm_model_lookup(argv[i], NULL) && n_names < 16) {
+      names[n_names++] = argv[i];
+    } else {
+      fprintf(stderr, "%s: unknown scenario '%s'\n", argv[0], argv[i]);
+      return usage(argv[0]);
+    }
+  }
+  if (n_names == 0) {
+    names[0] = "seed", names[1] = "decode", names[2] = "prefill";
+    n_names = 3;
+  }
+  sk_team *one, *all;
+  sk_team_config c1 = {.struct_size = sizeof c1, .num_cores = 1};
+  CHECK(sk_team_create(&c1, &one));
+  CHECK(sk_team_create(NULL, &all));
+  printf("super kernels off (eager: every op its own launch) vs on (fused: each scope one interpreted launch)\n");
+  printf("medians of interleaved batches; ratio = fused/eager (< 1: fusion is faster); saved = eager - fused\n");
+  printf("%-8s %5s %-13s %5s %6s %11s %11s %11s %10s\n", "scenario", "T", "output", "cores", "reps", "eager us",
+         "fused us", "fused/eager", "saved us");
+  bool ok = true;
+  for (int i = 0; i < n_names; i++) {
+    int r = strcmp(names[i], "prefill") == 0 ? (reps / 10 > 5 ? reps / 10 : 5) : reps;
+    ok = bench_scenario(names[i], r, one, all) && ok;
+    fflush(stdout);
+  }
+  sk_team_destroy(one);
+  sk_team_destroy(all);
+  return ok ? 0 : 1;
+}

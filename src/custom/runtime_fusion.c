@@ -1,0 +1,367 @@
+/* Runtime-only fusion: kernels fused without a graph (superkernel.h,
+ * "Runtime-only fusion").
+ *
+ * The fused kernel owns a minimal internal sk_program: one exec node per
+ * kernel (its generated op definition, its tiling from the descriptor, no
+ * tensors, no storage) and the program's steps, built here the way
+ * superkernel/fuse.c builds a scope's: one super kernel planned by
+ * sk__plan_build, or, around unfusable kernels, runs of fusable ones plus
+ * own launches (strict-scope-check). A launch stores each kernel's argument
+ * list in its node's params (custom.h) and runs the steps; the interpreter
+ * and the planner see ordinary nodes.
+ *
+ * Nodes without tensors have no footprints, so the planner cannot see any
+ * data flow between kernels; early-start=0 is therefore forced, which puts a
+ * barrier between consecutive kernels (or with debug-sync-all, a full one).
+ *
+ * The executor follows $SK_EXECUTOR as sk_compile's default does: auto or
+ * jit (the default) compiles each super kernel with the program JIT
+ * (src/jit/, compile-options apply; a failure leaves it interpreted with a
+ * warning), interp interprets, eager gives every kernel its own launch. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "custom/custom.h"
+#include "exec/program.h"
+#include "jit/jit.h"
+#include "superkernel/plan.h"
+
+struct sk_fused_kernel {
+  char *name;              /* kernel names joined by '+' */
+  sk_program *p;           /* nodes: the kernels in order; steps */
+  sk__custom_params *params; /* per node: its kernel and the launch's args */
+  size_t n_kernels;
+  sk_team *team;
+  pthread_mutex_t lock;    /* one launch at a time: params are per launch */
+};
+
+static void *const no_args[1] = {NULL};
+
+static sk_status oom(void) { return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_fused_kernel_create: out of memory"); }
+
+/* Re-prefixes the planner's / parser's message with the entry point; the
+ * planner's "scope 'x'" is a fused kernel here. */
+static sk_status prefixed(sk_status st) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", sk_last_error());
+  bool scope = strncmp(msg, "scope '", 7) == 0;
+  return sk__fail(st, "sk_fused_kernel_create: %s%s", scope ? "fused kernel " : "", scope ? msg + 6 : msg);
+}
+
+static char *join_names(sk_kernel *const *kernels, size_t n) {
+  char buf[256];
+  size_t len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    const char *nm = kernels[i]->name;
+    if (len + strlen(nm) + 5 >= sizeof buf) {
+      snprintf(buf + len, sizeof buf - len, "+...");
+      break;
+    }
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? "+" : "", nm);
+  }
+  return sk__strdup(buf);
+}
+
+/* Node i of the internal program: kernel i, named after it ("pows", or
+ * "pows#2" for its second occurrence). */
+static sk_status prepare_node(sk_fused_kernel *fk, sk_kernel *const *kernels, size_t i, int n_cores) {
+  const sk_kernel *k = kernels[i];
+  sk__exec_node *node = &fk->p->nodes[i];
+  int occurrence = 1;
+  for (size_t j = 0; j < i; j++) occurrence += kernels[j] == k;
+  char name[80];
+  if (occurrence > 1) snprintf(name, sizeof name, "%s#%d", k->name, occurrence);
+  else snprintf(name, sizeof name, "%s", k->name);
+  node->def = &k->def;
+  node->name = sk__strdup(name);
+  if (!node->name) return oom();
+  fk->params[i] = (sk__custom_params){.kernel = k, .args = no_args};
+  node->io.params = &fk->params[i];
+  node->tiling = (sk__tiling){.n_blocks = k->desc.block_count, .workspace_bytes = sk__align_up(k->desc.workspace_bytes)};
+  node->io.n_blocks = k->desc.block_count;
+  if (node->tiling.workspace_bytes > fk->p->workspace_bytes) fk->p->workspace_bytes = node->tiling.workspace_bytes;
+  if (k->desc.barriers_per_block > 0) {
+    /* As program.c does: blocks that meet at a barrier run at once, one per
+     * core. The barrier serves the kernel's own launch; a super kernel
+     * replaces it with one over its cores. */
+    if (k->desc.block_count > n_cores)
+      return sk__fail(SK_STATUS_UNSUPPORTED,
+                      "sk_fused_kernel_create: kernel %s uses a team barrier but has %lld blocks for %d cores", name,
+                      (long long)k->desc.block_count, n_cores);
+    node->eager_barrier = sk__aligned_alloc(sizeof(sk__barrier_t));
+    if (!node->eager_barrier) return oom();
+    SK_RETURN_IF_ERROR(sk__barrier_init(node->eager_barrier, (int)k->desc.block_count));
+    node->io.barrier = node->eager_barrier;
+  }
+  return SK_STATUS_OK;
+}
+
+static sk_status push_step(sk_program *p, sk__step step) {
+  sk__step *grown = realloc(p->steps, (p->n_steps + 1) * sizeof *grown);
+  if (!grown) {
+    sk__plan_destroy(step.plan);
+    return oom();
+  }
+  p->steps = grown;
+  p->steps[p->n_steps++] = step;
+  return SK_STATUS_OK;
+}
+
+/* One super kernel over nodes [begin, end). */
+static sk_status push_plan(sk_program *p, size_t begin, size_t end, const char *name, const sk__options *o) {
+  size_t *nodes = malloc((end - begin) * sizeof *nodes);
+  if (!nodes) return oom();
+  for (size_t i = begin; i < end; i++) nodes[i - begin] = i;
+  sk__plan *plan = NULL;
+  sk_status st = sk__plan_build(p, nodes, end - begin, name, o, p->tiled_cores, &plan);
+  free(nodes);
+  if (st != SK_STATUS_OK) return prefixed(st);
+  plan->step = (int32_t)p->n_steps;
+  return push_step(p, (sk__step){.plan = plan});
+}
+
+/* The steps, with strict-scope-check as superkernel/fuse.c applies it. */
+static sk_status build_steps(sk_fused_kernel *fk, const sk__options *o) {
+  sk_program *p = fk->p;
+  if (p->executor == SK_EXECUTOR_EAGER) { /* super kernels off: the baseline */
+    for (size_t i = 0; i < p->n_nodes; i++) SK_RETURN_IF_ERROR(push_step(p, (sk__step){.node = i}));
+    return SK_STATUS_OK;
+  }
+  size_t first_unfusable = p->n_nodes;
+  for (size_t i = 0; i < p->n_nodes && first_unfusable == p->n_nodes; i++)
+    if (p->nodes[i].def->unfusable) first_unfusable = i;
+  if (first_unfusable == p->n_nodes) return push_plan(p, 0, p->n_nodes, fk->name, o);
+  const sk__exec_node *bad = &p->nodes[first_unfusable];
+  if (o->strict_scope_check == SK_STRICT_ABORT)
+    return sk__fail(SK_STATUS_UNSUPPORTED,
+                    "sk_fused_kernel_create: '%s': kernel %s is unfusable (strict-scope-check=abort)", fk->name,
+                    bad->name);
+  if (o->strict_scope_check == SK_STRICT_BYPASS) {
+    sk__log(SK_LOG_WARN, "fused kernel '%s': kernel %s is unfusable; every kernel runs as its own launch "
+            "(strict-scope-check=bypass)", fk->name, bad->name);
+    for (size_t i = 0; i < p->n_nodes; i++) SK_RETURN_IF_ERROR(push_step(p, (sk__step){.node = i}));
+    return SK_STATUS_OK;
+  }
+  int part = 0;
+  size_t run = 0;
+  for (size_t i = 0; i <= p->n_nodes; i++) {
+    if (i < p->n_nodes && !p->nodes[i].def->unfusable) continue;
+    if (i > run) {
+      char name[300];
+      snprintf(name, sizeof name, "%s.%d", fk->name, part++);
+      SK_RETURN_IF_ERROR(push_plan(p, run, i, name, o));
+    }
+    if (i < p->n_nodes) {
+      sk__log(SK_LOG_INFO, "fused kernel '%s': kernel %s is unfusable; it runs as its own launch", fk->name,
+              p->nodes[i].name);
+      SK_RETURN_IF_ERROR(push_step(p, (sk__step){.node = i}));
+    }
+    run = i + 1;
+  }
+  return SK_STATUS_OK;
+}
+
+static sk_status alloc_workspaces(sk_program *p, int n_cores) {
+  if (p->workspace_bytes == 0) return SK_STATUS_OK;
+  if (!(p->workspaces = calloc((size_t)n_cores, sizeof *p->workspaces))) return oom();
+  for (int c = 0; c < n_cores; c++) {
+    if (!(p->workspaces[c] = sk__aligned_alloc(p->workspace_bytes))) return oom();
+    p->n_workspaces = c + 1;
+  }
+  return SK_STATUS_OK;
+}
+
+/* $SK_EXECUTOR, as program.c reads it for SK_EXECUTOR_DEFAULT. */
+static sk_status executor_from_env(sk_executor *out) {
+  static const char *const names[] = {"eager", "interp", "jit", "auto"};
+  static const sk_executor values[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT, SK_EXECUTOR_AUTO};
+  const char *s = getenv("SK_EXECUTOR");
+  *out = SK_EXECUTOR_AUTO;
+  if (!s || !*s) return SK_STATUS_OK;
+  for (int i = 0; i < 4; i++)
+    if (strcmp(s, names[i]) == 0) {
+      *out = values[i];
+      return SK_STATUS_OK;
+    }
+  return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_create: SK_EXECUTOR=%s: expected eager, interp, jit or auto",
+                  s);
+}
+
+static sk_status parse_options(const char *options, sk__options *o) {
+  sk_status st = sk__options_parse(options, o);
+  if (st != SK_STATUS_OK) return prefixed(st);
+  if (o->early_start != 0 && (o->explicit_mask & (1u << SK_OPT_EARLY_START)))
+    sk__log(SK_LOG_INFO, "sk_fused_kernel_create: early-start=%d ignored: runtime-only fusion does not know the "
+            "kernels' data flow, so a barrier separates them (early-start=0)", o->early_start);
+  o->early_start = 0;
+  return SK_STATUS_OK;
+}
+
+void sk_fused_kernel_destroy(sk_fused_kernel *fk) {
+  if (!fk) return;
+  if (fk->p) {
+    /* The params are ours (one array), not the nodes'. */
+    for (size_t i = 0; i < fk->p->n_nodes; i++) fk->p->nodes[i].params = NULL;
+    sk_program_destroy(fk->p);
+  }
+  pthread_mutex_destroy(&fk->lock);
+  free(fk->params);
+  free(fk->name);
+  free(fk);
+}
+
+sk_status sk_fused_kernel_create(sk_kernel *const *kernels, size_t n, const char *options, sk_team *team,
+                                 sk_fused_kernel **out) {
+  sk__clear_error();
+  if (!out) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_create: out is NULL");
+  *out = NULL;
+  if (!kernels || n == 0)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_create: %s", !kernels ? "kernels is NULL" : "n is 0");
+  if (n > UINT16_MAX)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_create: n = %zu kernels (at most %d)", n, UINT16_MAX);
+  for (size_t i = 0; i < n; i++)
+    if (!kernels[i]) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_create: kernels[%zu] is NULL", i);
+  sk_executor executor;
+  SK_RETURN_IF_ERROR(executor_from_env(&executor));
+  sk__options o;
+  SK_RETURN_IF_ERROR(parse_options(options, &o));
+  int n_cores = team ? sk_team_num_cores(team) : 1;
+  sk_fused_kernel *fk = calloc(1, sizeof *fk);
+  sk_program *p = calloc(1, sizeof *p);
+  if (!fk || !p) {
+    free(fk);
+    free(p);
+    sk__options_free(&o);
+    return oom();
+  }
+  pthread_mutex_init(&fk->lock, NULL);
+  pthread_mutex_init(&p->run_lock, NULL);
+  fk->p = p;
+  fk->team = team;
+  fk->n_kernels = n;
+  p->executor = executor;
+  p->tiled_cores = n_cores;
+  fk->name = join_names(kernels, n);
+  fk->params = calloc(n, sizeof *fk->params);
+  p->nodes = calloc(n, sizeof *p->nodes);
+  sk_status st = fk->name && fk->params && p->nodes ? SK_STATUS_OK : oom();
+  for (size_t i = 0; st == SK_STATUS_OK && i < n; i++) {
+    p->n_nodes = i + 1;
+    st = prepare_node(fk, kernels, i, n_cores);
+  }
+  if (st == SK_STATUS_OK) st = build_steps(fk, &o);
+  if (st == SK_STATUS_OK) st = alloc_workspaces(p, n_cores);
+  sk__options_free(&o);
+  if (st == SK_STATUS_OK && (executor == SK_EXECUTOR_JIT || executor == SK_EXECUTOR_AUTO)) sk__program_jit(p);
+  if (st != SK_STATUS_OK) {
+    sk_fused_kernel_destroy(fk);
+    return st;
+  }
+  *out = fk;
+  return SK_STATUS_OK;
+}
+
+/* An unfusable kernel's own launch. */
+typedef struct own_launch {
+  const sk__exec_node *node;
+  void *const *workspaces;
+} own_launch;
+
+static void own_block(void *arg, int64_t block, int core) {
+  const own_launch *l = arg;
+  l->node->def->run_block(&l->node->io, block, l->workspaces ? l->workspaces[core] : NULL);
+}
+
+static sk_status run_steps(sk_fused_kernel *fk) {
+  sk_program *p = fk->p;
+  for (size_t s = 0; s < p->n_steps; s++) {
+    if (p->steps[s].jit) {
+      SK_RETURN_IF_ERROR(sk__jit_run(&p->steps[s], p, fk->team));
+      continue;
+    }
+    if (p->steps[s].plan) {
+      SK_RETURN_IF_ERROR(sk__plan_run(p->steps[s].plan, p, fk->team));
+      continue;
+    }
+    const sk__exec_node *node = &p->nodes[p->steps[s].node];
+    own_launch l = {node, p->workspaces};
+    if (fk->team) {
+      SK_RETURN_IF_ERROR(sk_team_launch(fk->team, own_block, &l, node->tiling.n_blocks));
+    } else {
+      for (int64_t b = 0; b < node->tiling.n_blocks; b++) own_block(&l, b, 0);
+    }
+  }
+  return SK_STATUS_OK;
+}
+
+sk_status sk_fused_kernel_launch(sk_fused_kernel *fk, void *const *const *args) {
+  sk__clear_error();
+  if (!fk) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_launch: fk is NULL");
+  for (size_t i = 0; i < fk->n_kernels; i++) {
+    const sk_kernel *k = fk->params[i].kernel;
+    if (k->desc.n_params > 0 && (!args || !args[i]))
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_launch: '%s': %s is NULL but kernel %s takes %d parameters",
+                      fk->name, !args ? "args" : "an argument list", fk->p->nodes[i].name, k->desc.n_params);
+  }
+  pthread_mutex_lock(&fk->lock);
+  for (size_t i = 0; i < fk->n_kernels; i++) fk->params[i].args = args && args[i] ? args[i] : no_args;
+  sk_status st = run_steps(fk);
+  pthread_mutex_unlock(&fk->lock);
+  return st;
+}
+
+static bool append(char **buf, size_t *len, const char *piece) {
+  size_t n = strlen(piece);
+  char *grown = realloc(*buf, *len + n + 1);
+  if (!grown) return false;
+  memcpy(grown + *len, piece, n + 1);
+  *buf = grown;
+  *len += n;
+  return true;
+}
+
+sk_status sk_fused_kernel_describe(const sk_fused_kernel *fk, char **text_out) {
+  sk__clear_error();
+  if (!fk || !text_out)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_describe: %s is NULL", !fk ? "fk" : "text_out");
+  *text_out = NULL;
+  const sk_program *p = fk->p;
+  char *buf = NULL, line[512];
+  size_t len = 0;
+  size_t n_plans = 0, n_jit = 0;
+  for (size_t s = 0; s < p->n_steps; s++) n_plans += p->steps[s].plan != NULL, n_jit += p->steps[s].jit != NULL;
+  const char *how = p->executor == SK_EXECUTOR_EAGER ? "eager (every kernel its own launch)"
+                  : n_plans == 0                     ? "no super kernel"
+                  : n_jit == n_plans                 ? "JIT-compiled"
+                  : n_jit == 0                       ? "interpreted"
+                                                     : "partly JIT-compiled, partly interpreted";
+  snprintf(line, sizeof line,
+           "fused kernel %s: %zu kernels in %zu step%s, %s, %d cores; runtime-only fusion: a barrier between "
+           "consecutive kernels\n",
+           fk->name, fk->n_kernels, p->n_steps, p->n_steps == 1 ? "" : "s", how, p->tiled_cores);
+  bool ok = append(&buf, &len, line);
+  for (size_t s = 0; ok && s < p->n_steps; s++) {
+    if (p->steps[s].plan) {
+      char *plan = sk__plan_format(p->steps[s].plan, p);
+      ok = plan && append(&buf, &len, plan);
+      free(plan);
+      if (ok && n_jit && n_jit < n_plans)
+        ok = append(&buf, &len, p->steps[s].jit ? "  (JIT-compiled)\n" : "  (interpreted)\n");
+    } else {
+      const sk__exec_node *node = &p->nodes[p->steps[s].node];
+      snprintf(line, sizeof line, "kernel %s: own launch, %lld blocks%s\n", node->name,
+               (long long)node->tiling.n_blocks, node->def->unfusable ? " (unfusable)" : "");
+      ok = append(&buf, &len, line);
+    }
+  }
+  if (!ok) {
+    free(buf);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_fused_kernel_describe: out of memory");
+  }
+  *text_out = buf;
+  return SK_STATUS_OK;
+}

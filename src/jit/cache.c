@@ -1,0 +1,333 @@
+/* The JIT cache: a directory of shared objects named by content hash, and
+ * the objects this process has loaded.
+ *
+ * Key: SHA-256 of the source, the compiler's argument vector and its
+ * identity (sk__jit_key). The file name is the key, so a lookup is one
+ * dlopen and nothing is ever overwritten with different contents.
+ *
+ * Writing: the source goes to a fresh mkstemp file (0600) in the cache
+ * directory, the compiler writes a fresh temporary object beside it, and
+ * rename() moves both into place. rename is atomic within a directory: a
+ * reader sees no file or a complete one, and two processes compiling the
+ * same key both succeed (the second rename replaces an identical file).
+ *
+ * Reading: dlopen(RTLD_NOW | RTLD_LOCAL), then the exported sk_jit_key and
+ * sk_jit_layout must match. A file that fails either (truncated, corrupt,
+ * a stale layout) is deleted and rebuilt once.
+ *
+ * Loaded objects are kept in a process-wide list by key with a reference
+ * count: identical super kernels (same source, so same key) share one
+ * handle, and the last program to let go dlcloses it. One mutex guards the
+ * list and the counters, and is held across a compile: compiles within a
+ * process are serialized, which also keeps two threads from compiling the
+ * same key twice. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "jit/jit_internal.h"
+#include "jit/sha256.h"
+
+struct sk__jit_object {
+  sk__jit_object *next;
+  char key[65];
+  char scope[128]; /* the super kernel it was first loaded for */
+  void *handle;
+  sk_jit_entry_fn entry;
+  int refs;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static sk__jit_object *objects;
+static sk__jit_counters counters;
+
+void sk__jit_stats(sk__jit_counters *out) {
+  pthread_mutex_lock(&lock);
+  *out = counters;
+  pthread_mutex_unlock(&lock);
+}
+
+sk_status sk__jit_key(const char *body, const sk__jit_compiler *cc, const sk__options *o, char key[65]) {
+  /* File names are placeholders: temporary names differ every time. */
+  int max = o->n_compile_options + 32;
+  const char **argv = malloc((size_t)max * sizeof *argv);
+  if (!argv) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
+  int n = sk__jit_argv(cc, o, "<out>.so", "<src>.c", argv, max);
+  sk__sha256 h;
+  sk__sha256_init(&h);
+  sk__sha256_update(&h, body, strlen(body) + 1);
+  for (int i = 0; i < n; i++) sk__sha256_update(&h, argv[i], strlen(argv[i]) + 1);
+  free(argv);
+  sk__sha256_update(&h, "", 1);
+  sk__sha256_update(&h, cc->path, strlen(cc->path) + 1);
+  sk__sha256_update(&h, cc->version, strlen(cc->version) + 1);
+  unsigned char digest[32];
+  sk__sha256_final(&h, digest);
+  sk__sha256_hex(digest, key);
+  return SK_STATUS_OK;
+}
+
+/* ---- the directory ---- */
+
+/* mkdir -p, new directories 0700. */
+static int make_dirs(char *path) {
+  for (char *s = path + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = '\0';
+    int rc = mkdir(path, 0700);
+    *s = '/';
+    if (rc != 0 && errno != EEXIST) return -1;
+  }
+  return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+sk_status sk__jit_cache_dir(char *buf, size_t n) {
+  const char *dir = getenv("SK_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  int len;
+  if (dir && *dir) len = snprintf(buf, n, "%s", dir);
+  else if (xdg && xdg[0] == '/') len = snprintf(buf, n, "%s/superkernel", xdg); /* the XDG spec: relative is invalid */
+  else {
+    struct passwd pw, *found = NULL;
+    char pwbuf[4096];
+    if ((!home || !*home) && getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &found) == 0 && found) home = pw.pw_dir;
+    if (!home) return sk__fail(SK_STATUS_NOT_FOUND, "jit: no cache directory: set $SK_CACHE_DIR or $HOME");
+    len = snprintf(buf, n, "%s/.cache/superkernel", home);
+  }
+  if (len < 0 || (size_t)len >= n) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "jit: cache directory path is too long");
+  while (len > 1 && buf[len - 1] == '/') buf[--len] = '\0';
+  if (make_dirs(buf) != 0)
+    return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot create cache directory %s: %s", buf, strerror(errno));
+  /* Whoever can write the directory can put code into this process: refuse
+   * anything but a real directory of ours that only we can write. */
+  struct stat st;
+  if (lstat(buf, &st) != 0)
+    return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cache directory %s: %s", buf, strerror(errno));
+  if (S_ISLNK(st.st_mode))
+    return sk__fail(SK_STATUS_INVALID_STATE, "jit: refusing cache directory %s: it is a symbolic link", buf);
+  if (!S_ISDIR(st.st_mode))
+    return sk__fail(SK_STATUS_INVALID_STATE, "jit: refusing cache directory %s: not a directory", buf);
+  if (st.st_uid != geteuid())
+    return sk__fail(SK_STATUS_INVALID_STATE, "jit: refusing cache directory %s: owned by uid %u, not by uid %u", buf,
+                    (unsigned)st.st_uid, (unsigned)geteuid());
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return sk__fail(SK_STATUS_INVALID_STATE,
+                    "jit: refusing cache directory %s: writable by group or others (mode %04o; chmod 700 it)", buf,
+                    (unsigned)(st.st_mode & 07777));
+  return SK_STATUS_OK;
+}
+
+/* ---- loading ---- */
+
+/* Loads path and checks its exports; on failure *why says what was wrong. */
+static void *load(const char *path, const char *key, sk_jit_entry_fn *entry, char *why, size_t n) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(why, n, "%s", e ? e : "dlopen failed");
+    return NULL;
+  }
+  const char *got_key = dlsym(h, SK_JIT_KEY_SYMBOL);
+  const unsigned *layout = dlsym(h, SK_JIT_LAYOUT_SYMBOL);
+  void *fn = dlsym(h, SK_JIT_ENTRY_SYMBOL);
+  if (!got_key || strcmp(got_key, key) != 0) snprintf(why, n, "its sk_jit_key does not match");
+  else if (!layout || *layout != SK_JIT_LAYOUT_VERSION) snprintf(why, n, "its env layout is not version %d", SK_JIT_LAYOUT_VERSION);
+  else if (!fn) snprintf(why, n, "it has no %s", SK_JIT_ENTRY_SYMBOL);
+  else {
+    memcpy(entry, &fn, sizeof fn); /* POSIX: object pointer to function pointer */
+    return h;
+  }
+  dlclose(h);
+  return NULL;
+}
+
+static bool write_all(int fd, const char *s, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, s, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    s += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+/* Compiles body (with its key line) into dir/<key>.so via temporaries. */
+static sk_status compile_into(const char *dir, const char *key, const char *body, const sk__options *o,
+                              const sk__jit_compiler *cc) {
+  char src[PATH_MAX], obj[PATH_MAX], final[PATH_MAX];
+  char *source = sk__jit_with_key(body, key);
+  if (!source) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
+  if (snprintf(src, sizeof src, "%s/tmp-XXXXXX.c", dir) >= (int)sizeof src ||
+      snprintf(obj, sizeof obj, "%s/tmp-XXXXXX.so", dir) >= (int)sizeof obj ||
+      snprintf(final, sizeof final, "%s/%s.so", dir, key) >= (int)sizeof final) {
+    free(source);
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "jit: cache directory path %s is too long", dir);
+  }
+  int fd = mkostemps(src, 2, O_CLOEXEC);
+  if (fd < 0) {
+    free(source);
+    return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot create a file in %s: %s", dir, strerror(errno));
+  }
+  bool ok = write_all(fd, source, strlen(source));
+  free(source);
+  if (close(fd) != 0 || !ok) {
+    unlink(src);
+    return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot write %s: %s", src, strerror(errno));
+  }
+  /* Reserve a unique name for the object; the compiler replaces the file. */
+  fd = mkostemps(obj, 3, O_CLOEXEC);
+  if (fd < 0) {
+    unlink(src);
+    return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot create a file in %s: %s", dir, strerror(errno));
+  }
+  close(fd);
+  sk_status st = sk__jit_compile(cc, o, src, obj);
+  if (st == SK_STATUS_OK) {
+    if (rename(obj, final) != 0)
+      st = sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot rename %s to %s: %s", obj, final, strerror(errno));
+  }
+  if (st == SK_STATUS_OK) {
+    final[strlen(final) - 2] = 'c'; /* <key>.c, for people: the .so is what counts */
+    final[strlen(final) - 1] = '\0';
+    if (rename(src, final) != 0) unlink(src);
+  } else {
+    unlink(src);
+    unlink(obj);
+  }
+  return st;
+}
+
+static double ms_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* Called with the lock held. */
+static sk_status find_or_build(const char *scope, const char *body, const sk__options *o, sk__jit_object **obj_out) {
+  sk__jit_compiler cc;
+  SK_RETURN_IF_ERROR(sk__jit_compiler_find(&cc));
+  char key[65];
+  SK_RETURN_IF_ERROR(sk__jit_key(body, &cc, o, key));
+  for (sk__jit_object *obj = objects; obj; obj = obj->next)
+    if (strcmp(obj->key, key) == 0) {
+      obj->refs++;
+      counters.reuses++;
+      sk__log(SK_LOG_INFO, "jit: scope '%s': reusing the kernel compiled for scope '%s'", scope, obj->scope);
+      *obj_out = obj;
+      return SK_STATUS_OK;
+    }
+  char dir[PATH_MAX], path[PATH_MAX + 80], why[512];
+  SK_RETURN_IF_ERROR(sk__jit_cache_dir(dir, sizeof dir));
+  snprintf(path, sizeof path, "%s/%s.so", dir, key);
+  sk__jit_object *obj = calloc(1, sizeof *obj);
+  if (!obj) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
+  snprintf(obj->key, sizeof obj->key, "%s", key);
+  snprintf(obj->scope, sizeof obj->scope, "%s", scope);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (access(path, F_OK) == 0) {
+    obj->handle = load(path, key, &obj->entry, why, sizeof why);
+    if (obj->handle) {
+      counters.hits++;
+      sk__log(SK_LOG_INFO, "jit: scope '%s': cache hit (key %.12s...), loaded in %.2f ms", scope, key, ms_since(&t0));
+    } else {
+      sk__log(SK_LOG_INFO, "jit: scope '%s': cache entry %s is unusable (%s); rebuilding it", scope, path, why);
+      unlink(path);
+    }
+  }
+  if (!obj->handle) {
+    sk_status st = compile_into(dir, key, body, o, &cc);
+    if (st == SK_STATUS_OK && !(obj->handle = load(path, key, &obj->entry, why, sizeof why)))
+      st = sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot load %s: %s", path, why);
+    if (st != SK_STATUS_OK) {
+      free(obj);
+      return st;
+    }
+    counters.compiles++;
+    sk__log(SK_LOG_INFO, "jit: scope '%s': compiled in %.0f ms (key %.12s...)", scope, ms_since(&t0), key);
+  }
+  obj->refs = 1;
+  obj->next = objects;
+  objects = obj;
+  *obj_out = obj;
+  return SK_STATUS_OK;
+}
+
+sk_status sk__jit_acquire(const char *scope, const char *body, const sk__options *o, sk__jit_object **obj_out,
+                          sk_jit_entry_fn *entry_out) {
+  pthread_mutex_lock(&lock);
+  sk_status st = find_or_build(scope, body, o, obj_out);
+  if (st == SK_STATUS_OK) *entry_out = (*obj_out)->entry;
+  pthread_mutex_unlock(&lock);
+  return st;
+}
+
+void sk__jit_release(sk__jit_object *obj) {
+  if (!obj) return;
+  pthread_mutex_lock(&lock);
+  if (--obj->refs == 0) {
+    for (sk__jit_object **at = &objects; *at; at = &(*at)->next)
+      if (*at == obj) {
+        *at = obj->next;
+        break;
+      }
+    dlclose(obj->handle);
+    free(obj);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---- public: the cache for `sk cache path|list|clear` ---- */
+
+sk_status sk_jit_cache_path(char *buf, size_t size) {
+  sk__clear_error();
+  if (!buf || size == 0) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_jit_cache_path: buf is NULL or size is 0");
+  return sk__jit_cache_dir(buf, size);
+}
+
+/* Whether name is ours: <64 hex>.so / .c, or a temporary "tmp-*.c" /
+ * "tmp-*.so" (tmp says whether it is one). */
+static bool cache_file(const char *name, bool *tmp) {
+  size_t n = strlen(name);
+  bool so = n > 3 && strcmp(name + n - 3, ".so") == 0, c = n > 2 && strcmp(name + n - 2, ".c") == 0;
+  if (!so && !c) return false;
+  *tmp = strncmp(name, "tmp-", 4) == 0;
+  if (*tmp) return true;
+  if (n != 64 + (so ? 3u : 2u)) return false;
+  for (size_t i = 0; i < 64; i++)
+    if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return false;
+  return true;
+}
+
+sk_status sk_jit_cache_clear(size_t *removed) {
+  sk__clear_error();
+  if (removed) *removed = 0;
+  char dir[PATH_MAX];
+  SK_RETURN_IF_ERROR(sk__jit_cache_dir(dir, sizeof dir));
+  DIR *d = opendir(dir);
+  if (!d) return sk__fail(SK_STATUS_SYSTEM_ERROR, "sk_jit_cache_clear: cannot open %s: %s", dir, strerror(errno));
+  time_t now = time(NULL);
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    bool tmp;
+    struct stat st;
+    if (!cache_file(e->d_name, &tmp)) continue;
+    /* A recent temporary may be another process's compile in progress;
+     * only leftovers of crashed compiles (older than 10 minutes) go. */
+    if (tmp && (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || now - st.st_mtime < 600)) continue;
+    if (unlinkat(dirfd(d), e->d_name, 0) == 0 && removed) (*removed)++;
+  }
+  closedir(d);
+  return SK_STATUS_OK;
+}

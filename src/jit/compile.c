@@ -1,0 +1,184 @@
+/* Running the system C compiler, Ruby MJIT's way: an explicit argument
+ * vector through posix_spawnp (never system() or a shell, so no quoting
+ * and no injection through option strings), stdout and stderr on one
+ * close-on-exec pipe that is drained while the compiler runs (a chatty
+ * compiler can never block on a full pipe), and the diagnostics, trimmed,
+ * in the error message when it fails. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "jit/jit_internal.h"
+
+extern char **environ;
+
+/* A library built with ThreadSanitizer must compile its kernels with it
+ * too: the flags' atomics live in the generated code, and TSan only sees
+ * the happens-before they create when that code is instrumented. */
+#if defined(__SANITIZE_THREAD__)
+#define SK_JIT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SK_JIT_TSAN 1
+#endif
+#endif
+
+static const char *const fixed_flags[] = {
+    "-std=c11", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",
+#ifdef SK_JIT_TSAN
+    "-fsanitize=thread",
+#endif
+};
+#define N_FIXED (int)(sizeof fixed_flags / sizeof fixed_flags[0])
+
+/* Diagnostics kept for the message: the log line and sk_last_error() hold
+ * 1 KB, and the first error is the one that matters. */
+#define DIAG_MAX 700
+
+int sk__jit_argv(const sk__jit_compiler *cc, const sk__options *o, const char *out, const char *src,
+                 const char **argv, int max) {
+  int n = 0;
+  if (max < N_FIXED + o->n_compile_options + 5) return -1;
+  argv[n++] = cc->name;
+  for (int i = 0; i < N_FIXED; i++) argv[n++] = fixed_flags[i];
+  /* After the fixed flags, so a user's -O3 or -march wins. */
+  for (int i = 0; i < o->n_compile_options; i++) argv[n++] = o->compile_options[i];
+  argv[n++] = "-o";
+  argv[n++] = out;
+  argv[n++] = src;
+  argv[n] = NULL;
+  return n;
+}
+
+/* Runs file with argv, stdin from /dev/null, stdout and stderr into out
+ * (first cap - 1 bytes, NUL-terminated; the rest is read and dropped).
+ * *cut says whether anything was dropped. Returns 0 and the wait status,
+ * or the spawn error number. */
+static int run_capture(const char *file, const char *const *argv, char *out, size_t cap, int *wstatus, bool *cut) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return errno;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, file, &fa, NULL, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return rc;
+  }
+  size_t len = 0;
+  char drain[4096];
+  *cut = false;
+  for (;;) {
+    char *dst = len + 1 < cap ? out + len : drain;
+    size_t room = len + 1 < cap ? cap - 1 - len : sizeof drain;
+    ssize_t got = read(fds[0], dst, room);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    if (dst != drain) len += (size_t)got;
+    else *cut = true;
+  }
+  close(fds[0]);
+  if (cap) out[len] = '\0';
+  while (waitpid(pid, wstatus, 0) < 0)
+    if (errno != EINTR) return errno;
+  return 0;
+}
+
+/* PATH lookup as execvp does it, so identity and execution agree. */
+static bool find_in_path(const char *name, char *exec, size_t n) {
+  if (strchr(name, '/')) {
+    snprintf(exec, n, "%s", name);
+    return access(exec, X_OK) == 0;
+  }
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+  for (const char *dir = path; dir;) {
+    const char *colon = strchr(dir, ':');
+    size_t len = colon ? (size_t)(colon - dir) : strlen(dir);
+    snprintf(exec, n, "%.*s%s%s", (int)len, len ? dir : ".", "/", name);
+    struct stat st;
+    if (stat(exec, &st) == 0 && S_ISREG(st.st_mode) && access(exec, X_OK) == 0) return true;
+    dir = colon ? colon + 1 : NULL;
+  }
+  return false;
+}
+
+/* Identities found so far, by name: `cc --version` runs once per process. */
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+static sk__jit_compiler known[8];
+static int n_known;
+
+sk_status sk__jit_compiler_find(sk__jit_compiler *out) {
+  const char *name = getenv("SK_CC");
+  if (!name || !*name) name = "cc";
+  memset(out, 0, sizeof *out);
+  if (strlen(name) >= sizeof out->name)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "jit: compiler name $SK_CC is too long");
+  snprintf(out->name, sizeof out->name, "%s", name);
+  pthread_mutex_lock(&known_lock);
+  for (int i = 0; i < n_known; i++)
+    if (strcmp(known[i].name, name) == 0) {
+      *out = known[i];
+      pthread_mutex_unlock(&known_lock);
+      return SK_STATUS_OK;
+    }
+  pthread_mutex_unlock(&known_lock);
+  if (!find_in_path(name, out->exec, sizeof out->exec))
+    return sk__fail(SK_STATUS_NOT_FOUND, "jit: compiler '%s' not found%s (set $SK_CC to a C compiler)", name,
+                    strchr(name, '/') ? "" : " in $PATH");
+  if (!realpath(out->exec, out->path)) snprintf(out->path, sizeof out->path, "%s", out->exec);
+  const char *argv[] = {name, "--version", NULL};
+  char version[1024];
+  bool cut;
+  int wstatus = 0, rc = run_capture(out->exec, argv, version, sizeof version, &wstatus, &cut);
+  if (rc != 0)
+    return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot run compiler '%s' (%s): %s", name, out->exec, strerror(rc));
+  version[strcspn(version, "\r\n")] = '\0';
+  size_t len = strnlen(version, sizeof out->version - 1); /* identity: the first 255 bytes do */
+  memcpy(out->version, version, len);
+  out->version[len] = '\0';
+  pthread_mutex_lock(&known_lock);
+  if (n_known < (int)(sizeof known / sizeof known[0])) known[n_known++] = *out;
+  pthread_mutex_unlock(&known_lock);
+  return SK_STATUS_OK;
+}
+
+sk_status sk__jit_compile(const sk__jit_compiler *cc, const sk__options *o, const char *src, const char *out) {
+  const char **argv = malloc((size_t)(N_FIXED + o->n_compile_options + 6) * sizeof *argv);
+  if (!argv) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
+  sk__jit_argv(cc, o, out, src, argv, N_FIXED + o->n_compile_options + 6);
+  char diag[DIAG_MAX + 8];
+  bool cut;
+  int wstatus = 0, rc = run_capture(cc->exec, argv, diag, DIAG_MAX + 1, &wstatus, &cut);
+  free(argv);
+  if (rc != 0)
+    return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot run compiler '%s' (%s): %s", cc->name, cc->exec, strerror(rc));
+  size_t len = strlen(diag);
+  while (len && (diag[len - 1] == '\n' || diag[len - 1] == ' ' || diag[len - 1] == '\r')) diag[--len] = '\0';
+  if (cut) memcpy(diag + len, " [...]", 7);
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
+    if (len) sk__log(SK_LOG_DEBUG, "jit: compiler '%s' said: %s", cc->name, diag);
+    return SK_STATUS_OK;
+  }
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 127)
+    return sk__fail(SK_STATUS_NOT_FOUND, "jit: compiler '%s' (%s) could not be run (exit status 127)%s%s", cc->name,
+                    cc->exec, len ? ": " : "", diag);
+  char how[64];
+  if (WIFEXITED(wstatus)) snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(wstatus));
+  else snprintf(how, sizeof how, "signal %d", WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0);
+  return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: compiler '%s' failed (%s)%s%s", cc->name, how,
+                  len ? ": " : ", with no diagnostics", diag);
+}

@@ -1,0 +1,203 @@
+/* The library side of the JIT: at compile time, each super-kernel step gets
+ * its object (cache.c) and an env built once; at run time one team launch
+ * calls the object's entry on every core with the env, whose epoch is
+ * bumped per run exactly as the interpreter's is. The env's callbacks are
+ * the runtime's own waits and barriers, so generated and interpreted code
+ * synchronize identically. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "jit/jit_internal.h"
+#include "profile/profile.h"
+#include "superkernel/plan_build.h"
+
+/* The generated code sees a flag as sk_jit_flag: the same bytes; and the
+ * profile kinds it passes are the recorder's. */
+_Static_assert(SK_PROF_RUN == 0 && SK_PROF_WAIT == 1 && SK_PROF_BARRIER == 2, "env->prof kinds");
+_Static_assert(sizeof(sk_jit_flag) == sizeof(sk__wait_word), "sk_jit_flag must be sk__wait_word's size");
+_Static_assert(offsetof(sk_jit_flag, value) == offsetof(sk__wait_word, value), "flag value offset");
+_Static_assert(offsetof(sk_jit_flag, sleepers) == offsetof(sk__wait_word, sleepers), "flag sleepers offset");
+
+/* A step's JIT state; env.lib points back here. */
+typedef struct sk__jit_step {
+  sk_jit_env env;
+  sk__jit_object *object;
+  sk_jit_entry_fn entry;
+  sk__plan *plan;
+  const sk_program *p;
+  const struct sk__node_io **io;
+  sk_jit_run_fn *run_block;
+} sk__jit_step;
+
+static sk__plan *plan_of(const sk_jit_env *env) { return ((const sk__jit_step *)env->lib)->plan; }
+
+static void cb_wait(const sk_jit_env *env, int32_t flag) { sk__wait_until_equal(&plan_of(env)->flags[flag], env->epoch); }
+static void cb_wake(const sk_jit_env *env, int32_t flag) { sk__wait_wake(&plan_of(env)->flags[flag]); }
+static void cb_barrier(const sk_jit_env *env, int32_t i) { sk__barrier_wait(&plan_of(env)->barriers[i]); }
+static void cb_sub_barrier(const sk_jit_env *env, int32_t i) { sk__barrier_wait(&plan_of(env)->sub_barriers[i]); }
+
+/* profiling=1: the generated code times each RUN, WAIT and BARRIER and
+ * hands the record to the program's profile, as the interpreter does. */
+static void cb_prof(const sk_jit_env *env, int32_t core, int32_t kind, int32_t sub, int64_t block, uint64_t t0,
+                    uint64_t t1) {
+  const sk__jit_step *js = env->lib;
+  if (js->p->profile)
+    sk__profile_add(js->p->profile, core, (sk__prof_kind)kind, js->plan->step, (uint16_t)sub, block, t0, t1);
+}
+
+/* PRELOAD and FLUSH: the interpreter's own routines. */
+static void cb_preload(const sk_jit_env *env, int32_t sub, int32_t core) {
+  const sk__jit_step *js = env->lib;
+  sk__plan_preload(js->plan, js->p, (size_t)sub, core);
+}
+
+static void cb_flush(const sk_jit_env *env, int32_t sub, int64_t block, int32_t outputs) {
+  const sk__jit_step *js = env->lib;
+  sk__plan_flush(js->plan, js->p, (size_t)sub, block, outputs);
+}
+
+/* A comment naming the scope and its sub-kernels' nodes: shown by `sk
+ * source` above the compiled text, which leaves names out (codegen.c). */
+static char *legend(const sk__plan *plan, const sk_program *p) {
+  size_t cap = 256 + strlen(plan->name);
+  for (size_t i = 0; i < plan->n_subs; i++) cap += 32 + strlen(p->nodes[plan->subs[i].node].name);
+  char *s = malloc(cap);
+  if (!s) return NULL;
+  size_t len = (size_t)snprintf(s, cap, "/* scope '%s': ", plan->name);
+  for (size_t i = 0; i < plan->n_subs; i++)
+    len += (size_t)snprintf(s + len, cap - len, "%ssub %zu = %s", i ? ", " : "", i, p->nodes[plan->subs[i].node].name);
+  snprintf(s + len, cap - len, " */\n");
+  for (char *c = s + 3; c[3]; c++) /* names are the user's: keep the comment a comment */
+    if ((unsigned char)*c < 32 || (c[0] == '*' && c[1] == '/')) *c = '?';
+  return s;
+}
+
+sk_status sk__jit_source(const sk__plan *plan, const sk_program *p, char **source_out) {
+  *source_out = NULL;
+  char *body = NULL;
+  SK_RETURN_IF_ERROR(sk__jit_codegen(plan, p, &body));
+  /* The key names the compiler; without one the source is still shown. */
+  sk__jit_compiler cc;
+  char key[65] = "(no compiler found)";
+  sk_status st = sk__jit_compiler_find(&cc);
+  if (st == SK_STATUS_OK) st = sk__jit_key(body, &cc, &plan->options, key);
+  else sk__clear_error();
+  char *text = st == SK_STATUS_OUT_OF_MEMORY ? NULL : sk__jit_with_key(body, key);
+  char *names = legend(plan, p);
+  free(body);
+  if (text && names) *source_out = malloc(strlen(names) + strlen(text) + 1);
+  if (*source_out) {
+    strcpy(*source_out, names);
+    strcat(*source_out, text);
+  }
+  free(text);
+  free(names);
+  return *source_out ? SK_STATUS_OK : sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
+}
+
+static sk_status step_create(sk_program *p, sk__step *step) {
+  sk__plan *plan = step->plan;
+  char *body = NULL;
+  SK_RETURN_IF_ERROR(sk__jit_codegen(plan, p, &body));
+  sk__jit_step *js = calloc(1, sizeof *js);
+  if (js) {
+    js->io = calloc(plan->n_subs + 1, sizeof *js->io);
+    js->run_block = calloc(plan->n_subs + 1, sizeof *js->run_block);
+  }
+  if (!js || !js->io || !js->run_block) {
+    free(body);
+    if (js) free(js->io), free(js->run_block), free(js);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
+  }
+  sk_status st = sk__jit_acquire(plan->name, body, &plan->options, &js->object, &js->entry);
+  free(body);
+  if (st != SK_STATUS_OK) {
+    free(js->io), free(js->run_block), free(js);
+    return st;
+  }
+  for (size_t i = 0; i < plan->n_subs; i++) {
+    const sk__exec_node *ex = &p->nodes[plan->subs[i].node];
+    js->io[i] = &ex->io; /* nodes never move after compile; run binds data inside io */
+    js->run_block[i] = ex->def->run_block;
+  }
+  js->plan = plan;
+  js->p = p;
+  js->env = (sk_jit_env){
+      .n_cores = plan->n_cores, .flags = (sk_jit_flag *)(void *)plan->flags, .io = js->io,
+      .run_block = js->run_block, .wait = cb_wait, .wake = cb_wake, .barrier = cb_barrier,
+      .sub_barrier = cb_sub_barrier, .preload = cb_preload, .flush = cb_flush, .prof = cb_prof, .lib = js};
+  step->jit = js;
+  memcpy(&step->jit_entry, &js->entry, sizeof step->jit_entry);
+  return SK_STATUS_OK;
+}
+
+void sk__program_jit(sk_program *p) {
+  for (size_t s = 0; s < p->n_steps; s++) {
+    sk__step *step = &p->steps[s];
+    if (!step->plan || step->jit) continue;
+    if (step_create(p, step) == SK_STATUS_OK) continue;
+    char cause[1024];
+    snprintf(cause, sizeof cause, "%s", sk_last_error());
+    /* Strip our own prefix: the warning says "jit:" once. */
+    const char *why = strncmp(cause, "jit: ", 5) == 0 ? cause + 5 : cause;
+    sk__log(SK_LOG_WARN, "jit: scope '%s': falling back to the interpreter: %s", step->plan->name, why);
+  }
+  sk__clear_error(); /* sk_compile succeeded: no stale message */
+}
+
+void sk__jit_step_free(sk__step *step) {
+  sk__jit_step *js = step->jit;
+  if (!js) return;
+  sk__jit_release(js->object);
+  free(js->io);
+  free(js->run_block);
+  free(js);
+  step->jit = NULL;
+  step->jit_entry = NULL;
+}
+
+static void core_main(void *arg, int64_t block, int core) {
+  (void)block; /* one block per core: block == core, as in the interpreter */
+  const sk__jit_step *js = arg;
+  js->entry(&js->env, core);
+}
+
+sk_status sk__jit_run(sk__step *step, const sk_program *p, sk_team *team) {
+  sk__jit_step *js = step->jit;
+  sk__plan *plan = step->plan;
+  int n_cores = team ? sk_team_num_cores(team) : 1;
+  if (n_cores != plan->n_cores)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "super kernel '%s' was planned for a team of %d cores, run on %d (compile with that team)",
+                    plan->name, plan->n_cores, n_cores);
+  /* Written before the launch, which orders it before every core's reads. */
+  js->env.epoch = ++plan->epoch;
+  js->env.workspace = p->workspaces; /* may have been reallocated for a larger team */
+  if (!team) {
+    core_main(js, 0, 0);
+    return SK_STATUS_OK;
+  }
+  return sk_team_launch(team, core_main, js, n_cores);
+}
+
+/* ---- public ---- */
+
+sk_status sk_program_jit_source(const sk_program *p, const char *scope, char **source_out) {
+  sk__clear_error();
+  if (!p || !source_out)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_jit_source: %s is NULL", !p ? "program" : "source_out");
+  *source_out = NULL;
+  size_t n = scope ? strlen(scope) : 0;
+  for (size_t s = 0; s < p->n_steps; s++) {
+    const sk__plan *plan = p->steps[s].plan;
+    /* A scope split around an unfusable op has parts "name.0", "name.1". */
+    if (plan && (!scope || strcmp(plan->name, scope) == 0 ||
+                 (strncmp(plan->name, scope, n) == 0 && plan->name[n] == '.')))
+      return sk__jit_source(plan, p, source_out);
+  }
+  if (!scope) return sk__fail(SK_STATUS_NOT_FOUND, "sk_program_jit_source: the program has no super kernel");
+  return sk__fail(SK_STATUS_NOT_FOUND, "sk_program_jit_source: the program has no super kernel for scope '%s'", scope);
+}

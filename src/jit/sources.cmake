@@ -1,0 +1,8 @@
+# The JIT executor (docs/jit.md): codegen, the compiler, the cache, loading.
+list(APPEND SK_SOURCES
+  jit/cache.c
+  jit/codegen.c
+  jit/compile.c
+  jit/jit.c
+  jit/sha256.c
+)

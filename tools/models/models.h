@@ -1,0 +1,108 @@
+/*
+ * models.h — the seed model (example01) and the benchmark scenarios built with
+ * the public C API, plus deterministic inputs and buffer helpers for running a
+ * compiled program (shared/spec/models.md).
+ *
+ * Models:
+ *   example01, seed  T = 256, small group 64 rows: exactly example01's graph
+ *   decode           T = 16,  small group 8 rows
+ *   prefill          T = 4096, small group 64 rows
+ *
+ * Every function that can fail returns an sk_status and writes a one-line
+ * message into msg (msg_size bytes; msg may be NULL).
+ */
+#ifndef SK_TOOLS_MODELS_H
+#define SK_TOOLS_MODELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "superkernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the model builder is asked for. */
+typedef struct skm_config {
+  /* Options string given to both scopes (sk1, sk2); NULL = none (the scopes
+   * then take the compile config's default_options). */
+  const char *options;
+} skm_config;
+
+/* What a model is. */
+typedef struct skm_model_info {
+  const char *name;        /* "seed", ... */
+  const char *description; /* one line */
+  int64_t t;               /* rows of the large group (gmm1_x_1 is [T,180]) */
+  int64_t small_rows;      /* rows of the small group (gmm1_x_0 is [rows,128]) */
+  int64_t dsq_rows;        /* rows seen by dequant_swiglu_quant */
+} skm_model_info;
+
+/* The known models, in order, NULL-terminated. */
+extern const char *const skm_model_names[];
+/* "example01, seed, decode, prefill" (for --help and error messages). */
+const char *skm_model_list(void);
+
+/* Looks a model up by name; false (info untouched) when unknown. info may be
+ * NULL. */
+int skm_model_lookup(const char *name, skm_model_info *info);
+
+/* Builds model `model` (cfg may be NULL). On success *graph_out owns a new
+ * graph (sk_graph_destroy) and *info (may be NULL) describes the model. An
+ * unknown model is SK_STATUS_NOT_FOUND with "unknown model 'x' (known: ...)";
+ * a graph error names the node and carries sk_last_error(). */
+sk_status skm_build(const char *model, const skm_config *cfg, sk_graph **graph_out,
+                    skm_model_info *info, char *msg, size_t msg_size);
+
+/* ---- Buffers for a compiled program ------------------------------------ */
+
+/* One input or output of a program with its buffer. */
+typedef struct skm_tensor {
+  const char *name; /* owned by the program: valid while it lives */
+  sk_dtype dtype;
+  int rank;
+  int64_t shape[SK_MAX_RANK];
+  int64_t numel;
+  void *data; /* zero-initialized, 64-byte aligned */
+  size_t bytes;
+} skm_tensor;
+
+/* Every input and output of a program, in declaration order, with buffers
+ * and the sk_buffer arrays sk_program_run takes. */
+typedef struct skm_io {
+  size_t n_inputs, n_outputs;
+  skm_tensor *inputs, *outputs;
+  sk_buffer *in_buffers, *out_buffers;
+} skm_io;
+
+/* Allocates buffers for every input and output of a program. On failure io
+ * is left empty (skm_io_free is still safe). */
+sk_status skm_io_alloc(const sk_program *program, skm_io *io, char *msg, size_t msg_size);
+void skm_io_free(skm_io *io);
+
+/* Finds an input / output by name; NULL when there is none. */
+skm_tensor *skm_io_find_input(skm_io *io, const char *name);
+
+/* Fills every input deterministically: one pseudo-random stream from `seed`,
+ * the inputs in declaration order, each value drawn uniformly from the
+ * input's range (by name: the ranges of example01, which keep every op in its
+ * meaningful range at any T). "scale" gets the packed quant_matmul scale of
+ * 1/4096. With SKM_DEFAULT_SEED and the seed model the values are exactly
+ * example01's. Inputs of unknown names get a range from their dtype. */
+#define SKM_DEFAULT_SEED 20261129u
+void skm_fill_inputs(skm_io *io, uint64_t seed);
+
+/* Sum of a tensor's values as double (fp16 / bf16 / ints converted). */
+double skm_checksum(const skm_tensor *t);
+/* FNV-1a 64 of a tensor's bytes: equal bits <=> (almost surely) equal hash. */
+uint64_t skm_hash(const skm_tensor *t);
+
+/* "[6, 48, 64]" ("[]" for rank 0) into buf. */
+const char *skm_format_shape(int rank, const int64_t *shape, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SK_TOOLS_MODELS_H */

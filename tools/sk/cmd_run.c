@@ -1,0 +1,240 @@
+/*
+ * sk run MODEL [...] — build, compile and run a model: deterministic inputs
+ * (optionally replaced from .npy files), --iters runs (the first a warm-up),
+ * each output's dtype, shape and checksum, the median time; optionally the
+ * inputs and outputs saved as .npy files.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models.h"
+#include "npy.h"
+#include "sk.h"
+
+static const char synopsis[] = "run MODEL [options]";
+static const char full_synopsis[] =
+    "run MODEL [--no-sk] [--threads N] [--options STRING] [--iters N] [--seed N]\n"
+    "              [--inputs DIR] [--save-inputs DIR] [--save-outputs DIR]";
+
+static void usage(void) {
+  printf("usage: sk %s\n\n"
+         "Builds MODEL, compiles it for a team of N cores, fills its inputs from a fixed\n"
+         "seed, runs it --iters times (the first run is a warm-up) and prints each\n"
+         "output's name, dtype, shape and checksum (the sum of its values) and the\n"
+         "median time of the timed runs.\n\n"
+         "  MODEL                %s\n"
+         "  --no-sk              super kernels off: every op its own launch (eager);\n"
+         "                       default: each scope one interpreted super kernel\n"
+         "  --threads N          team size (default: every available core, or $SK_NUM_THREADS)\n"
+         "  --options STRING     super-kernel options for every scope (see 'sk options')\n"
+         "  --iters N            total runs, the first a warm-up (default 20)\n"
+         "  --seed N             seed of the built-in inputs (default %u)\n"
+         "  --inputs DIR         read DIR/<input>.npy for each graph input; a missing file\n"
+         "                       keeps the built-in values, a wrong dtype or shape is an error\n"
+         "  --save-inputs DIR    write DIR/<input>.npy for every input (DIR is created)\n"
+         "  --save-outputs DIR   write DIR/<output>.npy for every output (DIR is created)\n"
+         "  -h, --help           this help\n\n"
+         "Input names: gmm1_x_0 gmm1_x_1 gmm1_weight_0 gmm1_weight_1 gmm1_bias_0 gmm1_bias_1\n"
+         "gmm2_weight_0 gmm2_weight_1 moe1_bias dsq_input_0 dsq_input_1 dsq_input_2 data1 data2\n"
+         "scale; output: output. Files are NumPy .npy (fp16 '<f2', fp32 '<f4', int8 '|i1',\n"
+         "int32 '<i4', int64 '<i8').\n",
+         full_synopsis, skm_model_list(), SKM_DEFAULT_SEED);
+}
+
+typedef struct run_args {
+  const char *model, *options, *inputs_dir, *save_inputs_dir, *save_outputs_dir;
+  bool no_sk;
+  long threads, iters, seed;
+} run_args;
+
+static int parse(int argc, char **argv, run_args *a) {
+  *a = (run_args){.iters = 20, .seed = SKM_DEFAULT_SEED};
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i], *val;
+    int r;
+#define VALUE_OPTION(flag) ((r = cli_option_value("run", synopsis, argc, argv, &i, flag, &val)) != 0)
+    if (cli_is_help(arg)) {
+      usage();
+      return -1;
+    } else if (strcmp(arg, "--no-sk") == 0) {
+      a->no_sk = true;
+    } else if (VALUE_OPTION("--threads")) {
+      if (r < 0 || !cli_parse_int("run", synopsis, "--threads", val, 1, 1024, &a->threads)) return SK_EXIT_USAGE;
+    } else if (VALUE_OPTION("--iters")) {
+      if (r < 0 || !cli_parse_int("run", synopsis, "--iters", val, 1, 10000000, &a->iters)) return SK_EXIT_USAGE;
+    } else if (VALUE_OPTION("--seed")) {
+      if (r < 0 || !cli_parse_int("run", synopsis, "--seed", val, 0, 2147483647, &a->seed)) return SK_EXIT_USAGE;
+    } else if (VALUE_OPTION("--options")) {
+      if (r < 0) return SK_EXIT_USAGE;
+      a->options = val;
+    } else if (VALUE_OPTION("--inputs")) {
+      if (r < 0) return SK_EXIT_USAGE;
+      a->inputs_dir = val;
+    } else if (VALUE_OPTION("--save-inputs")) {
+      if (r < 0) return SK_EXIT_USAGE;
+      a->save_inputs_dir = val;
+    } else if (VALUE_OPTION("--save-outputs")) {
+      if (r < 0) return SK_EXIT_USAGE;
+      a->save_outputs_dir = val;
+    } else if (arg[0] == '-') {
+      return cli_usage_error("run", synopsis, "unknown option '%s'", arg);
+    } else if (a->model) {
+      return cli_usage_error("run", synopsis, "expected one MODEL, got another: '%s'", arg);
+    } else {
+      a->model = arg;
+    }
+#undef VALUE_OPTION
+  }
+  if (!a->model) return cli_usage_error("run", synopsis, "missing MODEL (one of %s)", skm_model_list());
+  const char *dirs[] = {a->inputs_dir, a->save_inputs_dir, a->save_outputs_dir};
+  const char *flags[] = {"--inputs", "--save-inputs", "--save-outputs"};
+  for (int k = 0; k < 3; k++)
+    if (dirs[k] && dirs[k][0] == '\0') return cli_usage_error("run", synopsis, "%s: empty directory name", flags[k]);
+  return SK_EXIT_OK;
+}
+
+static char *join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 6;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s.npy", dir, name);
+  return p;
+}
+
+static bool is_io_name(const skm_io *io, const char *stem) {
+  for (size_t i = 0; i < io->n_inputs; i++)
+    if (strcmp(io->inputs[i].name, stem) == 0) return true;
+  for (size_t i = 0; i < io->n_outputs; i++)
+    if (strcmp(io->outputs[i].name, stem) == 0) return true;
+  return false;
+}
+
+/* Warns about DIR/x.npy files that match no input or output (likely typos). */
+static void warn_strays(const char *dir, const skm_io *io, const char *model) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    if (n <= 4 || strcmp(e->d_name + n - 4, ".npy") != 0) continue;
+    char stem[256];
+    if (n - 4 >= sizeof stem) continue;
+    memcpy(stem, e->d_name, n - 4);
+    stem[n - 4] = '\0';
+    if (!is_io_name(io, stem))
+      fprintf(stderr, "sk run: warning: %s/%s matches no input of model %s (ignored)\n", dir, e->d_name, model);
+  }
+  closedir(d);
+}
+
+/* Reads DIR/<input>.npy for every input that has one. */
+static int read_inputs(const char *dir, skm_io *io, const char *model) {
+  size_t n_read = 0;
+  for (size_t i = 0; i < io->n_inputs; i++) {
+    skm_tensor *t = &io->inputs[i];
+    char *path = join(dir, t->name), msg[1024];
+    if (!path) return SK_EXIT_FAIL;
+    sk_status st = skm_npy_read_into(path, t->dtype, t->rank, t->shape, t->data, t->bytes, msg, sizeof msg);
+    free(path);
+    if (st == SK_STATUS_NOT_FOUND) continue;
+    if (st != SK_STATUS_OK) {
+      fprintf(stderr, "sk run: --inputs: %s\n", msg);
+      return st == SK_STATUS_OUT_OF_MEMORY ? SK_EXIT_FAIL : SK_EXIT_USAGE;
+    }
+    n_read++;
+  }
+  warn_strays(dir, io, model);
+  printf("inputs: %zu of %zu read from %s, the rest built in\n", n_read, io->n_inputs, dir);
+  return SK_EXIT_OK;
+}
+
+static int save_all(const char *flag, const char *dir, const skm_tensor *ts, size_t n) {
+  if (cli_mkdir_p(dir) != 0) {
+    fprintf(stderr, "sk run: %s %s: cannot create the directory: %s\n", flag, dir, strerror(errno));
+    return SK_EXIT_FAIL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char *path = join(dir, ts[i].name), msg[1024];
+    if (!path) return SK_EXIT_FAIL;
+    sk_status st = skm_npy_write(path, ts[i].dtype, ts[i].rank, ts[i].shape, ts[i].data, msg, sizeof msg);
+    free(path);
+    if (st != SK_STATUS_OK) {
+      fprintf(stderr, "sk run: %s: %s\n", flag, msg);
+      return SK_EXIT_FAIL;
+    }
+  }
+  printf("%s: %zu file%s written to %s\n", flag + 2, n, n == 1 ? "" : "s", dir);
+  return SK_EXIT_OK;
+}
+
+static int run_and_report(sk_session *s, skm_io *io, long iters) {
+  int timed = iters > 1 ? (int)iters - 1 : 1;
+  double *times = malloc(sizeof(double) * (size_t)timed);
+  if (!times) return SK_EXIT_FAIL;
+  for (long r = 0; r < iters; r++) {
+    double t0 = cli_now_us();
+    sk_status st = sk_program_run(s->program, s->team, io->in_buffers, io->n_inputs, io->out_buffers, io->n_outputs);
+    double t = cli_now_us() - t0;
+    if (st != SK_STATUS_OK) {
+      fprintf(stderr, "sk run: run %ld of %s: %s: %s\n", r + 1, s->model, sk_status_string(st), sk_last_error());
+      free(times);
+      return SK_EXIT_FAIL;
+    }
+    if (iters == 1) times[0] = t;
+    else if (r > 0) times[r - 1] = t;
+  }
+  for (size_t i = 0; i < io->n_outputs; i++) {
+    const skm_tensor *t = &io->outputs[i];
+    char shape[160];
+    printf("output %s: %s %s  checksum %.6f  hash %016llx\n", t->name, sk_dtype_name(t->dtype),
+           skm_format_shape(t->rank, t->shape, shape, sizeof shape), skm_checksum(t),
+           (unsigned long long)skm_hash(t));
+  }
+  double med = cli_median(times, timed);
+  if (iters > 1)
+    printf("median %.1f us over %d run%s (after 1 warm-up run)\n", med, timed, timed == 1 ? "" : "s");
+  else
+    printf("time %.1f us (1 run, no warm-up)\n", med);
+  free(times);
+  return SK_EXIT_OK;
+}
+
+int sk_cmd_run(int argc, char **argv) {
+  run_args a;
+  int rc = parse(argc, argv, &a);
+  if (rc < 0) return SK_EXIT_OK; /* --help */
+  if (rc != SK_EXIT_OK) return rc;
+  if (a.inputs_dir && !cli_is_dir(a.inputs_dir)) {
+    fprintf(stderr, "sk run: --inputs %s: not a directory\n", a.inputs_dir);
+    return SK_EXIT_USAGE;
+  }
+
+  sk_executor executor = a.no_sk ? SK_EXECUTOR_EAGER : SK_EXECUTOR_INTERP;
+  sk_session s;
+  rc = sk_session_open(&s, "run", synopsis, a.model, a.options, (int)a.threads, executor);
+  if (rc != SK_EXIT_OK) return rc;
+
+  skm_io io;
+  char msg[1024];
+  if (skm_io_alloc(s.program, &io, msg, sizeof msg) != SK_STATUS_OK) {
+    fprintf(stderr, "sk run: %s\n", msg);
+    sk_session_close(&s);
+    return SK_EXIT_FAIL;
+  }
+  skm_fill_inputs(&io, (uint64_t)a.seed);
+
+  printf("model %s: %s\n", s.model, s.description);
+  printf("executor %s (super kernels %s), team of %d cores, options %s\n", sk_executor_label(executor),
+         a.no_sk ? "off" : "on", sk_team_num_cores(s.team), a.options ? a.options : "(defaults)");
+  if (a.inputs_dir) rc = read_inputs(a.inputs_dir, &io, s.model);
+  if (rc == SK_EXIT_OK && a.save_inputs_dir) rc = save_all("--save-inputs", a.save_inputs_dir, io.inputs, io.n_inputs);
+  if (rc == SK_EXIT_OK) rc = run_and_report(&s, &io, a.iters);
+  if (rc == SK_EXIT_OK && a.save_outputs_dir)
+    rc = save_all("--save-outputs", a.save_outputs_dir, io.outputs, io.n_outputs);
+
+  skm_io_free(&io);
+  sk_session_close(&s);
+  return rc;
+}

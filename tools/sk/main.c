@@ -1,0 +1,62 @@
+/*
+ * sk — the superkernel command-line tool.
+ *
+ *   sk options STRING      validate an options string, print the effective options
+ *   sk run MODEL [...]     build, compile and run a model; outputs, checksums, median time
+ *   sk plan MODEL [...]    print the fused program's plan
+ *   sk npy FILE...         print .npy files' dtype, shape, checksum
+ *
+ * Every subcommand lives in its own file and is listed in the table below;
+ * new ones (source, cache, profile) only add a row.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "models.h"
+#include "sk.h"
+
+#ifndef SK_TOOL_VERSION
+#define SK_TOOL_VERSION "unknown"
+#endif
+
+static const sk_command commands[] = {
+    {"options", sk_cmd_options, "options STRING", "validate a super-kernel options string and print the effective options"},
+    {"run", sk_cmd_run, "run MODEL [options]", "build, compile and run a model; print outputs, checksums, median time"},
+    {"plan", sk_cmd_plan, "plan MODEL [options]", "print the fused program's plan (steps, super kernels, task lists)"},
+    {"npy", sk_cmd_npy, "npy FILE...", "print .npy files' dtype, shape and checksum (as 'sk run' prints outputs)"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void print_usage(FILE *out) {
+  fprintf(out, "usage: sk COMMAND [ARGS...]\n"
+               "       sk --help | --version\n\n"
+               "commands:\n");
+  for (size_t i = 0; i < N_COMMANDS; i++) fprintf(out, "  %-22s %s\n", commands[i].synopsis, commands[i].summary);
+  fprintf(out, "\nmodels: %s\n"
+               "Run 'sk COMMAND --help' for a command's options.\n"
+               "Exit status: 0 success, 1 run failure, 2 usage error or invalid input.\n",
+          skm_model_list());
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "sk: missing command\n");
+    fprintf(stderr, "usage: sk COMMAND [ARGS...]  (try 'sk --help')\n");
+    return SK_EXIT_USAGE;
+  }
+  const char *name = argv[1];
+  if (cli_is_help(name)) {
+    print_usage(stdout);
+    return SK_EXIT_OK;
+  }
+  if (strcmp(name, "--version") == 0) {
+    printf("sk (superkernel) %s\n", SK_TOOL_VERSION);
+    return SK_EXIT_OK;
+  }
+  for (size_t i = 0; i < N_COMMANDS; i++)
+    if (strcmp(commands[i].name, name) == 0) return commands[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "sk: unknown %s '%s' (commands:", name[0] == '-' ? "option" : "command", name);
+  for (size_t i = 0; i < N_COMMANDS; i++) fprintf(stderr, "%s %s", i ? "," : "", commands[i].name);
+  fprintf(stderr, ")\nusage: sk COMMAND [ARGS...]  (try 'sk --help')\n");
+  return SK_EXIT_USAGE;
+}
