@@ -139,6 +139,29 @@ static void attributes(text *t, const sk__plan *plan, const char *base) {
   else put(t, "__attribute__((%s)) ", base);
 }
 
+/* The sub-kernel's tensors, slot by slot: dtypes and shapes are part of the
+ * source, so scopes that differ in them (an extra bias, other shapes)
+ * compile on their own, while identical scopes share one object. */
+static void tensor_list(text *t, const sk__tensor *ts, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    put(t, " %s[", sk_dtype_name(ts[i].dtype));
+    for (int d = 0; d < ts[i].rank; d++) put(t, d ? ",%lld" : "%lld", (long long)ts[i].shape[d]);
+    put(t, "]");
+  }
+}
+
+static void signature(text *t, const sk__exec_node *ex) {
+  put(t, " *   in:");
+  for (int slot = 0; slot < SK__MAX_SLOTS; slot++) {
+    if (!ex->io.in[slot].count) continue;
+    put(t, " %s:", ex->def->slot_names[slot]);
+    tensor_list(t, ex->io.in[slot].tensors, ex->io.in[slot].count);
+  }
+  put(t, "\n *   out:");
+  tensor_list(t, ex->io.out, ex->io.n_out);
+  put(t, "\n");
+}
+
 /* One wrapper per sub-kernel and code copy that some core calls. Each copy
  * carries its own asm comment so the compiler cannot fold identical copies
  * into one (gcc's -fipa-icf, on at -O2). */
@@ -148,8 +171,10 @@ static void wrappers(text *t, const sk__plan *plan, const sk_program *p, bool *u
     const sk__subkernel *sub = &plan->subs[s];
     const sk__exec_node *ex = &p->nodes[sub->node];
     char type[128];
-    put(t, "/* sub-kernel %zu: %s (%s), %lld blocks on cores %d-%d */\n", s, safe(ex->def->type, type, sizeof type),
+    put(t, "/* sub-kernel %zu: %s (%s), %lld blocks on cores %d-%d\n", s, safe(ex->def->type, type, sizeof type),
         kind_name(sub->kind), (long long)sub->n_blocks, sub->core_first, sub->core_first + sub->n_cores - 1);
+    signature(t, ex);
+    put(t, " */\n");
     for (int c = 0; c < copies; c++) {
       if (!used[s * (size_t)copies + (size_t)c]) continue;
       put(t, "static ");
