@@ -504,6 +504,11 @@ typedef struct sk_compile_config {
    * per-sub-kernel detail inside a super kernel comes from its scope's
    * option profiling=1. 0 (default): no timing at all. */
   int profile;
+  /* Called before each super kernel is JIT-compiled (or found in the
+   * cache), with its scope name, its index from 1 and the count: for
+   * progress lines. NULL: nothing is called. */
+  void (*on_jit)(const char *scope, size_t index, size_t total, void *user);
+  void *on_jit_user;
 } sk_compile_config;
 
 /* Compiles a graph into a program. The graph may be destroyed afterwards.

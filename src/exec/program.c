@@ -215,7 +215,10 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
     return st;
   }
   /* Compile the super kernels; any that cannot be stay interpreted. */
-  if (p->executor == SK_EXECUTOR_JIT || p->executor == SK_EXECUTOR_AUTO) sk__program_jit(p);
+  if (p->executor == SK_EXECUTOR_JIT || p->executor == SK_EXECUTOR_AUTO) {
+    bool has_hook = cfg && cfg->struct_size >= offsetof(sk_compile_config, on_jit_user) + sizeof(cfg->on_jit_user);
+    sk__program_jit_progress(p, has_hook ? cfg->on_jit : NULL, has_hook ? cfg->on_jit_user : NULL);
+  }
   *program_out = p;
   return SK_STATUS_OK;
 }

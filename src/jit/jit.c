@@ -134,10 +134,16 @@ static sk_status step_create(sk_program *p, sk__step *step) {
   return SK_STATUS_OK;
 }
 
-void sk__program_jit(sk_program *p) {
+void sk__program_jit(sk_program *p) { sk__program_jit_progress(p, NULL, NULL); }
+
+void sk__program_jit_progress(sk_program *p, void (*progress)(const char *scope, size_t index, size_t total, void *user),
+                              void *user) {
+  size_t total = 0, index = 0;
+  for (size_t s = 0; s < p->n_steps; s++) total += p->steps[s].plan && !p->steps[s].jit;
   for (size_t s = 0; s < p->n_steps; s++) {
     sk__step *step = &p->steps[s];
     if (!step->plan || step->jit) continue;
+    if (progress) progress(step->plan->name, ++index, total, user);
     if (step_create(p, step) == SK_STATUS_OK) continue;
     char cause[1024];
     snprintf(cause, sizeof cause, "%s", sk_last_error());

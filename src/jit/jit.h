@@ -27,6 +27,9 @@ sk_status sk__jit_source(const struct sk__plan *plan, const sk_program *p, char 
  * warning names the cause). Never fails. Called by sk_compile for the JIT
  * and AUTO executors. */
 void sk__program_jit(sk_program *p);
+/* The same, calling progress (may be NULL) before each super kernel. */
+void sk__program_jit_progress(sk_program *p, void (*progress)(const char *scope, size_t index, size_t total, void *user),
+                              void *user);
 
 /* Runs a step whose jit is set: one team launch, like sk__plan_run. */
 sk_status sk__jit_run(sk__step *step, const sk_program *p, sk_team *team);
