@@ -370,11 +370,10 @@ SK_API void *sk_kernel_user(const sk_kernel_ctx *ctx);
 SK_API sk_status sk_kernel_arg_info(const sk_kernel_ctx *ctx, int i, sk_dtype *dtype_out, int *rank_out,
                                     int64_t *shape_out);
 
-/* Limits of sk_kernel_desc: parameters of one kernel, outputs its infer may
- * declare, and registered kernels per process. */
+/* Limits of sk_kernel_desc: parameters of one kernel and outputs its infer
+ * may declare. */
 #define SK_KERNEL_MAX_PARAMS 256
 #define SK_KERNEL_MAX_OUTPUTS 16
-#define SK_KERNEL_MAX_COUNT 256
 
 typedef struct sk_kernel_desc {
   /* sizeof(sk_kernel_desc); lets the struct grow without new entry points.
@@ -422,7 +421,7 @@ typedef struct sk_kernel sk_kernel;
 /* Registers a kernel after checking every field of desc (errors name the
  * kernel and the field). *kernel_out stays valid until the process exits;
  * there is no unregister, because graphs and programs refer to the kernel
- * by name. At most SK_KERNEL_MAX_COUNT kernels per process. */
+ * by name. */
 SK_API sk_status sk_kernel_register(const sk_kernel_desc *desc, sk_kernel **kernel_out);
 
 /* ---- Runtime-only fusion --------------------------------------------------

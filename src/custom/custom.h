@@ -18,7 +18,6 @@ struct sk_kernel {
   sk__op_def def;      /* first: the registry points here */
   sk_kernel_desc desc; /* a copy; desc.name points at name */
   char name[64];
-  int index;           /* in the kernel table (kernel.c) */
 };
 
 /* An exec node's params for a custom kernel. In a graph node args is NULL

@@ -1,6 +1,7 @@
 /* sk_kernel_register: a user kernel becomes an op (custom.h). Also the
  * op's callbacks, and sk_kernel_barrier / sk_kernel_user for the entries. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,41 +10,8 @@
 #include "core/error.h"
 #include "custom/custom.h"
 
-/* ---- the kernel table -------------------------------------------------
- * An op's build callback receives only the build context, which does not
- * say which op is being built; every kernel therefore gets its own build
- * function: one of SK_KERNEL_MAX_COUNT trampolines that pass their table
- * index on. Entries are written under table_lock before the kernel is added
- * to the op registry; the registry's own lock orders that write before any
- * graph can find the kernel, so readers need no lock. */
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static sk_kernel *table[SK_KERNEL_MAX_COUNT];
-static int n_table;
-
-static sk_status kernel_build(sk__build_ctx *ctx, int index);
-
-#define SK__TRAMPOLINE(h, l) \
-  static sk_status build_##h##l(sk__build_ctx *ctx) { return kernel_build(ctx, 0x##h##l); }
-#define SK__TRAMPOLINE_ROW(h)                                                                                    \
-  SK__TRAMPOLINE(h, 0) SK__TRAMPOLINE(h, 1) SK__TRAMPOLINE(h, 2) SK__TRAMPOLINE(h, 3) SK__TRAMPOLINE(h, 4)      \
-  SK__TRAMPOLINE(h, 5) SK__TRAMPOLINE(h, 6) SK__TRAMPOLINE(h, 7) SK__TRAMPOLINE(h, 8) SK__TRAMPOLINE(h, 9)      \
-  SK__TRAMPOLINE(h, a) SK__TRAMPOLINE(h, b) SK__TRAMPOLINE(h, c) SK__TRAMPOLINE(h, d) SK__TRAMPOLINE(h, e)      \
-  SK__TRAMPOLINE(h, f)
-SK__TRAMPOLINE_ROW(0) SK__TRAMPOLINE_ROW(1) SK__TRAMPOLINE_ROW(2) SK__TRAMPOLINE_ROW(3)
-SK__TRAMPOLINE_ROW(4) SK__TRAMPOLINE_ROW(5) SK__TRAMPOLINE_ROW(6) SK__TRAMPOLINE_ROW(7)
-SK__TRAMPOLINE_ROW(8) SK__TRAMPOLINE_ROW(9) SK__TRAMPOLINE_ROW(a) SK__TRAMPOLINE_ROW(b)
-SK__TRAMPOLINE_ROW(c) SK__TRAMPOLINE_ROW(d) SK__TRAMPOLINE_ROW(e) SK__TRAMPOLINE_ROW(f)
-
-#define SK__ENTRY(h, l) build_##h##l,
-#define SK__ENTRY_ROW(h)                                                                                    \
-  SK__ENTRY(h, 0) SK__ENTRY(h, 1) SK__ENTRY(h, 2) SK__ENTRY(h, 3) SK__ENTRY(h, 4) SK__ENTRY(h, 5)            \
-  SK__ENTRY(h, 6) SK__ENTRY(h, 7) SK__ENTRY(h, 8) SK__ENTRY(h, 9) SK__ENTRY(h, a) SK__ENTRY(h, b)            \
-  SK__ENTRY(h, c) SK__ENTRY(h, d) SK__ENTRY(h, e) SK__ENTRY(h, f)
-static sk_status (*const trampolines[SK_KERNEL_MAX_COUNT])(sk__build_ctx *) = {
-    SK__ENTRY_ROW(0) SK__ENTRY_ROW(1) SK__ENTRY_ROW(2) SK__ENTRY_ROW(3) SK__ENTRY_ROW(4) SK__ENTRY_ROW(5)
-    SK__ENTRY_ROW(6) SK__ENTRY_ROW(7) SK__ENTRY_ROW(8) SK__ENTRY_ROW(9) SK__ENTRY_ROW(a) SK__ENTRY_ROW(b)
-    SK__ENTRY_ROW(c) SK__ENTRY_ROW(d) SK__ENTRY_ROW(e) SK__ENTRY_ROW(f)};
-_Static_assert(SK_KERNEL_MAX_COUNT == 256, "one trampoline per kernel slot");
+/* One lock over find-and-add, so two threads cannot both register a name. */
+static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- the op's callbacks ---------------------------------------------- */
 
@@ -65,8 +33,11 @@ static void describe_inputs(const sk__slot *x, char *buf, size_t size) {
   if (x->count == 0) snprintf(buf, size, "no inputs");
 }
 
-static sk_status kernel_build(sk__build_ctx *ctx, int index) {
-  const sk_kernel *k = table[index];
+/* The op's build: the kernel is the one whose op definition is being built
+ * (its def is embedded in the sk_kernel). */
+static sk_status kernel_build(sk__build_ctx *ctx) {
+  const sk__op_def *def = sk__ctx_def(ctx);
+  const sk_kernel *k = (const sk_kernel *)(const void *)((const char *)def - offsetof(sk_kernel, def));
   const sk__slot *x = sk__ctx_slot(ctx, 0);
   const char *label = sk__ctx_op(ctx);
   size_t n_in = x->count;
@@ -331,23 +302,13 @@ sk_status sk_kernel_register(const sk_kernel_desc *desc, sk_kernel **kernel_out)
       .unfusable = k->desc.unfusable != 0,
       .barriers_per_block = k->desc.barriers_per_block,
   };
-  /* One lock over find-and-add, so two threads cannot both register a name. */
-  pthread_mutex_lock(&table_lock);
+  k->def.build = kernel_build;
+  pthread_mutex_lock(&register_lock);
   if (sk__op_find(k->name))
     st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_kernel_register: kernel '%s': an op or kernel of that name already exists",
                   k->name);
-  else if (n_table == SK_KERNEL_MAX_COUNT)
-    st = sk__fail(SK_STATUS_UNSUPPORTED, "sk_kernel_register: kernel '%s': %d kernels are registered already (the most)",
-                  k->name, SK_KERNEL_MAX_COUNT);
-  if (st == SK_STATUS_OK) {
-    k->index = n_table;
-    k->def.build = trampolines[n_table];
-    table[n_table] = k;
-    st = sk__op_register(&k->def);
-    if (st == SK_STATUS_OK) n_table++;
-    else table[k->index] = NULL;
-  }
-  pthread_mutex_unlock(&table_lock);
+  if (st == SK_STATUS_OK) st = sk__op_register(&k->def);
+  pthread_mutex_unlock(&register_lock);
   if (st != SK_STATUS_OK) {
     free(k);
     return st;

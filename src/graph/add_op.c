@@ -23,6 +23,8 @@ struct sk__build_ctx {
 
 const char *sk__ctx_op(const sk__build_ctx *ctx) { return ctx->label; }
 
+const sk__op_def *sk__ctx_def(const sk__build_ctx *ctx) { return ctx->def; }
+
 const sk__slot *sk__ctx_slot(const sk__build_ctx *ctx, int i) { return &ctx->slots[i]; }
 
 sk_status sk__ctx_single(sk__build_ctx *ctx, int i, const sk__tensor **t) {

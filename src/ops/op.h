@@ -113,6 +113,9 @@ const sk__op_def *const *sk__op_all(void);
 
 /* ---- build-time helpers, implemented in graph/build_ctx.c ---- */
 
+/* The op definition being built (ops registered at run time find their
+ * own data through it). */
+const sk__op_def *sk__ctx_def(const sk__build_ctx *ctx);
 /* The node being built, for messages: "grouped_matmul" or its node name. */
 const char *sk__ctx_op(const sk__build_ctx *ctx);
 /* Input slot i (tensors without data). */
