@@ -1,3 +1,4 @@
 # tests of the core area
 sk_add_test(NAME test_dtype SOURCES test_dtype.c)
 sk_add_test(NAME test_status_log SOURCES test_status_log.c)
+set_property(TEST test_dtype APPEND PROPERTY LABELS single_thread)
