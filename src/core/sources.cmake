@@ -5,4 +5,5 @@ list(APPEND SK_SOURCES
   core/log.c
   core/status.c
   core/tensor.c
+  core/text.c
 )

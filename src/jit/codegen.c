@@ -13,42 +13,9 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "jit/jit_internal.h"
 
-typedef struct text {
-  char *buf;
-  size_t len, cap;
-  bool failed;
-} text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-  if (t->failed) return;
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt, ap);
-  va_end(ap);
-  if (n < 0) {
-    t->failed = true;
-    return;
-  }
-  if (t->buf && t->len + (size_t)n < t->cap) {
-    t->len += (size_t)n;
-    return;
-  }
-  size_t cap = (t->cap ? t->cap * 2 : 16384) + (size_t)n;
-  char *grown = realloc(t->buf, cap);
-  if (!grown) {
-    t->failed = true;
-    return;
-  }
-  t->buf = grown;
-  t->cap = cap;
-  va_start(ap, fmt);
-  vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-  va_end(ap);
-  t->len += (size_t)n;
-}
 
 /* A user-given name inside a comment: no "*" + "/" (it would end the
  * comment), no control characters (a newline would too, in effect). */
@@ -65,20 +32,20 @@ static const char *safe(const char *s, char *buf, size_t n) {
 }
 
 /* The declarations of jit_env.h as text. */
-static void env_text(text *t) {
-  put(t, "/* The env: jit_env.h's lists, layout version %d. */\n", SK_JIT_LAYOUT_VERSION);
-  put(t, "struct sk__node_io; /* the library's; opaque here */\n");
-  put(t, "typedef struct sk_jit_flag %s sk_jit_flag;\n", SK__JIT_STR(SK_JIT_FLAG_BODY));
-  put(t, "typedef struct sk_jit_env sk_jit_env;\n");
-#define SK__JIT_PRINT_TYPE(ret, name, params) put(t, "typedef %s (*%s)%s;\n", #ret, #name, #params);
+static void env_text(sk__text *t) {
+  sk__text_put(t, "/* The env: jit_env.h's lists, layout version %d. */\n", SK_JIT_LAYOUT_VERSION);
+  sk__text_put(t, "struct sk__node_io; /* the library's; opaque here */\n");
+  sk__text_put(t, "typedef struct sk_jit_flag %s sk_jit_flag;\n", SK__JIT_STR(SK_JIT_FLAG_BODY));
+  sk__text_put(t, "typedef struct sk_jit_env sk_jit_env;\n");
+#define SK__JIT_PRINT_TYPE(ret, name, params) sk__text_put(t, "typedef %s (*%s)%s;\n", #ret, #name, #params);
   SK_JIT_FN_TYPES(SK__JIT_PRINT_TYPE)
 #undef SK__JIT_PRINT_TYPE
-  put(t, "struct sk_jit_env {\n");
+  sk__text_put(t, "struct sk_jit_env {\n");
 #define SK__JIT_PRINT_FIELD(type, name, doc) \
-  put(t, "  %s%s%s; /* %s */\n", #type, #type[sizeof #type - 2] == '*' ? "" : " ", #name, doc);
+  sk__text_put(t, "  %s%s%s; /* %s */\n", #type, #type[sizeof #type - 2] == '*' ? "" : " ", #name, doc);
   SK_JIT_ENV_FIELDS(SK__JIT_PRINT_FIELD)
 #undef SK__JIT_PRINT_FIELD
-  put(t, "};\n\n");
+  sk__text_put(t, "};\n\n");
 }
 
 static const char *kind_name(sk__kernel_kind kind) {
@@ -90,37 +57,37 @@ static int n_copies(const sk__plan *plan) {
   return plan->options.early_start == 2 ? 1 : plan->options.split_mode;
 }
 
-static void prelude(text *t, const sk__plan *plan, const sk_program *p) {
+static void prelude(sk__text *t, const sk__plan *plan, const sk_program *p) {
   int copies = n_copies(plan) < plan->n_cores ? n_copies(plan) : plan->n_cores;
-  put(t, "/* superkernel JIT: one super kernel\n");
-  put(t, " * %s, block dim %lld, %d cores (cube %d, vector %d)%s, %zu sub-kernels, %d flags, %d barriers\n",
+  sk__text_put(t, "/* superkernel JIT: one super kernel\n");
+  sk__text_put(t, " * %s, block dim %lld, %d cores (cube %d, vector %d)%s, %zu sub-kernels, %d flags, %d barriers\n",
       sk__sk_type_name(plan->type), (long long)plan->block_dim, plan->n_cores, plan->aic_cores, plan->aiv_cores,
       plan->stream_fused ? ", stream-fused" : "", plan->n_subs, plan->n_flags, plan->n_barriers);
   /* The options as they shape the code, not as written: options that
    * change nothing here (split-mode under early-start=2, dcci patterns
    * matching no op) then leave the source, and so the key, unchanged. */
-  put(t, " * func-align %d, %d code cop%s, profiling %s\n", plan->options.func_align, copies, copies == 1 ? "y" : "ies",
+  sk__text_put(t, " * func-align %d, %d code cop%s, profiling %s\n", plan->options.func_align, copies, copies == 1 ? "y" : "ies",
       plan->options.profiling ? "on" : "off");
-  put(t, " * Generated from the planner's task lists (`sk plan` prints the same).\n");
-  put(t, " * Sub-kernels are named by op type, never by node or scope name: identical\n");
-  put(t, " * scopes then have identical sources, so they share one cached object.\n");
-  put(t, " * compiled with -fvisibility=hidden: only sk_jit_entry, sk_jit_key and\n");
-  put(t, " * sk_jit_layout are exported. */\n");
-  put(t, "#include <stdint.h>\n\n");
+  sk__text_put(t, " * Generated from the planner's task lists (`sk plan` prints the same).\n");
+  sk__text_put(t, " * Sub-kernels are named by op type, never by node or scope name: identical\n");
+  sk__text_put(t, " * scopes then have identical sources, so they share one cached object.\n");
+  sk__text_put(t, " * compiled with -fvisibility=hidden: only sk_jit_entry, sk_jit_key and\n");
+  sk__text_put(t, " * sk_jit_layout are exported. */\n");
+  sk__text_put(t, "#include <stdint.h>\n\n");
   env_text(t);
-  put(t, "__attribute__((visibility(\"default\"))) const unsigned sk_jit_layout = %d;\n\n", SK_JIT_LAYOUT_VERSION);
-  put(t, "#if defined(__x86_64__) || defined(__i386__)\n#define SK_PAUSE() __builtin_ia32_pause()\n");
-  if (plan->options.profiling) put(t, "#define SK_TSC() __builtin_ia32_rdtsc()\n");
-  put(t, "#else\n#define SK_PAUSE() __asm__ __volatile__(\"\" ::: \"memory\")\n");
-  if (plan->options.profiling) put(t, "#define SK_TSC() ((uint64_t)0)\n");
-  put(t, "#endif\n\n");
-  put(t, "/* The interpreter's sk__wait_fetch_add (seq_cst) then sk__wait_wake, whose\n"
+  sk__text_put(t, "__attribute__((visibility(\"default\"))) const unsigned sk_jit_layout = %d;\n\n", SK_JIT_LAYOUT_VERSION);
+  sk__text_put(t, "#if defined(__x86_64__) || defined(__i386__)\n#define SK_PAUSE() __builtin_ia32_pause()\n");
+  if (plan->options.profiling) sk__text_put(t, "#define SK_TSC() __builtin_ia32_rdtsc()\n");
+  sk__text_put(t, "#else\n#define SK_PAUSE() __asm__ __volatile__(\"\" ::: \"memory\")\n");
+  if (plan->options.profiling) sk__text_put(t, "#define SK_TSC() ((uint64_t)0)\n");
+  sk__text_put(t, "#endif\n\n");
+  sk__text_put(t, "/* The interpreter's sk__wait_fetch_add (seq_cst) then sk__wait_wake, whose\n"
          " * futex call is made only when someone sleeps on the flag. */\n"
          "static inline __attribute__((always_inline)) void sk_signal(const sk_jit_env *env, int32_t f) {\n"
          "  __atomic_fetch_add(&env->flags[f].value, 1u, __ATOMIC_SEQ_CST);\n"
          "  if (__atomic_load_n(&env->flags[f].sleepers, __ATOMIC_SEQ_CST) != 0) env->wake(env, f);\n"
          "}\n\n");
-  put(t, "/* A flag is signalled in this launch when it equals the epoch. Spin a\n"
+  sk__text_put(t, "/* A flag is signalled in this launch when it equals the epoch. Spin a\n"
          " * little here; the library's wait then spins, yields and sleeps. */\n"
          "static inline __attribute__((always_inline)) void sk_wait(const sk_jit_env *env, int32_t f) {\n"
          "  for (int i = 0; i < 256; i++) {\n"
@@ -134,77 +101,77 @@ static void prelude(text *t, const sk__plan *plan, const sk_program *p) {
 
 /* The attributes of the entry and the wrappers: theirs plus func-align's
  * (none at all with func-align=0). */
-static void attributes(text *t, const sk__plan *plan, const char *base) {
-  if (plan->options.func_align > 0) put(t, "__attribute__((%s, aligned(%d))) ", base, plan->options.func_align);
-  else put(t, "__attribute__((%s)) ", base);
+static void attributes(sk__text *t, const sk__plan *plan, const char *base) {
+  if (plan->options.func_align > 0) sk__text_put(t, "__attribute__((%s, aligned(%d))) ", base, plan->options.func_align);
+  else sk__text_put(t, "__attribute__((%s)) ", base);
 }
 
 /* The sub-kernel's tensors, slot by slot: dtypes and shapes are part of the
  * source, so scopes that differ in them (an extra bias, other shapes)
  * compile on their own, while identical scopes share one object. */
-static void tensor_list(text *t, const sk__tensor *ts, size_t n) {
+static void tensor_list(sk__text *t, const sk__tensor *ts, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    put(t, " %s[", sk_dtype_name(ts[i].dtype));
-    for (int d = 0; d < ts[i].rank; d++) put(t, d ? ",%lld" : "%lld", (long long)ts[i].shape[d]);
-    put(t, "]");
+    sk__text_put(t, " %s[", sk_dtype_name(ts[i].dtype));
+    for (int d = 0; d < ts[i].rank; d++) sk__text_put(t, d ? ",%lld" : "%lld", (long long)ts[i].shape[d]);
+    sk__text_put(t, "]");
   }
 }
 
-static void signature(text *t, const sk__exec_node *ex) {
-  put(t, " *   in:");
+static void signature(sk__text *t, const sk__exec_node *ex) {
+  sk__text_put(t, " *   in:");
   for (int slot = 0; slot < SK__MAX_SLOTS; slot++) {
     if (!ex->io.in[slot].count) continue;
-    put(t, " %s:", ex->def->slot_names[slot]);
+    sk__text_put(t, " %s:", ex->def->slot_names[slot]);
     tensor_list(t, ex->io.in[slot].tensors, ex->io.in[slot].count);
   }
-  put(t, "\n *   out:");
+  sk__text_put(t, "\n *   out:");
   tensor_list(t, ex->io.out, ex->io.n_out);
-  put(t, "\n");
+  sk__text_put(t, "\n");
 }
 
 /* One wrapper per sub-kernel and code copy that some core calls. Each copy
  * carries its own asm comment so the compiler cannot fold identical copies
  * into one (gcc's -fipa-icf, on at -O2). */
-static void wrappers(text *t, const sk__plan *plan, const sk_program *p, bool *used) {
+static void wrappers(sk__text *t, const sk__plan *plan, const sk_program *p, bool *used) {
   int copies = n_copies(plan);
   for (size_t s = 0; s < plan->n_subs; s++) {
     const sk__subkernel *sub = &plan->subs[s];
     const sk__exec_node *ex = &p->nodes[sub->node];
     char type[128];
-    put(t, "/* sub-kernel %zu: %s (%s), %lld blocks on cores %d-%d\n", s, safe(ex->def->type, type, sizeof type),
+    sk__text_put(t, "/* sub-kernel %zu: %s (%s), %lld blocks on cores %d-%d\n", s, safe(ex->def->type, type, sizeof type),
         kind_name(sub->kind), (long long)sub->n_blocks, sub->core_first, sub->core_first + sub->n_cores - 1);
     signature(t, ex);
-    put(t, " */\n");
+    sk__text_put(t, " */\n");
     for (int c = 0; c < copies; c++) {
       if (!used[s * (size_t)copies + (size_t)c]) continue;
-      put(t, "static ");
+      sk__text_put(t, "static ");
       attributes(t, plan, "noinline");
-      put(t, "void sub%zu_copy%d(const sk_jit_env *env, int64_t block, void *ws) {\n", s, c);
-      put(t, "  __asm__ __volatile__(\"/* sub%zu copy %d */\");\n", s, c);
-      put(t, "  env->run_block[%zu](env->io[%zu], block, ws);\n}\n", s, s);
+      sk__text_put(t, "void sub%zu_copy%d(const sk_jit_env *env, int64_t block, void *ws) {\n", s, c);
+      sk__text_put(t, "  __asm__ __volatile__(\"/* sub%zu copy %d */\");\n", s, c);
+      sk__text_put(t, "  env->run_block[%zu](env->io[%zu], block, ws);\n}\n", s, s);
     }
-    put(t, "\n");
+    sk__text_put(t, "\n");
   }
 }
 
-static void prof_begin(text *t, const sk__plan *plan) {
-  if (plan->options.profiling) put(t, "  { uint64_t t0 = SK_TSC();\n");
+static void prof_begin(sk__text *t, const sk__plan *plan) {
+  if (plan->options.profiling) sk__text_put(t, "  { uint64_t t0 = SK_TSC();\n");
 }
 
-static void prof_end(text *t, const sk__plan *plan, int core, int kind, int sub, long long block) {
+static void prof_end(sk__text *t, const sk__plan *plan, int core, int kind, int sub, long long block) {
   if (plan->options.profiling)
-    put(t, "    env->prof(env, %d, %d, %d, %lld, t0, SK_TSC()); }\n", core, kind, sub, block);
+    sk__text_put(t, "    env->prof(env, %d, %d, %d, %lld, t0, SK_TSC()); }\n", core, kind, sub, block);
 }
 
-static void core_function(text *t, const sk__plan *plan, const sk_program *p, int core) {
+static void core_function(sk__text *t, const sk__plan *plan, const sk_program *p, int core) {
   size_t begin = plan->core_begin[core], end = plan->core_begin[core + 1];
   int copy = core % n_copies(plan);
   char type[128], sub[160];
-  put(t, "/* core %d: %zu tasks */\nstatic void core%d(const sk_jit_env *env, void *ws) {\n", core, end - begin,
+  sk__text_put(t, "/* core %d: %zu tasks */\nstatic void core%d(const sk_jit_env *env, void *ws) {\n", core, end - begin,
       core);
   bool uses_ws = false;
   for (size_t k = begin; k < end; k++) uses_ws |= plan->tasks[k].kind == SK_TASK_RUN;
-  if (!uses_ws) put(t, "  (void)ws;\n");
+  if (!uses_ws) sk__text_put(t, "  (void)ws;\n");
   for (size_t k = begin; k < end; k++) {
     const sk__task *task = &plan->tasks[k];
     snprintf(sub, sizeof sub, "sub %d (%s)", (int)task->sub,
@@ -213,38 +180,38 @@ static void core_function(text *t, const sk__plan *plan, const sk_program *p, in
     switch (task->kind) {
       case SK_TASK_RUN:
         prof_begin(t, plan);
-        put(t, "  sub%d_copy%d(env, %lld, ws); /* run %s block %lld */\n", (int)task->sub, copy, block, type, block);
+        sk__text_put(t, "  sub%d_copy%d(env, %lld, ws); /* run %s block %lld */\n", (int)task->sub, copy, block, type, block);
         prof_end(t, plan, core, 0, (int)task->sub, block);
-        if (task->flag >= 0) put(t, "  sk_signal(env, %d);\n", task->flag);
+        if (task->flag >= 0) sk__text_put(t, "  sk_signal(env, %d);\n", task->flag);
         break;
       case SK_TASK_WAIT:
-        put(t, "  /* wait for %lld flag%s before %s */\n", (long long)task->count, task->count > 1 ? "s" : "", sub);
+        sk__text_put(t, "  /* wait for %lld flag%s before %s */\n", (long long)task->count, task->count > 1 ? "s" : "", sub);
         prof_begin(t, plan);
-        for (int64_t d = 0; d < task->count; d++) put(t, "  sk_wait(env, %d);\n", plan->deps[task->block + d]);
+        for (int64_t d = 0; d < task->count; d++) sk__text_put(t, "  sk_wait(env, %d);\n", plan->deps[task->block + d]);
         prof_end(t, plan, core, 1, (int)task->sub, -1);
         break;
       case SK_TASK_BARRIER: {
         const sk__barrier_set *set = &plan->barrier_sets[task->flag];
         prof_begin(t, plan);
-        put(t, "  env->barrier(env, %d); /* barrier over cores %d-%d after %s */\n", task->flag, set->core_first,
+        sk__text_put(t, "  env->barrier(env, %d); /* barrier over cores %d-%d after %s */\n", task->flag, set->core_first,
             set->core_first + set->n_cores - 1, sub);
         prof_end(t, plan, core, 2, (int)task->sub, -1);
         break;
       }
-      case SK_TASK_PRELOAD: put(t, "  env->preload(env, %d, %d); /* preload %s */\n", (int)task->sub, core, sub); break;
+      case SK_TASK_PRELOAD: sk__text_put(t, "  env->preload(env, %d, %d); /* preload %s */\n", (int)task->sub, core, sub); break;
       case SK_TASK_FLUSH:
-        put(t, "  env->flush(env, %d, %lld, %d); /* flush %s of %s block %lld */\n", (int)task->sub, block, task->arg,
+        sk__text_put(t, "  env->flush(env, %d, %lld, %d); /* flush %s of %s block %lld */\n", (int)task->sub, block, task->arg,
             task->arg ? "outputs" : "inputs", sub, block);
         break;
       case SK_TASK_COMPLEMENT:
         prof_begin(t, plan);
-        put(t, "  for (int i = 0; i < %lld; i++) env->sub_barrier(env, %d); /* complement %s's barrier */\n",
+        sk__text_put(t, "  for (int i = 0; i < %lld; i++) env->sub_barrier(env, %d); /* complement %s's barrier */\n",
             (long long)task->count, (int)task->sub, sub);
         prof_end(t, plan, core, 2, (int)task->sub, -1);
         break;
     }
   }
-  put(t, "}\n\n");
+  sk__text_put(t, "}\n\n");
 }
 
 sk_status sk__jit_codegen(const sk__plan *plan, const sk_program *p, char **body_out) {
@@ -255,19 +222,19 @@ sk_status sk__jit_codegen(const sk__plan *plan, const sk_program *p, char **body
   for (int c = 0; c < plan->n_cores; c++)
     for (size_t k = plan->core_begin[c]; k < plan->core_begin[c + 1]; k++)
       if (plan->tasks[k].kind == SK_TASK_RUN) used[plan->tasks[k].sub * (size_t)copies + (size_t)(c % copies)] = true;
-  text t = {0};
+  sk__text t = {0};
   prelude(&t, plan, p);
   wrappers(&t, plan, p, used);
   free(used);
   for (int c = 0; c < plan->n_cores; c++)
     if (plan->core_begin[c + 1] > plan->core_begin[c]) core_function(&t, plan, p, c);
-  put(&t, "void sk_jit_entry(const sk_jit_env *env, int core);\n");
+  sk__text_put(&t, "void sk_jit_entry(const sk_jit_env *env, int core);\n");
   attributes(&t, plan, "visibility(\"default\")");
-  put(&t, "void sk_jit_entry(const sk_jit_env *env, int core) {\n");
-  put(&t, "  void *ws = env->workspace ? env->workspace[core] : (void *)0;\n  switch (core) {\n");
+  sk__text_put(&t, "void sk_jit_entry(const sk_jit_env *env, int core) {\n");
+  sk__text_put(&t, "  void *ws = env->workspace ? env->workspace[core] : (void *)0;\n  switch (core) {\n");
   for (int c = 0; c < plan->n_cores; c++)
-    if (plan->core_begin[c + 1] > plan->core_begin[c]) put(&t, "    case %d: core%d(env, ws); break;\n", c, c);
-  put(&t, "    default: (void)ws; break; /* a core without tasks */\n  }\n}\n");
+    if (plan->core_begin[c + 1] > plan->core_begin[c]) sk__text_put(&t, "    case %d: core%d(env, ws); break;\n", c, c);
+  sk__text_put(&t, "    default: (void)ws; break; /* a core without tasks */\n  }\n}\n");
   if (t.failed) {
     free(t.buf);
     return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory generating the source of '%s'", plan->name);
@@ -277,8 +244,8 @@ sk_status sk__jit_codegen(const sk__plan *plan, const sk_program *p, char **body
 }
 
 char *sk__jit_with_key(const char *body, const char *key) {
-  text t = {0};
-  put(&t, "%s\n/* The cache key: SHA-256 of the source above, the compiler's argument vector and\n"
+  sk__text t = {0};
+  sk__text_put(&t, "%s\n/* The cache key: SHA-256 of the source above, the compiler's argument vector and\n"
           " * its identity; checked when the object is loaded. */\n"
           "__attribute__((visibility(\"default\"))) const char sk_jit_key[] = \"%s\";\n",
       body, key);
