@@ -81,8 +81,8 @@ void rr_fill_by_dtype(rr_buffers *b, const sk_program *p, uint64_t seed) {
 }
 
 void rr_free(rr_buffers *b) {
-  for (size_t i = 0; i < b->n_inputs; i++) free(b->inputs[i].data);
-  for (size_t i = 0; i < b->n_outputs; i++) free(b->outputs[i].data);
+  for (size_t i = 0; b->inputs && i < b->n_inputs; i++) free(b->inputs[i].data);
+  for (size_t i = 0; b->outputs && i < b->n_outputs; i++) free(b->outputs[i].data);
   free(b->inputs);
   free(b->outputs);
   memset(b, 0, sizeof *b);
@@ -157,5 +157,39 @@ int rr_check_program(sk_program *p, sk_team *team, rr_buffers *b) {
     if (!is_input) free(values[v]);
   }
   free(values);
+  return bad;
+}
+
+int rr_fused_vs_eager(const sk_graph *g, sk_team *team, sk_executor executor, const char *options, uint64_t seed) {
+  sk_compile_config fc = {.struct_size = sizeof fc, .team = team, .executor = executor, .default_options = options};
+  sk_compile_config ec = {.struct_size = sizeof ec, .team = team, .executor = SK_EXECUTOR_EAGER};
+  sk_program *fused = NULL, *eager = NULL;
+  int bad = 0;
+  if (sk_compile(g, &fc, &fused) != SK_STATUS_OK || sk_compile(g, &ec, &eager) != SK_STATUS_OK) {
+    fprintf(stderr, "compile failed (options \"%s\"): %s\n", options ? options : "", sk_last_error());
+    sk_program_destroy(fused);
+    return 1;
+  }
+  rr_buffers a = {0}, b = {0};
+  if (!rr_alloc(fused, &a, -1, 1, seed) || !rr_alloc(eager, &b, -1, 1, seed)) bad++;
+  else bad += rr_check_program(fused, team, &a);
+  for (int rep = 0; rep < 3 && !bad; rep++) { /* repeated runs: flags carry over launches */
+    if (sk_program_run(fused, team, a.inputs, a.n_inputs, a.outputs, a.n_outputs) != SK_STATUS_OK ||
+        sk_program_run(eager, team, b.inputs, b.n_inputs, b.outputs, b.n_outputs) != SK_STATUS_OK) {
+      fprintf(stderr, "run failed: %s\n", sk_last_error());
+      bad++;
+      break;
+    }
+    for (size_t o = 0; o < a.n_outputs; o++)
+      if (memcmp(a.outputs[o].data, b.outputs[o].data, a.outputs[o].bytes) != 0) {
+        bad++;
+        fprintf(stderr, "output %s differs from eager (options \"%s\", %d cores)\n", a.outputs[o].name,
+                options ? options : "", team ? sk_team_num_cores(team) : 1);
+      }
+  }
+  rr_free(&a);
+  rr_free(&b);
+  sk_program_destroy(fused);
+  sk_program_destroy(eager);
   return bad;
 }

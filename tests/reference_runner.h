@@ -37,4 +37,11 @@ void rr_fill_by_dtype(rr_buffers *b, const sk_program *p, uint64_t seed);
  * mismatching outputs (0 = equal) and prints the first differing element. */
 int rr_check_program(sk_program *p, sk_team *team, rr_buffers *b);
 
+/* Compiles g with `executor` and `options` (the default options of its
+ * scopes) and with super kernels off, for team; runs both three times on
+ * the same inputs (from seed); the first fused run is also checked against
+ * the references. Returns the number of mismatches (0 = all bitwise equal)
+ * and prints what differed. */
+int rr_fused_vs_eager(const sk_graph *g, sk_team *team, sk_executor executor, const char *options, uint64_t seed);
+
 #endif

@@ -5,6 +5,8 @@
 #       CMD must exit with status CODE; -o FRAG must occur in its stdout,
 #       -E FRAG in its stderr, -e FRAG in either (fixed strings, any number).
 #       -O FRAG / -N FRAG: FRAG must NOT occur in stdout / stderr.
+#       -f PATH: after the command, PATH must be a non-empty file.
+#       -r: no carriage return ('\r', e.g. a progress line) in stdout or stderr.
 #   run_expect.sh --same REGEX -- CMD1 [ARGS...] -- CMD2 [ARGS...]
 #       both must exit 0 and the parts of their stdout matching the extended
 #       regular expression (grep -oE) must be non-empty and equal.
@@ -66,15 +68,19 @@ if [ "${1:-}" = "--same" ] || [ "${1:-}" = "--differ" ]; then
   exit 0
 fi
 
-want=${1:?usage: run_expect.sh CODE [-o|-E|-e|-O|-N FRAG]... -- CMD [ARGS...]}
+want=${1:?usage: run_expect.sh CODE [-o|-E|-e|-O|-N FRAG | -f PATH | -r]... -- CMD [ARGS...]}
 shift
 checks=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case $1 in
-    -o | -E | -e | -O | -N)
+    -o | -E | -e | -O | -N | -f)
       [ $# -ge 2 ] || fail "$1 needs a fragment"
       checks+=("$1" "$2")
       shift 2
+      ;;
+    -r)
+      checks+=("$1" "")
+      shift
       ;;
     *) fail "unknown argument '$1'" ;;
   esac
@@ -98,6 +104,8 @@ while [ $# -gt 0 ]; do
     -e) grep -qF -- "$2" "$tmp/both" || fail "output lacks '$2'" ;;
     -O) ! grep -qF -- "$2" "$tmp/out" || fail "stdout has '$2'" ;;
     -N) ! grep -qF -- "$2" "$tmp/err" || fail "stderr has '$2'" ;;
+    -f) [ -f "$2" ] && [ -s "$2" ] || fail "no non-empty file $2" ;;
+    -r) ! grep -q "$(printf '\r')" "$tmp/both" || fail "the output has a carriage return" ;;
   esac
   shift 2
 done

@@ -223,30 +223,6 @@ static sk_value add_cast(sk_graph *g, sk_value x, sk_dtype to) {
   return y;
 }
 
-/* Compiles g with cfg and eager, runs both on the same inputs, compares the
- * outputs bitwise and checks the fused run against the references. 0 when
- * all agree. */
-static int fused_equals_eager(const sk_graph *g, sk_team *team, sk_executor executor, const char *options) {
-  sk_compile_config fc = {.struct_size = sizeof fc, .team = team, .executor = executor, .default_options = options};
-  sk_compile_config ec = {.struct_size = sizeof ec, .team = team, .executor = SK_EXECUTOR_EAGER};
-  sk_program *f = NULL, *e = NULL;
-  CHECK_OK(sk_compile(g, &fc, &f));
-  CHECK_OK(sk_compile(g, &ec, &e));
-  int bad = 1;
-  if (f && e) {
-    rr_buffers a, b;
-    CHECK(rr_alloc(f, &a, -2, 2, 7) && rr_alloc(e, &b, -2, 2, 7));
-    CHECK(rr_check_program(f, team, &a) == 0);
-    CHECK_OK(sk_program_run(e, team, b.inputs, b.n_inputs, b.outputs, b.n_outputs));
-    bad = 0;
-    for (size_t o = 0; o < a.n_outputs; o++) bad += memcmp(a.outputs[o].data, b.outputs[o].data, a.outputs[o].bytes) != 0;
-    rr_free(&a);
-    rr_free(&b);
-  }
-  sk_program_destroy(f);
-  sk_program_destroy(e);
-  return bad;
-}
 
 /* x -> square -> g_pow -> cast(fp16) -> out0, with g_addsub(g_pow, y) in
  * the same scope feeding two more outputs (a graph input on one side). */
@@ -277,8 +253,8 @@ static void test_graph_fused_vs_eager(void) {
     snprintf(options, sizeof options, "early-start=%d", e);
     sk_graph *g = mixed_graph(options);
     for (int t = 0; t < 3; t++) {
-      CHECK_MSG(fused_equals_eager(g, teams[t], SK_EXECUTOR_INTERP, NULL) == 0, "%s, %d cores, interp", options, t + 1);
-      CHECK_MSG(fused_equals_eager(g, teams[t], SK_EXECUTOR_DEFAULT, NULL) == 0, "%s, %d cores, default", options, t + 1);
+      CHECK_MSG(rr_fused_vs_eager(g, teams[t], SK_EXECUTOR_INTERP, NULL, 7) == 0, "%s, %d cores, interp", options, t + 1);
+      CHECK_MSG(rr_fused_vs_eager(g, teams[t], SK_EXECUTOR_DEFAULT, NULL, 7) == 0, "%s, %d cores, default", options, t + 1);
     }
     sk_graph_destroy(g);
   }
@@ -295,7 +271,7 @@ static void test_graph_fused_vs_eager(void) {
   sk_free(text);
   sk_program_destroy(p);
   /* The reference executor runs every kernel's blocks in order. */
-  CHECK(fused_equals_eager(g, teams[2], SK_EXECUTOR_REFERENCE, NULL) == 0);
+  CHECK(rr_fused_vs_eager(g, teams[2], SK_EXECUTOR_REFERENCE, NULL, 7) == 0);
   sk_graph_destroy(g);
 }
 
@@ -354,8 +330,8 @@ static void test_graph_unfusable(void) {
   cfg.default_options = "strict-scope-check=abort";
   CHECK_FAILS(sk_compile(g, &cfg, &p), SK_STATUS_UNSUPPORTED, "scope 's'", "copy", "g_copy", "abort");
   for (int t = 0; t < 3; t++) {
-    CHECK(fused_equals_eager(g, teams[t], SK_EXECUTOR_INTERP, NULL) == 0);
-    CHECK(fused_equals_eager(g, teams[t], SK_EXECUTOR_INTERP, "strict-scope-check=bypass") == 0);
+    CHECK(rr_fused_vs_eager(g, teams[t], SK_EXECUTOR_INTERP, NULL, 7) == 0);
+    CHECK(rr_fused_vs_eager(g, teams[t], SK_EXECUTOR_INTERP, "strict-scope-check=bypass", 7) == 0);
   }
   sk_graph_destroy(g);
 }
@@ -395,18 +371,18 @@ static void test_graph_barrier_kernel(void) {
   for (int e = 0; e < 3; e++) {
     char options[64];
     snprintf(options, sizeof options, "feed-sync-all=1:early-start=%d", e);
-    CHECK_MSG(fused_equals_eager(g, teams[1], SK_EXECUTOR_INTERP, options) == 0, "%s", options);
-    CHECK_MSG(fused_equals_eager(g, teams[2], SK_EXECUTOR_INTERP, options) == 0, "%s, 3 cores", options);
+    CHECK_MSG(rr_fused_vs_eager(g, teams[1], SK_EXECUTOR_INTERP, options, 7) == 0, "%s", options);
+    CHECK_MSG(rr_fused_vs_eager(g, teams[2], SK_EXECUTOR_INTERP, options, 7) == 0, "%s, 3 cores", options);
   }
-  CHECK(fused_equals_eager(g, teams[0], SK_EXECUTOR_INTERP, NULL) == 0); /* one core: nothing idle */
-  CHECK(fused_equals_eager(g, teams[1], SK_EXECUTOR_REFERENCE, NULL) == 0);
+  CHECK(rr_fused_vs_eager(g, teams[0], SK_EXECUTOR_INTERP, NULL, 7) == 0); /* one core: nothing idle */
+  CHECK(rr_fused_vs_eager(g, teams[1], SK_EXECUTOR_REFERENCE, NULL, 7) == 0);
   sk_graph_destroy(g);
   /* Two blocks: fine on two cores without the option; the reference runs
    * both at once on a temporary team; one core cannot hold both. */
   g = barrier_graph("g_scale_sum2");
-  CHECK(fused_equals_eager(g, teams[1], SK_EXECUTOR_INTERP, NULL) == 0);
-  CHECK(fused_equals_eager(g, teams[2], SK_EXECUTOR_INTERP, "feed-sync-all=1") == 0);
-  CHECK(fused_equals_eager(g, teams[1], SK_EXECUTOR_REFERENCE, NULL) == 0);
+  CHECK(rr_fused_vs_eager(g, teams[1], SK_EXECUTOR_INTERP, NULL, 7) == 0);
+  CHECK(rr_fused_vs_eager(g, teams[2], SK_EXECUTOR_INTERP, "feed-sync-all=1", 7) == 0);
+  CHECK(rr_fused_vs_eager(g, teams[1], SK_EXECUTOR_REFERENCE, NULL, 7) == 0);
   cfg.default_options = NULL;
   cfg.team = teams[0];
   CHECK_FAILS(sk_compile(g, &cfg, &p), SK_STATUS_UNSUPPORTED, "scale_sum", "2 blocks for 1 cores");

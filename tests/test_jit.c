@@ -26,6 +26,7 @@
 #include "ops/op.h"
 #include "profile/profile.h"
 #include "reference_runner.h"
+#include "test_extra_ops.h"
 #include "runtime/barrier.h"
 #include "superkernel/plan.h"
 
@@ -311,57 +312,7 @@ static void test_profiling(void) {
   sk_graph_destroy(g);
 }
 
-/* ---- a team-barrier op (feed-sync-all: COMPLEMENT tasks) ---- */
-
-/* y[b] = sum of all of x; block b sums row b, barrier, sums the partial
- * sums in order, barrier, stores (test_superkernel_ops.c's op). */
-static sk_status allreduce_build(sk__build_ctx *ctx) {
-  const sk__tensor *x;
-  SK_RETURN_IF_ERROR(sk__ctx_single(ctx, 0, &x));
-  if (x->rank != 2 || x->dtype != SK_FP32) return SK_STATUS_INVALID_SHAPE;
-  sk__tensor *out;
-  SK_RETURN_IF_ERROR(sk__ctx_set_outputs(ctx, 1, &out));
-  sk__tensor_init(out, SK_FP32, 1, x->shape);
-  return SK_STATUS_OK;
-}
-
-static sk_status allreduce_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
-  (void)n_cores;
-  *out = (sk__tiling){.n_blocks = io->in[0].tensors[0].shape[0]};
-  return SK_STATUS_OK;
-}
-
-static float row_sum(const sk__tensor *x, int64_t b) {
-  const float *row = (const float *)x->data + b * x->shape[1];
-  float s = 0;
-  for (int64_t j = 0; j < x->shape[1]; j++) s += row[j];
-  return s;
-}
-
-static void allreduce_run(const sk__node_io *io, int64_t block, void *workspace) {
-  (void)workspace;
-  const sk__tensor *x = &io->in[0].tensors[0];
-  float *y = io->out[0].data;
-  y[block] = row_sum(x, block);
-  sk__barrier_wait(io->barrier);
-  float total = 0;
-  for (int64_t b = 0; b < x->shape[0]; b++) total += y[b];
-  sk__barrier_wait(io->barrier);
-  y[block] = total;
-}
-
-static void allreduce_reference(const sk__node_io *io) {
-  const sk__tensor *x = &io->in[0].tensors[0];
-  float total = 0;
-  for (int64_t b = 0; b < x->shape[0]; b++) total += row_sum(x, b);
-  for (int64_t b = 0; b < x->shape[0]; b++) ((float *)io->out[0].data)[b] = total;
-}
-
-static const char *const x_slot[] = {"x", NULL};
-static const sk__op_def allreduce_op = {
-    .type = "test_jit_allreduce", .slot_names = x_slot, .kind = SK_KERNEL_VECTOR, .build = allreduce_build,
-    .tile = allreduce_tile, .run_block = allreduce_run, .reference = allreduce_reference, .barriers_per_block = 2,
-};
+/* ---- a team-barrier op (feed-sync-all: COMPLEMENT tasks): test_extra_ops.h ---- */
 
 static void test_feed_sync_all(void) {
   sk_graph *g;
@@ -369,7 +320,7 @@ static void test_feed_sync_all(void) {
   sk_value x = input(g, "x", SK_FP32, 2, (int64_t[]){2, 64});
   CHECK_OK(sk_graph_begin_scope(g, "reduce", "feed-sync-all=1"));
   sk_value y = unary(g, "square", "sq", x);
-  sk_value z = unary(g, "test_jit_allreduce", "allreduce", y);
+  sk_value z = unary(g, "test_allreduce", "allreduce", y);
   CHECK_OK(sk_graph_end_scope(g));
   CHECK_OK(sk_graph_mark_output(g, z, "z"));
   sk_program *jit = compile(g, teams[2], SK_EXECUTOR_JIT, NULL), *eager = compile(g, teams[2], SK_EXECUTOR_EAGER, NULL);
@@ -776,7 +727,7 @@ int main(void) {
   setenv("SK_CACHE_DIR", base_dir, 1);
   sk_set_log_handler(capture, NULL);
   sk_set_log_level(SK_LOG_INFO);
-  if (sk__op_register(&allreduce_op) != SK_STATUS_OK) return 1;
+  rr_register_test_ops();
   /* The fork case runs before any team exists: the children then inherit
    * a process with one thread. */
   harness_case first[] = {TEST_CASE(test_sha256), TEST_CASE(test_cache_two_processes)};

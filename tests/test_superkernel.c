@@ -35,40 +35,6 @@ static sk_value binary(sk_graph *g, const char *type, const char *name, sk_value
   return op(g, type, name, in, 2, NULL, 0, &z, 1);
 }
 
-/* Runs g fused (interp, with options) and eager on the same inputs; returns
- * the number of outputs that differ. */
-static int fused_vs_eager(sk_graph *g, sk_team *team, const char *options, uint64_t seed) {
-  sk_compile_config fused_cfg = {.struct_size = sizeof fused_cfg, .team = team, .executor = SK_EXECUTOR_INTERP,
-                                 .default_options = options};
-  sk_compile_config eager_cfg = {.struct_size = sizeof eager_cfg, .team = team, .executor = SK_EXECUTOR_EAGER};
-  sk_program *fused = NULL, *eager = NULL;
-  CHECK_OK(sk_compile(g, &fused_cfg, &fused));
-  CHECK_OK(sk_compile(g, &eager_cfg, &eager));
-  if (!fused || !eager) {
-    sk_program_destroy(fused);
-    sk_program_destroy(eager);
-    return 1;
-  }
-  rr_buffers a, b;
-  CHECK(rr_alloc(fused, &a, -1, 1, seed));
-  CHECK(rr_alloc(eager, &b, -1, 1, seed));
-  int bad = 0;
-  for (int rep = 0; rep < 3; rep++) { /* repeated runs: flags carry over launches */
-    CHECK_OK(sk_program_run(fused, team, a.inputs, a.n_inputs, a.outputs, a.n_outputs));
-    CHECK_OK(sk_program_run(eager, team, b.inputs, b.n_inputs, b.outputs, b.n_outputs));
-    for (size_t o = 0; o < a.n_outputs; o++)
-      if (memcmp(a.outputs[o].data, b.outputs[o].data, a.outputs[o].bytes) != 0) {
-        bad++;
-        fprintf(stderr, "output %s differs (options \"%s\", %d cores)\n", a.outputs[o].name, options ? options : "",
-                team ? sk_team_num_cores(team) : 1);
-      }
-  }
-  rr_free(&a);
-  rr_free(&b);
-  sk_program_destroy(fused);
-  sk_program_destroy(eager);
-  return bad;
-}
 
 /* A model mixing cube and vector sub-kernels inside a scope, ops outside it,
  * list outputs, views inside the scope, and a second scope. */
@@ -122,7 +88,7 @@ static void test_option_grid(void) {
             char options[256];
             snprintf(options, sizeof options, "%s:%s:debug-sync-all=%d:split-mode=%d", early[e], preload[pl], sync,
                      split ? 4 : 1);
-            CHECK_MSG(fused_vs_eager(g, teams[t], options, (uint64_t)(e * 7 + pl)) == 0, "%s", options);
+            CHECK_MSG(rr_fused_vs_eager(g, teams[t], SK_EXECUTOR_INTERP, options, (uint64_t)(e * 7 + pl)) == 0, "%s", options);
           }
   /* dcci and core-set options change the plan, never the result. */
   static const char *more[] = {"debug-dcci-all=1", "dcci-before-kernel-start=grouped_.*:dcci-after-kernel-end=square",
@@ -131,7 +97,7 @@ static void test_option_grid(void) {
   for (int t = 0; t < 3; t++)
     for (size_t k = 0; k < sizeof more / sizeof more[0]; k++) {
       if (strstr(more[k], "num=2") && sk_team_num_cores(teams[t]) < 2) continue;
-      CHECK_MSG(fused_vs_eager(g, teams[t], more[k], 5) == 0, "%s", more[k]);
+      CHECK_MSG(rr_fused_vs_eager(g, teams[t], SK_EXECUTOR_INTERP, more[k], 5) == 0, "%s", more[k]);
     }
   sk_graph_destroy(g);
 }
@@ -191,7 +157,7 @@ static void test_plan_elementwise_chain(void) {
     CHECK(plan->n_barriers == 2 && plan->barrier_sets[0].n_cores == 2);
   }
   sk_program_destroy(p);
-  CHECK(fused_vs_eager(g, teams[1], "early-start=1", 3) == 0);
+  CHECK(rr_fused_vs_eager(g, teams[1], SK_EXECUTOR_INTERP, "early-start=1", 3) == 0);
   sk_graph_destroy(g);
 }
 
@@ -229,8 +195,8 @@ static void test_plan_waits_and_types(void) {
   sk_program_destroy(p);
   sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[1], .default_options = "debug-aic-num=3"};
   CHECK_FAILS(sk_compile(g, &cfg, &p), SK_STATUS_INVALID_ARGUMENT, "debug-aic-num", "'3'", "team size 2");
-  CHECK(fused_vs_eager(g, teams[1], NULL, 1) == 0);
-  CHECK(fused_vs_eager(g, teams[2], "debug-aic-num=2", 1) == 0);
+  CHECK(rr_fused_vs_eager(g, teams[1], SK_EXECUTOR_INTERP, NULL, 1) == 0);
+  CHECK(rr_fused_vs_eager(g, teams[2], SK_EXECUTOR_INTERP, "debug-aic-num=2", 1) == 0);
   sk_graph_destroy(g);
 
   /* Mixed: an elementwise op over the matmul output, tiled by elements, on
@@ -252,7 +218,7 @@ static void test_plan_waits_and_types(void) {
     CHECK(plan->n_flags > 0);
   }
   sk_program_destroy(p);
-  CHECK(fused_vs_eager(g, teams[2], NULL, 2) == 0);
+  CHECK(rr_fused_vs_eager(g, teams[2], SK_EXECUTOR_INTERP, NULL, 2) == 0);
   sk_graph_destroy(g);
 }
 
@@ -316,7 +282,7 @@ static void test_stream_fusion(void) {
     CHECK(count_tasks(plan, SK_TASK_WAIT) >= 1); /* b_add waits for a_sq on the other core */
   }
   sk_program_destroy(p);
-  for (int t = 0; t < 3; t++) CHECK(fused_vs_eager(g, teams[t], NULL, 4) == 0);
+  for (int t = 0; t < 3; t++) CHECK(rr_fused_vs_eager(g, teams[t], SK_EXECUTOR_INTERP, NULL, 4) == 0);
   sk_graph_destroy(g);
 }
 

@@ -25,13 +25,14 @@ endfunction()
 set(SK $<TARGET_FILE:sk>)
 
 # Help and usage.
-sk_cli_test(sk_help 0 -o "usage: sk COMMAND" -o "run MODEL" -o "example01, seed, decode, prefill" -- ${SK} --help)
+sk_cli_test(sk_help 0 -o "usage: sk COMMAND" -o "run MODEL" -o "source MODEL" -o "cache path|list|clear"
+            -o "profile MODEL" -o "example01, seed, decode, prefill, example02" -- ${SK} --help)
 sk_cli_test(sk_help_short 0 -o "usage: sk COMMAND" -- ${SK} -h)
 sk_cli_test(sk_version 0 -o "sk (superkernel)" -- ${SK} --version)
 sk_cli_test(sk_no_command 2 -E "missing command" -E "sk --help" -- ${SK})
 sk_cli_test(sk_unknown_command 2 -E "unknown command 'frob'" -- ${SK} frob)
 sk_cli_test(sk_unknown_top_option 2 -E "unknown option '--frob'" -- ${SK} --frob)
-foreach(cmd options run plan npy)
+foreach(cmd options run plan npy source cache profile)
   sk_cli_test(sk_${cmd}_help 0 -o "usage: sk ${cmd}" -N "usage" -- ${SK} ${cmd} --help)
   sk_cli_test(sk_${cmd}_help_short 0 -o "usage: sk ${cmd}" -- ${SK} ${cmd} -h)
   sk_cli_test(sk_${cmd}_bad_flag 2 -E "unknown option '--frob'" -E "usage: sk ${cmd}" -O "usage" -- ${SK} ${cmd} --frob)
@@ -49,7 +50,7 @@ sk_cli_test(sk_options_missing 2 -E "missing the options string" -- ${SK} option
 sk_cli_test(sk_options_two 2 -E "expected one options string" -- ${SK} options "split-mode=4" "split-mode=2")
 
 # sk run: usage errors and invalid input exit 2.
-sk_cli_test(sk_run_unknown_model 2 -E "unknown model 'nosuch' (known: example01, seed, decode, prefill)"
+sk_cli_test(sk_run_unknown_model 2 -E "unknown model 'nosuch' (known: example01, seed, decode, prefill, example02)"
             -- ${SK} run nosuch)
 sk_cli_test(sk_run_missing_model 2 -E "missing MODEL" -- ${SK} run)
 sk_cli_test(sk_run_two_models 2 -E "expected one MODEL" -- ${SK} run seed decode)
@@ -63,8 +64,10 @@ sk_cli_test(sk_run_options_vs_team 2 -E "debug-aic-num" -E "team size 1"
 sk_cli_test(sk_run_inputs_not_dir 2 -E "not a directory" -- ${SK} run decode --inputs ${SK_CLI_DIR}/no_such_dir)
 
 # sk run: runs.
-sk_cli_test(sk_run_decode 0 -o "output output: fp16 [6, 33, 64]  checksum" -o "median" -o "executor interp"
-            -- ${SK} run decode --iters 2)
+sk_cli_test(sk_run_decode 0 -o "output output: fp16 [6, 33, 64]  checksum" -o "median"
+            -o "executor auto (default" -o "super kernels on, " -- ${SK} run decode --iters 2)
+# (the default is $SK_EXECUTOR's, else auto: this test must not inherit one)
+set_tests_properties(sk_run_decode PROPERTIES ENVIRONMENT "SK_EXECUTOR=")
 sk_cli_test(sk_run_decode_no_sk 0 -o "output output: fp16 [6, 33, 64]  checksum" -o "executor eager"
             -- ${SK} run decode --no-sk --iters 2)
 sk_cli_test(sk_run_decode_options 0 -o "options early-start=0" -o "team of 1 cores"
@@ -112,3 +115,106 @@ sk_cli_test(sk_npy_missing 2 -E "cannot open" -- ${SK} npy ${SK_CLI_DIR}/nothing
 set_tests_properties(sk_run_inputs_round_trip sk_run_inputs_read sk_npy_output_round_trip
                      sk_run_inputs_wrong_shape sk_run_inputs_partial
                      PROPERTIES FIXTURES_REQUIRED sk_files)
+
+# ---- sk run --executor --------------------------------------------------------
+# Every executor gives the default's bits.
+foreach(exe interp jit eager)
+  sk_cli_test(sk_run_executor_${exe} 0 -o "executor ${exe} (" -- ${SK} run decode --iters 2 --executor ${exe})
+  sk_cli_test(sk_run_executor_${exe}_same --same "${SK_OUT_RE}"
+              -- ${SK} run decode --iters 2 -- ${SK} run decode --iters 2 --executor=${exe})
+endforeach()
+sk_cli_test(sk_run_executor_env 0 -o "executor interp ($SK_EXECUTOR" -o "super kernels on, interpreted)"
+            -- ${SK} run decode --iters 1)
+set_tests_properties(sk_run_executor_env PROPERTIES ENVIRONMENT "SK_EXECUTOR=interp")
+sk_cli_test(sk_run_executor_flag_beats_env 0 -o "executor eager (super kernels off)"
+            -- ${SK} run decode --iters 1 --executor eager)
+set_tests_properties(sk_run_executor_flag_beats_env PROPERTIES ENVIRONMENT "SK_EXECUTOR=interp")
+sk_cli_test(sk_run_executor_bad_env 2 -E "SK_EXECUTOR=bogus" -- ${SK} run decode --iters 1)
+set_tests_properties(sk_run_executor_bad_env PROPERTIES ENVIRONMENT "SK_EXECUTOR=bogus")
+sk_cli_test(sk_run_executor_bogus 2 -E "--executor: expected one of eager, interp, jit, auto, reference, got 'bogus'"
+            -- ${SK} run decode --executor bogus)
+sk_cli_test(sk_run_executor_missing 2 -E "option --executor needs a value" -- ${SK} run decode --executor)
+sk_cli_test(sk_run_executor_conflict 2 -E "--no-sk (eager) conflicts with --executor jit"
+            -- ${SK} run decode --no-sk --executor jit)
+sk_cli_test(sk_run_executor_no_conflict 0 -o "executor eager" -- ${SK} run decode --iters 1 --no-sk --executor eager)
+
+# ---- example02 ------------------------------------------------------------------
+sk_cli_test(sk_run_example02 0 -o "output routing: fp16 [64, 128]  checksum" -o "output quantized: int8 [64, 64]"
+            -- ${SK} run example02 --iters 2)
+sk_cli_test(sk_run_example02_fused_equals_eager --same "${SK_OUT_RE}"
+            -- ${SK} run example02 --iters 2 -- ${SK} run example02 --iters 2 --no-sk)
+sk_cli_test(sk_plan_example02 0 -o "super kernel sk1" -o "super kernel sk6" -o "early-start=0" -- ${SK} plan example02)
+
+# ---- sk source ------------------------------------------------------------------
+sk_cli_test(sk_source_seed 0 -o "sk_jit_entry" -o "aligned(512)" -o "scope 'sk1': sub 0 = gmm1"
+            -- ${SK} source seed --scope sk1)
+sk_cli_test(sk_source_func_align_0 0 -o "sk_jit_entry" -O "aligned(" -- ${SK} source seed --scope=sk2 --options func-align=0)
+sk_cli_test(sk_source_unknown_scope 2 -E "no super kernel for scope 'nosuch' (scopes: sk1, sk2)"
+            -- ${SK} source seed --scope nosuch)
+sk_cli_test(sk_source_missing_scope 2 -E "missing --scope NAME (scopes of seed: sk1, sk2)" -- ${SK} source seed)
+sk_cli_test(sk_source_missing_model 2 -E "missing MODEL" -- ${SK} source --scope sk1)
+sk_cli_test(sk_source_unknown_model 2 -E "unknown model 'nosuch'" -- ${SK} source nosuch --scope sk1)
+sk_cli_test(sk_source_bad_options 2 -E "invalid --options" -- ${SK} source seed --scope sk1 --options func-align=3)
+
+# ---- sk cache (its own cache directory) -----------------------------------------
+set(SK_CACHE_TEST_DIR ${CMAKE_CURRENT_BINARY_DIR}/sk_cli_cache)
+function(sk_cache_test name)
+  sk_cli_test(${name} ${ARGN})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "SK_CACHE_DIR=${SK_CACHE_TEST_DIR}")
+endfunction()
+sk_cli_test(sk_cache_path 0 -o "${SK_CACHE_TEST_DIR}_path" -- ${SK} cache path)
+set_tests_properties(sk_cache_path PROPERTIES ENVIRONMENT "SK_CACHE_DIR=${SK_CACHE_TEST_DIR}_path")
+sk_cli_test(sk_cache_bogus 2 -E "unknown action 'bogus'" -- ${SK} cache bogus)
+sk_cli_test(sk_cache_missing 2 -E "missing the action" -- ${SK} cache)
+sk_cli_test(sk_cache_two 2 -E "expected one action" -- ${SK} cache list clear)
+# A directory that is a symbolic link is refused with the library's message.
+add_test(NAME sk_cache_link_setup COMMAND ${CMAKE_COMMAND} -E create_symlink ${CMAKE_CURRENT_BINARY_DIR}
+         ${SK_CACHE_TEST_DIR}_link)
+set_tests_properties(sk_cache_link_setup PROPERTIES FIXTURES_SETUP sk_cache_link)
+foreach(action path list clear)
+  sk_cli_test(sk_cache_unsafe_${action} 1 -E "refusing cache directory" -E "symbolic link" -- ${SK} cache ${action})
+  set_tests_properties(sk_cache_unsafe_${action} PROPERTIES ENVIRONMENT "SK_CACHE_DIR=${SK_CACHE_TEST_DIR}_link"
+                       FIXTURES_REQUIRED sk_cache_link)
+endforeach()
+# empty -> a JIT run fills it -> list -> clear -> list shows none.
+add_test(NAME sk_cache_setup COMMAND ${CMAKE_COMMAND} -E remove_directory ${SK_CACHE_TEST_DIR})
+set_tests_properties(sk_cache_setup PROPERTIES FIXTURES_SETUP sk_cache_clean)
+sk_cache_test(sk_cache_fill 0 -o "executor jit (super kernels on, 2 JIT-compiled)"
+              -- ${SK} run decode --iters 1 --executor jit)
+set_tests_properties(sk_cache_fill PROPERTIES FIXTURES_REQUIRED sk_cache_clean FIXTURES_SETUP sk_cache_filled)
+sk_cache_test(sk_cache_list 0 -o ".so  " -o " bytes  " -o "total: " -O "total: 0 entries" -o "in ${SK_CACHE_TEST_DIR}"
+              -- ${SK} cache list)
+set_tests_properties(sk_cache_list PROPERTIES FIXTURES_REQUIRED sk_cache_filled)
+sk_cache_test(sk_cache_clear 0 -o "removed " -o " files from ${SK_CACHE_TEST_DIR}" -O "removed 0 " -- ${SK} cache clear)
+set_tests_properties(sk_cache_clear PROPERTIES FIXTURES_REQUIRED sk_cache_filled FIXTURES_SETUP sk_cache_cleared
+                     DEPENDS sk_cache_list)
+sk_cache_test(sk_cache_list_empty 0 -o "total: 0 entries, 0 bytes" -O ".so" -- ${SK} cache list)
+set_tests_properties(sk_cache_list_empty PROPERTIES FIXTURES_REQUIRED sk_cache_cleared)
+
+# ---- sk profile -----------------------------------------------------------------
+set(SK_PROFILE_DIR ${CMAKE_CURRENT_BINARY_DIR}/sk_cli_profile)
+add_test(NAME sk_profile_setup COMMAND ${CMAKE_COMMAND} -E remove_directory ${SK_PROFILE_DIR})
+set_tests_properties(sk_profile_setup PROPERTIES FIXTURES_SETUP sk_profile_clean)
+sk_cli_test(sk_profile_decode 0 -o "no_sk_model  executor eager" -o "sk_model     executor" -o "SuperKernel"
+            -o "total without super kernels: " -o "gain" -o "outputs bitwise equal" -r
+            -f ${SK_PROFILE_DIR}/decode/no_sk_model/op_statistic.csv -f ${SK_PROFILE_DIR}/decode/no_sk_model/trace.json
+            -f ${SK_PROFILE_DIR}/decode/sk_model/op_statistic.csv -f ${SK_PROFILE_DIR}/decode/sk_model/trace.json
+            -- ${SK} profile decode --out ${SK_PROFILE_DIR}/decode --iters 3)
+# No progress line off a terminal (-r: no '\r'); example02's six scopes.
+sk_cli_test(sk_profile_example02 0 -o "gain" -o "outputs bitwise equal" -O "compiling" -r
+            -f ${SK_PROFILE_DIR}/example02/no_sk_model/op_statistic.csv -f ${SK_PROFILE_DIR}/example02/sk_model/trace.json
+            -- ${SK} profile example02 --out=${SK_PROFILE_DIR}/example02 --iters=2)
+# The user's options go after profiling=1; their own profiling=... replaces it.
+sk_cli_test(sk_profile_options 0 -o "options profiling=1:early-start=0," -o "gain"
+            -- ${SK} profile decode --out ${SK_PROFILE_DIR}/options --iters 1 --options early-start=0)
+sk_cli_test(sk_profile_own_profiling 0 -o "options profiling=0," -o "gain"
+            -- ${SK} profile decode --out ${SK_PROFILE_DIR}/own --iters 1 --options profiling=0)
+set_tests_properties(sk_profile_decode sk_profile_example02 sk_profile_options sk_profile_own_profiling
+                     PROPERTIES FIXTURES_REQUIRED sk_profile_clean)
+sk_cli_test(sk_profile_missing_out 2 -E "missing --out DIR" -- ${SK} profile decode)
+sk_cli_test(sk_profile_missing_model 2 -E "missing MODEL" -- ${SK} profile --out ${SK_PROFILE_DIR}/x)
+sk_cli_test(sk_profile_unknown_model 2 -E "unknown model 'nosuch'" -- ${SK} profile nosuch --out ${SK_PROFILE_DIR}/x)
+sk_cli_test(sk_profile_iters_zero 2 -E "--iters: expected an integer in 1..10000000, got '0'"
+            -- ${SK} profile decode --out ${SK_PROFILE_DIR}/x --iters 0)
+sk_cli_test(sk_profile_iters_abc 2 -E "--iters: expected an integer" -- ${SK} profile decode --out ${SK_PROFILE_DIR}/x --iters abc)
+sk_cli_test(sk_profile_bad_options 2 -E "invalid --options" -- ${SK} profile decode --out ${SK_PROFILE_DIR}/x --options early-start=3)
