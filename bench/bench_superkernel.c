@@ -1,14 +1,14 @@
 /* bench_superkernel — super kernels on vs off on the benchmark scenarios.
  *
  * For each scenario of shared/spec/models.md (seed T=256, decode T=16,
- * prefill T=4096), compiles the model four times: super kernels off (eager:
- * every op its own launch) and on (interpreted: each scope one launch), each
- * for a team of 1 core and a team of every core. All four are timed in one
- * run, interleaved in rounds of BATCH consecutive reps each (the first round
- * warms up), so machine noise hits them alike while each mode runs as it
- * would in a steady loop; the outputs of the four are checked bitwise equal
- * once after the warm-up. Prints the medians, the fused/eager ratio and the
- * time fusion saves per run.
+ * prefill T=4096), compiles the model six times: super kernels off (eager:
+ * every op its own launch) and on (each scope one launch, interpreted and
+ * JIT-compiled), each for a team of 1 core and a team of every core. All six
+ * are timed in one run, interleaved in rounds of BATCH consecutive reps each
+ * (the first round warms up), so machine noise hits them alike while each
+ * mode runs as it would in a steady loop; the outputs are checked bitwise
+ * equal once after the warm-up. Prints the medians and the fused/eager
+ * ratios.
  *
  *   bench_superkernel [--reps N] [scenario ...]      (default: seed decode prefill)
  *
@@ -49,8 +49,11 @@ static double median(double *v, int n) {
     }                                                                                  \
   } while (0)
 
-enum { EAGER_1, FUSED_1, EAGER_N, FUSED_N, N_MODES };
-static const char *const mode_names[N_MODES] = {"eager 1 core", "fused 1 core", "eager all cores", "fused all cores"};
+/* Three executors (eager, interpreted, JIT) on a team of 1 core and of
+ * every core. */
+enum { N_EXECUTORS = 3, N_MODES = 2 * N_EXECUTORS };
+static const sk_executor executors[N_EXECUTORS] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
+static const char *const executor_names[N_EXECUTORS] = {"eager", "interp", "jit"};
 
 /* Runs one scenario; returns false when the modes' outputs differ. */
 static bool bench_scenario(const char *name, int reps, sk_team *one, sk_team *all) {
@@ -65,8 +68,8 @@ static bool bench_scenario(const char *name, int reps, sk_team *one, sk_team *al
   skm_io io[N_MODES];
   for (int m = 0; m < N_MODES; m++) {
     sk_compile_config cfg = {.struct_size = sizeof cfg,
-                             .team = m < EAGER_N ? one : all,
-                             .executor = m % 2 == 0 ? SK_EXECUTOR_EAGER : SK_EXECUTOR_INTERP};
+                             .team = m < N_EXECUTORS ? one : all,
+                             .executor = executors[m % N_EXECUTORS]};
     CHECK(sk_compile(g, &cfg, &p[m]));
     if (skm_io_alloc(p[m], &io[m], msg, sizeof msg) != SK_STATUS_OK) {
       fprintf(stderr, "%s\n", msg);
@@ -82,7 +85,7 @@ static bool bench_scenario(const char *name, int reps, sk_team *one, sk_team *al
   bool same = true;
   for (int r0 = -BATCH; r0 < reps; r0 += BATCH) { /* the first round warms up */
     for (int m = 0; m < N_MODES; m++) {
-      sk_team *team = m < EAGER_N ? one : all;
+      sk_team *team = m < N_EXECUTORS ? one : all;
       for (int r = r0; r < r0 + BATCH && r < reps; r++) {
         double a = now_us();
         CHECK(sk_program_run(p[m], team, io[m].in_buffers, io[m].n_inputs, io[m].out_buffers, io[m].n_outputs));
@@ -94,8 +97,8 @@ static bool bench_scenario(const char *name, int reps, sk_team *one, sk_team *al
       for (int m = 1; m < N_MODES; m++)
         for (size_t o = 0; o < io[0].n_outputs; o++)
           if (memcmp(io[m].outputs[o].data, io[0].outputs[o].data, io[0].outputs[o].bytes) != 0) {
-            fprintf(stderr, "%s: output %s of %s DIFFERS from %s\n", name, io[0].outputs[o].name, mode_names[m],
-                    mode_names[0]);
+            fprintf(stderr, "%s: output %s of %s on team %d DIFFERS from eager on 1 core\n", name,
+                    io[0].outputs[o].name, executor_names[m % N_EXECUTORS], m / N_EXECUTORS);
             same = false;
           }
   }
@@ -104,9 +107,9 @@ static bool bench_scenario(const char *name, int reps, sk_team *one, sk_team *al
   char shape[64];
   skm_format_shape(io[0].outputs[0].rank, io[0].outputs[0].shape, shape, sizeof shape);
   for (int k = 0; k < 2; k++) {
-    int e = k ? EAGER_N : EAGER_1, f = k ? FUSED_N : FUSED_1;
-    printf("%-8s %5lld %-13s %5d %6d %11.1f %11.1f %11.3f %10.1f  %s\n", name, (long long)info.t, shape,
-           sk_team_num_cores(k ? all : one), reps, med[e], med[f], med[f] / med[e], med[e] - med[f],
+    const double *m3 = &med[k * N_EXECUTORS];
+    printf("%-8s %5lld %-13s %5d %6d %10.1f %10.1f %10.1f %8.3f %8.3f  %s\n", name, (long long)info.t, shape,
+           sk_team_num_cores(k ? all : one), reps, m3[0], m3[1], m3[2], m3[1] / m3[0], m3[2] / m3[0],
            same ? "bitwise equal" : "OUTPUTS DIFFER");
   }
   for (int m = 0; m < N_MODES; m++) {
@@ -151,10 +154,10 @@ int main(int argc, char **argv) {
   sk_team_config c1 = {.struct_size = sizeof c1, .num_cores = 1};
   CHECK(sk_team_create(&c1, &one));
   CHECK(sk_team_create(NULL, &all));
-  printf("super kernels off (eager: every op its own launch) vs on (fused: each scope one interpreted launch)\n");
-  printf("medians of interleaved batches; ratio = fused/eager (< 1: fusion is faster); saved = eager - fused\n");
-  printf("%-8s %5s %-13s %5s %6s %11s %11s %11s %10s\n", "scenario", "T", "output", "cores", "reps", "eager us",
-         "fused us", "fused/eager", "saved us");
+  printf("super kernels off (eager: every op its own launch) vs on (each scope one launch, interpreted or JIT)\n");
+  printf("medians of interleaved batches; ratios = fused/eager (< 1: fusion is faster)\n");
+  printf("%-8s %5s %-13s %5s %6s %10s %10s %10s %8s %8s\n", "scenario", "T", "output", "cores", "reps", "eager us",
+         "interp us", "jit us", "interp/e", "jit/e");
   bool ok = true;
   for (int i = 0; i < n_names; i++) {
     int r = strcmp(names[i], "prefill") == 0 ? (reps / 10 > 5 ? reps / 10 : 5) : reps;
