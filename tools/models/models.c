@@ -11,6 +11,13 @@
  *   sk2:  q, qs = dequant_swiglu_quant(r2, dsq_input_0, dsq_input_1, dsq_input_2,
  *                                      activate_left=0, quant_mode=1)
  *         output = quant_matmul(q, data2, scale=scale, output_dtype=fp16)       # [6, rows, 64] fp16
+ *
+ * example02 (examples/example02_super_kernel_profiling): six scopes, T = 64, E = 128, H = 64:
+ *   sk1..sk5: scores = grouped_matmul(x=h, weight=w [, bias=b in sk3]); y, idx, norm = moe_gating_topk(
+ *             scores, k=8, k_group=4, group_count=8, group_select_mode=1, norm_type=1, out_flag=1);
+ *             h = cast(norm, fp16)                 (h = x for sk1; sk5 has its own options early-start=0)
+ *   sk6:      quantized, _ = dequant_swiglu_quant(dsq_x, weight_scale=dsq_scale, quant_mode=1)
+ *   outputs:  routing = h of sk5 [64, 128] fp16, quantized [64, 64] int8
  */
 #include "models.h"
 
@@ -24,23 +31,31 @@
 /* The model table                                                           */
 /* ------------------------------------------------------------------------ */
 
+enum { KIND_MOE, KIND_PROFILING };
+
 typedef struct model_def {
   const char *name;
   const char *description;
   int64_t t, small_rows;
+  int kind; /* KIND_MOE: example01's graph at T rows; KIND_PROFILING: example02's six scopes */
 } model_def;
 
+/* example02's sizes: tokens, experts (the routing width), dequant_swiglu_quant's half width. */
+enum { EX02_T = 64, EX02_E = 128, EX02_H = 64 };
+
 static const model_def models[] = {
-    {"example01", "the seed model (example01_super_kernel_base): T=256, small group 64 rows", 256, 64},
-    {"seed", "scenario seed: exactly example01 (T=256, small group 64 rows)", 256, 64},
-    {"decode", "scenario decode: T=16, small group 8 rows (launch/sync overhead dominates)", 16, 8},
-    {"prefill", "scenario prefill: T=4096, small group 64 rows (compute dominates)", 4096, 64},
+    {"example01", "the seed model (example01_super_kernel_base): T=256, small group 64 rows", 256, 64, KIND_MOE},
+    {"seed", "scenario seed: exactly example01 (T=256, small group 64 rows)", 256, 64, KIND_MOE},
+    {"decode", "scenario decode: T=16, small group 8 rows (launch/sync overhead dominates)", 16, 8, KIND_MOE},
+    {"prefill", "scenario prefill: T=4096, small group 64 rows (compute dominates)", 4096, 64, KIND_MOE},
+    {"example02", "the profiling model (example02_super_kernel_profiling): six scopes, T=64", EX02_T, 0,
+     KIND_PROFILING},
 };
 #define N_MODELS (sizeof models / sizeof models[0])
 
-const char *const skm_model_names[] = {"example01", "seed", "decode", "prefill", NULL};
+const char *const skm_model_names[] = {"example01", "seed", "decode", "prefill", "example02", NULL};
 
-const char *skm_model_list(void) { return "example01, seed, decode, prefill"; }
+const char *skm_model_list(void) { return "example01, seed, decode, prefill, example02"; }
 
 static void set_msg(char *msg, size_t size, const char *fmt, ...) {
   if (!msg || size == 0) return;
@@ -60,7 +75,7 @@ int skm_model_lookup(const char *name, skm_model_info *info) {
       info->description = models[i].description;
       info->t = models[i].t;
       info->small_rows = models[i].small_rows;
-      info->dsq_rows = dsq_rows_of(models[i].t);
+      info->dsq_rows = models[i].kind == KIND_PROFILING ? EX02_T : dsq_rows_of(models[i].t);
     }
     return 1;
   }
@@ -184,6 +199,60 @@ static void build_graph(builder *b, int64_t t, int64_t small, const char *option
   }
 }
 
+/* One routing scope of example02: scores = x @ w (+ bias), gating top-k;
+ * returns the normalized scores cast back to fp16 for the next scope. */
+static sk_value routing_scope(builder *b, int index, sk_value x, sk_value w, const sk_value *bias,
+                              const char *options) {
+  char scope_name[8], name[32];
+  snprintf(scope_name, sizeof scope_name, "sk%d", index);
+  scope(b, scope_name, options);
+  sk_op_input mm_in[] = {{"x", &x, 1}, {"weight", &w, 1}, {"bias", bias, 1}};
+  sk_value scores = SK_VALUE_NONE, gate[3] = {SK_VALUE_NONE, SK_VALUE_NONE, SK_VALUE_NONE}, next = SK_VALUE_NONE;
+  snprintf(name, sizeof name, "gmm_%d", index);
+  node(b, name, "grouped_matmul", mm_in, bias ? 3 : 2, NULL, 0, &scores, 1);
+  sk_op_input moe_in[] = {{"x", &scores, 1}};
+  sk_attr moe_attrs[] = {SK_ATTR_INT("k", 8), SK_ATTR_INT("k_group", 4), SK_ATTR_INT("group_count", 8),
+                         SK_ATTR_INT("group_select_mode", 1), SK_ATTR_INT("norm_type", 1), SK_ATTR_INT("out_flag", 1)};
+  snprintf(name, sizeof name, "moe_%d", index);
+  node(b, name, "moe_gating_topk", moe_in, 1, moe_attrs, 6, gate, 3);
+  sk_op_input cast_in[] = {{"x", &gate[2], 1}};
+  sk_attr to_fp16[] = {SK_ATTR_INT("dtype", SK_FP16)};
+  snprintf(name, sizeof name, "cast_%d", index);
+  node(b, name, "cast", cast_in, 1, to_fp16, 1, &next, 1);
+  scope(b, NULL, NULL);
+  return next;
+}
+
+/* example02's graph. Scope sk5 keeps its own options (early-start=0, as in
+ * the example); the others take `options`. */
+static void build_profiling_graph(builder *b, const char *options) {
+  sk_value x = SK_VALUE_NONE, w = SK_VALUE_NONE, bias = SK_VALUE_NONE, dx = SK_VALUE_NONE, ws = SK_VALUE_NONE;
+  input(b, "x", SK_FP16, 2, (int64_t[]){EX02_T, EX02_E}, &x);
+  input(b, "w", SK_FP16, 2, (int64_t[]){EX02_E, EX02_E}, &w);
+  input(b, "b", SK_FP16, 1, (int64_t[]){EX02_E}, &bias);
+  input(b, "dsq_x", SK_INT32, 2, (int64_t[]){EX02_T, 2 * EX02_H}, &dx);
+  input(b, "dsq_scale", SK_FP32, 1, (int64_t[]){2 * EX02_H}, &ws);
+  sk_value h = routing_scope(b, 1, x, w, NULL, options);
+  h = routing_scope(b, 2, h, w, NULL, options);
+  h = routing_scope(b, 3, h, w, &bias, options);
+  h = routing_scope(b, 4, h, w, NULL, options);
+  h = routing_scope(b, 5, h, w, NULL, "early-start=0");
+  scope(b, "sk6", options);
+  sk_op_input dsq_in[] = {{"x", &dx, 1}, {"weight_scale", &ws, 1}};
+  sk_attr dsq_attrs[] = {SK_ATTR_INT("quant_mode", 1)};
+  sk_value q[2] = {SK_VALUE_NONE, SK_VALUE_NONE};
+  node(b, "dsq", "dequant_swiglu_quant", dsq_in, 2, dsq_attrs, 1, q, 2);
+  scope(b, NULL, NULL);
+  if (b->st == SK_STATUS_OK) {
+    sk_status st = sk_graph_mark_output(b->g, h, "routing");
+    if (st != SK_STATUS_OK) fail(b, st, "routing");
+  }
+  if (b->st == SK_STATUS_OK) {
+    sk_status st = sk_graph_mark_output(b->g, q[0], "quantized");
+    if (st != SK_STATUS_OK) fail(b, st, "quantized");
+  }
+}
+
 sk_status skm_build(const char *model, const skm_config *cfg, sk_graph **graph_out, skm_model_info *info,
                     char *msg, size_t msg_size) {
   if (msg && msg_size) msg[0] = '\0';
@@ -203,7 +272,13 @@ sk_status skm_build(const char *model, const skm_config *cfg, sk_graph **graph_o
     fail(&b, st, "sk_graph_create");
     return st;
   }
-  build_graph(&b, mi.t, mi.small_rows, cfg ? cfg->options : NULL);
+  const model_def *def = NULL;
+  for (size_t i = 0; i < N_MODELS; i++)
+    if (strcmp(models[i].name, mi.name) == 0) def = &models[i];
+  if (def && def->kind == KIND_PROFILING)
+    build_profiling_graph(&b, cfg ? cfg->options : NULL);
+  else
+    build_graph(&b, mi.t, mi.small_rows, cfg ? cfg->options : NULL);
   if (b.st != SK_STATUS_OK) {
     /* Prefix the model so the message says where it came from. */
     if (msg && msg_size) {
@@ -330,6 +405,13 @@ static const input_range ranges[] = {
     {"data1", 0, 65536},
     {"data2", -128, 128},
     {"scale", 0, 0},
+    /* example02's (the example's fill(): fp16 in [-0.125, 0.125), int32 in
+     * [-1000, 1000), fp32 in [0.001, 0.011)) */
+    {"x", -0.125, 0.125},
+    {"w", -0.125, 0.125},
+    {"b", -0.125, 0.125},
+    {"dsq_x", -1000, 1000},
+    {"dsq_scale", 0.001, 0.011},
 };
 
 static void range_of(const skm_tensor *t, double *lo, double *hi) {

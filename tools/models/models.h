@@ -7,6 +7,10 @@
  *   example01, seed  T = 256, small group 64 rows: exactly example01's graph
  *   decode           T = 16,  small group 8 rows
  *   prefill          T = 4096, small group 64 rows
+ *   example02        examples/example02_super_kernel_profiling's six scopes
+ *                    (sk1..sk5 grouped_matmul -> moe_gating_topk -> cast, sk6
+ *                    dequant_swiglu_quant), T = 64; inputs x, w, b, dsq_x,
+ *                    dsq_scale; outputs routing, quantized
  *
  * Every function that can fail returns an sk_status and writes a one-line
  * message into msg (msg_size bytes; msg may be NULL).
@@ -25,7 +29,8 @@ extern "C" {
 
 /* What the model builder is asked for. */
 typedef struct skm_config {
-  /* Options string given to both scopes (sk1, sk2); NULL = none (the scopes
+  /* Options string given to every scope (sk1, sk2; example02's sk1..sk4 and
+   * sk6, its sk5 keeping its own "early-start=0"); NULL = none (the scopes
    * then take the compile config's default_options). */
   const char *options;
 } skm_config;
@@ -34,14 +39,15 @@ typedef struct skm_config {
 typedef struct skm_model_info {
   const char *name;        /* "seed", ... */
   const char *description; /* one line */
-  int64_t t;               /* rows of the large group (gmm1_x_1 is [T,180]) */
-  int64_t small_rows;      /* rows of the small group (gmm1_x_0 is [rows,128]) */
+  int64_t t;               /* rows of the large group (gmm1_x_1 is [T,180]; example02: x is [T,128]) */
+  int64_t small_rows;      /* rows of the small group (gmm1_x_0 is [rows,128]; example02: 0) */
   int64_t dsq_rows;        /* rows seen by dequant_swiglu_quant */
 } skm_model_info;
 
 /* The known models, in order, NULL-terminated. */
 extern const char *const skm_model_names[];
-/* "example01, seed, decode, prefill" (for --help and error messages). */
+/* "example01, seed, decode, prefill, example02" (for --help and error
+ * messages). */
 const char *skm_model_list(void);
 
 /* Looks a model up by name; false (info untouched) when unknown. info may be
@@ -87,7 +93,7 @@ skm_tensor *skm_io_find_input(skm_io *io, const char *name);
 /* Fills every input deterministically: one pseudo-random stream from `seed`,
  * the inputs in declaration order, each value drawn uniformly from the
  * input's range (by name: the ranges of example01, which keep every op in its
- * meaningful range at any T). "scale" gets the packed quant_matmul scale of
+ * meaningful range at any T, and example02's for its inputs). "scale" gets the packed quant_matmul scale of
  * 1/4096. With SKM_DEFAULT_SEED and the seed model the values are exactly
  * example01's. Inputs of unknown names get a range from their dtype. */
 #define SKM_DEFAULT_SEED 20261129u

@@ -1,5 +1,6 @@
 /*
- * sk run MODEL [...] — build, compile and run a model: deterministic inputs
+ * sk run MODEL [...] — build, compile (with --executor's executor, default
+ * $SK_EXECUTOR or auto) and run a model: deterministic inputs
  * (optionally replaced from .npy files), --iters runs (the first a warm-up),
  * each output's dtype, shape and checksum, the median time; optionally the
  * inputs and outputs saved as .npy files.
@@ -16,8 +17,8 @@
 
 static const char synopsis[] = "run MODEL [options]";
 static const char full_synopsis[] =
-    "run MODEL [--no-sk] [--threads N] [--options STRING] [--iters N] [--seed N]\n"
-    "              [--inputs DIR] [--save-inputs DIR] [--save-outputs DIR]";
+    "run MODEL [--executor NAME | --no-sk] [--threads N] [--options STRING] [--iters N]\n"
+    "              [--seed N] [--inputs DIR] [--save-inputs DIR] [--save-outputs DIR]";
 
 static void usage(void) {
   printf("usage: sk %s\n\n"
@@ -26,8 +27,14 @@ static void usage(void) {
          "output's name, dtype, shape and checksum (the sum of its values) and the\n"
          "median time of the timed runs.\n\n"
          "  MODEL                %s\n"
-         "  --no-sk              super kernels off: every op its own launch (eager);\n"
-         "                       default: each scope one interpreted super kernel\n"
+         "  --executor NAME      how the program runs (default: $SK_EXECUTOR, else auto):\n"
+         "                         eager      super kernels off: every op its own launch\n"
+         "                         interp     each scope one super kernel, interpreted\n"
+         "                         jit        each scope one super kernel, compiled to C by the\n"
+         "                                    system compiler and cached (any failure: interp)\n"
+         "                         auto       jit with fallback (the library's default)\n"
+         "                         reference  every op's plain reference code on one thread\n"
+         "  --no-sk              the same as --executor eager\n"
          "  --threads N          team size (default: every available core, or $SK_NUM_THREADS)\n"
          "  --options STRING     super-kernel options for every scope (see 'sk options')\n"
          "  --iters N            total runs, the first a warm-up (default 20)\n"
@@ -37,16 +44,20 @@ static void usage(void) {
          "  --save-inputs DIR    write DIR/<input>.npy for every input (DIR is created)\n"
          "  --save-outputs DIR   write DIR/<output>.npy for every output (DIR is created)\n"
          "  -h, --help           this help\n\n"
+         "The summary line names the executor that ran and how many super kernels the JIT\n"
+         "compiled; on a terminal a line 'compiling sk1 (1/2)' shows the JIT's progress.\n\n"
          "Input names: gmm1_x_0 gmm1_x_1 gmm1_weight_0 gmm1_weight_1 gmm1_bias_0 gmm1_bias_1\n"
          "gmm2_weight_0 gmm2_weight_1 moe1_bias dsq_input_0 dsq_input_1 dsq_input_2 data1 data2\n"
-         "scale; output: output. Files are NumPy .npy (fp16 '<f2', fp32 '<f4', int8 '|i1',\n"
-         "int32 '<i4', int64 '<i8').\n",
+         "scale; output: output (example02: inputs x w b dsq_x dsq_scale; outputs routing\n"
+         "quantized). Files are NumPy .npy (fp16 '<f2', fp32 '<f4', int8 '|i1', int32 '<i4',\n"
+         "int64 '<i8').\n",
          full_synopsis, skm_model_list(), SKM_DEFAULT_SEED);
 }
 
 typedef struct run_args {
   const char *model, *options, *inputs_dir, *save_inputs_dir, *save_outputs_dir;
-  bool no_sk;
+  bool no_sk, has_executor;
+  sk_executor executor;
   long threads, iters, seed;
 } run_args;
 
@@ -61,6 +72,11 @@ static int parse(int argc, char **argv, run_args *a) {
       return -1;
     } else if (strcmp(arg, "--no-sk") == 0) {
       a->no_sk = true;
+    } else if (VALUE_OPTION("--executor")) {
+      if (r < 0) return SK_EXIT_USAGE;
+      if (!sk_executor_parse(val, &a->executor))
+        return cli_usage_error("run", synopsis, "--executor: expected one of %s, got '%s'", sk_executor_names(), val);
+      a->has_executor = true;
     } else if (VALUE_OPTION("--threads")) {
       if (r < 0 || !cli_parse_int("run", synopsis, "--threads", val, 1, 1024, &a->threads)) return SK_EXIT_USAGE;
     } else if (VALUE_OPTION("--iters")) {
@@ -89,6 +105,9 @@ static int parse(int argc, char **argv, run_args *a) {
 #undef VALUE_OPTION
   }
   if (!a->model) return cli_usage_error("run", synopsis, "missing MODEL (one of %s)", skm_model_list());
+  if (a->no_sk && a->has_executor && a->executor != SK_EXECUTOR_EAGER)
+    return cli_usage_error("run", synopsis, "--no-sk (eager) conflicts with --executor %s",
+                           sk_executor_label(a->executor));
   const char *dirs[] = {a->inputs_dir, a->save_inputs_dir, a->save_outputs_dir};
   const char *flags[] = {"--inputs", "--save-inputs", "--save-outputs"};
   for (int k = 0; k < 3; k++)
@@ -211,7 +230,7 @@ int sk_cmd_run(int argc, char **argv) {
     return SK_EXIT_USAGE;
   }
 
-  sk_executor executor = a.no_sk ? SK_EXECUTOR_EAGER : SK_EXECUTOR_INTERP;
+  sk_executor executor = a.has_executor ? a.executor : a.no_sk ? SK_EXECUTOR_EAGER : SK_EXECUTOR_DEFAULT;
   sk_session s;
   rc = sk_session_open(&s, "run", synopsis, a.model, a.options, (int)a.threads, executor);
   if (rc != SK_EXIT_OK) return rc;
@@ -226,8 +245,9 @@ int sk_cmd_run(int argc, char **argv) {
   skm_fill_inputs(&io, (uint64_t)a.seed);
 
   printf("model %s: %s\n", s.model, s.description);
-  printf("executor %s (super kernels %s), team of %d cores, options %s\n", sk_executor_label(executor),
-         a.no_sk ? "off" : "on", sk_team_num_cores(s.team), a.options ? a.options : "(defaults)");
+  char how[256];
+  printf("executor %s, team of %d cores, options %s\n", sk_compile_stats_format(&s.stats, how, sizeof how),
+         sk_team_num_cores(s.team), a.options ? a.options : "(defaults)");
   if (a.inputs_dir) rc = read_inputs(a.inputs_dir, &io, s.model);
   if (rc == SK_EXIT_OK && a.save_inputs_dir) rc = save_all("--save-inputs", a.save_inputs_dir, io.inputs, io.n_inputs);
   if (rc == SK_EXIT_OK) rc = run_and_report(&s, &io, a.iters);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "models.h"
 #include "sk.h"
@@ -112,13 +113,120 @@ const char *sk_executor_label(sk_executor executor) {
   switch (executor) {
     case SK_EXECUTOR_EAGER: return "eager";
     case SK_EXECUTOR_INTERP: return "interp";
+    case SK_EXECUTOR_JIT: return "jit";
+    case SK_EXECUTOR_AUTO: return "auto";
     case SK_EXECUTOR_REFERENCE: return "reference";
     default: return "default";
   }
 }
 
-int sk_session_open(sk_session *s, const char *cmd, const char *synopsis, const char *model, const char *options,
-                    int threads, sk_executor executor) {
+static const sk_executor cli_executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT, SK_EXECUTOR_AUTO,
+                                            SK_EXECUTOR_REFERENCE};
+
+bool sk_executor_parse(const char *text, sk_executor *out) {
+  for (size_t i = 0; i < sizeof cli_executors / sizeof cli_executors[0]; i++)
+    if (strcmp(text, sk_executor_label(cli_executors[i])) == 0) {
+      *out = cli_executors[i];
+      return true;
+    }
+  return false;
+}
+
+const char *sk_executor_names(void) { return "eager, interp, jit, auto, reference"; }
+
+sk_executor sk_executor_resolve(sk_executor requested, bool *from_env) {
+  if (from_env) *from_env = false;
+  if (requested != SK_EXECUTOR_DEFAULT) return requested;
+  /* As the library reads it (src/exec/program.c): unset or empty is auto. */
+  const char *env = getenv("SK_EXECUTOR");
+  if (!env || !*env) return SK_EXECUTOR_AUTO;
+  if (from_env) *from_env = true;
+  static const sk_executor from[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT, SK_EXECUTOR_AUTO};
+  for (size_t i = 0; i < sizeof from / sizeof from[0]; i++)
+    if (strcmp(env, sk_executor_label(from[i])) == 0) return from[i];
+  return SK_EXECUTOR_DEFAULT;
+}
+
+const char *sk_compile_stats_format(const sk_compile_stats *st, char *buf, size_t size) {
+  const char *how = st->requested != SK_EXECUTOR_DEFAULT ? "" : st->from_env ? "$SK_EXECUTOR; " : "default; ";
+  const char *label = sk_executor_label(st->executor);
+  switch (st->executor) {
+    case SK_EXECUTOR_EAGER: snprintf(buf, size, "%s (%ssuper kernels off)", label, how); break;
+    case SK_EXECUTOR_REFERENCE:
+      snprintf(buf, size, "%s (%ssuper kernels off, every op's reference implementation)", label, how);
+      break;
+    case SK_EXECUTOR_INTERP: snprintf(buf, size, "%s (%ssuper kernels on, interpreted)", label, how); break;
+    case SK_EXECUTOR_JIT:
+    case SK_EXECUTOR_AUTO:
+      if (st->jit_total == 0)
+        snprintf(buf, size, "%s (%ssuper kernels on, none to compile)", label, how);
+      else if (st->jit_fallbacks == 0)
+        snprintf(buf, size, "%s (%ssuper kernels on, %zu JIT-compiled)", label, how, st->jit_total);
+      else
+        snprintf(buf, size, "%s (%ssuper kernels on, %zu of %zu JIT-compiled, %zu interpreted after a JIT failure)",
+                 label, how, st->jit_total - st->jit_fallbacks, st->jit_total, st->jit_fallbacks);
+      break;
+    default: snprintf(buf, size, "%s", label); break;
+  }
+  return buf;
+}
+
+/* ---- Compiling with progress ---------------------------------------------- */
+
+/* State of one sk_compile: the progress line and the JIT fallbacks seen. */
+typedef struct compile_watch {
+  bool show;          /* stdout is a terminal: keep the progress line */
+  int width;          /* characters on the progress line now (0: none) */
+  size_t total;       /* super kernels handed to the JIT */
+  size_t fallbacks;   /* "falling back to the interpreter" warnings */
+  sk_log_level shown; /* the level the user sees (the level before the compile) */
+} compile_watch;
+
+static void watch_clear_line(compile_watch *w) {
+  if (w->width > 0) {
+    printf("\r%*s\r", w->width, "");
+    fflush(stdout);
+    w->width = 0;
+  }
+}
+
+static void watch_on_jit(const char *scope, size_t index, size_t total, void *user) {
+  compile_watch *w = user;
+  w->total = total;
+  if (!w->show) return;
+  char line[160];
+  int n = snprintf(line, sizeof line, "compiling %s (%zu/%zu)", scope, index, total);
+  if (n < 0) return;
+  if (n >= (int)sizeof line) n = (int)sizeof line - 1;
+  /* Pad over a longer previous line. */
+  printf("\r%s%*s", line, w->width > n ? w->width - n : 0, "");
+  if (w->width > n) printf("\r%s", line);
+  fflush(stdout);
+  w->width = n;
+}
+
+static const char *log_level_name(sk_log_level level) {
+  switch (level) {
+    case SK_LOG_DEBUG: return "debug";
+    case SK_LOG_INFO: return "info";
+    case SK_LOG_WARN: return "warning";
+    case SK_LOG_ERROR: return "error";
+    default: return "log";
+  }
+}
+
+/* Prints as the library's default handler does (below the user's level:
+ * nothing) and counts JIT fallbacks. */
+static void watch_log(sk_log_level level, const char *message, void *user) {
+  compile_watch *w = user;
+  if (level >= SK_LOG_WARN && strstr(message, "falling back to the interpreter")) w->fallbacks++;
+  if (level < w->shown || w->shown >= SK_LOG_OFF) return;
+  watch_clear_line(w); /* the message gets its own line; the next update redraws */
+  fprintf(stderr, "superkernel: %s: %s\n", log_level_name(level), message);
+}
+
+int sk_session_open_team(sk_session *s, const char *cmd, const char *synopsis, const char *model, const char *options,
+                         int threads) {
   memset(s, 0, sizeof *s);
   skm_model_info info;
   if (!skm_model_lookup(model, &info))
@@ -129,36 +237,65 @@ int sk_session_open(sk_session *s, const char *cmd, const char *synopsis, const 
   }
   snprintf(s->model, sizeof s->model, "%s", info.name);
   snprintf(s->description, sizeof s->description, "%s", info.description);
+  sk_team_config tc = {.struct_size = sizeof tc, .num_cores = threads};
+  sk_status st = sk_team_create(&tc, &s->team);
+  if (st != SK_STATUS_OK) {
+    fprintf(stderr, "sk %s: creating a team of %d cores: %s: %s\n", cmd, threads, sk_status_string(st),
+            sk_last_error());
+    s->team = NULL;
+    return st == SK_STATUS_INVALID_ARGUMENT ? SK_EXIT_USAGE : SK_EXIT_FAIL;
+  }
+  return SK_EXIT_OK;
+}
 
+int sk_session_compile(sk_session *s, const char *cmd, sk_executor executor, const char *options, int profile,
+                       sk_program **out, sk_compile_stats *stats) {
+  *out = NULL;
   char msg[1024];
   sk_graph *g;
-  sk_status st = skm_build(model, NULL, &g, NULL, msg, sizeof msg);
+  sk_status st = skm_build(s->model, NULL, &g, NULL, msg, sizeof msg);
   if (st != SK_STATUS_OK) {
     fprintf(stderr, "sk %s: %s\n", cmd, msg);
     return SK_EXIT_FAIL;
   }
-  sk_team_config tc = {.struct_size = sizeof tc, .num_cores = threads};
-  st = sk_team_create(&tc, &s->team);
-  if (st != SK_STATUS_OK) {
-    fprintf(stderr, "sk %s: creating a team of %d cores: %s: %s\n", cmd, threads, sk_status_string(st),
-            sk_last_error());
-    sk_graph_destroy(g);
-    return st == SK_STATUS_INVALID_ARGUMENT ? SK_EXIT_USAGE : SK_EXIT_FAIL;
-  }
+  compile_watch w = {.show = isatty(STDOUT_FILENO) == 1, .shown = sk_get_log_level()};
+  /* The fallback warnings are counted even when the user's level hides them. */
+  if (w.shown > SK_LOG_WARN) sk_set_log_level(SK_LOG_WARN);
+  sk_set_log_handler(watch_log, &w);
   sk_compile_config cc = {.struct_size = sizeof cc, .team = s->team, .executor = executor,
-                          .default_options = options};
-  st = sk_compile(g, &cc, &s->program);
+                          .default_options = options, .profile = profile, .on_jit = watch_on_jit,
+                          .on_jit_user = &w};
+  st = sk_compile(g, &cc, out);
+  char error[1024];
+  snprintf(error, sizeof error, "%s", sk_last_error());
+  sk_set_log_handler(NULL, NULL);
+  sk_set_log_level(w.shown);
+  watch_clear_line(&w);
   sk_graph_destroy(g);
   if (st != SK_STATUS_OK) {
-    fprintf(stderr, "sk %s: compiling %s: %s: %s\n", cmd, s->model, sk_status_string(st), sk_last_error());
-    sk_session_close(s);
+    *out = NULL;
+    fprintf(stderr, "sk %s: compiling %s: %s: %s\n", cmd, s->model, sk_status_string(st), error);
     /* The models are valid, so an invalid argument here comes from the
-     * user's options against this team (e.g. debug-aic-num > --threads). */
+     * user's options against this team (e.g. debug-aic-num > --threads)
+     * or from $SK_EXECUTOR. */
     return st == SK_STATUS_INVALID_ARGUMENT || st == SK_STATUS_INVALID_ATTRIBUTE || st == SK_STATUS_UNSUPPORTED
                ? SK_EXIT_USAGE
                : SK_EXIT_FAIL;
   }
+  if (stats) {
+    *stats = (sk_compile_stats){.requested = executor, .jit_total = w.total, .jit_fallbacks = w.fallbacks};
+    stats->executor = sk_executor_resolve(executor, &stats->from_env);
+  }
   return SK_EXIT_OK;
+}
+
+int sk_session_open(sk_session *s, const char *cmd, const char *synopsis, const char *model, const char *options,
+                    int threads, sk_executor executor) {
+  int rc = sk_session_open_team(s, cmd, synopsis, model, options, threads);
+  if (rc != SK_EXIT_OK) return rc;
+  rc = sk_session_compile(s, cmd, executor, options, 0, &s->program, &s->stats);
+  if (rc != SK_EXIT_OK) sk_session_close(s);
+  return rc;
 }
 
 void sk_session_close(sk_session *s) {

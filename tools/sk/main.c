@@ -5,9 +5,11 @@
  *   sk run MODEL [...]     build, compile and run a model; outputs, checksums, median time
  *   sk plan MODEL [...]    print the fused program's plan
  *   sk npy FILE...         print .npy files' dtype, shape, checksum
+ *   sk source MODEL ...    print the C the JIT generates for a scope's super kernel
+ *   sk cache path|list|clear   the JIT cache
+ *   sk profile MODEL ...   profile a model with super kernels off and on
  *
- * Every subcommand lives in its own file and is listed in the table below;
- * new ones (source, cache, profile) only add a row.
+ * Every subcommand lives in its own file and is listed in the table below.
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +26,10 @@ static const sk_command commands[] = {
     {"run", sk_cmd_run, "run MODEL [options]", "build, compile and run a model; print outputs, checksums, median time"},
     {"plan", sk_cmd_plan, "plan MODEL [options]", "print the fused program's plan (steps, super kernels, task lists)"},
     {"npy", sk_cmd_npy, "npy FILE...", "print .npy files' dtype, shape and checksum (as 'sk run' prints outputs)"},
+    {"source", sk_cmd_source, "source MODEL --scope S", "print the C source the JIT generates for a scope's super kernel"},
+    {"cache", sk_cmd_cache, "cache path|list|clear", "show, list or empty the JIT cache"},
+    {"profile", sk_cmd_profile, "profile MODEL --out D",
+     "profile a model with super kernels off and on: op_statistic.csv, trace.json, gain"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

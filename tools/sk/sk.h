@@ -31,6 +31,9 @@ int sk_cmd_options(int argc, char **argv);
 int sk_cmd_run(int argc, char **argv);
 int sk_cmd_plan(int argc, char **argv);
 int sk_cmd_npy(int argc, char **argv);
+int sk_cmd_source(int argc, char **argv);
+int sk_cmd_cache(int argc, char **argv);
+int sk_cmd_profile(int argc, char **argv);
 
 /* ---- Command-line helpers (common.c) ------------------------------------ */
 
@@ -70,22 +73,58 @@ double cli_median(double *values, int n);
 
 /* ---- Model + team + program (common.c) ---------------------------------- */
 
+/* What a compile did. */
+typedef struct sk_compile_stats {
+  sk_executor requested; /* as asked (SK_EXECUTOR_DEFAULT: left to $SK_EXECUTOR) */
+  sk_executor executor;  /* what runs: SK_EXECUTOR_DEFAULT resolved through $SK_EXECUTOR */
+  bool from_env;         /* executor came from $SK_EXECUTOR */
+  size_t jit_total;      /* super kernels handed to the JIT (compiled or found in the cache) */
+  size_t jit_fallbacks;  /* of those, interpreted after a JIT failure (the library's warnings) */
+} sk_compile_stats;
+
 typedef struct sk_session {
   sk_team *team;
   sk_program *program;
+  sk_compile_stats stats; /* of program */
   char model[32];
   char description[128];
 } sk_session;
 
 /* Validates the options string, builds `model`, creates a team of `threads`
  * cores (0 = every available core) and compiles with `executor` and the
- * options as default_options. Prints any error to stderr prefixed "sk CMD: "
- * and returns the exit status (SK_EXIT_OK on success). */
+ * options as default_options (sk_session_compile). Prints any error to
+ * stderr prefixed "sk CMD: " and returns the exit status (SK_EXIT_OK on
+ * success). */
 int sk_session_open(sk_session *s, const char *cmd, const char *synopsis, const char *model, const char *options,
                     int threads, sk_executor executor);
+/* The same without compiling: s->program stays NULL (sk_session_compile
+ * makes programs for s->team). options is only validated. */
+int sk_session_open_team(sk_session *s, const char *cmd, const char *synopsis, const char *model, const char *options,
+                         int threads);
+/* Builds s->model again and compiles it for s->team with `executor`,
+ * default_options `options` and cfg.profile = profile into *out; stats may
+ * be NULL. While super kernels are JIT-compiled and stdout is a terminal, a
+ * progress line "compiling sk3 (3/6)" is kept updated in place ('\r') and
+ * cleared at the end; nothing is printed otherwise. Errors as
+ * sk_session_open. */
+int sk_session_compile(sk_session *s, const char *cmd, sk_executor executor, const char *options, int profile,
+                       sk_program **out, sk_compile_stats *stats);
 void sk_session_close(sk_session *s);
 
-/* "eager", "interp", "reference", "default". */
+/* "eager", "interp", "jit", "auto", "reference", "default". */
 const char *sk_executor_label(sk_executor executor);
+/* Parses an --executor value (eager, interp, jit, auto, reference); false
+ * when it is none of them. */
+bool sk_executor_parse(const char *text, sk_executor *out);
+/* "eager, interp, jit, auto, reference" */
+const char *sk_executor_names(void);
+/* What executor runs for `requested`: SK_EXECUTOR_DEFAULT becomes
+ * $SK_EXECUTOR (eager, interp, jit, auto) or auto when unset (*from_env,
+ * may be NULL, says which); an invalid $SK_EXECUTOR stays
+ * SK_EXECUTOR_DEFAULT (sk_compile reports it). */
+sk_executor sk_executor_resolve(sk_executor requested, bool *from_env);
+/* One phrase for a summary line, e.g. "auto (default; super kernels on,
+ * 2 JIT-compiled)", "eager (super kernels off)" into buf. */
+const char *sk_compile_stats_format(const sk_compile_stats *stats, char *buf, size_t size);
 
 #endif /* SK_TOOL_SK_H */

@@ -1,0 +1,120 @@
+/*
+ * sk source MODEL --scope NAME [--options STRING] [--threads N] — print the
+ * C source the JIT generates for a scope's super kernel
+ * (sk_program_jit_source), exactly as it is compiled and cached.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "models.h"
+#include "sk.h"
+
+static const char synopsis[] = "source MODEL --scope NAME [--options STRING] [--threads N]";
+
+static void usage(void) {
+  printf("usage: sk %s\n\n"
+         "Builds MODEL, plans it for a team of N cores and prints the C source the JIT\n"
+         "generates for scope NAME's super kernel: a comment mapping each sub-kernel to its\n"
+         "node, then the text exactly as it is compiled and cached (see docs/jit.md).\n"
+         "Nothing is compiled: the text is the same whatever the executor.\n\n"
+         "  MODEL              %s\n"
+         "  --scope NAME       the scope (sk1, sk2; example02: sk1..sk6); a scope split\n"
+         "                     by strict-scope-check prints its first part\n"
+         "  --options STRING   super-kernel options for every scope (see 'sk options'),\n"
+         "                     e.g. func-align=0 (no aligned attributes), profiling=1\n"
+         "  --threads N        team size the plan is made for (default: every available core)\n"
+         "  -h, --help         this help\n",
+         synopsis, skm_model_list());
+}
+
+/* The scopes with a super kernel, from the program's description ("super
+ * kernel NAME: ..." lines; a split scope's parts "NAME.0", "NAME.1" count
+ * once), as "sk1, sk2" into buf. */
+static const char *scope_list(const sk_program *p, char *buf, size_t size) {
+  static const char prefix[] = "super kernel ";
+  char *text = NULL;
+  size_t len = 0;
+  buf[0] = '\0';
+  if (sk_program_describe(p, &text) != SK_STATUS_OK) return buf;
+  for (const char *line = text; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t n = end ? (size_t)(end - line) : strlen(line);
+    if (n > sizeof prefix - 1 && strncmp(line, prefix, sizeof prefix - 1) == 0) {
+      const char *name = line + sizeof prefix - 1;
+      size_t k = 0;
+      while (name + k < line + n && name[k] != ':' && name[k] != '.') k++;
+      /* Skip a name already listed (the parts of a split scope follow each other). */
+      char item[128];
+      snprintf(item, sizeof item, "%.*s", (int)k, name);
+      bool seen = false;
+      for (const char *q = buf; (q = strstr(q, item)) != NULL; q += strlen(item))
+        if ((q == buf || q[-1] == ' ') && (q[strlen(item)] == ',' || q[strlen(item)] == '\0')) seen = true;
+      if (!seen && len < size)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? ", " : "", item);
+    }
+    line = end ? end + 1 : NULL;
+  }
+  sk_free(text);
+  return buf;
+}
+
+int sk_cmd_source(int argc, char **argv) {
+  const char *model = NULL, *options = NULL, *scope = NULL, *val;
+  long threads = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int r;
+    if (cli_is_help(a)) {
+      usage();
+      return SK_EXIT_OK;
+    } else if ((r = cli_option_value("source", synopsis, argc, argv, &i, "--scope", &val)) != 0) {
+      if (r < 0) return SK_EXIT_USAGE;
+      if (!*val) return cli_usage_error("source", synopsis, "--scope: empty scope name");
+      scope = val;
+    } else if ((r = cli_option_value("source", synopsis, argc, argv, &i, "--options", &val)) != 0) {
+      if (r < 0) return SK_EXIT_USAGE;
+      options = val;
+    } else if ((r = cli_option_value("source", synopsis, argc, argv, &i, "--threads", &val)) != 0) {
+      if (r < 0 || !cli_parse_int("source", synopsis, "--threads", val, 1, 1024, &threads)) return SK_EXIT_USAGE;
+    } else if (a[0] == '-') {
+      return cli_usage_error("source", synopsis, "unknown option '%s'", a);
+    } else if (model) {
+      return cli_usage_error("source", synopsis, "expected one MODEL, got another: '%s'", a);
+    } else {
+      model = a;
+    }
+  }
+  if (!model) return cli_usage_error("source", synopsis, "missing MODEL (one of %s)", skm_model_list());
+
+  /* The interpreter's program has the same plans, so the same source, and
+   * needs no compiler: nothing is built or cached. */
+  sk_session s;
+  int rc = sk_session_open(&s, "source", synopsis, model, options, (int)threads, SK_EXECUTOR_INTERP);
+  if (rc != SK_EXIT_OK) return rc;
+  char scopes[512];
+  if (!scope) {
+    rc = cli_usage_error("source", synopsis, "missing --scope NAME (scopes of %s: %s)", s.model,
+                         *scope_list(s.program, scopes, sizeof scopes) ? scopes : "none");
+    sk_session_close(&s);
+    return rc;
+  }
+  char *text = NULL;
+  sk_status st = sk_program_jit_source(s.program, scope, &text);
+  if (st == SK_STATUS_NOT_FOUND) {
+    scope_list(s.program, scopes, sizeof scopes);
+    fprintf(stderr, "sk source: model %s has no super kernel for scope '%s' (%s%s)\n", s.model, scope,
+            *scopes ? "scopes: " : "no super kernels", scopes);
+    sk_session_close(&s);
+    return SK_EXIT_USAGE;
+  }
+  if (st != SK_STATUS_OK) {
+    fprintf(stderr, "sk source: generating the source of scope '%s': %s: %s\n", scope, sk_status_string(st),
+            sk_last_error());
+    sk_session_close(&s);
+    return SK_EXIT_FAIL;
+  }
+  fputs(text, stdout);
+  sk_free(text);
+  sk_session_close(&s);
+  return fflush(stdout) == 0 ? SK_EXIT_OK : SK_EXIT_FAIL;
+}
