@@ -7,6 +7,7 @@
  * packed panels stay cache-sized. Results never depend on the tiling (the
  * GEMM contract fixes every element's summation order). */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,32 @@ static size_t quant_workspace(int64_t tm, int64_t tn, int64_t k) {
   return sk__align_up((size_t)(tm * tn) * sizeof(int32_t)) + sk__qgemm_workspace_size(tm, tn, k);
 }
 
+/* Splits an m x n output into about `want` tiles (at least enough to keep
+ * tiles within TILE_M_MAX x TILE_N_MAX). Every tile packs its A rows
+ * (tm x k) and its B columns (k x tn), so among the splits into `want`
+ * tiles the one with the smallest tm + tn packs least: a short, wide
+ * output (decode: 16 rows) is split by columns, not into 8-row slivers
+ * that would each pack all of B. */
+static void split_group(int64_t m, int64_t n, int64_t want, int64_t mr, int64_t nr, int64_t *tm_out, int64_t *tn_out) {
+  int64_t min_rows = sk__ceil_div(m, TILE_M_MAX), min_cols = sk__ceil_div(n, TILE_N_MAX);
+  int64_t max_rows = sk__ceil_div(m, mr), max_cols = sk__ceil_div(n, nr);
+  int64_t best_tm = 0, best_tn = 0, best_cost = INT64_MAX;
+  for (int64_t r = 1; r <= want; r++) {
+    int64_t rows = r, cols = sk__ceil_div(want, r);
+    if (rows < min_rows) rows = min_rows;
+    if (cols < min_cols) cols = min_cols;
+    if (rows > max_rows) rows = max_rows;
+    if (cols > max_cols) cols = max_cols;
+    int64_t tm = part_length(m, rows, mr), tn = part_length(n, cols, nr);
+    int64_t tiles = sk__ceil_div(m, tm) * sk__ceil_div(n, tn);
+    /* Fewer tiles than wanted leave cores idle: count that first. */
+    int64_t cost = (tiles < want ? (want - tiles) * (m + n) * 4 : 0) + tm + tn;
+    if (cost < best_cost) best_cost = cost, best_tm = tm, best_tn = tn;
+  }
+  *tm_out = best_tm;
+  *tn_out = best_tn;
+}
+
 sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const gmm_params *p = io->params;
   int64_t mr, nr;
@@ -72,13 +99,8 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
     double work = (double)q.m * (double)q.n * (double)(q.k + 1);
     int64_t want = (int64_t)llround(work / target);
     if (want < 1) want = 1;
-    int64_t row_parts = sk__ceil_div(q.m, TILE_M_MAX);
-    int64_t max_row_parts = sk__ceil_div(q.m, mr);
-    if (row_parts < want) row_parts = want < max_row_parts ? want : max_row_parts;
-    int64_t col_parts = sk__ceil_div(q.n, TILE_N_MAX);
-    int64_t want_cols = sk__ceil_div(want, row_parts), max_col_parts = sk__ceil_div(q.n, nr);
-    if (col_parts < want_cols) col_parts = want_cols < max_col_parts ? want_cols : max_col_parts;
-    int64_t tm = part_length(q.m, row_parts, mr), tn = part_length(q.n, col_parts, nr);
+    int64_t tm, tn;
+    split_group(q.m, q.n, want, mr, nr, &tm, &tn);
     size_t ws = p->quant ? quant_workspace(tm, tn, q.k) : sk__gemm_workspace_size(tm, tn, q.k);
     if (ws > workspace) workspace = ws;
     for (int64_t m0 = 0; m0 < q.m; m0 += tm)
