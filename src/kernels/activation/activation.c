@@ -44,7 +44,21 @@ float sk__expf(float x) {
   return p * from_bits((uint32_t)(k1 + 127) << 23) * from_bits((uint32_t)(k2 + 127) << 23);
 }
 
-float sk__sigmoidf(float x) { return 1.0f / (1.0f + sk__expf(-x)); }
+/* sigmoid with e = e^-|x| <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) below,
+ * so the exp error is damped by e / (1 + e) instead of carried whole; the
+ * rounding of 1 + e is taken back exactly (c = its low part, Fast2Sum since
+ * 1 >= e) by one correction step on the quotient (r: the division's exact
+ * remainder). Measured 1.48 ulp at most (was 2.48 for 1 / (1 + e^-x)). */
+float sk__sigmoidf(float x) {
+  if (x != x) return x + x; /* NaN in, the same NaN out (quiet), as exp */
+  float e = sk__expf(-fabsf(x));
+  float num = x >= 0.0f ? 1.0f : e;
+  float d = 1.0f + e;
+  float c = (1.0f - d) + e;
+  float y = num / d;
+  float r = fmaf(-y, d, num);
+  return y + (r - y * c) / d;
+}
 
 float sk__siluf(float x) { return x / (1.0f + sk__expf(-x)); }
 

@@ -22,8 +22,10 @@
  * x < -103.972076416015625 (e^x < 2^-150), the smallest subnormal at that
  * bound; exp(-Inf) = +0, exp(+Inf) = +Inf, NaN in -> the same NaN, quiet. */
 float sk__expf(float x);
-/* 1 / (1 + e^-x). Measured over every float: at most 2.49 ulp wherever the
- * result is normal (x >= -87.33; bound pinned: 2.5 ulp); below, the result
+/* 1 / (1 + e^-x), computed as (x >= 0 ? 1 : e) / (1 + e) with e = e^-|x|
+ * and the rounding of 1 + e corrected (activation.c). Measured over a
+ * dense sample: at most 1.48 ulp wherever the result is normal (x >= -87.33;
+ * bound pinned: 2 ulp); below, the result
  * is a subnormal or +0 (+0 once e^-x overflows, x <= -88.72) with absolute
  * error < 2^-128. sigmoid(+Inf) = 1, sigmoid(-Inf) = +0. */
 float sk__sigmoidf(float x);

@@ -41,8 +41,16 @@ static inline __m256 exp8(__m256 x) {
 
 static inline __m256 neg(__m256 x) { return _mm256_xor_ps(x, V(-0.0f)); }
 
+/* activation.c's sk__sigmoidf, lane by lane. */
 static inline __m256 sigmoid8(__m256 x) {
-  return _mm256_div_ps(V(1.0f), _mm256_add_ps(V(1.0f), exp8(neg(x))));
+  __m256 e = exp8(neg(_mm256_andnot_ps(V(-0.0f), x)));
+  __m256 num = _mm256_blendv_ps(e, V(1.0f), _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
+  __m256 d = _mm256_add_ps(V(1.0f), e);
+  __m256 c = _mm256_add_ps(_mm256_sub_ps(V(1.0f), d), e);
+  __m256 y = _mm256_div_ps(num, d);
+  __m256 r = _mm256_fmadd_ps(neg(y), d, num);
+  y = _mm256_add_ps(y, _mm256_div_ps(_mm256_sub_ps(r, _mm256_mul_ps(y, c)), d));
+  return _mm256_blendv_ps(y, _mm256_add_ps(x, x), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
 static inline __m256 silu8(__m256 x) { return _mm256_div_ps(x, _mm256_add_ps(V(1.0f), exp8(neg(x)))); }

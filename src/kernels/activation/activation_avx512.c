@@ -40,8 +40,16 @@ static inline __m512 exp16(__m512 x) {
 
 static inline __m512 neg(__m512 x) { return _mm512_xor_ps(x, V(-0.0f)); }
 
+/* activation.c's sk__sigmoidf, lane by lane. */
 static inline __m512 sigmoid16(__m512 x) {
-  return _mm512_div_ps(V(1.0f), _mm512_add_ps(V(1.0f), exp16(neg(x))));
+  __m512 e = exp16(neg(_mm512_andnot_ps(V(-0.0f), x)));
+  __m512 num = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), V(1.0f));
+  __m512 d = _mm512_add_ps(V(1.0f), e);
+  __m512 c = _mm512_add_ps(_mm512_sub_ps(V(1.0f), d), e);
+  __m512 y = _mm512_div_ps(num, d);
+  __m512 r = _mm512_fmadd_ps(neg(y), d, num);
+  y = _mm512_add_ps(y, _mm512_div_ps(_mm512_sub_ps(r, _mm512_mul_ps(y, c)), d));
+  return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), _mm512_add_ps(x, x));
 }
 
 static inline __m512 silu16(__m512 x) { return _mm512_div_ps(x, _mm512_add_ps(V(1.0f), exp16(neg(x)))); }
