@@ -28,8 +28,12 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# Every benchmark in turn: medians and ratios measured in one run each.
 bench: build
 	$(BUILD)/bin/bench_grouped_matmul
+	$(BUILD)/bin/bench_quant_matmul
+	$(BUILD)/bin/bench_barrier
+	$(BUILD)/bin/bench_superkernel
 
 # The same suite under AddressSanitizer + UBSan, and under ThreadSanitizer
 # (which skips what has no threads to check: the lower-ISA repeats and the
