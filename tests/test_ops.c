@@ -131,7 +131,7 @@ static void add_gmm(sk_graph *g, const sk_value *x, const sk_value *w, const sk_
   CHECK_OK(sk_graph_add_op(g, &d, outs, 8, &got));
   CHECK(got == n_outs);
   for (size_t i = 0; i < got; i++) {
-    char name[16];
+    char name[32];
     snprintf(name, sizeof name, "y%zu", i);
     CHECK_OK(sk_graph_mark_output(g, outs[i], name));
   }
