@@ -63,34 +63,10 @@
 
 #include "core/alloc.h"
 #include "runtime/barrier.h"
+#include "bench_util.h"
 #include "superkernel.h"
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    sk_status st_ = (call);                                                                  \
-    if (st_ != SK_STATUS_OK) {                                                               \
-      fprintf(stderr, "%s failed: %s: %s\n", #call, sk_status_string(st_), sk_last_error()); \
-      exit(1);                                                                               \
-    }                                                                                        \
-  } while (0)
-
 enum { ELEMS = 16 };
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* ---- (a) the runtime barrier inside one launch ---- */
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "core/alloc.h"
 #include "core/cpu.h"
 #include "kernels/gemm/gemm.h"
@@ -22,22 +23,6 @@
 #ifdef SK_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* One timed variant: an sk__gemm_tile path (isa, dtype) or the peer. */
 typedef struct variant {

@@ -17,37 +17,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "superkernel.h"
 
 #ifdef SK_HAVE_OPENBLAS
 #include <cblas.h>
 void openblas_set_num_threads(int num_threads);
 #endif
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    sk_status st_ = (call);                                                                  \
-    if (st_ != SK_STATUS_OK) {                                                               \
-      fprintf(stderr, "%s: %s: %s\n", #call, sk_status_string(st_), sk_last_error());       \
-      exit(1);                                                                               \
-    }                                                                                        \
-  } while (0)
 
 static sk_program *build(int64_t m, int64_t k, int64_t n, const sk_team *team) {
   sk_graph *g;
