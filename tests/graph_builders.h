@@ -1,0 +1,75 @@
+/* Graph-building shorthands and the mixed model shared by the super-kernel
+ * and JIT tests. Header-only on purpose: CHECK counts into the including
+ * test's harness (harness.h keeps its counters per file). */
+#ifndef SK_TEST_GRAPH_BUILDERS_H
+#define SK_TEST_GRAPH_BUILDERS_H
+
+#include "harness.h"
+
+static inline sk_value input(sk_graph *g, const char *name, sk_dtype dt, int rank, const int64_t *shape) {
+  sk_value v = SK_VALUE_NONE;
+  CHECK_OK(sk_graph_add_input(g, name, dt, rank, shape, &v));
+  return v;
+}
+
+static inline sk_value op(sk_graph *g, const char *type, const char *name, const sk_op_input *in, size_t n_in,
+                   const sk_attr *at, size_t n_at, sk_value *outs, size_t max_outs) {
+  sk_op_desc d = {.op = type, .name = name, .inputs = in, .n_inputs = n_in, .attrs = at, .n_attrs = n_at};
+  CHECK_OK(sk_graph_add_op(g, &d, outs, max_outs, NULL));
+  return outs[0];
+}
+
+static inline sk_value unary(sk_graph *g, const char *type, const char *name, sk_value x) {
+  sk_op_input in[] = {{"x", &x, 1}};
+  sk_value y;
+  return op(g, type, name, in, 1, NULL, 0, &y, 1);
+}
+
+static inline sk_value binary(sk_graph *g, const char *type, const char *name, sk_value x, sk_value y) {
+  sk_op_input in[] = {{"x", &x, 1}, {"y", &y, 1}};
+  sk_value z;
+  return op(g, type, name, in, 2, NULL, 0, &z, 1);
+}
+
+
+/* A model mixing cube and vector sub-kernels inside a scope, ops outside it,
+ * list outputs, views inside the scope, and a second scope. */
+static inline sk_graph *mixed_model(void) {
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x0 = input(g, "x0", SK_FP16, 2, (int64_t[]){64, 128}), x1 = input(g, "x1", SK_FP16, 2, (int64_t[]){200, 96});
+  sk_value w0 = input(g, "w0", SK_FP16, 2, (int64_t[]){128, 64}), w1 = input(g, "w1", SK_FP16, 2, (int64_t[]){96, 80});
+  sk_value w2 = input(g, "w2", SK_FP16, 2, (int64_t[]){64, 48}), w3 = input(g, "w3", SK_FP16, 2, (int64_t[]){80, 80});
+  sk_value e = input(g, "e", SK_FP32, 2, (int64_t[]){200, 80});
+  CHECK_OK(sk_graph_begin_scope(g, "sk1", NULL));
+  sk_value xs[2] = {x0, x1}, ws[2] = {w0, w1}, g1[2], g2[2];
+  sk_op_input in1[] = {{"x", xs, 2}, {"weight", ws, 2}};
+  op(g, "grouped_matmul", "gmm1", in1, 2, NULL, 0, g1, 2);
+  sk_value ws2[2] = {w2, w3};
+  sk_op_input in2[] = {{"x", g1, 2}, {"weight", ws2, 2}};
+  op(g, "grouped_matmul", "gmm2", in2, 2, NULL, 0, g2, 2);
+  sk_op_input cin[] = {{"x", &g2[1], 1}};
+  sk_attr to32[] = {SK_ATTR_INT("dtype", SK_FP32)};
+  sk_value c, r;
+  op(g, "cast", "cast", cin, 1, to32, 1, &c, 1);
+  sk_op_input rin[] = {{"x", &c, 1}};
+  sk_attr flat[] = {SK_ATTR_INTS("shape", ((int64_t[]){-1}), 1)};
+  op(g, "reshape", "flat", rin, 1, flat, 1, &r, 1);
+  sk_value sq = unary(g, "square", "square", r);
+  CHECK_OK(sk_graph_end_scope(g));
+  sk_value sq2 = unary(g, "square", "outside", sq);
+  CHECK_OK(sk_graph_begin_scope(g, "sk2", NULL));
+  sk_op_input rin2[] = {{"x", &sq2, 1}};
+  sk_attr back[] = {SK_ATTR_INTS("shape", ((int64_t[]){200, 80}), 2)};
+  sk_value r2;
+  op(g, "reshape", "unflat", rin2, 1, back, 1, &r2, 1);
+  sk_value sum = binary(g, "add", "add", r2, e);
+  sk_value prod = binary(g, "mul", "mul", sum, r2);
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, prod, "prod"));
+  CHECK_OK(sk_graph_mark_output(g, g2[0], "g2_0"));
+  CHECK_OK(sk_graph_mark_output(g, sq, "sq"));
+  return g;
+}
+
+#endif
