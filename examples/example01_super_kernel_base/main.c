@@ -11,11 +11,11 @@
  *         output = quant_matmul(q, data2, scale=scale, output_dtype=fp16)       # [6,48,64] fp16
  *
  * The model is built with the C API (sk1 and sk2 as super-kernel scopes),
- * its inputs filled from a fixed seed, and run on a core team twice: with
- * super kernels off (every op its own launch) and on (each scope one
- * launch). Both outputs are checked bit for bit against the same model run
- * through every op's plain reference implementation, and both times are
- * printed side by side.
+ * its inputs filled from a fixed seed, and run on a core team with super
+ * kernels off (every op its own launch) and on (each scope one launch,
+ * interpreted and JIT-compiled). Every output is checked bit for bit
+ * against the same model run through every op's plain reference
+ * implementation, and the times are printed side by side.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -194,10 +194,12 @@ int main(void) {
   sk_team *team;
   CHECK(sk_team_create(NULL, &team));
   sk_compile_config fused_cfg = {.struct_size = sizeof fused_cfg, .team = team, .executor = SK_EXECUTOR_INTERP};
+  sk_compile_config jit_cfg = {.struct_size = sizeof jit_cfg, .team = team, .executor = SK_EXECUTOR_JIT};
   sk_compile_config eager_cfg = {.struct_size = sizeof eager_cfg, .team = team, .executor = SK_EXECUTOR_EAGER};
   sk_compile_config ref_cfg = {.struct_size = sizeof ref_cfg, .executor = SK_EXECUTOR_REFERENCE};
-  sk_program *fused, *eager, *reference;
+  sk_program *fused, *jit, *eager, *reference;
   CHECK(sk_compile(g, &fused_cfg, &fused));
+  CHECK(sk_compile(g, &jit_cfg, &jit)); /* falls back to interpreting, with a warning, if cc is missing */
   CHECK(sk_compile(g, &eager_cfg, &eager));
   CHECK(sk_compile(g, &ref_cfg, &reference));
   sk_graph_destroy(g);
@@ -212,13 +214,15 @@ int main(void) {
   int64_t shape[SK_MAX_RANK];
   CHECK(sk_program_output_info(fused, 0, NULL, NULL, &rank, shape));
   size_t out_elems = (size_t)(shape[0] * shape[1] * shape[2]);
-  uint16_t *want = calloc(out_elems, 2), *got_eager = calloc(out_elems, 2), *got_fused = calloc(out_elems, 2);
+  uint16_t *want = calloc(out_elems, 2), *got_eager = calloc(out_elems, 2), *got_fused = calloc(out_elems, 2),
+           *got_jit = calloc(out_elems, 2);
   sk_buffer out_want[] = {{"output", want, out_elems * 2}}, out_eager[] = {{"output", got_eager, out_elems * 2}},
-            out_fused[] = {{"output", got_fused, out_elems * 2}};
+            out_fused[] = {{"output", got_fused, out_elems * 2}}, out_jit[] = {{"output", got_jit, out_elems * 2}};
 
   CHECK(sk_program_run(reference, NULL, inputs, N_INPUTS, out_want, 1));
   double t_eager = median_run_us(eager, team, inputs, out_eager);
   double t_fused = median_run_us(fused, team, inputs, out_fused);
+  double t_jit = median_run_us(jit, team, inputs, out_jit);
 
   double checksum = 0, abs_sum = 0;
   for (size_t i = 0; i < out_elems; i++) {
@@ -227,23 +231,28 @@ int main(void) {
     abs_sum += fabs(v);
   }
   bool eager_ok = memcmp(got_eager, want, out_elems * 2) == 0, fused_ok = memcmp(got_fused, want, out_elems * 2) == 0;
+  bool jit_ok = memcmp(got_jit, want, out_elems * 2) == 0;
   printf("output: fp16 [%lld, %lld, %lld]  checksum %.4f  mean |x| %.4f\n", (long long)shape[0], (long long)shape[1],
          (long long)shape[2], checksum, abs_sum / (double)out_elems);
   printf("team of %d cores, medians of 51 runs:\n", sk_team_num_cores(team));
-  printf("  super kernels off (eager): %8.1f us  %s\n", t_eager,
+  printf("  super kernels off (eager):          %8.1f us  %s\n", t_eager,
          eager_ok ? "bitwise equal to the reference" : "DIFFERS from the reference");
-  printf("  super kernels on (sk1, sk2 fused): %8.1f us  %s  (%.2fx)\n", t_fused,
+  printf("  super kernels on, interpreted:      %8.1f us  %s  (%.2fx)\n", t_fused,
          fused_ok ? "bitwise equal to the reference" : "DIFFERS from the reference", t_eager / t_fused);
+  printf("  super kernels on, JIT-compiled:     %8.1f us  %s  (%.2fx)\n", t_jit,
+         jit_ok ? "bitwise equal to the reference" : "DIFFERS from the reference", t_eager / t_jit);
 
   for (int i = 0; i < N_INPUTS; i++) free(inputs[i].data);
   free(want);
   free(got_eager);
   free(got_fused);
+  free(got_jit);
   sk_program_destroy(fused);
+  sk_program_destroy(jit);
   sk_program_destroy(eager);
   sk_program_destroy(reference);
   sk_team_destroy(team);
-  if (!eager_ok || !fused_ok) return 1;
+  if (!eager_ok || !fused_ok || !jit_ok) return 1;
   printf("execute sample success\n");
   return 0;
 }
