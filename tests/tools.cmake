@@ -32,7 +32,7 @@ sk_cli_test(sk_version 0 -o "sk (superkernel)" -- ${SK} --version)
 sk_cli_test(sk_no_command 2 -E "missing command" -E "sk --help" -- ${SK})
 sk_cli_test(sk_unknown_command 2 -E "unknown command 'frob'" -- ${SK} frob)
 sk_cli_test(sk_unknown_top_option 2 -E "unknown option '--frob'" -- ${SK} --frob)
-foreach(cmd options run plan npy source cache profile)
+foreach(cmd options run plan npy source cache profile bench)
   sk_cli_test(sk_${cmd}_help 0 -o "usage: sk ${cmd}" -N "usage" -- ${SK} ${cmd} --help)
   sk_cli_test(sk_${cmd}_help_short 0 -o "usage: sk ${cmd}" -- ${SK} ${cmd} -h)
   sk_cli_test(sk_${cmd}_bad_flag 2 -E "unknown option '--frob'" -E "usage: sk ${cmd}" -O "usage" -- ${SK} ${cmd} --frob)
@@ -218,3 +218,36 @@ sk_cli_test(sk_profile_iters_zero 2 -E "--iters: expected an integer in 1..10000
             -- ${SK} profile decode --out ${SK_PROFILE_DIR}/x --iters 0)
 sk_cli_test(sk_profile_iters_abc 2 -E "--iters: expected an integer" -- ${SK} profile decode --out ${SK_PROFILE_DIR}/x --iters abc)
 sk_cli_test(sk_profile_bad_options 2 -E "invalid --options" -- ${SK} profile decode --out ${SK_PROFILE_DIR}/x --options early-start=3)
+
+# ---- sk bench -------------------------------------------------------------------
+sk_cli_test(sk_bench_in_help 0 -o "bench [SCENARIO...]" -- ${SK} --help)
+sk_cli_test(sk_bench_help_text 0 -o "usage: sk bench [SCENARIO ...] [--iters N] [--threads LIST] [--json]"
+            -o "interp/eager, jit/eager, jit/interp" -- ${SK} bench --help)
+# The table: one row per scenario and team size, the three ratios, outputs equal.
+sk_cli_test(sk_bench_seed_table 0 -o "jit/eager" -o "interp/eager" -o "jit/interp" -o "bitwise equal" -r
+            -- ${SK} bench seed --iters 1 --threads 1)
+sk_cli_test(sk_bench_example02_table 0 -o "example02" -o "bitwise equal" -O "DIFFER"
+            -- ${SK} bench example02 --iters 1 --threads 1 --options early-start=0)
+# --json: one document that parses, with every mode, percentile and ratio.
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME sk_bench_json
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_bench_json.py --scenario decode --threads 1
+                   -- ${SK} bench decode --iters 1 --threads 1 --json)
+  add_test(NAME sk_bench_json_two_teams
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_bench_json.py
+                   -- ${SK} bench decode --iters 3 --threads 1,2 --json)
+  set_tests_properties(sk_bench_json sk_bench_json_two_teams PROPERTIES TIMEOUT 120 LABELS sk_cli)
+else()
+  sk_cli_test(sk_bench_json 0 -o "\"machine\": {\"cores\": " -o "\"interp_over_eager\": " -o "\"jit_over_eager\": "
+              -o "\"jit_over_interp\": " -o "\"bitwise_equal\": true"
+              -- ${SK} bench decode --iters 1 --threads 1 --json)
+endif()
+# Usage errors exit 2.
+sk_cli_test(sk_bench_unknown_scenario 2 -E "unknown scenario 'nosuch' (known: example01, seed, decode, prefill, example02)"
+            -- ${SK} bench nosuch)
+sk_cli_test(sk_bench_iters_zero 2 -E "--iters: expected an integer in 1..10000000, got '0'" -- ${SK} bench decode --iters 0)
+sk_cli_test(sk_bench_threads_abc 2 -E "--threads: expected team sizes in 1..1024 or 'all'" -- ${SK} bench decode --threads abc)
+sk_cli_test(sk_bench_threads_empty_item 2 -E "--threads" -- ${SK} bench decode --threads 1,,2)
+sk_cli_test(sk_bench_threads_missing 2 -E "option --threads needs a value" -- ${SK} bench decode --threads)
+sk_cli_test(sk_bench_bad_options 2 -E "invalid --options" -- ${SK} bench decode --options early-start=3)

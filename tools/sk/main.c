@@ -8,6 +8,7 @@
  *   sk source MODEL ...    print the C the JIT generates for a scope's super kernel
  *   sk cache path|list|clear   the JIT cache
  *   sk profile MODEL ...   profile a model with super kernels off and on
+ *   sk bench [SCENARIO...] time eager, interp and jit side by side: medians, p10/p90, ratios
  *
  * Every subcommand lives in its own file and is listed in the table below.
  */
@@ -30,6 +31,8 @@ static const sk_command commands[] = {
     {"cache", sk_cmd_cache, "cache path|list|clear", "show, list or empty the JIT cache"},
     {"profile", sk_cmd_profile, "profile MODEL --out D",
      "profile a model with super kernels off and on: op_statistic.csv, trace.json, gain"},
+    {"bench", sk_cmd_bench, "bench [SCENARIO...]",
+     "time eager, interp and jit interleaved: median, p10, p90 and ratios (--json)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -34,6 +34,7 @@ int sk_cmd_npy(int argc, char **argv);
 int sk_cmd_source(int argc, char **argv);
 int sk_cmd_cache(int argc, char **argv);
 int sk_cmd_profile(int argc, char **argv);
+int sk_cmd_bench(int argc, char **argv);
 
 /* ---- Command-line helpers (common.c) ------------------------------------ */
 

@@ -1,0 +1,350 @@
+/*
+ * sk bench [SCENARIO ...] [...] — super kernels off vs on, as
+ * bench/bench_superkernel does it: for each scenario and team size, compile
+ * the model three times (eager, interp, jit), check the three programs'
+ * outputs bitwise equal once, time them interleaved in batches of BATCH
+ * consecutive runs each (a first batch warms up) and report each mode's
+ * median, p10 and p90 and the ratios between them, from the same run.
+ */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "models.h"
+#include "sk.h"
+
+static const char synopsis[] = "bench [SCENARIO ...] [options]";
+static const char full_synopsis[] =
+    "bench [SCENARIO ...] [--iters N] [--threads LIST] [--json] [--options STRING]";
+
+enum { N_MODES = 3, BATCH = 10, MAX_SCENARIOS = 32, MAX_THREADS = 32 };
+static const sk_executor mode_executor[N_MODES] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
+static const char *const mode_name[N_MODES] = {"eager", "interp", "jit"};
+static const char *const default_scenarios[] = {"seed", "decode", "prefill", "example02"};
+
+static void usage(void) {
+  printf("usage: sk %s\n\n"
+         "Compiles each SCENARIO three times for a team of each size in --threads: super\n"
+         "kernels off (eager: every op its own launch) and on (each scope one launch,\n"
+         "interpreted and JIT-compiled). Runs them interleaved in batches of %d consecutive\n"
+         "runs each: a first batch warms up and is not recorded, after it the outputs of\n"
+         "the three are checked bitwise equal; then batches follow until each mode has run\n"
+         "--iters times, so machine noise hits the modes alike. Prints each mode's median, p10 and\n"
+         "p90 time in microseconds and the ratios of the medians (< 1: the first is\n"
+         "faster): interp/eager, jit/eager, jit/interp.\n\n"
+         "  SCENARIO           %s\n"
+         "                     (default: seed decode prefill example02)\n"
+         "  --iters N          timed runs of each mode (default 200); prefill runs N/10, at\n"
+         "                     least 5 (N when N < 5)\n"
+         "  --threads LIST     comma-separated team sizes, 'all' for every available core\n"
+         "                     (default: 1,all; all is $SK_NUM_THREADS when set)\n"
+         "  --json             print one JSON document instead of the table\n"
+         "  --options STRING   super-kernel options for every scope (see 'sk options')\n"
+         "  -h, --help         this help\n\n"
+         "Exit status 1 also when the modes' outputs differ (the times are still printed).\n",
+         full_synopsis, BATCH, skm_model_list());
+}
+
+typedef struct bench_args {
+  const char *scenarios[MAX_SCENARIOS];
+  int n_scenarios;
+  int threads[MAX_THREADS]; /* 0 = every available core */
+  int n_threads;
+  long iters;
+  bool json;
+  const char *options;
+} bench_args;
+
+/* Parses "1,2,all" into a->threads. */
+static int parse_threads(const char *text, bench_args *a) {
+  a->n_threads = 0;
+  const char *p = text;
+  for (;;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    char item[32];
+    if (n == 0 || n >= sizeof item || a->n_threads >= MAX_THREADS)
+      return cli_usage_error("bench", synopsis,
+                             "--threads: expected a comma-separated list of at most %d team sizes "
+                             "(1..1024 or 'all'), got '%s'",
+                             MAX_THREADS, text);
+    memcpy(item, p, n);
+    item[n] = '\0';
+    long v;
+    if (strcmp(item, "all") == 0) v = 0;
+    else {
+      char *e;
+      v = strtol(item, &e, 10);
+      if (*e != '\0' || v < 1 || v > 1024)
+        return cli_usage_error("bench", synopsis,
+                               "--threads: expected team sizes in 1..1024 or 'all', comma-separated, got '%s'", text);
+    }
+    a->threads[a->n_threads++] = (int)v;
+    if (!end) break;
+    p = end + 1;
+  }
+  return SK_EXIT_OK;
+}
+
+static int parse(int argc, char **argv, bench_args *a) {
+  memset(a, 0, sizeof *a);
+  a->iters = 200;
+  bool has_threads = false;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i], *val;
+    int r;
+#define VALUE_OPTION(flag) ((r = cli_option_value("bench", synopsis, argc, argv, &i, flag, &val)) != 0)
+    if (cli_is_help(arg)) {
+      usage();
+      return -1;
+    } else if (strcmp(arg, "--json") == 0) {
+      a->json = true;
+    } else if (VALUE_OPTION("--iters")) {
+      if (r < 0 || !cli_parse_int("bench", synopsis, "--iters", val, 1, 10000000, &a->iters)) return SK_EXIT_USAGE;
+    } else if (VALUE_OPTION("--threads")) {
+      if (r < 0) return SK_EXIT_USAGE;
+      int rc = parse_threads(val, a);
+      if (rc != SK_EXIT_OK) return rc;
+      has_threads = true;
+    } else if (VALUE_OPTION("--options")) {
+      if (r < 0) return SK_EXIT_USAGE;
+      a->options = val;
+    } else if (arg[0] == '-') {
+      return cli_usage_error("bench", synopsis, "unknown option '%s'", arg);
+    } else if (!skm_model_lookup(arg, NULL)) {
+      return cli_usage_error("bench", synopsis, "unknown scenario '%s' (known: %s)", arg, skm_model_list());
+    } else if (a->n_scenarios >= MAX_SCENARIOS) {
+      return cli_usage_error("bench", synopsis, "at most %d scenarios", MAX_SCENARIOS);
+    } else {
+      a->scenarios[a->n_scenarios++] = arg;
+    }
+#undef VALUE_OPTION
+  }
+  if (a->n_scenarios == 0)
+    for (size_t k = 0; k < sizeof default_scenarios / sizeof default_scenarios[0]; k++)
+      a->scenarios[a->n_scenarios++] = default_scenarios[k];
+  if (!has_threads) {
+    a->threads[0] = 1;
+    a->threads[1] = 0;
+    a->n_threads = 2;
+  }
+  if (a->options && sk_options_validate(a->options) != SK_STATUS_OK) {
+    fprintf(stderr, "sk bench: invalid --options: %s\n", sk_last_error());
+    return SK_EXIT_USAGE;
+  }
+  return SK_EXIT_OK;
+}
+
+/* The p-quantile (0..1) of sorted values, interpolated linearly. */
+static double quantile(const double *sorted, int n, double p) {
+  if (n <= 0) return 0;
+  double pos = p * (double)(n - 1);
+  int lo = (int)pos;
+  if (lo >= n - 1) return sorted[n - 1];
+  return sorted[lo] + (pos - (double)lo) * (sorted[lo + 1] - sorted[lo]);
+}
+
+/* One scenario on one team size. */
+typedef struct bench_result {
+  const char *scenario;
+  int threads, iters;
+  double median[N_MODES], p10[N_MODES], p90[N_MODES];
+  size_t jit_total, jit_fallbacks;
+  bool equal;
+} bench_result;
+
+static int scenario_iters(const char *scenario, long iters) {
+  if (strcmp(scenario, "prefill") != 0) return (int)iters;
+  long n = iters / 10;
+  long floor = iters < 5 ? iters : 5;
+  return (int)(n > floor ? n : floor);
+}
+
+/* Compiles and times one scenario on a team of `threads` (0: all). */
+static int bench_one(const bench_args *a, const char *scenario, int threads, bench_result *res) {
+  memset(res, 0, sizeof *res);
+  res->scenario = scenario;
+  res->iters = scenario_iters(scenario, a->iters);
+  sk_session s;
+  int rc = sk_session_open_team(&s, "bench", synopsis, scenario, a->options, threads);
+  if (rc != SK_EXIT_OK) return rc;
+  res->threads = sk_team_num_cores(s.team);
+
+  sk_program *p[N_MODES] = {0};
+  skm_io io[N_MODES];
+  double *t[N_MODES] = {0};
+  memset(io, 0, sizeof io);
+  char msg[1024];
+  for (int m = 0; m < N_MODES && rc == SK_EXIT_OK; m++) {
+    sk_compile_stats st;
+    rc = sk_session_compile(&s, "bench", mode_executor[m], a->options, 0, &p[m], &st);
+    if (rc != SK_EXIT_OK) break;
+    if (mode_executor[m] == SK_EXECUTOR_JIT) {
+      res->jit_total = st.jit_total;
+      res->jit_fallbacks = st.jit_fallbacks;
+    }
+    if (skm_io_alloc(p[m], &io[m], msg, sizeof msg) != SK_STATUS_OK) {
+      fprintf(stderr, "sk bench: %s\n", msg);
+      rc = SK_EXIT_FAIL;
+      break;
+    }
+    skm_fill_inputs(&io[m], SKM_DEFAULT_SEED);
+    t[m] = malloc(sizeof(double) * (size_t)res->iters);
+    if (!t[m]) {
+      fprintf(stderr, "sk bench: out of memory\n");
+      rc = SK_EXIT_FAIL;
+    }
+  }
+
+  /* The first batch (at most --iters runs) warms up; after it every mode has
+   * run, so the outputs are compared then. */
+  int n = res->iters, warm = n < BATCH ? n : BATCH;
+  res->equal = true;
+  for (int r0 = -warm; rc == SK_EXIT_OK && r0 < n; r0 += r0 < 0 ? warm : BATCH) {
+    int r_end = r0 < 0 ? 0 : r0 + BATCH;
+    for (int m = 0; m < N_MODES && rc == SK_EXIT_OK; m++)
+      for (int r = r0; r < r_end && r < n; r++) {
+        double t0 = cli_now_us();
+        sk_status st = sk_program_run(p[m], s.team, io[m].in_buffers, io[m].n_inputs, io[m].out_buffers,
+                                      io[m].n_outputs);
+        double dt = cli_now_us() - t0;
+        if (st != SK_STATUS_OK) {
+          fprintf(stderr, "sk bench: running %s (%s, %d cores): %s: %s\n", scenario, mode_name[m], res->threads,
+                  sk_status_string(st), sk_last_error());
+          rc = SK_EXIT_FAIL;
+          break;
+        }
+        if (r >= 0) t[m][r] = dt;
+      }
+    if (rc == SK_EXIT_OK && r0 < 0)
+      for (int m = 1; m < N_MODES; m++)
+        for (size_t o = 0; o < io[0].n_outputs; o++)
+          if (memcmp(io[m].outputs[o].data, io[0].outputs[o].data, io[0].outputs[o].bytes) != 0) {
+            fprintf(stderr, "sk bench: %s on %d cores: output %s of %s DIFFERS from eager\n", scenario,
+                    res->threads, io[0].outputs[o].name, mode_name[m]);
+            res->equal = false;
+          }
+  }
+  if (rc == SK_EXIT_OK)
+    for (int m = 0; m < N_MODES; m++) {
+      res->median[m] = cli_median(t[m], n); /* sorts t[m] */
+      res->p10[m] = quantile(t[m], n, 0.10);
+      res->p90[m] = quantile(t[m], n, 0.90);
+    }
+  for (int m = 0; m < N_MODES; m++) {
+    free(t[m]);
+    skm_io_free(&io[m]);
+    sk_program_destroy(p[m]);
+  }
+  sk_session_close(&s);
+  return rc;
+}
+
+static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+static void print_header(const bench_args *a) {
+  printf("super kernels off (eager: every op its own launch) vs on (each scope one launch: interp, jit)\n");
+  printf("times in us: median [p10, p90] of interleaved batches of %d runs after a warm-up batch; "
+         "ratios of the medians (< 1: faster)\n",
+         BATCH);
+  if (a->options) printf("options %s\n", a->options);
+  printf("%-10s %7s %6s", "scenario", "threads", "iters");
+  for (int m = 0; m < N_MODES; m++) printf("  %9s %-18s", mode_name[m], "[p10, p90]");
+  printf(" %12s %9s %10s  %s\n", "interp/eager", "jit/eager", "jit/interp", "outputs");
+}
+
+static void print_row(const bench_result *r) {
+  char cell[N_MODES][64];
+  for (int m = 0; m < N_MODES; m++)
+    snprintf(cell[m], sizeof cell[m], "%9.1f [%7.1f, %7.1f]", r->median[m], r->p10[m], r->p90[m]);
+  printf("%-10s %7d %6d  %s  %s  %s %12.3f %9.3f %10.3f  %s\n", r->scenario, r->threads, r->iters, cell[0],
+         cell[1], cell[2], ratio(r->median[1], r->median[0]), ratio(r->median[2], r->median[0]),
+         ratio(r->median[2], r->median[1]), r->equal ? "bitwise equal" : "DIFFER");
+  if (r->jit_fallbacks)
+    printf("  note: %zu of %zu super kernels were interpreted after a JIT failure\n", r->jit_fallbacks,
+           r->jit_total);
+  fflush(stdout);
+}
+
+/* CPUs this process may run on. */
+static int machine_cores(void) {
+#ifdef CPU_COUNT
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+static void print_json(const bench_result *res, int n) {
+  printf("{\n  \"machine\": {\"cores\": %d},\n  \"results\": [", machine_cores());
+  for (int i = 0; i < n; i++) {
+    const bench_result *r = &res[i];
+    printf("%s\n    {\"scenario\": \"%s\", \"threads\": %d, \"iters\": %d,\n     \"modes\": {", i ? "," : "",
+           r->scenario, r->threads, r->iters);
+    for (int m = 0; m < N_MODES; m++) {
+      printf("%s\"%s\": {\"median_us\": %.3f, \"p10_us\": %.3f, \"p90_us\": %.3f", m ? ", " : "", mode_name[m],
+             r->median[m], r->p10[m], r->p90[m]);
+      if (mode_executor[m] == SK_EXECUTOR_JIT)
+        printf(", \"jit_compiled\": %zu, \"jit_fallbacks\": %zu", r->jit_total - r->jit_fallbacks, r->jit_fallbacks);
+      printf("}");
+    }
+    printf("},\n     \"ratios\": {\"interp_over_eager\": %.6f, \"jit_over_eager\": %.6f, \"jit_over_interp\": %.6f},\n"
+           "     \"bitwise_equal\": %s}",
+           ratio(r->median[1], r->median[0]), ratio(r->median[2], r->median[0]), ratio(r->median[2], r->median[1]),
+           r->equal ? "true" : "false");
+  }
+  printf("\n  ]\n}\n");
+}
+
+int sk_cmd_bench(int argc, char **argv) {
+  bench_args a;
+  int rc = parse(argc, argv, &a);
+  if (rc < 0) return SK_EXIT_OK; /* --help */
+  if (rc != SK_EXIT_OK) return rc;
+
+  /* 'all' becomes the size of a default team; a size listed twice runs once. */
+  int n_threads = 0;
+  for (int k = 0; k < a.n_threads; k++) {
+    int size = a.threads[k];
+    if (size == 0) {
+      sk_team *team;
+      sk_team_config tc = {.struct_size = sizeof tc, .num_cores = 0};
+      sk_status st = sk_team_create(&tc, &team);
+      if (st != SK_STATUS_OK) {
+        fprintf(stderr, "sk bench: creating a team of every core: %s: %s\n", sk_status_string(st), sk_last_error());
+        return st == SK_STATUS_INVALID_ARGUMENT ? SK_EXIT_USAGE : SK_EXIT_FAIL;
+      }
+      size = sk_team_num_cores(team);
+      sk_team_destroy(team);
+    }
+    bool dup = false;
+    for (int j = 0; j < n_threads; j++) dup = dup || a.threads[j] == size;
+    if (!dup) a.threads[n_threads++] = size;
+  }
+  a.n_threads = n_threads;
+
+  int n_runs = a.n_scenarios * a.n_threads;
+  bench_result *res = calloc((size_t)n_runs, sizeof *res);
+  if (!res) {
+    fprintf(stderr, "sk bench: out of memory\n");
+    return SK_EXIT_FAIL;
+  }
+  if (!a.json) print_header(&a);
+  int done = 0;
+  bool equal = true;
+  for (int i = 0; i < a.n_scenarios && rc == SK_EXIT_OK; i++)
+    for (int k = 0; k < a.n_threads && rc == SK_EXIT_OK; k++) {
+      rc = bench_one(&a, a.scenarios[i], a.threads[k], &res[done]);
+      if (rc != SK_EXIT_OK) break;
+      equal = equal && res[done].equal;
+      if (!a.json) print_row(&res[done]);
+      done++;
+    }
+  if (rc == SK_EXIT_OK && a.json) print_json(res, done);
+  free(res);
+  if (rc != SK_EXIT_OK) return rc;
+  return equal ? SK_EXIT_OK : SK_EXIT_FAIL;
+}
