@@ -32,6 +32,10 @@ static sk_status build(sk__build_ctx *ctx) {
     } else if (dims[i] < 0) {
       return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: attribute shape: dimension %zu is %lld", op, i,
                       (long long)dims[i]);
+    } else if (dims[i] > 0 && known > ((int64_t)1 << 48) / dims[i]) {
+      /* The element count would pass any tensor's (and could wrap int64). */
+      return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: attribute shape: size exceeds 2^48 bytes (dimension %zu is %lld)",
+                      op, i, (long long)dims[i]);
     } else {
       known *= dims[i];
     }
