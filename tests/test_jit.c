@@ -488,7 +488,7 @@ static void test_cache_hit_and_reuse(void) {
   CHECK(strcmp(path, dir) == 0);
   size_t removed = 0;
   CHECK_OK(sk_jit_cache_clear(&removed));
-  CHECK_MSG(removed == 4, "removed %zu (2 objects + 2 sources)", removed);
+  CHECK_MSG(removed == 6, "removed %zu (2 objects + 2 sources + 2 checksums)", removed);
   CHECK(count_files(dir, ".so", NULL, 0) == 0);
   restore_cache_dir();
 }
@@ -579,6 +579,8 @@ static void test_cache_corrupt_entry(void) {
     if (strstr(e->d_name, ".so") && strcmp(path, so) != 0) snprintf(other, sizeof other, "%s", path);
   }
   if (d) closedir(d);
+  /* Only the object replaced: its checksum (recorded at store time) no
+   * longer matches, caught before dlopen. */
   snprintf(tmp, sizeof tmp, "%s/swap.tmp", dir);
   CHECK(other[0] && link(so, tmp) == 0 && rename(tmp, other) == 0);
   log_reset();
@@ -586,8 +588,40 @@ static void test_cache_corrupt_entry(void) {
   p = compile(g, teams[1], SK_EXECUTOR_JIT, "func-align=16");
   sk__jit_stats(&b);
   CHECK(all_jitted(p));
+  CHECK_MSG(b.compiles == a.compiles + 1 && b.hits == a.hits, "the replaced entry is rebuilt");
+  CHECK_MSG(log_has("is unusable (its SHA-256 ") && log_has("does not match its checksum file"), "%s", log_text);
+  CHECK(run_vs(p, eager, teams[1], 8, "rebuilt after replacement") == 0);
+  sk_program_destroy(p);
+  /* Object and checksum both replaced: the checksum passes, the exported
+   * key does not. */
+  char so_sum[PATH_MAX + 300], other_sum[PATH_MAX + 300];
+  snprintf(so_sum, sizeof so_sum, "%.*s.sha256", (int)(strlen(so) - 3), so);
+  snprintf(other_sum, sizeof other_sum, "%.*s.sha256", (int)(strlen(other) - 3), other);
+  CHECK(link(so, tmp) == 0 && rename(tmp, other) == 0);
+  CHECK(link(so_sum, tmp) == 0 && rename(tmp, other_sum) == 0);
+  log_reset();
+  sk__jit_stats(&a);
+  p = compile(g, teams[1], SK_EXECUTOR_JIT, "func-align=16");
+  sk__jit_stats(&b);
+  CHECK(all_jitted(p));
   CHECK_MSG(b.compiles == a.compiles + 1 && log_has("sk_jit_key does not match"), "%s", log_text);
   sk_program_destroy(p);
+  /* A missing, then a malformed checksum file: rebuilt. */
+  for (int k = 0; k < 2; k++) {
+    if (k == 0) CHECK(unlink(other_sum) == 0);
+    else {
+      FILE *f = fopen(other_sum, "w");
+      CHECK(f && fputs("not a checksum\n", f) >= 0 && fclose(f) == 0);
+    }
+    log_reset();
+    sk__jit_stats(&a);
+    p = compile(g, teams[1], SK_EXECUTOR_JIT, "func-align=16");
+    sk__jit_stats(&b);
+    CHECK(all_jitted(p));
+    CHECK_MSG(b.compiles == a.compiles + 1 && log_has(k ? "is malformed" : "cannot be read"), "%s", log_text);
+    CHECK(run_vs(p, eager, teams[1], 9, "rebuilt after a bad checksum") == 0);
+    sk_program_destroy(p);
+  }
   sk_program_destroy(eager);
   sk_graph_destroy(g);
   restore_cache_dir();
@@ -655,6 +689,81 @@ static void test_fallback(void) {
   restore_cache_dir();
 }
 
+/* ---- hardening ---- */
+
+/* A compiler that answers --version and then hangs (in a child of the
+ * shell, so only killing the process group ends it): the compile times out
+ * after $SK_JIT_TIMEOUT seconds and falls back. */
+static void test_compiler_timeout(void) {
+  char dir[PATH_MAX], script[PATH_MAX + 16];
+  use_cache_dir("timeout", dir, sizeof dir);
+  fresh_dir(dir);
+  snprintf(script, sizeof script, "%s/slow-cc", dir);
+  FILE *f = fopen(script, "w");
+  CHECK(f && fputs("#!/bin/sh\ncase \"$1\" in --version) echo slow-cc 1.0; exit 0;; esac\nsleep 1000\nexit 0\n", f) >= 0 &&
+        fclose(f) == 0);
+  CHECK(chmod(script, 0700) == 0);
+  sk_graph *g = chain_model();
+  setenv("SK_CC", script, 1);
+  setenv("SK_JIT_TIMEOUT", "1", 1);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  expect_fallback(g, NULL, (const char *const[]){"compiler '", "slow-cc' timed out after 1 s", "SK_JIT_TIMEOUT"}, 3);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  CHECK_MSG(s >= 0.9 && s < 8, "fell back after %.1f s", s);
+  CHECK(count_files(dir, ".so", NULL, 0) == 0); /* temporaries removed */
+  /* A value that is not a number of seconds: a fallback naming it. */
+  setenv("SK_JIT_TIMEOUT", "soon", 1);
+  expect_fallback(g, NULL, (const char *const[]){"$SK_JIT_TIMEOUT='soon' is not a number of seconds"}, 1);
+  /* 0 = no limit: the real compiler works. */
+  unsetenv("SK_CC");
+  setenv("SK_JIT_TIMEOUT", "0", 1);
+  sk_program *p = compile(g, teams[1], SK_EXECUTOR_JIT, NULL);
+  CHECK(all_jitted(p));
+  sk_program_destroy(p);
+  unsetenv("SK_JIT_TIMEOUT");
+  sk_graph_destroy(g);
+  restore_cache_dir();
+}
+
+/* A cache directory we own but cannot write: storing fails, the kernel
+ * stays interpreted with a warning. Root ignores the mode bits, so the
+ * check is skipped when the directory is still writable after chmod. */
+static void test_readonly_cache(void) {
+  char dir[PATH_MAX];
+  use_cache_dir("readonly", dir, sizeof dir);
+  fresh_dir(dir);
+  CHECK(chmod(dir, 0500) == 0);
+  if (access(dir, W_OK) == 0) {
+    printf("  note: %s is still writable after chmod 0500 (running as root?): read-only check skipped\n", dir);
+  } else {
+    sk_graph *g = chain_model();
+    expect_fallback(g, NULL, (const char *const[]){"cannot create a file in", dir}, 2);
+    sk_graph_destroy(g);
+  }
+  CHECK(chmod(dir, 0700) == 0);
+  restore_cache_dir();
+}
+
+/* compile-options that could redirect output or load code never reach the
+ * compiler: sk_compile refuses them when it parses the options. */
+static void test_denied_compile_options(void) {
+  sk_graph *g = chain_model();
+  static const char *bad[] = {"-o/tmp/x.so", "-MD", "-fplugin=/tmp/p.so", "-specs=/tmp/s", "-B/tmp", "-Wl", "-save-temps"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char options[128], flag[96];
+    snprintf(options, sizeof options, "compile-options=-O2,%s", bad[i]);
+    snprintf(flag, sizeof flag, "flag '%s' is not allowed", bad[i]);
+    sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[1], .executor = SK_EXECUTOR_JIT,
+                             .default_options = options};
+    sk_program *p = NULL;
+    CHECK_FAILS(sk_compile(g, &cfg, &p), SK_STATUS_INVALID_ARGUMENT, "option compile-options", flag);
+    CHECK(p == NULL);
+  }
+  sk_graph_destroy(g);
+}
+
 int main(void) {
   const char *dir = getenv("SK_CACHE_DIR");
   snprintf(base_dir, sizeof base_dir, "%s", dir && *dir ? dir : "jit_test_cache");
@@ -675,6 +784,7 @@ int main(void) {
   static const harness_case cases[] = {
       TEST_CASE(test_source),        TEST_CASE(test_option_grid),         TEST_CASE(test_profiling),   TEST_CASE(test_feed_sync_all),
       TEST_CASE(test_cache_hit_and_reuse), TEST_CASE(test_cache_corrupt_entry), TEST_CASE(test_fallback),
+      TEST_CASE(test_compiler_timeout), TEST_CASE(test_readonly_cache), TEST_CASE(test_denied_compile_options),
   };
   rc |= harness_run(cases, sizeof cases / sizeof cases[0]);
   for (int t = 0; t < 4; t++) sk_team_destroy(teams[t]);

@@ -334,6 +334,33 @@ static void test_illegal_values(void) {
               "flag 'g' does not start with '-'");
   CHECK_FAILS(sk_options_validate("compile-options=-O2 -g"), SK_STATUS_INVALID_ARGUMENT,
               "flag '-O2 -g' contains a space");
+  /* The deny list: flags that could redirect the compiler's output or load
+   * code are refused by name; nearby legitimate flags still pass. */
+  static const char *const denied[] = {
+      "-o", "-o/tmp/x.so", "-MF", "-MD", "-MMD", "-MT", "-MQ", "-M", "-MM", "-fplugin", "-fplugin=/tmp/p.so",
+      "-fplugin-arg-p-x=1", "-specs=/tmp/s", "--specs=/tmp/s", "-B/tmp", "-B", "-wrapper", "-save-temps",
+      "-save-temps=obj", "-dumpdir", "-dumpbase", "-x", "-xc", "-include", "-imacros", "-L/tmp", "-lfoo", "-Wl",
+      "-Xlinker", "-Xclang", "-shared", "-static", "-fprofile-generate=/tmp/p", "-fprofile-use=/tmp/p",
+      "-fprofile-arcs", "--output=/tmp/x", "--coverage", "-Wp", "-Wa", "-T/tmp/s.ld", "-fuse-ld=gold",
+      "-fdump-tree-all", "-fopt-info-all=/tmp/o"};
+  for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
+    char v[128], want[128];
+    snprintf(v, sizeof v, "compile-options=-O2,%s", denied[i]);
+    snprintf(want, sizeof want,
+             "option compile-options: flag '%s' is not allowed (it could redirect the compiler's output or load code)",
+             denied[i]);
+    CHECK_FAILS(sk_options_validate(v), SK_STATUS_INVALID_ARGUMENT, want);
+  }
+  /* "-Wl,-rpath,/a" splits at ',' into "-Wl", ...: refused at "-Wl". */
+  CHECK_FAILS(sk_options_validate("compile-options=\"-Wl,-rpath\""), SK_STATUS_INVALID_ARGUMENT, "flag '-Wl' is not allowed");
+  static const char *const allowed[] = {"-O3", "-g", "-march=native", "-DX=1", "-Wall", "-Wlogical-op", "-Wpedantic",
+                                        "-Werror", "-fno-strict-aliasing", "-mavx2", "-I/usr/include", "-std=c11",
+                                        "--param=max-inline-insns-single=100", "-ffast-math", "-pipe"};
+  for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) {
+    char v[128];
+    snprintf(v, sizeof v, "compile-options=%s", allowed[i]);
+    CHECK_MSG(sk_options_validate(v) == SK_STATUS_OK, "%s: %s", allowed[i], sk_last_error());
+  }
   /* A quoted value cut by ':' leaves a stray quote: an error, not a flag. */
   CHECK_FAILS(sk_options_validate("compile-options=\"-Wl,-rpath,/a:/b\""), SK_STATUS_INVALID_ARGUMENT,
               "option compile-options", "'\"-Wl,-rpath,/a'", "double quote", "accepted: " FLAGS_ACC);

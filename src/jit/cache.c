@@ -11,9 +11,17 @@
  * reader sees no file or a complete one, and two processes compiling the
  * same key both succeed (the second rename replaces an identical file).
  *
- * Reading: dlopen(RTLD_NOW | RTLD_LOCAL), then the exported sk_jit_key and
- * sk_jit_layout must match. A file that fails either (truncated, corrupt,
- * a stale layout) is deleted and rebuilt once.
+ * Checksum: beside each <key>.so, <key>.sha256 holds the SHA-256 of its
+ * bytes (64 hex digits and a newline), written to a temporary and renamed
+ * into place BEFORE the object, so whoever sees an object sees a checksum.
+ *
+ * Reading: the object is opened once (O_NOFOLLOW), hashed through that
+ * descriptor and compared with <key>.sha256; only then is that same file
+ * dlopen(RTLD_NOW | RTLD_LOCAL)ed, through /proc/self/fd where there is
+ * one, so what is loaded is what was checked. Then the exported
+ * sk_jit_key and sk_jit_layout must match. An entry that fails any check
+ * (truncated, corrupt, replaced by another object, a missing or malformed
+ * checksum, a stale layout) is deleted and rebuilt once.
  *
  * Loaded objects are kept in a process-wide list by key with a reference
  * count: identical super kernels (same source, so same key) share one
@@ -128,14 +136,57 @@ sk_status sk__jit_cache_dir(char *buf, size_t n) {
 
 /* ---- loading ---- */
 
-/* Loads path and checks its exports; on failure *why says what was wrong. */
-static void *load(const char *path, const char *key, sk_jit_entry_fn *entry, char *why, size_t n) {
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char *e = dlerror();
-    snprintf(why, n, "%s", e ? e : "dlopen failed");
-    return NULL;
+/* The SHA-256 of everything readable from fd, as hex; false on a read error. */
+static bool hash_fd(int fd, char hex[65]) {
+  sk__sha256 h;
+  sk__sha256_init(&h);
+  char buf[65536];
+  for (;;) {
+    ssize_t got = read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return false;
+    if (got == 0) break;
+    sk__sha256_update(&h, buf, (size_t)got);
   }
+  unsigned char digest[32];
+  sk__sha256_final(&h, digest);
+  sk__sha256_hex(digest, hex);
+  return true;
+}
+
+/* Reads the checksum file sum (64 lowercase hex digits, then an optional
+ * newline and nothing else) into hex; false with *why set otherwise. */
+static bool read_checksum(const char *sum, char hex[65], char *why, size_t n) {
+  int fd = open(sum, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    snprintf(why, n, "its checksum file <key>.sha256 cannot be read: %s", strerror(errno));
+    return false;
+  }
+  char buf[80];
+  size_t len = 0;
+  for (;;) {
+    ssize_t got = read(fd, buf + len, sizeof buf - len);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    len += (size_t)got;
+    if (len == sizeof buf) break;
+  }
+  close(fd);
+  bool ok = len == 64 || (len == 65 && buf[64] == '\n');
+  for (size_t i = 0; ok && i < 64; i++)
+    ok = (buf[i] >= '0' && buf[i] <= '9') || (buf[i] >= 'a' && buf[i] <= 'f');
+  if (!ok) {
+    snprintf(why, n, "its checksum file <key>.sha256 is malformed");
+    return false;
+  }
+  memcpy(hex, buf, 64);
+  hex[64] = '\0';
+  return true;
+}
+
+/* Checks a loaded object's exports (dlcloses it when they are wrong); on
+ * failure *why says what was wrong. */
+static void *load_checked(void *h, const char *key, sk_jit_entry_fn *entry, char *why, size_t n) {
   const char *got_key = dlsym(h, SK_JIT_KEY_SYMBOL);
   const unsigned *layout = dlsym(h, SK_JIT_LAYOUT_SYMBOL);
   void *fn = dlsym(h, SK_JIT_ENTRY_SYMBOL);
@@ -150,6 +201,52 @@ static void *load(const char *path, const char *key, sk_jit_entry_fn *entry, cha
   return NULL;
 }
 
+/* Loads path (an object this process just built) and checks its exports. */
+static void *load(const char *path, const char *key, sk_jit_entry_fn *entry, char *why, size_t n) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(why, n, "%s", e ? e : "dlopen failed");
+    return NULL;
+  }
+  return load_checked(h, key, entry, why, n);
+}
+
+/* Loads a cache entry: path must be a regular file whose SHA-256 equals
+ * the one in sum, checked before dlopen on the very file that is loaded. */
+static void *load_verified(const char *path, const char *sum, const char *key, sk_jit_entry_fn *entry, char *why,
+                           size_t n) {
+  char want[65], got[65];
+  if (!read_checksum(sum, want, why, n)) return NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(why, n, "%s", fd < 0 ? strerror(errno) : "not a regular file");
+    if (fd >= 0) close(fd);
+    return NULL;
+  }
+  if (!hash_fd(fd, got)) {
+    snprintf(why, n, "cannot read it: %s", strerror(errno));
+    close(fd);
+    return NULL;
+  }
+  if (strcmp(got, want) != 0) {
+    snprintf(why, n, "its SHA-256 %.12s... does not match its checksum file (%.12s...)", got, want);
+    close(fd);
+    return NULL;
+  }
+  char via[64];
+  snprintf(via, sizeof via, "/proc/self/fd/%d", fd);
+  void *h = dlopen(access(via, F_OK) == 0 ? via : path, RTLD_NOW | RTLD_LOCAL);
+  close(fd);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(why, n, "%s", e ? e : "dlopen failed");
+    return NULL;
+  }
+  return load_checked(h, key, entry, why, n);
+}
+
 static bool write_all(int fd, const char *s, size_t n) {
   while (n) {
     ssize_t w = write(fd, s, n);
@@ -161,15 +258,39 @@ static bool write_all(int fd, const char *s, size_t n) {
   return true;
 }
 
-/* Compiles body (with its key line) into dir/<key>.so via temporaries. */
+/* Hashes the object obj and stores the hex digest as sum_final, through
+ * the temporary template sum: whole or not at all. */
+static sk_status store_checksum(const char *obj, char *sum, const char *sum_final) {
+  char hex[65];
+  int fd = open(obj, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot read %s: %s", obj, strerror(errno));
+  bool ok = hash_fd(fd, hex);
+  close(fd);
+  if (!ok) return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot read %s: %s", obj, strerror(errno));
+  hex[64] = '\n';
+  fd = mkostemps(sum, 7, O_CLOEXEC);
+  if (fd < 0) return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot create a file in the cache: %s", strerror(errno));
+  ok = write_all(fd, hex, 65);
+  if (close(fd) != 0 || !ok || rename(sum, sum_final) != 0) {
+    int e = errno;
+    unlink(sum);
+    return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot store the checksum %s: %s", sum_final, strerror(e));
+  }
+  return SK_STATUS_OK;
+}
+
+/* Compiles body (with its key line) into dir/<key>.so via temporaries,
+ * with its checksum dir/<key>.sha256 stored first. */
 static sk_status compile_into(const char *dir, const char *key, const char *body, const sk__options *o,
                               const sk__jit_compiler *cc) {
-  char src[PATH_MAX], obj[PATH_MAX], final[PATH_MAX];
+  char src[PATH_MAX], obj[PATH_MAX], final[PATH_MAX], sum[PATH_MAX], sum_final[PATH_MAX];
   char *source = sk__jit_with_key(body, key);
   if (!source) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
   if (snprintf(src, sizeof src, "%s/tmp-XXXXXX.c", dir) >= (int)sizeof src ||
       snprintf(obj, sizeof obj, "%s/tmp-XXXXXX.so", dir) >= (int)sizeof obj ||
-      snprintf(final, sizeof final, "%s/%s.so", dir, key) >= (int)sizeof final) {
+      snprintf(final, sizeof final, "%s/%s.so", dir, key) >= (int)sizeof final ||
+      snprintf(sum, sizeof sum, "%s/tmp-XXXXXX.sha256", dir) >= (int)sizeof sum ||
+      snprintf(sum_final, sizeof sum_final, "%s/%s.sha256", dir, key) >= (int)sizeof sum_final) {
     free(source);
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "jit: cache directory path %s is too long", dir);
   }
@@ -192,6 +313,7 @@ static sk_status compile_into(const char *dir, const char *key, const char *body
   }
   close(fd);
   sk_status st = sk__jit_compile(cc, o, src, obj);
+  if (st == SK_STATUS_OK) st = store_checksum(obj, sum, sum_final);
   if (st == SK_STATUS_OK) {
     if (rename(obj, final) != 0)
       st = sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot rename %s to %s: %s", obj, final, strerror(errno));
@@ -227,9 +349,10 @@ static sk_status find_or_build(const char *scope, const char *body, const sk__op
       *obj_out = obj;
       return SK_STATUS_OK;
     }
-  char dir[PATH_MAX], path[PATH_MAX + 80], why[512];
+  char dir[PATH_MAX], path[PATH_MAX + 80], sum[PATH_MAX + 80], why[512];
   SK_RETURN_IF_ERROR(sk__jit_cache_dir(dir, sizeof dir));
   snprintf(path, sizeof path, "%s/%s.so", dir, key);
+  snprintf(sum, sizeof sum, "%s/%s.sha256", dir, key);
   sk__jit_object *obj = calloc(1, sizeof *obj);
   if (!obj) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
   snprintf(obj->key, sizeof obj->key, "%s", key);
@@ -237,13 +360,14 @@ static sk_status find_or_build(const char *scope, const char *body, const sk__op
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (access(path, F_OK) == 0) {
-    obj->handle = load(path, key, &obj->entry, why, sizeof why);
+    obj->handle = load_verified(path, sum, key, &obj->entry, why, sizeof why);
     if (obj->handle) {
       counters.hits++;
       sk__log(SK_LOG_INFO, "jit: scope '%s': cache hit (key %.12s...), loaded in %.2f ms", scope, key, ms_since(&t0));
     } else {
       sk__log(SK_LOG_INFO, "jit: scope '%s': cache entry %s is unusable (%s); rebuilding it", scope, path, why);
       unlink(path);
+      unlink(sum);
     }
   }
   if (!obj->handle) {
@@ -296,15 +420,19 @@ sk_status sk_jit_cache_path(char *buf, size_t size) {
   return sk__jit_cache_dir(buf, size);
 }
 
-/* Whether name is ours: <64 hex>.so / .c, or a temporary "tmp-*.c" /
- * "tmp-*.so" (tmp says whether it is one). */
+/* Whether name is ours: <64 hex>.so / .c / .sha256, or a temporary
+ * "tmp-*" with one of those suffixes (tmp says whether it is one). */
 static bool cache_file(const char *name, bool *tmp) {
-  size_t n = strlen(name);
-  bool so = n > 3 && strcmp(name + n - 3, ".so") == 0, c = n > 2 && strcmp(name + n - 2, ".c") == 0;
-  if (!so && !c) return false;
+  size_t n = strlen(name), suffix = 0;
+  static const char *const suffixes[] = {".so", ".c", ".sha256"};
+  for (int i = 0; i < 3 && !suffix; i++) {
+    size_t k = strlen(suffixes[i]);
+    if (n > k && strcmp(name + n - k, suffixes[i]) == 0) suffix = k;
+  }
+  if (!suffix) return false;
   *tmp = strncmp(name, "tmp-", 4) == 0;
   if (*tmp) return true;
-  if (n != 64 + (so ? 3u : 2u)) return false;
+  if (n != 64 + suffix) return false;
   for (size_t i = 0; i < 64; i++)
     if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return false;
   return true;

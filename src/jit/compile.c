@@ -6,13 +6,17 @@
  * in the error message when it fails. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -58,21 +62,56 @@ int sk__jit_argv(const sk__jit_compiler *cc, const sk__options *o, const char *o
   return n;
 }
 
+/* The compiler's time limit: $SK_JIT_TIMEOUT seconds (0 = none), else
+ * SK_JIT_TIMEOUT_DEFAULT. Fails naming the variable when it is not a
+ * non-negative number. */
+static sk_status timeout_ms(long long *ms) {
+  const char *v = getenv("SK_JIT_TIMEOUT");
+  *ms = (long long)SK_JIT_TIMEOUT_DEFAULT * 1000;
+  if (!v || !*v) return SK_STATUS_OK;
+  char *end;
+  errno = 0;
+  double s = strtod(v, &end);
+  while (*end == ' ') end++;
+  if (end == v || *end || errno || !(s >= 0) || s > 1e9)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "jit: $SK_JIT_TIMEOUT='%s' is not a number of seconds (0 = no limit; default %d)", v,
+                    SK_JIT_TIMEOUT_DEFAULT);
+  *ms = (long long)ceil(s * 1000.0);
+  return SK_STATUS_OK;
+}
+
+static long long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 /* Runs file with argv, stdin from /dev/null, stdout and stderr into out
  * (first cap - 1 bytes, NUL-terminated; the rest is read and dropped).
- * *cut says whether anything was dropped. Returns 0 and the wait status,
- * or the spawn error number. */
-static int run_capture(const char *file, const char *const *argv, char *out, size_t cap, int *wstatus, bool *cut) {
+ * *cut says whether anything was dropped. The child leads its own process
+ * group; when limit_ms (> 0) passes before its output ends, the whole
+ * group (the driver and whatever it started: cc1, as, ld) is killed with
+ * SIGKILL and *timed_out is set. Returns 0 and the wait status, or the
+ * spawn error number. */
+static int run_capture(const char *file, const char *const *argv, char *out, size_t cap, int *wstatus, bool *cut,
+                       long long limit_ms, bool *timed_out) {
   int fds[2];
+  *timed_out = false;
   if (pipe2(fds, O_CLOEXEC) != 0) return errno;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
   posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   pid_t pid;
-  int rc = posix_spawnp(&pid, file, &fa, NULL, (char *const *)argv, environ);
+  int rc = posix_spawnp(&pid, file, &fa, &attr, (char *const *)argv, environ);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   close(fds[1]);
   if (rc != 0) {
     close(fds[0]);
@@ -81,7 +120,23 @@ static int run_capture(const char *file, const char *const *argv, char *out, siz
   size_t len = 0;
   char drain[4096];
   *cut = false;
+  long long deadline = limit_ms > 0 ? now_ms() + limit_ms : 0;
   for (;;) {
+    if (deadline) {
+      long long left = deadline - now_ms();
+      struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+      int ready = left > 0 ? poll(&pfd, 1, left > 1000000 ? 1000000 : (int)left) : 0;
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0 && left > 1000000) continue;
+      if (ready == 0) {
+        /* Do not wait for EOF: a descendant that left the group could hold
+         * the pipe open forever. */
+        *timed_out = true;
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        break;
+      }
+    }
     char *dst = len + 1 < cap ? out + len : drain;
     size_t room = len + 1 < cap ? cap - 1 - len : sizeof drain;
     ssize_t got = read(fds[0], dst, room);
@@ -94,6 +149,8 @@ static int run_capture(const char *file, const char *const *argv, char *out, siz
   if (cap) out[len] = '\0';
   while (waitpid(pid, wstatus, 0) < 0)
     if (errno != EINTR) return errno;
+  /* The driver may exit first and leave a stuck cc1 behind in its group. */
+  if (*timed_out) kill(-pid, SIGKILL);
   return 0;
 }
 
@@ -142,10 +199,16 @@ sk_status sk__jit_compiler_find(sk__jit_compiler *out) {
   if (!realpath(out->exec, out->path)) snprintf(out->path, sizeof out->path, "%s", out->exec);
   const char *argv[] = {name, "--version", NULL};
   char version[1024];
-  bool cut;
-  int wstatus = 0, rc = run_capture(out->exec, argv, version, sizeof version, &wstatus, &cut);
+  bool cut, timed_out;
+  long long limit;
+  SK_RETURN_IF_ERROR(timeout_ms(&limit));
+  int wstatus = 0, rc = run_capture(out->exec, argv, version, sizeof version, &wstatus, &cut, limit, &timed_out);
   if (rc != 0)
     return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot run compiler '%s' (%s): %s", name, out->exec, strerror(rc));
+  if (timed_out)
+    return sk__fail(SK_STATUS_SYSTEM_ERROR,
+                    "jit: compiler '%s' timed out after %.3g s ($SK_JIT_TIMEOUT) answering --version; killed it", name,
+                    (double)limit / 1000.0);
   version[strcspn(version, "\r\n")] = '\0';
   size_t len = strnlen(version, sizeof out->version - 1); /* identity: the first 255 bytes do */
   memcpy(out->version, version, len);
@@ -157,15 +220,21 @@ sk_status sk__jit_compiler_find(sk__jit_compiler *out) {
 }
 
 sk_status sk__jit_compile(const sk__jit_compiler *cc, const sk__options *o, const char *src, const char *out) {
+  long long limit;
+  SK_RETURN_IF_ERROR(timeout_ms(&limit));
   const char **argv = malloc((size_t)(N_FIXED + o->n_compile_options + 6) * sizeof *argv);
   if (!argv) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
   sk__jit_argv(cc, o, out, src, argv, N_FIXED + o->n_compile_options + 6);
   char diag[DIAG_MAX + 8];
-  bool cut;
-  int wstatus = 0, rc = run_capture(cc->exec, argv, diag, DIAG_MAX + 1, &wstatus, &cut);
+  bool cut, timed_out;
+  int wstatus = 0, rc = run_capture(cc->exec, argv, diag, DIAG_MAX + 1, &wstatus, &cut, limit, &timed_out);
   free(argv);
   if (rc != 0)
     return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot run compiler '%s' (%s): %s", cc->name, cc->exec, strerror(rc));
+  if (timed_out)
+    return sk__fail(SK_STATUS_SYSTEM_ERROR,
+                    "jit: compiler '%s' timed out after %.3g s ($SK_JIT_TIMEOUT; 0 = no limit); killed it", cc->name,
+                    (double)limit / 1000.0);
   size_t len = strlen(diag);
   while (len && (diag[len - 1] == '\n' || diag[len - 1] == ' ' || diag[len - 1] == '\r')) diag[--len] = '\0';
   if (cut) memcpy(diag + len, " [...]", 7);

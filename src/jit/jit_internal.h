@@ -41,6 +41,10 @@ sk_status sk__jit_compiler_find(sk__jit_compiler *out);
 int sk__jit_argv(const sk__jit_compiler *cc, const sk__options *o, const char *out, const char *src,
                  const char **argv, int max);
 
+/* The compiler's default time limit in seconds; $SK_JIT_TIMEOUT changes it
+ * (0 = none). On expiry its process group is killed and the compile fails. */
+#define SK_JIT_TIMEOUT_DEFAULT 60
+
 /* Compiles src into the shared object out. On failure the message holds
  * the exit status and the compiler's diagnostics (trimmed). */
 sk_status sk__jit_compile(const sk__jit_compiler *cc, const sk__options *o, const char *src, const char *out);

@@ -59,6 +59,81 @@ static sk_status split_items(const char *key, const char *accepted, const char *
 
 /* ---- compile-options --------------------------------------------------- */
 
+/* Flags are allowed by default; these are refused because they could
+ * redirect the compiler's output or make it load or run other code (a
+ * plugin, a specs file, another toolchain directory, a wrapper, a linker
+ * script, extra inputs or libraries), or write files outside the
+ * temporary object (dependency files, dumps, profiles, saved temporaries).
+ * The JIT chooses the output (-o), the language, and that the result is a
+ * shared object. `prefix` entries also match every flag that starts with
+ * them; the others match exactly. Keep docs/options.md and SECURITY.md in
+ * step with this table. */
+static const struct {
+  const char *flag;
+  bool prefix;
+} denied_flags[] = {
+    {"-o", true},            /* -o, -o<file>: output */
+    {"-M", true},            /* -M, -MM, -MD, -MMD, -MF, -MT, -MQ, -MG, -MP: dependency files */
+    {"-fplugin", true},      /* -fplugin=, -fplugin-arg-* */
+    {"-fpass-plugin", true}, /* clang */
+    {"-iplugindir", true},
+    {"-specs", true},
+    {"-B", true},            /* toolchain directory: which cc1, as, ld run */
+    {"-wrapper", true},
+    {"-fuse-ld", true},      /* which linker runs */
+    {"-save-temps", true},
+    {"-dumpdir", true},
+    {"-dumpbase", true},     /* and -dumpbase-ext */
+    {"-fdump-", true},
+    {"-aux-info", true},
+    {"-fopt-info", true},    /* -fopt-info-...=<file> */
+    {"-fdiagnostics-format", true}, /* ...=json-file, sarif-file */
+    {"-fdiagnostics-add-output", true},
+    {"-fdiagnostics-set-output", true},
+    {"-fsave-optimization-record", true},
+    {"-foptimization-record-file", true},
+    {"-fprofile", true},     /* -fprofile-generate/-use/-dir/-arcs...: profile paths */
+    {"-fauto-profile", true},
+    {"-ftest-coverage", true},
+    {"-x", true},            /* the language of the inputs */
+    {"-include", true},
+    {"-imacros", true},
+    {"-L", true},
+    {"-l", true},
+    {"-T", true},            /* linker script */
+    {"-z", true},            /* linker keyword */
+    {"-X", true},            /* -Xlinker, -Xassembler, -Xpreprocessor, -Xclang */
+    {"-Wl,", true},          /* (a list item is split at ',', so "-Wl" itself comes alone) */
+    {"-Wl", false},
+    {"-Wa,", true},
+    {"-Wa", false},
+    {"-Wp,", true},
+    {"-Wp", false},
+    {"-shared", true},
+    {"-static", true},       /* and -static-libgcc, -static-pie... */
+    {"-pie", false},
+    {"-no-pie", false},
+    {"-r", false},
+    {"-nostdlib", true},
+    {"-nostartfiles", false},
+    {"-nodefaultlibs", false},
+};
+
+/* Whether flag is refused, and the entry that refuses it. */
+static const char *denied_flag(const char *flag) {
+  /* Long options alias the short ones (--output, --specs, --prefix,
+   * --include, --language, --library-directory, --for-linker, --coverage,
+   * --sysroot...): all are refused but --param. */
+  if (strncmp(flag, "--", 2) == 0)
+    return strcmp(flag, "--param") == 0 || strncmp(flag, "--param=", 8) == 0 ? NULL : "--";
+  for (size_t i = 0; i < sizeof denied_flags / sizeof denied_flags[0]; i++) {
+    size_t n = strlen(denied_flags[i].flag);
+    if (denied_flags[i].prefix ? strncmp(flag, denied_flags[i].flag, n) == 0 : strcmp(flag, denied_flags[i].flag) == 0)
+      return denied_flags[i].flag;
+  }
+  return NULL;
+}
+
 sk_status sk__options_parse_flags(const char *key, const char *accepted, const char *value,
                                   sk__options *o) {
   char **items;
@@ -76,6 +151,14 @@ sk_status sk__options_parse_flags(const char *key, const char *accepted, const c
       sk_status st = sk__fail(SK_STATUS_INVALID_ARGUMENT,
                               "option %s: illegal value '%s': flag '%s' %s (accepted: %s)", key,
                               value, items[i], why, accepted);
+      free_strings(items, n);
+      return st;
+    }
+    if (denied_flag(items[i])) {
+      sk_status st = sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                              "option %s: flag '%s' is not allowed (it could redirect the compiler's "
+                              "output or load code)",
+                              key, items[i]);
       free_strings(items, n);
       return st;
     }
