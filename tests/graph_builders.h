@@ -5,6 +5,7 @@
 #define SK_TEST_GRAPH_BUILDERS_H
 
 #include "harness.h"
+#include "reference_runner.h"
 
 static inline sk_value input(sk_graph *g, const char *name, sk_dtype dt, int rank, const int64_t *shape) {
   sk_value v = SK_VALUE_NONE;
@@ -70,6 +71,34 @@ static inline sk_graph *mixed_model(void) {
   CHECK_OK(sk_graph_mark_output(g, g2[0], "g2_0"));
   CHECK_OK(sk_graph_mark_output(g, sq, "sq"));
   return g;
+}
+
+/* The feed-sync-all contract for a graph whose scope holds one barrier-using
+ * node with a single block: refused on two cores without the option (naming
+ * the node and the option), planned with complement tasks with it, and then
+ * equal to eager under every early-start value on two and three cores. */
+static inline void check_feed_sync_all(sk_graph *g, sk_team *two, sk_team *three, const char *node, int barriers,
+                                       uint64_t seed) {
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = two, .executor = SK_EXECUTOR_INTERP};
+  sk_program *p = NULL;
+  CHECK_FAILS(sk_compile(g, &cfg, &p), SK_STATUS_INVALID_STATE, node, "team barrier", "1 blocks for 2 cores",
+              "feed-sync-all=1");
+  cfg.default_options = "feed-sync-all=1";
+  CHECK_OK(sk_compile(g, &cfg, &p));
+  if (p) {
+    char *text = NULL, want[128];
+    snprintf(want, sizeof want, "complement %s's barrier x%d", node, barriers);
+    CHECK_OK(sk_program_describe(p, &text));
+    CHECK_MSG(text && strstr(text, want), "the plan lacks \"%s\"", want);
+    sk_free(text);
+    sk_program_destroy(p);
+  }
+  for (int e = 0; e < 3; e++) {
+    char options[64];
+    snprintf(options, sizeof options, "feed-sync-all=1:early-start=%d", e);
+    CHECK_MSG(rr_fused_vs_eager(g, two, SK_EXECUTOR_INTERP, options, seed) == 0, "%s", options);
+    CHECK_MSG(rr_fused_vs_eager(g, three, SK_EXECUTOR_INTERP, options, seed) == 0, "%s, 3 cores", options);
+  }
 }
 
 #endif

@@ -92,7 +92,6 @@ void rr_free(rr_buffers *b) {
  * buffers; returns them (values[v] malloc'd; inputs point at b's data). */
 static void **reference_values(sk_program *p, rr_buffers *b) {
   void **values = calloc(p->n_values, sizeof(void *));
-  bool *owned = calloc(p->n_values, sizeof(bool));
   for (size_t i = 0; i < p->n_inputs; i++) values[p->inputs[i].value] = b->inputs[i].data;
   for (size_t k = 0; k < p->n_nodes; k++) {
     sk__exec_node *n = &p->nodes[k];
@@ -103,22 +102,17 @@ static void **reference_values(sk_program *p, rr_buffers *b) {
       ins[j] = n->in_tensors[j];
       ins[j].data = values[n->in_values[j]];
     }
-    for (int s = 0; s < 8; s++) io.in[s].tensors = ins + (n->io.in[s].tensors - n->in_tensors);
+    for (int s = 0; s < SK__MAX_SLOTS; s++) io.in[s].tensors = ins + (n->io.in[s].tensors - n->in_tensors);
     for (size_t j = 0; j < n->io.n_out; j++) {
       outs[j] = n->io.out[j];
       outs[j].data = calloc(1, sk__tensor_bytes(&outs[j]) + 1);
       values[n->out_values[j]] = outs[j].data;
-      owned[n->out_values[j]] = true;
     }
     io.out = outs;
     n->def->reference(&io);
     free(ins);
     free(outs);
   }
-  for (size_t v = 0; v < p->n_values; v++)
-    if (!owned[v] && values[v]) values[v] = NULL; /* inputs: not ours to free */
-  for (size_t i = 0; i < p->n_inputs; i++) values[p->inputs[i].value] = b->inputs[i].data;
-  free(owned);
   return values;
 }
 

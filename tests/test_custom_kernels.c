@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "exec/program.h"
+#include "graph_builders.h"
 #include "harness.h"
 #include "reference_runner.h"
 #include "superkernel/plan.h"
@@ -355,25 +356,7 @@ static sk_graph *barrier_graph(const char *kernel) {
 static void test_graph_barrier_kernel(void) {
   /* One block with a barrier on two cores: the idle core must join. */
   sk_graph *g = barrier_graph("g_scale_sum1");
-  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[1], .executor = SK_EXECUTOR_INTERP};
-  sk_program *p = NULL;
-  CHECK_FAILS(sk_compile(g, &cfg, &p), SK_STATUS_INVALID_STATE, "scale_sum", "team barrier", "1 blocks for 2 cores",
-              "feed-sync-all=1");
-  cfg.default_options = "feed-sync-all=1";
-  CHECK_OK(sk_compile(g, &cfg, &p));
-  if (p) {
-    char *text = NULL;
-    CHECK_OK(sk_program_describe(p, &text));
-    CHECK(text && strstr(text, "complement scale_sum's barrier x1"));
-    sk_free(text);
-    sk_program_destroy(p);
-  }
-  for (int e = 0; e < 3; e++) {
-    char options[64];
-    snprintf(options, sizeof options, "feed-sync-all=1:early-start=%d", e);
-    CHECK_MSG(rr_fused_vs_eager(g, teams[1], SK_EXECUTOR_INTERP, options, 7) == 0, "%s", options);
-    CHECK_MSG(rr_fused_vs_eager(g, teams[2], SK_EXECUTOR_INTERP, options, 7) == 0, "%s, 3 cores", options);
-  }
+  check_feed_sync_all(g, teams[1], teams[2], "scale_sum", 1, 7);
   CHECK(rr_fused_vs_eager(g, teams[0], SK_EXECUTOR_INTERP, NULL, 7) == 0); /* one core: nothing idle */
   CHECK(rr_fused_vs_eager(g, teams[1], SK_EXECUTOR_REFERENCE, NULL, 7) == 0);
   sk_graph_destroy(g);
@@ -383,9 +366,9 @@ static void test_graph_barrier_kernel(void) {
   CHECK(rr_fused_vs_eager(g, teams[1], SK_EXECUTOR_INTERP, NULL, 7) == 0);
   CHECK(rr_fused_vs_eager(g, teams[2], SK_EXECUTOR_INTERP, "feed-sync-all=1", 7) == 0);
   CHECK(rr_fused_vs_eager(g, teams[1], SK_EXECUTOR_REFERENCE, NULL, 7) == 0);
-  cfg.default_options = NULL;
-  cfg.team = teams[0];
-  CHECK_FAILS(sk_compile(g, &cfg, &p), SK_STATUS_UNSUPPORTED, "scale_sum", "2 blocks for 1 cores");
+  sk_compile_config one_core = {.struct_size = sizeof one_core, .team = teams[0], .executor = SK_EXECUTOR_INTERP};
+  sk_program *p = NULL;
+  CHECK_FAILS(sk_compile(g, &one_core, &p), SK_STATUS_UNSUPPORTED, "scale_sum", "2 blocks for 1 cores");
   sk_graph_destroy(g);
 }
 

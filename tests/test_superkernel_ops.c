@@ -4,6 +4,7 @@
  * times (the ThreadSanitizer build runs this too). */
 #include "core/error.h"
 #include "exec/program.h"
+#include "graph_builders.h"
 #include "harness.h"
 #include "ops/op.h"
 #include "reference_runner.h"
@@ -39,33 +40,15 @@ static sk_graph *allreduce_graph(int64_t rows) {
 static void test_feed_sync_all(void) {
   /* One block, two cores: the idle core must join the barriers. */
   sk_graph *g = allreduce_graph(1);
-  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[1]};
-  sk_program *p = NULL;
-  CHECK_FAILS(sk_compile(g, &cfg, &p), SK_STATUS_INVALID_STATE, "allreduce", "team barrier", "1 blocks for 2 cores",
-              "feed-sync-all=1");
-  cfg.default_options = "feed-sync-all=1";
-  CHECK_OK(sk_compile(g, &cfg, &p));
-  if (p) {
-    char *text = NULL;
-    CHECK_OK(sk_program_describe(p, &text));
-    CHECK(text && strstr(text, "complement allreduce's barrier x2"));
-    sk_free(text);
-    sk_program_destroy(p);
-  }
-  for (int e = 0; e < 3; e++) {
-    char options[64];
-    snprintf(options, sizeof options, "feed-sync-all=1:early-start=%d", e);
-    CHECK_MSG(rr_fused_vs_eager(g, teams[1], SK_EXECUTOR_INTERP, options, 3) == 0, "%s", options);
-    CHECK_MSG(rr_fused_vs_eager(g, teams[2], SK_EXECUTOR_INTERP, options, 3) == 0, "%s, 3 cores", options);
-  }
+  check_feed_sync_all(g, teams[1], teams[2], "allreduce", 2, 3);
   sk_graph_destroy(g);
   /* As many blocks as cores: no complement needed, works without the option. */
   g = allreduce_graph(2);
   CHECK(rr_fused_vs_eager(g, teams[1], SK_EXECUTOR_INTERP, NULL, 3) == 0);
   /* More blocks than cores cannot meet at a barrier: refused at compile. */
-  cfg.default_options = NULL;
-  cfg.team = teams[0];
-  CHECK_FAILS(sk_compile(g, &cfg, &p), SK_STATUS_UNSUPPORTED, "allreduce", "2 blocks for 1 cores");
+  sk_compile_config one_core = {.struct_size = sizeof one_core, .team = teams[0]};
+  sk_program *p = NULL;
+  CHECK_FAILS(sk_compile(g, &one_core, &p), SK_STATUS_UNSUPPORTED, "allreduce", "2 blocks for 1 cores");
   sk_graph_destroy(g);
 }
 

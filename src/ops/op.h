@@ -108,8 +108,6 @@ const sk__op_def *sk__op_find(const char *type);
 /* Adds an op (custom kernels, tests); def must outlive every graph and
  * program that uses it. The type must be new. */
 sk_status sk__op_register(const sk__op_def *def);
-/* Every registered op, NULL-terminated (for messages and tests). */
-const sk__op_def *const *sk__op_all(void);
 
 /* ---- build-time helpers, implemented in graph/build_ctx.c ---- */
 

@@ -17,8 +17,6 @@ static const sk__op_def *const builtin_ops[] = {
     &sk__op_quant_matmul,   NULL,
 };
 
-const sk__op_def *const *sk__op_all(void) { return builtin_ops; }
-
 /* Registered ops live until the process ends: graphs and programs keep
  * pointers to their definitions. */
 static pthread_mutex_t extra_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -94,7 +94,7 @@ static sk_status mark_external_inputs(sk__plan *plan, const sk_program *p) {
 }
 
 /* Step 1: sub-kernels, type, core sets. */
-static sk_status plan_subkernels(sk__plan *plan, const sk_program *p, const size_t *nodes, size_t n) {
+static sk_status plan_subkernels(sk__plan *plan, sk_program *p, const size_t *nodes, size_t n) {
   int n_cores = plan->n_cores;
   const sk__options *o = &plan->options;
   if (o->debug_aic_num > n_cores || o->debug_aiv_num > n_cores)
@@ -142,7 +142,7 @@ static sk_status plan_subkernels(sk__plan *plan, const sk_program *p, const size
       s->core_first = 0;
       s->n_cores = s->kind == SK_KERNEL_CUBE ? plan->aic_cores : s->kind == SK_KERNEL_VECTOR ? plan->aiv_cores : n_cores;
     }
-    SK_RETURN_IF_ERROR(retile(plan, (sk_program *)p, s));
+    SK_RETURN_IF_ERROR(retile(plan, p, s));
   }
   return SK_STATUS_OK;
 }
@@ -151,7 +151,7 @@ static sk_status plan_subkernels(sk__plan *plan, const sk_program *p, const size
  * sub-kernel's set must take part. With fewer blocks than cores the idle
  * ones complement it (feed-sync-all=1); without the option that would hang,
  * so it is a compile error. The barrier replaces the eager one in the node. */
-static sk_status plan_sub_barriers(sk__plan *plan, const sk_program *p) {
+static sk_status plan_sub_barriers(sk__plan *plan, sk_program *p) {
   bool any = false;
   for (size_t i = 0; i < plan->n_subs; i++) any |= plan->subs[i].barriers_per_block > 0;
   if (!any) return SK_STATUS_OK;
@@ -160,7 +160,7 @@ static sk_status plan_sub_barriers(sk__plan *plan, const sk_program *p) {
   for (size_t i = 0; i < plan->n_subs; i++) {
     sk__subkernel *s = &plan->subs[i];
     if (s->barriers_per_block == 0) continue;
-    sk__exec_node *ex = &((sk_program *)p)->nodes[s->node]; /* the program is being compiled: still ours */
+    sk__exec_node *ex = &p->nodes[s->node];
     if (s->n_blocks > s->n_cores)
       return sk__fail(SK_STATUS_UNSUPPORTED, "scope '%s': %s uses a team barrier over %lld blocks but has %d cores",
                       plan->name, ex->name, (long long)s->n_blocks, s->n_cores);
@@ -175,7 +175,7 @@ static sk_status plan_sub_barriers(sk__plan *plan, const sk_program *p) {
   return SK_STATUS_OK;
 }
 
-sk_status sk__plan_build(const sk_program *p, const size_t *nodes, size_t n, const char *name,
+sk_status sk__plan_build(sk_program *p, const size_t *nodes, size_t n, const char *name,
                          const sk__options *options, int n_cores, sk__plan **plan_out) {
   *plan_out = NULL;
   sk__plan *plan = calloc(1, sizeof *plan);

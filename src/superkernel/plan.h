@@ -99,8 +99,10 @@ typedef struct sk__plan {
 } sk__plan;
 
 /* Plans the sub-kernels nodes[0..n) of program p (in graph order, all
- * fusable, views skipped by the caller) for a team of n_cores. */
-sk_status sk__plan_build(const sk_program *p, const size_t *nodes, size_t n, const char *name,
+ * fusable, views skipped by the caller) for a team of n_cores. p is being
+ * compiled: the planner re-tiles its nodes for their core sets and gives
+ * barrier-using nodes the plan's barriers. */
+sk_status sk__plan_build(sk_program *p, const size_t *nodes, size_t n, const char *name,
                          const sk__options *options, int n_cores, sk__plan **plan_out);
 void sk__plan_destroy(sk__plan *plan);
 

@@ -68,32 +68,27 @@ static sk__isa usable(sk__isa isa) {
   return isa > have ? have : isa;
 }
 
-void sk__expf_array(const float *x, float *y, size_t n, sk__isa isa) {
+/* Runs the best usable path of one function over an array. */
+typedef void (*array_fn)(const float *x, float *y, size_t n);
+static void dispatch(const float *x, float *y, size_t n, sk__isa isa, array_fn avx512, array_fn avx2,
+                     float (*scalar)(float)) {
   isa = usable(isa);
   if (isa >= SK_ISA_AVX512)
-    sk__expf_avx512(x, y, n);
+    avx512(x, y, n);
   else if (isa >= SK_ISA_AVX2)
-    sk__expf_avx2(x, y, n);
+    avx2(x, y, n);
   else
-    for (size_t i = 0; i < n; i++) y[i] = sk__expf(x[i]);
+    for (size_t i = 0; i < n; i++) y[i] = scalar(x[i]);
+}
+
+void sk__expf_array(const float *x, float *y, size_t n, sk__isa isa) {
+  dispatch(x, y, n, isa, sk__expf_avx512, sk__expf_avx2, sk__expf);
 }
 
 void sk__sigmoidf_array(const float *x, float *y, size_t n, sk__isa isa) {
-  isa = usable(isa);
-  if (isa >= SK_ISA_AVX512)
-    sk__sigmoidf_avx512(x, y, n);
-  else if (isa >= SK_ISA_AVX2)
-    sk__sigmoidf_avx2(x, y, n);
-  else
-    for (size_t i = 0; i < n; i++) y[i] = sk__sigmoidf(x[i]);
+  dispatch(x, y, n, isa, sk__sigmoidf_avx512, sk__sigmoidf_avx2, sk__sigmoidf);
 }
 
 void sk__siluf_array(const float *x, float *y, size_t n, sk__isa isa) {
-  isa = usable(isa);
-  if (isa >= SK_ISA_AVX512)
-    sk__siluf_avx512(x, y, n);
-  else if (isa >= SK_ISA_AVX2)
-    sk__siluf_avx2(x, y, n);
-  else
-    for (size_t i = 0; i < n; i++) y[i] = sk__siluf(x[i]);
+  dispatch(x, y, n, isa, sk__siluf_avx512, sk__siluf_avx2, sk__siluf);
 }
