@@ -51,7 +51,8 @@ extern "C" {
   XX(UNSUPPORTED, "unsupported")                                              \
   XX(OUT_OF_MEMORY, "out of memory")                                          \
   XX(SYSTEM_ERROR, "system error")                                            \
-  XX(INTERNAL, "internal error")
+  XX(INTERNAL, "internal error")                                              \
+  XX(TIMEOUT, "timed out") /* a wait inside a run passed the watchdog's limit */
 
 typedef enum sk_status {
 #define SK__STATUS_ENUM(name, text) SK_STATUS_##name,
@@ -356,8 +357,11 @@ typedef void (*sk_kernel_fn)(void *const *args, int64_t block, int64_t n_blocks,
  * at once, one per core, so block_count must not exceed the team size; with
  * fewer blocks than cores inside a super kernel the option feed-sync-all=1
  * makes the idle cores join. In a kernel that declared no barriers the call
- * returns at once. */
-SK_API void sk_kernel_barrier(sk_kernel_ctx *ctx);
+ * returns at once. Returns SK_STATUS_OK, or SK_STATUS_TIMEOUT when the
+ * watchdog gave up on this launch (some block never arrived; see
+ * sk_compile_config.watchdog_ms): the block should then return at once, and
+ * the run fails with a message naming the scope and the kernel. */
+SK_API sk_status sk_kernel_barrier(sk_kernel_ctx *ctx);
 
 /* The descriptor's user pointer (the same for every block and launch). */
 SK_API void *sk_kernel_user(const sk_kernel_ctx *ctx);
@@ -508,6 +512,12 @@ typedef struct sk_compile_config {
    * progress lines. NULL: nothing is called. */
   void (*on_jit)(const char *scope, size_t index, size_t total, void *user);
   void *on_jit_user;
+  /* The watchdog: the longest a core waits inside a launch (at a barrier,
+   * or for another core's block under early start) before the run gives up
+   * and returns SK_STATUS_TIMEOUT, naming the scope and sub-kernel (a block
+   * that never reaches its barrier would otherwise hang the run). 0: the
+   * default, $SK_WATCHDOG_MS or else 60000 ms; negative: wait forever. */
+  int64_t watchdog_ms;
 } sk_compile_config;
 
 /* Compiles a graph into a program. The graph may be destroyed afterwards.

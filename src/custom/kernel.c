@@ -157,8 +157,12 @@ static void reference_on_team(const sk_kernel *k, const sk__node_io *io, void *c
   r.workspaces = calloc((size_t)n, sizeof *r.workspaces);
   bool ok = r.barrier && r.workspaces && sk__barrier_init(r.barrier, n) == SK_STATUS_OK;
   for (int b = 0; ok && k->desc.workspace_bytes && b < n; b++) ok = (r.workspaces[b] = sk__aligned_alloc(k->desc.workspace_bytes));
+  sk__watchdog wd; /* a kernel that skips its barrier must not hang the reference either */
+  sk__watchdog_init(&wd, sk__watchdog_resolve_ms(0));
+  if (ok) sk__barrier_watch(r.barrier, &wd, k->name, "at its team barrier (reference run)");
   if (ok) ok = sk_team_create(&cfg, &team) == SK_STATUS_OK;
   if (ok) ok = sk_team_launch(team, ref_block, &r, n) == SK_STATUS_OK;
+  if (ok && sk__watchdog_tripped(&wd)) ok = sk__watchdog_take(&wd) == SK_STATUS_OK;
   if (!ok)
     sk__log(SK_LOG_ERROR, "kernel %s: reference: cannot run its %d blocks at once (they meet at a barrier): %s",
             k->name, n, sk_last_error());
@@ -192,8 +196,9 @@ static void kernel_reference(const sk__node_io *io) {
 
 /* ---- public entry points --------------------------------------------- */
 
-void sk_kernel_barrier(sk_kernel_ctx *ctx) {
-  if (ctx && ctx->barrier) sk__barrier_wait(ctx->barrier);
+sk_status sk_kernel_barrier(sk_kernel_ctx *ctx) {
+  if (!ctx || !ctx->barrier || sk__barrier_wait(ctx->barrier)) return SK_STATUS_OK;
+  return SK_STATUS_TIMEOUT; /* the watchdog abandoned the launch: the block should return */
 }
 
 void *sk_kernel_user(const sk_kernel_ctx *ctx) { return ctx ? ctx->kernel->desc.user : NULL; }

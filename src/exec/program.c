@@ -2,6 +2,8 @@
  * the team, and plan storage (see program.h). */
 #include "exec/program.h"
 
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +85,17 @@ static sk_status prepare_node(const sk_graph *g, const sk__node *src, int n_core
   return SK_STATUS_OK;
 }
 
+/* An op with a team barrier, launched on its own, waits under the
+ * program's watchdog, named in its messages as "op 'name' (type)". */
+static sk_status watch_eager_barrier(sk_program *p, sk__exec_node *n) {
+  if (!n->eager_barrier) return SK_STATUS_OK;
+  size_t len = strlen(n->name) + strlen(n->def->type) + 16;
+  if (!(n->watch_label = malloc(len))) return fail_oom();
+  snprintf(n->watch_label, len, "op '%s' (%s)", n->name, n->def->type);
+  sk__barrier_watch(n->eager_barrier, &p->watchdog, n->watch_label, "at its team barrier");
+  return SK_STATUS_OK;
+}
+
 /* Alias classes and storage (program.h). */
 static sk_status plan_storage(const sk_graph *g, sk_program *p) {
   p->root = malloc((g->n_values ? g->n_values : 1) * sizeof(sk_value));
@@ -135,6 +148,7 @@ void sk_program_destroy(sk_program *p) {
     free(n->io.out);
     free(n->waits);
     sk__aligned_free(n->eager_barrier);
+    free(n->watch_label);
   }
   for (size_t i = 0; i < p->n_steps; i++) {
     sk__jit_step_free(&p->steps[i]);
@@ -196,6 +210,8 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   if (cfg && cfg->struct_size >= offsetof(sk_compile_config, profile) + sizeof(cfg->profile))
     p->profile_launches = cfg->profile != 0;
   pthread_mutex_init(&p->run_lock, NULL);
+  sk__watchdog_init(&p->watchdog, sk__watchdog_resolve_ms(
+      cfg && cfg->struct_size >= offsetof(sk_compile_config, watchdog_ms) + sizeof(cfg->watchdog_ms) ? cfg->watchdog_ms : 0));
   p->tiled_cores = cfg && cfg->team ? sk_team_num_cores(cfg->team) : 1;
   p->n_values = g->n_values;
   sk_status st = copy_bindings(g->inputs, g->n_inputs, g, &p->inputs);
@@ -208,6 +224,7 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
     st = prepare_node(g, &g->nodes[i], p->tiled_cores, &p->nodes[i]);
     if (p->nodes[i].tiling.workspace_bytes > p->workspace_bytes) p->workspace_bytes = p->nodes[i].tiling.workspace_bytes;
   }
+  for (size_t i = 0; st == SK_STATUS_OK && i < p->n_nodes; i++) st = watch_eager_barrier(p, &p->nodes[i]);
   if (st == SK_STATUS_OK) st = plan_storage(g, p);
   if (st == SK_STATUS_OK) st = sk__program_build_steps(p, g, cfg && cfg->struct_size >= offsetof(sk_compile_config, default_options) + sizeof(cfg->default_options) ? cfg->default_options : NULL);
   if (st != SK_STATUS_OK) {

@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include "graph/graph.h"
+#include "runtime/watchdog.h"
 
 typedef enum sk__storage_kind { SK_STORE_INPUT, SK_STORE_OUTPUT, SK_STORE_ARENA } sk__storage_kind;
 
@@ -36,6 +37,7 @@ typedef struct sk__exec_node {
   int *waits;              /* event edges: nodes this one waits for */
   size_t n_waits;
   struct sk__barrier *eager_barrier; /* ops with barriers: over the launch's blocks */
+  char *watch_label;       /* "op 'name' (type)": names it in watchdog messages */
 } sk__exec_node;
 
 struct sk__plan;
@@ -78,6 +80,7 @@ struct sk_program {
   bool profile_subkernels; /* some super kernel has profiling=1 */
   struct sk__profile *profile; /* created at the first profiled run */
   pthread_mutex_t run_lock; /* one run at a time: the arena is shared */
+  sk__watchdog watchdog;   /* watches every wait inside this program's launches */
 };
 
 #endif

@@ -9,6 +9,7 @@
 #include "jit/jit.h"
 #include "profile/profile.h"
 #include "profile/report.h"
+#include "runtime/barrier.h"
 #include "superkernel/plan.h"
 
 /* Finds the buffer bound to each program input / output; every one must be
@@ -144,6 +145,10 @@ static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out)
       SK_RETURN_IF_ERROR(sk_team_launch(team, run_block, &ctx, n->tiling.n_blocks));
     } else {
       for (int64_t b = 0; b < n->tiling.n_blocks; b++) run_block(&ctx, b, 0);
+    }
+    if (n->eager_barrier && sk__watchdog_tripped(&p->watchdog)) { /* a block never reached the barrier */
+      sk__barrier_reset(n->eager_barrier);
+      return sk__watchdog_take(&p->watchdog);
     }
     if (launches) sk__profile_add(launches, launches->n_cores, SK_PROF_LAUNCH, (int32_t)s, 0, 0, t0, sk__tsc());
   }

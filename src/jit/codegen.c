@@ -89,12 +89,12 @@ static void prelude(sk__text *t, const sk__plan *plan, const sk_program *p) {
          "}\n\n");
   sk__text_put(t, "/* A flag is signalled in this launch when it equals the epoch. Spin a\n"
          " * little here; the library's wait then spins, yields and sleeps. */\n"
-         "static inline __attribute__((always_inline)) void sk_wait(const sk_jit_env *env, int32_t f) {\n"
+         "static inline __attribute__((always_inline)) int32_t sk_wait(const sk_jit_env *env, int32_t f) {\n"
          "  for (int i = 0; i < 256; i++) {\n"
-         "    if (__atomic_load_n(&env->flags[f].value, __ATOMIC_ACQUIRE) == env->epoch) return;\n"
+         "    if (__atomic_load_n(&env->flags[f].value, __ATOMIC_ACQUIRE) == env->epoch) return 0;\n"
          "    SK_PAUSE();\n"
          "  }\n"
-         "  env->wait(env, f);\n"
+         "  return env->wait(env, f); /* nonzero: the watchdog abandoned the launch */\n"
          "}\n\n");
   (void)p;
 }
@@ -183,17 +183,18 @@ static void core_function(sk__text *t, const sk__plan *plan, const sk_program *p
         sk__text_put(t, "  sub%d_copy%d(env, %lld, ws); /* run %s block %lld */\n", (int)task->sub, copy, block, type, block);
         prof_end(t, plan, core, 0, (int)task->sub, block);
         if (task->flag >= 0) sk__text_put(t, "  sk_signal(env, %d);\n", task->flag);
+        if (plan->subs[task->sub].barriers_per_block) sk__text_put(t, "  if (env->aborted(env)) return;\n");
         break;
       case SK_TASK_WAIT:
         sk__text_put(t, "  /* wait for %lld flag%s before %s */\n", (long long)task->count, task->count > 1 ? "s" : "", sub);
         prof_begin(t, plan);
-        for (int64_t d = 0; d < task->count; d++) sk__text_put(t, "  sk_wait(env, %d);\n", plan->deps[task->block + d]);
+        for (int64_t d = 0; d < task->count; d++) sk__text_put(t, "  if (sk_wait(env, %d)) return;\n", plan->deps[task->block + d]);
         prof_end(t, plan, core, 1, (int)task->sub, -1);
         break;
       case SK_TASK_BARRIER: {
         const sk__barrier_set *set = &plan->barrier_sets[task->flag];
         prof_begin(t, plan);
-        sk__text_put(t, "  env->barrier(env, %d); /* barrier over cores %d-%d after %s */\n", task->flag, set->core_first,
+        sk__text_put(t, "  if (env->barrier(env, %d)) return; /* barrier over cores %d-%d after %s */\n", task->flag, set->core_first,
             set->core_first + set->n_cores - 1, sub);
         prof_end(t, plan, core, 2, (int)task->sub, -1);
         break;
@@ -205,7 +206,7 @@ static void core_function(sk__text *t, const sk__plan *plan, const sk_program *p
         break;
       case SK_TASK_COMPLEMENT:
         prof_begin(t, plan);
-        sk__text_put(t, "  for (int i = 0; i < %lld; i++) env->sub_barrier(env, %d); /* complement %s's barrier */\n",
+        sk__text_put(t, "  for (int i = 0; i < %lld; i++) if (env->sub_barrier(env, %d)) return; /* complement %s's barrier */\n",
             (long long)task->count, (int)task->sub, sub);
         prof_end(t, plan, core, 2, (int)task->sub, -1);
         break;

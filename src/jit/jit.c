@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "jit/jit_internal.h"
 #include "profile/profile.h"
+#include "runtime/team.h"
 #include "superkernel/plan_build.h"
 
 /* The generated code sees a flag as sk_jit_flag: the same bytes; and the
@@ -34,10 +35,19 @@ typedef struct sk__jit_step {
 
 static sk__plan *plan_of(const sk_jit_env *env) { return ((const sk__jit_step *)env->lib)->plan; }
 
-static void cb_wait(const sk_jit_env *env, int32_t flag) { sk__wait_until_equal(&plan_of(env)->flags[flag], env->epoch); }
+/* Waits return nonzero when the watchdog tripped: the generated core
+ * function then returns at once, abandoning the rest of its task list. */
+static int32_t cb_wait(const sk_jit_env *env, int32_t flag) {
+  const sk__jit_step *js = env->lib;
+  sk__wait_result r = sk__wait_until_equal_watched(&js->plan->flags[flag], env->epoch, js->plan->wd);
+  if (r == SK_WAIT_TIMED_OUT)
+    sk__plan_trip_flag(js->plan, js->p, js->plan->scope_label, flag, sk__team_current_core() < 0 ? 0 : sk__team_current_core());
+  return r != SK_WAIT_OK;
+}
 static void cb_wake(const sk_jit_env *env, int32_t flag) { sk__wait_wake(&plan_of(env)->flags[flag]); }
-static void cb_barrier(const sk_jit_env *env, int32_t i) { sk__barrier_wait(&plan_of(env)->barriers[i]); }
-static void cb_sub_barrier(const sk_jit_env *env, int32_t i) { sk__barrier_wait(&plan_of(env)->sub_barriers[i]); }
+static int32_t cb_barrier(const sk_jit_env *env, int32_t i) { return !sk__barrier_wait(&plan_of(env)->barriers[i]); }
+static int32_t cb_sub_barrier(const sk_jit_env *env, int32_t i) { return !sk__barrier_wait(&plan_of(env)->sub_barriers[i]); }
+static int32_t cb_aborted(const sk_jit_env *env) { return sk__watchdog_tripped(plan_of(env)->wd); }
 
 /* profiling=1: the generated code times each RUN, WAIT and BARRIER and
  * hands the record to the program's profile, as the interpreter does. */
@@ -127,7 +137,7 @@ static sk_status step_create(sk_program *p, sk__step *step) {
   js->p = p;
   js->env = (sk_jit_env){
       .n_cores = plan->n_cores, .flags = (sk_jit_flag *)(void *)plan->flags, .io = js->io,
-      .run_block = js->run_block, .wait = cb_wait, .wake = cb_wake, .barrier = cb_barrier,
+      .run_block = js->run_block, .wait = cb_wait, .wake = cb_wake, .barrier = cb_barrier, .aborted = cb_aborted,
       .sub_barrier = cb_sub_barrier, .preload = cb_preload, .flush = cb_flush, .prof = cb_prof, .lib = js};
   step->jit = js;
   memcpy(&step->jit_entry, &js->entry, sizeof step->jit_entry);
@@ -182,11 +192,9 @@ sk_status sk__jit_run(sk__step *step, const sk_program *p, sk_team *team) {
   /* Written before the launch, which orders it before every core's reads. */
   js->env.epoch = ++plan->epoch;
   js->env.workspace = p->workspaces; /* may have been reallocated for a larger team */
-  if (!team) {
-    core_main(js, 0, 0);
-    return SK_STATUS_OK;
-  }
-  return sk_team_launch(team, core_main, js, n_cores);
+  if (!team) core_main(js, 0, 0);
+  else SK_RETURN_IF_ERROR(sk_team_launch(team, core_main, js, n_cores));
+  return sk__plan_settle(plan);
 }
 
 /* ---- public ---- */

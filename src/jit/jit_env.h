@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#define SK_JIT_LAYOUT_VERSION 1
+#define SK_JIT_LAYOUT_VERSION 2
 
 /* A plan flag as the generated code sees it: sk__wait_word's layout (the
  * value first, the sleeper count next, 64 bytes; jit.c asserts it). */
@@ -26,7 +26,9 @@
 #define SK_JIT_FN_TYPES(T)                                                                   \
   T(void, sk_jit_run_fn, (const struct sk__node_io *io, int64_t block, void *workspace))     \
   T(void, sk_jit_flag_fn, (const struct sk_jit_env *env, int32_t flag))                      \
-  T(void, sk_jit_index_fn, (const struct sk_jit_env *env, int32_t index))                    \
+  T(int32_t, sk_jit_wait_fn, (const struct sk_jit_env *env, int32_t flag))                   \
+  T(int32_t, sk_jit_index_fn, (const struct sk_jit_env *env, int32_t index))                 \
+  T(int32_t, sk_jit_check_fn, (const struct sk_jit_env *env))                                \
   T(void, sk_jit_preload_fn, (const struct sk_jit_env *env, int32_t sub, int32_t core))      \
   T(void, sk_jit_flush_fn, (const struct sk_jit_env *env, int32_t sub, int64_t block, int32_t outputs)) \
   T(void, sk_jit_prof_fn, (const struct sk_jit_env *env, int32_t core, int32_t kind, int32_t sub, \
@@ -40,10 +42,11 @@
   F(const struct sk__node_io *const *, io, "per sub-kernel: its node's io (opaque here)")           \
   F(const sk_jit_run_fn *, run_block, "per sub-kernel: its op's run_block")                          \
   F(void *const *, workspace, "per core: scratch for run_block, or NULL for none")                   \
-  F(sk_jit_flag_fn, wait, "sk__wait_until_equal(flag, epoch): spin, yield, futex sleep")             \
+  F(sk_jit_wait_fn, wait, "wait until flag == epoch: spin, yield, futex sleep; nonzero: abandon")     \
   F(sk_jit_flag_fn, wake, "sk__wait_wake(flag): futex wake of its sleepers")                         \
-  F(sk_jit_index_fn, barrier, "sk__barrier_wait on the plan's barrier `index`")                      \
-  F(sk_jit_index_fn, sub_barrier, "sk__barrier_wait on sub-kernel `index`'s own barrier")           \
+  F(sk_jit_index_fn, barrier, "sk__barrier_wait on the plan's barrier `index`; nonzero: abandon")     \
+  F(sk_jit_index_fn, sub_barrier, "sk__barrier_wait on sub-kernel `index`'s barrier; nonzero: abandon") \
+  F(sk_jit_check_fn, aborted, "nonzero once the watchdog abandoned this launch")                      \
   F(sk_jit_preload_fn, preload, "prefetch a sub-kernel's read-only operands for a core's blocks")   \
   F(sk_jit_flush_fn, flush, "clflush a block's inputs (outputs = 0) or outputs (1)")                 \
   F(sk_jit_prof_fn, prof, "a profiling record; kind 0 run, 1 wait, 2 barrier; block -1 if none")     \

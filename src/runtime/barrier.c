@@ -31,6 +31,7 @@
 #include "runtime/barrier.h"
 
 #include "core/error.h"
+#include "runtime/team.h"
 
 #define SK_BARRIER_MAX_COUNT (1 << 20)
 
@@ -44,10 +45,20 @@ sk_status sk__barrier_init(sk__barrier_t *b, int count) {
   b->count = (unsigned)count;
   atomic_init(&b->generation.value, 0);
   atomic_init(&b->generation.sleepers, 0);
+  b->watch = (sk__wait_watch){0};
   return SK_STATUS_OK;
 }
 
-void sk__barrier_wait(sk__barrier_t *b) {
+void sk__barrier_watch(sk__barrier_t *b, sk__watchdog *wd, const char *who, const char *what) {
+  b->watch = (sk__wait_watch){wd, who, what};
+}
+
+void sk__barrier_reset(sk__barrier_t *b) {
+  atomic_store(&b->arrived, 0);
+  atomic_store(&b->generation.sleepers, 0);
+}
+
+bool sk__barrier_wait(sk__barrier_t *b) {
   /* (a) this episode's generation, read before arriving. */
   uint32_t gen = atomic_load_explicit(&b->generation.value, memory_order_relaxed);
   /* (b) arrive. */
@@ -57,8 +68,11 @@ void sk__barrier_wait(sk__barrier_t *b) {
     atomic_store_explicit(&b->arrived, 0, memory_order_relaxed);
     sk__wait_fetch_add(&b->generation, 1);
     sk__wait_wake(&b->generation);
-    return;
+    return !sk__watchdog_tripped(b->watch.wd);
   }
   /* Not last: wait for the bump; the acquire read inside pairs with (c). */
-  (void)sk__wait_while_equal(&b->generation, gen);
+  uint32_t now;
+  sk__wait_result r = sk__wait_while_equal_watched(&b->generation, gen, b->watch.wd, &now);
+  if (r == SK_WAIT_TIMED_OUT) sk__watchdog_trip(b->watch.wd, b->watch.who, b->watch.what, sk__team_current_core());
+  return r == SK_WAIT_OK;
 }

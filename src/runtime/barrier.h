@@ -25,6 +25,7 @@
 
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "runtime/wait.h"
 #include "superkernel.h"
@@ -37,15 +38,27 @@ typedef struct sk__barrier {
   /* The generation ("sense"): bumped by the last arriver of each episode;
    * waiters spin on it. Separate line so waiters' reads do not slow arrivals. */
   sk__wait_word generation;
+  sk__wait_watch watch; /* the watchdog and names for its message, or none */
 } sk__barrier_t;
 
 /* Prepares b for count participants (1..1024*1024). Returns
  * SK_STATUS_INVALID_ARGUMENT (with a message) for a NULL b or a bad count. */
 sk_status sk__barrier_init(sk__barrier_t *b, int count);
 
+/* Puts the barrier under watchdog wd (runtime/watchdog.h): a participant
+ * that waits longer than its timeout trips it, naming `who` and `what`
+ * (both must outlive the barrier). */
+void sk__barrier_watch(sk__barrier_t *b, sk__watchdog *wd, const char *who, const char *what);
+
 /* Blocks until all count participants of this episode have arrived. Every
  * write a participant made before its call is visible to every participant
- * after the call returns. */
-void sk__barrier_wait(sk__barrier_t *b);
+ * after the call returns. Returns false instead when the barrier's watchdog
+ * tripped (this wait timed out, or another one did): the episode did not
+ * complete, and the barrier must be reset before it is used again. */
+bool sk__barrier_wait(sk__barrier_t *b);
+
+/* Back to the state sk__barrier_init left (the watch is kept), after a
+ * launch abandoned by the watchdog. No thread may be inside a wait. */
+void sk__barrier_reset(sk__barrier_t *b);
 
 #endif

@@ -4,4 +4,5 @@ list(APPEND SK_SOURCES
   runtime/barrier.c
   runtime/team.c
   runtime/wait.c
+  runtime/watchdog.c
 )

@@ -62,6 +62,9 @@ struct sk_team {
   sk__barrier_t barrier; /* all cores, for sk__team_barrier */
 
   pthread_mutex_t launch_lock;
+  /* Times the launcher's wait for its blocks: past it, a warning (a block
+   * cannot be abandoned, so the wait goes on; see watchdog.h). */
+  sk__watchdog slow_launch;
   sk__worker *workers;   /* num_cores - 1 entries; workers[i] is core i + 1 */
 };
 
@@ -80,7 +83,7 @@ int sk__team_current_core(void) { return tl_core; }
 
 void sk__team_barrier(sk_team *team, int core) {
   (void)core;
-  sk__barrier_wait(&team->barrier);
+  (void)sk__barrier_wait(&team->barrier);
 }
 
 int sk_team_num_cores(const sk_team *team) { return team ? team->num_cores : 0; }
@@ -291,6 +294,7 @@ sk_status sk_team_create(const sk_team_config *cfg, sk_team **team_out) {
   atomic_init(&team->remaining.value, 0);
   atomic_init(&team->remaining.sleepers, 0);
   (void)sk__barrier_init(&team->barrier, num_cores); /* 1..1024: cannot fail */
+  sk__watchdog_init(&team->slow_launch, sk__watchdog_resolve_ms(0));
 
   int fail_at = atomic_exchange(&g_fail_worker, 0);
   for (int c = 1; c < num_cores; c++) {
@@ -374,7 +378,12 @@ sk_status sk_team_launch(sk_team *team, sk_block_fn fn, void *arg, int64_t n_blo
     sk__wait_fetch_add(&team->epoch, 1); /* publishes the lines above */
     sk__wait_wake(&team->epoch);
     run_blocks(team, 0, fn, arg, n_blocks);
-    sk__wait_until_equal(&team->remaining, 0);
+    if (sk__wait_until_equal_watched(&team->remaining, 0, &team->slow_launch) == SK_WAIT_TIMED_OUT) {
+      sk__log(SK_LOG_WARN, "team: a launch has waited %lld ms for %u of its cores to finish their blocks; a block "
+              "may be stuck in a loop of its own; still waiting", (long long)(team->slow_launch.timeout_ns / 1000000),
+              atomic_load(&team->remaining.value));
+      sk__wait_until_equal(&team->remaining, 0);
+    }
   }
   tl_core = -1;
   tl_team = outer_team;

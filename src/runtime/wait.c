@@ -26,6 +26,8 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <stdbool.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -72,11 +74,23 @@ static void wait_budget(int *spins, int *yields) {
   }
 }
 
-static void futex_wait(atomic_uint *addr, uint32_t expected) {
-  /* EAGAIN (value already changed), EINTR and spurious returns are all
-   * handled by the caller re-reading the word. */
-  syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+/* Sleeps while *addr == expected, at most timeout_ns (0: no limit). EAGAIN
+ * (value already changed), EINTR, ETIMEDOUT and spurious returns are all
+ * handled by the caller re-reading the word. */
+static void futex_wait(atomic_uint *addr, uint32_t expected, int64_t timeout_ns) {
+  struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000), .tv_nsec = (long)(timeout_ns % 1000000000)};
+  syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, timeout_ns > 0 ? &ts : NULL, NULL, 0);
 }
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* While asleep, a watched wait wakes this often to see whether another
+ * core has tripped the watchdog (it cannot wake us: we sleep on our word). */
+#define WATCH_POLL_NS ((int64_t)20 * 1000000)
 
 static void futex_wake_all(atomic_uint *addr) {
   syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
@@ -88,11 +102,12 @@ void sk__wait_wake(sk__wait_word *w) {
 }
 
 /* The common loop. until_equal = 0: wait while value == v; 1: wait until
- * value == v. Returns the value that ended the wait. */
-static uint32_t wait_word(sk__wait_word *w, uint32_t v, int until_equal) {
+ * value == v. *out gets the value that ended the wait. wd may be NULL. */
+static sk__wait_result wait_word(sk__wait_word *w, uint32_t v, int until_equal, sk__watchdog *wd, uint32_t *out) {
 #define SK__WAIT_DONE(x) (until_equal ? (x) == v : (x) != v)
   uint32_t cur = atomic_load_explicit(&w->value, memory_order_acquire);
-  if (SK__WAIT_DONE(cur)) return cur;
+  *out = cur;
+  if (SK__WAIT_DONE(cur)) return SK_WAIT_OK;
 
   int spins, yields;
   wait_budget(&spins, &yields);
@@ -101,35 +116,61 @@ static uint32_t wait_word(sk__wait_word *w, uint32_t v, int until_equal) {
     sk__cpu_relax();
     /* Now and then give the CPU away: the thread we wait for may have been
      * placed on ours (the caller is never pinned), and would otherwise wait
-     * out the whole spin. A yield with nobody else runnable costs ~0.5 us. */
-    if ((i & 255) == 255) sched_yield();
-    cur = atomic_load_explicit(&w->value, memory_order_acquire);
-    if (SK__WAIT_DONE(cur)) return cur;
+     * out the whole spin. A yield with nobody else runnable costs ~0.5 us.
+     * Then also look at the watchdog: a tripped one ends every wait. */
+    if ((i & 255) == 255) {
+      sched_yield();
+      if (sk__watchdog_tripped(wd)) return SK_WAIT_ABORTED;
+    }
+    *out = cur = atomic_load_explicit(&w->value, memory_order_acquire);
+    if (SK__WAIT_DONE(cur)) return SK_WAIT_OK;
   }
   for (int i = 0; i < yields; i++) {
     sched_yield();
-    cur = atomic_load_explicit(&w->value, memory_order_acquire);
-    if (SK__WAIT_DONE(cur)) return cur;
+    *out = cur = atomic_load_explicit(&w->value, memory_order_acquire);
+    if (SK__WAIT_DONE(cur)) return SK_WAIT_OK;
+    if (sk__watchdog_tripped(wd)) return SK_WAIT_ABORTED;
   }
+  bool watched = wd && wd->timeout_ns > 0;
+  int64_t deadline = watched ? now_ns() + wd->timeout_ns : 0;
   for (;;) {
+    int64_t slice = 0;
+    if (watched) {
+      int64_t left = deadline - now_ns();
+      if (left <= 0) return SK_WAIT_TIMED_OUT;
+      slice = left < WATCH_POLL_NS ? left : WATCH_POLL_NS;
+    }
     atomic_fetch_add_explicit(&w->sleepers, 1, memory_order_seq_cst);
     cur = atomic_load_explicit(&w->value, memory_order_seq_cst);
     /* cur is a value that does not end the wait: sleep only while the word
      * still holds exactly it. If it changes to another such value without a
      * wake (a non-final decrement), futex_wait returns EAGAIN and we go round
      * again with the newer value. */
-    if (!SK__WAIT_DONE(cur)) futex_wait(&w->value, cur);
+    if (!SK__WAIT_DONE(cur)) futex_wait(&w->value, cur, slice);
     atomic_fetch_sub_explicit(&w->sleepers, 1, memory_order_relaxed);
-    cur = atomic_load_explicit(&w->value, memory_order_acquire);
-    if (SK__WAIT_DONE(cur)) return cur;
+    *out = cur = atomic_load_explicit(&w->value, memory_order_acquire);
+    if (SK__WAIT_DONE(cur)) return SK_WAIT_OK;
+    if (sk__watchdog_tripped(wd)) return SK_WAIT_ABORTED;
   }
 #undef SK__WAIT_DONE
 }
 
 uint32_t sk__wait_while_equal(sk__wait_word *w, uint32_t old) {
-  return wait_word(w, old, 0);
+  uint32_t now;
+  (void)wait_word(w, old, 0, NULL, &now);
+  return now;
 }
 
 void sk__wait_until_equal(sk__wait_word *w, uint32_t target) {
-  (void)wait_word(w, target, 1);
+  uint32_t now;
+  (void)wait_word(w, target, 1, NULL, &now);
+}
+
+sk__wait_result sk__wait_until_equal_watched(sk__wait_word *w, uint32_t target, sk__watchdog *wd) {
+  uint32_t now;
+  return wait_word(w, target, 1, wd, &now);
+}
+
+sk__wait_result sk__wait_while_equal_watched(sk__wait_word *w, uint32_t old, sk__watchdog *wd, uint32_t *now) {
+  return wait_word(w, old, 0, wd, now);
 }

@@ -31,6 +31,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "runtime/watchdog.h"
+
 /* A word others wait on, and the number of threads asleep on it. Both sit on
  * one cache line: the waker reads `sleepers` right after writing `value`. */
 typedef struct sk__wait_word {
@@ -45,6 +47,17 @@ uint32_t sk__wait_while_equal(sk__wait_word *w, uint32_t old);
 /* Waits until w->value == target (acquire). The word may pass through other
  * values meanwhile; only the change to target needs a sk__wait_wake. */
 void sk__wait_until_equal(sk__wait_word *w, uint32_t target);
+
+/* Watched waits (watchdog.h): the same, but a wait that has slept for the
+ * watchdog's timeout without the word reaching its value gives up and
+ * returns SK_WAIT_TIMED_OUT (the caller trips the watchdog, naming itself),
+ * and any watched wait returns SK_WAIT_ABORTED soon after the watchdog has
+ * tripped (at once while spinning, within 20 ms while asleep). A NULL wd
+ * waits forever, as the plain functions do. The deadline counts from when
+ * the wait first sleeps: spinning and yielding before it last ~0.1 ms. */
+typedef enum sk__wait_result { SK_WAIT_OK, SK_WAIT_TIMED_OUT, SK_WAIT_ABORTED } sk__wait_result;
+sk__wait_result sk__wait_until_equal_watched(sk__wait_word *w, uint32_t target, sk__watchdog *wd);
+sk__wait_result sk__wait_while_equal_watched(sk__wait_word *w, uint32_t old, sk__watchdog *wd, uint32_t *now);
 
 /* Publishing: atomically adds delta (seq_cst, which includes release) and
  * returns the previous value. It does not wake anyone: call sk__wait_wake

@@ -55,6 +55,40 @@ void sk__plan_flush(const sk__plan *plan, const sk_program *p, size_t sub, int64
   __asm__ volatile("mfence" ::: "memory");
 }
 
+/* One task; false when the watchdog tripped and the core must abandon the
+ * rest of its list. */
+static bool run_task(const interp_ctx *ctx, const sk__task *task, int core, void *workspace) {
+  sk__plan *plan = ctx->plan;
+  switch (task->kind) {
+    case SK_TASK_RUN: {
+      const sk__exec_node *ex = &ctx->p->nodes[plan->subs[task->sub].node];
+      ex->def->run_block(&ex->io, task->block, workspace);
+      if (task->flag >= 0) { /* publishes the block's writes (seq_cst add) */
+        sk__wait_fetch_add(&plan->flags[task->flag], 1);
+        sk__wait_wake(&plan->flags[task->flag]);
+      }
+      /* A block whose own barrier gave up returned early: stop here too. */
+      return !(plan->subs[task->sub].barriers_per_block && sk__watchdog_tripped(plan->wd));
+    }
+    case SK_TASK_WAIT:
+      for (int64_t d = 0; d < task->count; d++) {
+        int32_t flag = plan->deps[task->block + d];
+        sk__wait_result r = sk__wait_until_equal_watched(&plan->flags[flag], ctx->epoch, plan->wd);
+        if (r == SK_WAIT_TIMED_OUT) sk__plan_trip_flag(plan, ctx->p, plan->sub_labels[task->sub], flag, core);
+        if (r != SK_WAIT_OK) return false;
+      }
+      return true;
+    case SK_TASK_BARRIER: return sk__barrier_wait(&plan->barriers[task->flag]);
+    case SK_TASK_PRELOAD: sk__plan_preload(plan, ctx->p, task->sub, core); return true;
+    case SK_TASK_FLUSH: sk__plan_flush(plan, ctx->p, task->sub, task->block, task->arg); return true;
+    case SK_TASK_COMPLEMENT:
+      for (int64_t k = 0; k < task->count; k++)
+        if (!sk__barrier_wait(&plan->sub_barriers[task->sub])) return false;
+      return true;
+  }
+  return true;
+}
+
 static void core_main(void *arg, int64_t block, int core) {
   (void)block; /* one block per core: block == core */
   const interp_ctx *ctx = arg;
@@ -63,31 +97,13 @@ static void core_main(void *arg, int64_t block, int core) {
   for (size_t t = plan->core_begin[core]; t < plan->core_begin[core + 1]; t++) {
     const sk__task *task = &plan->tasks[t];
     uint64_t t0 = ctx->profile ? sk__tsc() : 0; /* the one branch profiling costs when off */
-    switch (task->kind) {
-      case SK_TASK_RUN: {
-        const sk__exec_node *ex = &ctx->p->nodes[plan->subs[task->sub].node];
-        ex->def->run_block(&ex->io, task->block, workspace);
-        if (task->flag >= 0) { /* publishes the block's writes (seq_cst add) */
-          sk__wait_fetch_add(&plan->flags[task->flag], 1);
-          sk__wait_wake(&plan->flags[task->flag]);
-        }
-        break;
-      }
-      case SK_TASK_WAIT:
-        for (int64_t d = 0; d < task->count; d++) sk__wait_until_equal(&plan->flags[plan->deps[task->block + d]], ctx->epoch);
-        break;
-      case SK_TASK_BARRIER: sk__barrier_wait(&plan->barriers[task->flag]); break;
-      case SK_TASK_PRELOAD: sk__plan_preload(plan, ctx->p, task->sub, core); break;
-      case SK_TASK_FLUSH: sk__plan_flush(plan, ctx->p, task->sub, task->block, task->arg); break;
-      case SK_TASK_COMPLEMENT:
-        for (int64_t k = 0; k < task->count; k++) sk__barrier_wait(&plan->sub_barriers[task->sub]);
-        break;
-    }
+    bool go_on = run_task(ctx, task, core, workspace);
     if (ctx->profile && (task->kind == SK_TASK_RUN || task->kind == SK_TASK_WAIT || task->kind == SK_TASK_BARRIER ||
                          task->kind == SK_TASK_COMPLEMENT)) {
       sk__prof_kind kind = task->kind == SK_TASK_RUN ? SK_PROF_RUN : task->kind == SK_TASK_WAIT ? SK_PROF_WAIT : SK_PROF_BARRIER;
       sk__profile_add(ctx->profile, core, kind, plan->step, task->sub, task->block, t0, sk__tsc());
     }
+    if (!go_on) return;
   }
 }
 
@@ -98,9 +114,7 @@ sk_status sk__plan_run(sk__plan *plan, const sk_program *p, sk_team *team) {
                     "super kernel '%s' was planned for a team of %d cores, run on %d (compile with that team)",
                     plan->name, plan->n_cores, n_cores);
   interp_ctx ctx = {plan, p, ++plan->epoch, plan->options.profiling ? p->profile : NULL};
-  if (!team) {
-    core_main(&ctx, 0, 0);
-    return SK_STATUS_OK;
-  }
-  return sk_team_launch(team, core_main, &ctx, n_cores);
+  if (!team) core_main(&ctx, 0, 0);
+  else SK_RETURN_IF_ERROR(sk_team_launch(team, core_main, &ctx, n_cores));
+  return sk__plan_settle(plan);
 }

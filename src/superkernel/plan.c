@@ -9,6 +9,8 @@
  *   4. the task lists. */
 #include "superkernel/plan.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +49,67 @@ void sk__plan_destroy(sk__plan *plan) {
   sk__aligned_free(plan->sub_barriers);
   free(plan->barrier_sets);
   sk__aligned_free(plan->flags);
+  for (size_t i = 0; i < plan->n_labels; i++) free(plan->labels[i]);
+  free(plan->labels);
+  free(plan->sub_labels);
   free(plan);
+}
+
+const char *sk__plan_label(sk__plan *plan, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  char **grown = realloc(plan->labels, (plan->n_labels + 1) * sizeof *grown);
+  char *copy = grown ? sk__strdup(buf) : NULL;
+  if (grown) plan->labels = grown;
+  if (!copy) {
+    sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", plan->name);
+    return NULL;
+  }
+  plan->labels[plan->n_labels++] = copy;
+  return copy;
+}
+
+/* Labels naming the scope and each sub-kernel in watchdog messages. */
+static sk_status plan_labels(sk__plan *plan, const sk_program *p) {
+  plan->scope_label = sk__plan_label(plan, "scope '%s'", plan->name);
+  plan->sub_labels = calloc(plan->n_subs ? plan->n_subs : 1, sizeof *plan->sub_labels);
+  if (!plan->scope_label || !plan->sub_labels) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", plan->name);
+  for (size_t i = 0; i < plan->n_subs; i++) {
+    const sk__exec_node *ex = &p->nodes[plan->subs[i].node];
+    plan->sub_labels[i] = sk__plan_label(plan, "scope '%s', sub-kernel '%s' (%s)", plan->name, ex->name, ex->def->type);
+    if (!plan->sub_labels[i]) return SK_STATUS_OUT_OF_MEMORY;
+  }
+  return SK_STATUS_OK;
+}
+
+sk_status sk__plan_settle(sk__plan *plan) {
+  if (!sk__watchdog_tripped(plan->wd)) return SK_STATUS_OK;
+  /* No core is inside the launch any more: put back what it left half-done.
+   * A flag counts completed launches, so "done in every launch so far" is
+   * the epoch; barriers restart their episode count. */
+  for (int b = 0; b < plan->n_barriers; b++) sk__barrier_reset(&plan->barriers[b]);
+  for (size_t i = 0; plan->sub_barriers && i < plan->n_subs; i++) sk__barrier_reset(&plan->sub_barriers[i]);
+  for (int32_t f = 0; f < plan->n_flags; f++) {
+    atomic_store(&plan->flags[f].value, plan->epoch);
+    atomic_store(&plan->flags[f].sleepers, 0);
+  }
+  return sk__watchdog_take(plan->wd);
+}
+
+void sk__plan_trip_flag(sk__plan *plan, const sk_program *p, const char *who, int32_t flag, int core) {
+  char what[320] = "for an early-start flag";
+  for (size_t t = 0; t < plan->n_tasks; t++) {
+    const sk__task *task = &plan->tasks[t];
+    if (task->kind == SK_TASK_RUN && task->flag == flag) {
+      snprintf(what, sizeof what, "for block %lld of sub-kernel '%s' (early-start flag %d)", (long long)task->block,
+               p->nodes[plan->subs[task->sub].node].name, (int)flag);
+      break;
+    }
+  }
+  sk__watchdog_trip(plan->wd, who, what, core);
 }
 
 /* A sub-kernel running on fewer cores than the program was tiled for (a
@@ -170,6 +232,7 @@ static sk_status plan_sub_barriers(sk__plan *plan, sk_program *p) {
                       "feed-sync-all=1 so the idle cores join its barriers",
                       plan->name, ex->name, (long long)s->n_blocks, s->n_cores);
     SK_RETURN_IF_ERROR(sk__barrier_init(&plan->sub_barriers[i], s->n_cores));
+    sk__barrier_watch(&plan->sub_barriers[i], plan->wd, plan->sub_labels[i], "at its team barrier");
     ex->io.barrier = &plan->sub_barriers[i];
   }
   return SK_STATUS_OK;
@@ -181,12 +244,14 @@ sk_status sk__plan_build(sk_program *p, const size_t *nodes, size_t n, const cha
   sk__plan *plan = calloc(1, sizeof *plan);
   if (!plan) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", name);
   plan->n_cores = n_cores;
+  plan->wd = &p->watchdog;
   plan->preload_bytes = 256 * 1024;
   sk__options_init_defaults(&plan->options);
   plan->name = sk__strdup(name);
   sk_status st = plan->name ? sk__options_copy(&plan->options, options)
                             : sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", name);
   if (st == SK_STATUS_OK) st = plan_subkernels(plan, p, nodes, n);
+  if (st == SK_STATUS_OK) st = plan_labels(plan, p);
   if (st == SK_STATUS_OK) st = plan_sub_barriers(plan, p);
   if (st == SK_STATUS_OK) st = mark_external_inputs(plan, p);
   if (st == SK_STATUS_OK) st = sk__plan_schedule(plan, p);

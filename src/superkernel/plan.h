@@ -95,6 +95,11 @@ typedef struct sk__plan {
   sk__wait_word *flags;    /* n_flags, 64-byte aligned */
   int32_t n_flags;
   uint32_t epoch;          /* launches so far */
+  sk__watchdog *wd;        /* the program's: every wait of a launch is watched */
+  const char *scope_label; /* "scope 'sk1'", for the watchdog's messages */
+  const char **sub_labels; /* per sub: "scope 'sk1', sub-kernel 'gmm2' (grouped_matmul)" */
+  char **labels;           /* owns every label string above and the barriers' */
+  size_t n_labels;
   size_t preload_bytes;    /* cap per PRELOAD task */
 } sk__plan;
 
@@ -108,6 +113,19 @@ void sk__plan_destroy(sk__plan *plan);
 
 /* Runs the plan on the team: one launch. */
 sk_status sk__plan_run(sk__plan *plan, const sk_program *p, sk_team *team);
+
+/* After a launch (interpreted or JIT): when the watchdog abandoned it,
+ * resets the plan's barriers and flags for the next run and returns
+ * SK_STATUS_TIMEOUT with the watchdog's message; else SK_STATUS_OK. */
+sk_status sk__plan_settle(sk__plan *plan);
+
+/* A wait for `flag` on core `core` timed out: trips the watchdog, naming
+ * `who` and the producer block the flag belongs to. */
+void sk__plan_trip_flag(sk__plan *plan, const sk_program *p, const char *who, int32_t flag, int core);
+
+/* A label for watchdog messages, printf-style, owned by the plan; NULL
+ * (with the error set) when out of memory. */
+const char *sk__plan_label(sk__plan *plan, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The plan in readable form, one line per task (plus a header), into a
  * malloc'd string. */

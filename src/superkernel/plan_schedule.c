@@ -85,6 +85,9 @@ static sk_status place_barriers(scheduler *s) {
     if (!plan->barriers) return oom(s);
     for (int b = 0; b < plan->n_barriers; b++)
       SK_RETURN_IF_ERROR(sk__barrier_init(&plan->barriers[b], plan->barrier_sets[b].n_cores));
+    for (size_t i = 0; i < plan->n_subs; i++)
+      if (s->barrier_after[i] >= 0)
+        sk__barrier_watch(&plan->barriers[s->barrier_after[i]], plan->wd, plan->sub_labels[i], "at the barrier after it");
   }
   return SK_STATUS_OK;
 }
