@@ -6,7 +6,8 @@
 Reads FILE (default: stdin; with -- CMD: CMD's stdout, CMD must exit 0), parses it as JSON and asserts the structure:
 machine.cores, and for every result its scenario, threads, iters, the three
 modes' median_us / p10_us / p90_us (p10 <= median <= p90), the three ratios
-(equal to the medians' ratios) and bitwise_equal true. With --scenario and
+(equal to the medians' ratios), the OpenBLAS floor (null, or its
+percentiles, gflop and jit_over_floor) and bitwise_equal true. With --scenario and
 --threads: exactly one result, with those.
 """
 import json
@@ -90,6 +91,18 @@ def main(argv):
             v = number(ratios, key, where + " ratios")
             if not math.isclose(v, med[a] / med[b], rel_tol=1e-3):
                 fail("%s: ratio %s %r is not %r / %r" % (where, key, v, med[a], med[b]))
+        if "floor" not in r:
+            fail(where + ": no floor (null when OpenBLAS is absent)")
+        floor = r["floor"]
+        if floor is not None:
+            if not isinstance(floor, dict):
+                fail(where + ": floor is neither null nor an object")
+            p10, p50, p90 = (number(floor, k, where + " floor") for k in ("p10_us", "median_us", "p90_us"))
+            if not (0 < p10 <= p50 <= p90) or number(floor, "gflop", where + " floor") <= 0:
+                fail("%s floor: expected 0 < p10 <= median <= p90 and gflop > 0" % where)
+            v = number(ratios, "jit_over_floor", where + " ratios")
+            if not math.isclose(v, med["jit"] / p50, rel_tol=1e-3):
+                fail("%s: jit_over_floor %r is not %r / %r" % (where, v, med["jit"], p50))
         if r.get("bitwise_equal") is not True:
             fail(where + ": bitwise_equal is not true")
     if scenario is not None or threads is not None:

@@ -224,7 +224,7 @@ sk_cli_test(sk_bench_in_help 0 -o "bench [SCENARIO...]" -- ${SK} --help)
 sk_cli_test(sk_bench_help_text 0 -o "usage: sk bench [SCENARIO ...] [--iters N] [--threads LIST] [--json]"
             -o "interp/eager, jit/eager, jit/interp" -- ${SK} bench --help)
 # The table: one row per scenario and team size, the three ratios, outputs equal.
-sk_cli_test(sk_bench_seed_table 0 -o "jit/eager" -o "interp/eager" -o "jit/interp" -o "bitwise equal" -r
+sk_cli_test(sk_bench_seed_table 0 -o "jit/eager" -o "interp/eager" -o "jit/interp" -o "bitwise equal" -o "floor" -r
             -- ${SK} bench seed --iters 1 --threads 1)
 sk_cli_test(sk_bench_example02_table 0 -o "example02" -o "bitwise equal" -O "DIFFER"
             -- ${SK} bench example02 --iters 1 --threads 1 --options early-start=0)
@@ -243,6 +243,7 @@ else()
               -o "\"jit_over_interp\": " -o "\"bitwise_equal\": true"
               -- ${SK} bench decode --iters 1 --threads 1 --json)
 endif()
+sk_cli_test(sk_bench_no_floor 0 -o "no floor: --no-floor" -- ${SK} bench decode --iters 1 --threads 1 --no-floor)
 # Usage errors exit 2.
 sk_cli_test(sk_bench_unknown_scenario 2 -E "unknown scenario 'nosuch' (known: example01, seed, decode, prefill, example02)"
             -- ${SK} bench nosuch)

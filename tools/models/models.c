@@ -253,6 +253,24 @@ static void build_profiling_graph(builder *b, const char *options) {
   }
 }
 
+int skm_gemm_shapes(const char *model, skm_gemm *out, int max) {
+  skm_model_info mi;
+  if (!skm_model_lookup(model, &mi)) return 0;
+  skm_gemm list[8];
+  int n = 0;
+  if (mi.small_rows == 0) { /* example02: five routing matmuls */
+    for (int i = 0; i < 5; i++) list[n++] = (skm_gemm){1, EX02_T, EX02_E, EX02_E};
+  } else {
+    list[n++] = (skm_gemm){1, mi.small_rows, 128, 64}; /* gmm1 */
+    list[n++] = (skm_gemm){1, mi.t, 180, 320};
+    list[n++] = (skm_gemm){1, mi.small_rows, 64, 56}; /* gmm2 */
+    list[n++] = (skm_gemm){1, mi.t, 320, 256};
+    list[n++] = (skm_gemm){6, mi.dsq_rows, 64, 64};  /* quant_matmul */
+  }
+  for (int i = 0; i < n && i < max; i++) out[i] = list[i];
+  return n;
+}
+
 sk_status skm_build(const char *model, const skm_config *cfg, sk_graph **graph_out, skm_model_info *info,
                     char *msg, size_t msg_size) {
   if (msg && msg_size) msg[0] = '\0';

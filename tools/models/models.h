@@ -61,6 +61,18 @@ int skm_model_lookup(const char *name, skm_model_info *info);
 sk_status skm_build(const char *model, const skm_config *cfg, sk_graph **graph_out,
                     skm_model_info *info, char *msg, size_t msg_size);
 
+/* One matrix product of a model as an fp32 GEMM: `batch` products of
+ * [m, k] x [k, n]. */
+typedef struct skm_gemm {
+  int64_t batch, m, k, n;
+} skm_gemm;
+
+/* The model's matrix products in graph order (each grouped_matmul group,
+ * quant_matmul's batch), at most max of them into out; returns how many
+ * the model has (0 for an unknown model). What `sk bench` times with
+ * OpenBLAS as the scenario's GEMM floor. */
+int skm_gemm_shapes(const char *model, skm_gemm *out, int max);
+
 /* ---- Buffers for a compiled program ------------------------------------ */
 
 /* One input or output of a program with its buffer. */

@@ -12,12 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blas_floor.h"
 #include "models.h"
 #include "sk.h"
 
 static const char synopsis[] = "bench [SCENARIO ...] [options]";
 static const char full_synopsis[] =
-    "bench [SCENARIO ...] [--iters N] [--threads LIST] [--json] [--options STRING]";
+    "bench [SCENARIO ...] [--iters N] [--threads LIST] [--json] [--options STRING] [--no-floor]";
 
 enum { N_MODES = 3, BATCH = 10, MAX_SCENARIOS = 32, MAX_THREADS = 32 };
 static const sk_executor mode_executor[N_MODES] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
@@ -34,6 +35,9 @@ static void usage(void) {
          "--iters times, so machine noise hits the modes alike. Prints each mode's median, p10 and\n"
          "p90 time in microseconds and the ratios of the medians (< 1: the first is\n"
          "faster): interp/eager, jit/eager, jit/interp.\n\n"
+         "Beside them, the GEMM floor: OpenBLAS cblas_sgemm (loaded at run time when\n"
+         "libopenblas.so.0 is installed) on the scenario's matrix products in fp32 at the\n"
+         "same thread count, timed in the same run after the modes, and jit/floor.\n\n"
          "  SCENARIO           %s\n"
          "                     (default: seed decode prefill example02)\n"
          "  --iters N          timed runs of each mode (default 200); prefill runs N/10, at\n"
@@ -42,6 +46,7 @@ static void usage(void) {
          "                     (default: 1,all; all is $SK_NUM_THREADS when set)\n"
          "  --json             print one JSON document instead of the table\n"
          "  --options STRING   super-kernel options for every scope (see 'sk options')\n"
+         "  --no-floor         skip the OpenBLAS floor\n"
          "  -h, --help         this help\n\n"
          "Exit status 1 also when the modes' outputs differ (the times are still printed).\n",
          full_synopsis, BATCH, skm_model_list());
@@ -53,7 +58,7 @@ typedef struct bench_args {
   int threads[MAX_THREADS]; /* 0 = every available core */
   int n_threads;
   long iters;
-  bool json;
+  bool json, no_floor;
   const char *options;
 } bench_args;
 
@@ -101,6 +106,8 @@ static int parse(int argc, char **argv, bench_args *a) {
       return -1;
     } else if (strcmp(arg, "--json") == 0) {
       a->json = true;
+    } else if (strcmp(arg, "--no-floor") == 0) {
+      a->no_floor = true;
     } else if (VALUE_OPTION("--iters")) {
       if (r < 0 || !cli_parse_int("bench", synopsis, "--iters", val, 1, 10000000, &a->iters)) return SK_EXIT_USAGE;
     } else if (VALUE_OPTION("--threads")) {
@@ -153,6 +160,9 @@ typedef struct bench_result {
   double median[N_MODES], p10[N_MODES], p90[N_MODES];
   size_t jit_total, jit_fallbacks;
   bool equal;
+  bool has_floor; /* OpenBLAS ran: floor_* are set */
+  double floor_median, floor_p10, floor_p90, floor_gflop;
+  const char *floor_why; /* why there is no floor */
 } bench_result;
 
 static int scenario_iters(const char *scenario, long iters) {
@@ -160,6 +170,28 @@ static int scenario_iters(const char *scenario, long iters) {
   long n = iters / 10;
   long floor = iters < 5 ? iters : 5;
   return (int)(n > floor ? n : floor);
+}
+
+/* The GEMM floor of one scenario at `threads`: a warm-up batch, then n
+ * timed passes. */
+static void time_floor(const char *scenario, int threads, int n, bench_result *res) {
+  sk_blas_floor *f = sk_blas_floor_open(scenario, &res->floor_why);
+  double *t = f ? malloc(sizeof(double) * (size_t)n) : NULL;
+  if (!t) {
+    if (f) res->floor_why = "out of memory";
+    sk_blas_floor_close(f);
+    return;
+  }
+  sk_blas_floor_threads(f, threads);
+  for (int r = 0; r < BATCH; r++) (void)sk_blas_floor_run_us(f);
+  for (int r = 0; r < n; r++) t[r] = sk_blas_floor_run_us(f);
+  res->floor_median = cli_median(t, n);
+  res->floor_p10 = quantile(t, n, 0.10);
+  res->floor_p90 = quantile(t, n, 0.90);
+  res->floor_gflop = sk_blas_floor_gflop(f);
+  res->has_floor = true;
+  free(t);
+  sk_blas_floor_close(f);
 }
 
 /* Compiles and times one scenario on a team of `threads` (0: all). */
@@ -239,6 +271,10 @@ static int bench_one(const bench_args *a, const char *scenario, int threads, ben
     sk_program_destroy(p[m]);
   }
   sk_session_close(&s);
+  /* After the modes, with our team gone: OpenBLAS's threads spin a while
+   * after each call and would otherwise slow the modes down. */
+  if (rc == SK_EXIT_OK && !a->no_floor) time_floor(scenario, res->threads, n, res);
+  else if (a->no_floor) res->floor_why = "--no-floor";
   return rc;
 }
 
@@ -252,16 +288,22 @@ static void print_header(const bench_args *a) {
   if (a->options) printf("options %s\n", a->options);
   printf("%-10s %7s %6s", "scenario", "threads", "iters");
   for (int m = 0; m < N_MODES; m++) printf("  %9s %-18s", mode_name[m], "[p10, p90]");
-  printf(" %12s %9s %10s  %s\n", "interp/eager", "jit/eager", "jit/interp", "outputs");
+  printf(" %12s %9s %10s  %s  %9s %-18s %9s\n", "interp/eager", "jit/eager", "jit/interp", "outputs       ", "floor",
+         "[p10, p90]", "jit/floor");
 }
 
 static void print_row(const bench_result *r) {
   char cell[N_MODES][64];
   for (int m = 0; m < N_MODES; m++)
     snprintf(cell[m], sizeof cell[m], "%9.1f [%7.1f, %7.1f]", r->median[m], r->p10[m], r->p90[m]);
-  printf("%-10s %7d %6d  %s  %s  %s %12.3f %9.3f %10.3f  %s\n", r->scenario, r->threads, r->iters, cell[0],
+  printf("%-10s %7d %6d  %s  %s  %s %12.3f %9.3f %10.3f  %-14s", r->scenario, r->threads, r->iters, cell[0],
          cell[1], cell[2], ratio(r->median[1], r->median[0]), ratio(r->median[2], r->median[0]),
          ratio(r->median[2], r->median[1]), r->equal ? "bitwise equal" : "DIFFER");
+  if (r->has_floor)
+    printf("  %9.1f [%7.1f, %7.1f] %9.3f\n", r->floor_median, r->floor_p10, r->floor_p90,
+           ratio(r->median[2], r->floor_median));
+  else
+    printf("  no floor: %s\n", r->floor_why ? r->floor_why : "?");
   if (r->jit_fallbacks)
     printf("  note: %zu of %zu super kernels were interpreted after a JIT failure\n", r->jit_fallbacks,
            r->jit_total);
@@ -291,10 +333,19 @@ static void print_json(const bench_result *res, int n) {
         printf(", \"jit_compiled\": %zu, \"jit_fallbacks\": %zu", r->jit_total - r->jit_fallbacks, r->jit_fallbacks);
       printf("}");
     }
-    printf("},\n     \"ratios\": {\"interp_over_eager\": %.6f, \"jit_over_eager\": %.6f, \"jit_over_interp\": %.6f},\n"
-           "     \"bitwise_equal\": %s}",
-           ratio(r->median[1], r->median[0]), ratio(r->median[2], r->median[0]), ratio(r->median[2], r->median[1]),
-           r->equal ? "true" : "false");
+    printf("},\n     \"ratios\": {\"interp_over_eager\": %.6f, \"jit_over_eager\": %.6f, \"jit_over_interp\": %.6f",
+           ratio(r->median[1], r->median[0]), ratio(r->median[2], r->median[0]), ratio(r->median[2], r->median[1]));
+    if (r->has_floor)
+      printf(", \"jit_over_floor\": %.6f, \"eager_over_floor\": %.6f", ratio(r->median[2], r->floor_median),
+             ratio(r->median[0], r->floor_median));
+    printf("},\n     \"floor\": ");
+    if (r->has_floor)
+      printf("{\"library\": \"OpenBLAS cblas_sgemm fp32\", \"median_us\": %.3f, \"p10_us\": %.3f, \"p90_us\": %.3f, "
+             "\"gflop\": %.6f}",
+             r->floor_median, r->floor_p10, r->floor_p90, r->floor_gflop);
+    else
+      printf("null");
+    printf(",\n     \"bitwise_equal\": %s}", r->equal ? "true" : "false");
   }
   printf("\n  ]\n}\n");
 }
