@@ -5,11 +5,16 @@
  * identity (sk__jit_key). The file name is the key, so a lookup is one
  * dlopen and nothing is ever overwritten with different contents.
  *
- * Writing: the source goes to a fresh mkstemp file (0600) in the cache
- * directory, the compiler writes a fresh temporary object beside it, and
- * rename() moves both into place. rename is atomic within a directory: a
- * reader sees no file or a complete one, and two processes compiling the
- * same key both succeed (the second rename replaces an identical file).
+ * Writing: source, object and checksum are made in a private mkdtemp
+ * directory under their final names, the object is loaded from there, and
+ * rename() moves the three into place (compile_into). rename is atomic
+ * within a file system: a reader sees no file or a complete one. Two
+ * processes compiling the same key build byte-identical objects (same
+ * source, same name, same flags), so the second rename replaces an
+ * identical file and the checksum matches whichever object is in place. A
+ * compile-options value that makes objects differ (-g records the private
+ * directory) can pair one process's checksum with the other's object: the
+ * next reader detects it and rebuilds; nobody loads a wrong object.
  *
  * Checksum: beside each <key>.so, <key>.sha256 holds the SHA-256 of its
  * bytes (64 hex digits and a newline), written to a temporary and renamed
@@ -258,9 +263,8 @@ static bool write_all(int fd, const char *s, size_t n) {
   return true;
 }
 
-/* Hashes the object obj and stores the hex digest as sum_final, through
- * the temporary template sum: whole or not at all. */
-static sk_status store_checksum(const char *obj, char *sum, const char *sum_final) {
+/* Hashes the object obj and writes the hex digest to the new file sum. */
+static sk_status write_checksum(const char *obj, const char *sum) {
   char hex[65];
   int fd = open(obj, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot read %s: %s", obj, strerror(errno));
@@ -268,64 +272,63 @@ static sk_status store_checksum(const char *obj, char *sum, const char *sum_fina
   close(fd);
   if (!ok) return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot read %s: %s", obj, strerror(errno));
   hex[64] = '\n';
-  fd = mkostemps(sum, 7, O_CLOEXEC);
-  if (fd < 0) return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot create a file in the cache: %s", strerror(errno));
+  fd = open(sum, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot create %s: %s", sum, strerror(errno));
   ok = write_all(fd, hex, 65);
-  if (close(fd) != 0 || !ok || rename(sum, sum_final) != 0) {
-    int e = errno;
-    unlink(sum);
-    return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot store the checksum %s: %s", sum_final, strerror(e));
-  }
+  if (close(fd) != 0 || !ok) return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot write %s: %s", sum, strerror(errno));
   return SK_STATUS_OK;
 }
 
-/* Compiles body (with its key line) into dir/<key>.so via temporaries,
- * with its checksum dir/<key>.sha256 stored first. */
+/* Writes text to the new file path (0600). */
+static sk_status write_new_file(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot create a file in %s: %s", path, strerror(errno));
+  bool ok = write_all(fd, text, strlen(text));
+  if (close(fd) != 0 || !ok) return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot write %s: %s", path, strerror(errno));
+  return SK_STATUS_OK;
+}
+
+/* Compiles body (with its key line) into dir/<key>.so and loads it.
+ *
+ * Everything is built in a private directory dir/tmp-XXXXXX (mkdtemp,
+ * 0700) under the final names <key>.c, <key>.so, <key>.sha256, so two
+ * processes compiling the same key produce byte-identical objects (the
+ * compiler records the source's file name in the object) and identical
+ * checksums: however their renames interleave, every published checksum
+ * matches every published object. The object is loaded from the private
+ * directory before it is published, so this process never depends on a
+ * file another process may replace or delete. Then the checksum, the
+ * object and the source are renamed into place, in that order. */
 static sk_status compile_into(const char *dir, const char *key, const char *body, const sk__options *o,
-                              const sk__jit_compiler *cc) {
-  char src[PATH_MAX], obj[PATH_MAX], final[PATH_MAX], sum[PATH_MAX], sum_final[PATH_MAX];
-  char *source = sk__jit_with_key(body, key);
-  if (!source) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
-  if (snprintf(src, sizeof src, "%s/tmp-XXXXXX.c", dir) >= (int)sizeof src ||
-      snprintf(obj, sizeof obj, "%s/tmp-XXXXXX.so", dir) >= (int)sizeof obj ||
-      snprintf(final, sizeof final, "%s/%s.so", dir, key) >= (int)sizeof final ||
-      snprintf(sum, sizeof sum, "%s/tmp-XXXXXX.sha256", dir) >= (int)sizeof sum ||
-      snprintf(sum_final, sizeof sum_final, "%s/%s.sha256", dir, key) >= (int)sizeof sum_final) {
-    free(source);
+                              const sk__jit_compiler *cc, void **handle, sk_jit_entry_fn *entry) {
+  char tmp[PATH_MAX], src[PATH_MAX + 96], obj[PATH_MAX + 96], sum[PATH_MAX + 96], final[PATH_MAX + 96], why[512];
+  if (snprintf(tmp, sizeof tmp, "%s/tmp-XXXXXX", dir) >= (int)sizeof tmp - 80)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "jit: cache directory path %s is too long", dir);
-  }
-  int fd = mkostemps(src, 2, O_CLOEXEC);
-  if (fd < 0) {
-    free(source);
-    return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot create a file in %s: %s", dir, strerror(errno));
-  }
-  bool ok = write_all(fd, source, strlen(source));
+  if (!mkdtemp(tmp)) return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot create a file in %s: %s", dir, strerror(errno));
+  snprintf(src, sizeof src, "%s/%s.c", tmp, key);
+  snprintf(obj, sizeof obj, "%s/%s.so", tmp, key);
+  snprintf(sum, sizeof sum, "%s/%s.sha256", tmp, key);
+  char *source = sk__jit_with_key(body, key);
+  sk_status st = source ? write_new_file(src, source) : sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
   free(source);
-  if (close(fd) != 0 || !ok) {
-    unlink(src);
-    return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot write %s: %s", src, strerror(errno));
+  if (st == SK_STATUS_OK) st = sk__jit_compile(cc, o, src, obj);
+  if (st == SK_STATUS_OK) st = write_checksum(obj, sum);
+  if (st == SK_STATUS_OK && !(*handle = load(obj, key, entry, why, sizeof why)))
+    st = sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot load %s: %s", obj, why);
+  /* Publish: checksum first, so whoever sees an object sees a checksum. */
+  static const char *const ext[] = {"sha256", "so", "c"};
+  const char *from[] = {sum, obj, src};
+  for (int i = 0; i < 3 && st == SK_STATUS_OK; i++) {
+    snprintf(final, sizeof final, "%s/%s.%s", dir, key, ext[i]);
+    if (rename(from[i], final) != 0 && i < 2) /* the source is for people: losing it is harmless */
+      st = sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot rename %s to %s: %s", from[i], final, strerror(errno));
   }
-  /* Reserve a unique name for the object; the compiler replaces the file. */
-  fd = mkostemps(obj, 3, O_CLOEXEC);
-  if (fd < 0) {
-    unlink(src);
-    return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot create a file in %s: %s", dir, strerror(errno));
+  if (st != SK_STATUS_OK && *handle) {
+    dlclose(*handle);
+    *handle = NULL;
   }
-  close(fd);
-  sk_status st = sk__jit_compile(cc, o, src, obj);
-  if (st == SK_STATUS_OK) st = store_checksum(obj, sum, sum_final);
-  if (st == SK_STATUS_OK) {
-    if (rename(obj, final) != 0)
-      st = sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot rename %s to %s: %s", obj, final, strerror(errno));
-  }
-  if (st == SK_STATUS_OK) {
-    final[strlen(final) - 2] = 'c'; /* <key>.c, for people: the .so is what counts */
-    final[strlen(final) - 1] = '\0';
-    if (rename(src, final) != 0) unlink(src);
-  } else {
-    unlink(src);
-    unlink(obj);
-  }
+  for (int i = 0; i < 3; i++) unlink(from[i]); /* what was not moved */
+  rmdir(tmp);
   return st;
 }
 
@@ -371,9 +374,7 @@ static sk_status find_or_build(const char *scope, const char *body, const sk__op
     }
   }
   if (!obj->handle) {
-    sk_status st = compile_into(dir, key, body, o, &cc);
-    if (st == SK_STATUS_OK && !(obj->handle = load(path, key, &obj->entry, why, sizeof why)))
-      st = sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot load %s: %s", path, why);
+    sk_status st = compile_into(dir, key, body, o, &cc, &obj->handle, &obj->entry);
     if (st != SK_STATUS_OK) {
       free(obj);
       return st;
@@ -438,6 +439,23 @@ static bool cache_file(const char *name, bool *tmp) {
   return true;
 }
 
+/* Removes the private directory `name` of a crashed compile (its files:
+ * our own names only) and the directory itself. */
+static bool remove_private_dir(int parent, const char *name) {
+  int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  struct dirent *e;
+  bool tmp;
+  while ((e = readdir(d)))
+    if (cache_file(e->d_name, &tmp)) unlinkat(dirfd(d), e->d_name, 0);
+  closedir(d);
+  return unlinkat(parent, name, AT_REMOVEDIR) == 0;
+}
+
 sk_status sk_jit_cache_clear(size_t *removed) {
   sk__clear_error();
   if (removed) *removed = 0;
@@ -450,6 +468,11 @@ sk_status sk_jit_cache_clear(size_t *removed) {
   while ((e = readdir(d))) {
     bool tmp;
     struct stat st;
+    if (strncmp(e->d_name, "tmp-", 4) == 0 && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISDIR(st.st_mode)) { /* a compile's private directory */
+      if (now - st.st_mtime >= 600 && remove_private_dir(dirfd(d), e->d_name) && removed) (*removed)++;
+      continue;
+    }
     if (!cache_file(e->d_name, &tmp)) continue;
     /* A recent temporary may be another process's compile in progress;
      * only leftovers of crashed compiles (older than 10 minutes) go. */

@@ -1,0 +1,447 @@
+/* JIT cache faults the library must survive: each one leaves the super
+ * kernel interpreted, with a warning naming the cause, and results bitwise
+ * equal to eager.
+ *
+ *   - a cache directory owned by another user (as root: chown'ed to
+ *     65534; otherwise "/", owned by root);
+ *   - a read-only cache (as root, which ignores mode bits: in a child that
+ *     drops to uid/gid 65534 first; otherwise chmod 0500 on our own dir);
+ *   - a full disk: in a child with RLIMIT_FSIZE lowered (SIGXFSZ ignored),
+ *     once so low that writing the source fails, once so that the source
+ *     fits but the compiler's output does not (the compiler inherits the
+ *     limit); no temporaries may be left behind.
+ *
+ * Faults already shown by tests/test_jit.c (a symlinked or group/other-
+ * writable cache dir, a replaced or truncated entry, a hanging or failing
+ * compiler, denied compile-options) are not repeated here; SECURITY.md
+ * lists which test shows what.
+ *
+ * The forked cases run before this process creates any team thread, so
+ * each child starts from a process with one thread and may make its own
+ * team. $SK_CACHE_DIR is set by tests/reliability.cmake under the build
+ * tree; every case uses its own subdirectory of it. */
+#include <dirent.h>
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exec/program.h"
+#include "graph_builders.h"
+#include "harness.h"
+#include "reference_runner.h"
+
+#define NOBODY 65534
+
+static char base_dir[PATH_MAX];
+static sk_team *team2; /* created after the forked cases */
+
+/* ---- log capture ---- */
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[65536];
+static size_t log_len;
+
+static void capture(sk_log_level level, const char *message, void *user) {
+  (void)user;
+  if (level == SK_LOG_WARN) fprintf(stderr, "superkernel: warning: %s\n", message);
+  pthread_mutex_lock(&log_lock);
+  int n = snprintf(log_text + log_len, sizeof log_text - log_len, "%s\n", message);
+  if (n > 0 && log_len + (size_t)n < sizeof log_text) log_len += (size_t)n;
+  pthread_mutex_unlock(&log_lock);
+}
+
+static void log_reset(void) {
+  pthread_mutex_lock(&log_lock);
+  log_len = 0;
+  log_text[0] = '\0';
+  pthread_mutex_unlock(&log_lock);
+}
+
+static size_t log_count(const char *needle) {
+  size_t n = 0;
+  pthread_mutex_lock(&log_lock);
+  for (const char *s = log_text; (s = strstr(s, needle)); s += strlen(needle)) n++;
+  pthread_mutex_unlock(&log_lock);
+  return n;
+}
+
+/* ---- files ---- */
+
+/* Entries of dir (but . and ..) whose name ends in suffix ("" = all) or,
+ * with prefix set, starts with prefix. */
+static int count_entries(const char *dir, const char *prefix, const char *suffix) {
+  DIR *d = opendir(dir);
+  int found = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    size_t len = strlen(e->d_name), sl = strlen(suffix);
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (prefix && strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+    if (len >= sl && strcmp(e->d_name + len - sl, suffix) == 0) found++;
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+/* rm -rf of a directory of plain files (made writable first). */
+static void remove_dir(const char *path) {
+  chmod(path, 0700);
+  DIR *d = opendir(path);
+  if (d) {
+    char file[PATH_MAX + 300];
+    for (struct dirent *e; (e = readdir(d));)
+      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+        unlink(file);
+      }
+    closedir(d);
+  }
+  rmdir(path);
+}
+
+static void fresh_dir(const char *path) {
+  remove_dir(path);
+  CHECK_MSG(mkdir(path, 0700) == 0, "mkdir %s: %s", path, strerror(errno));
+}
+
+static void sub_dir(const char *base, const char *sub, char *path, size_t n) {
+  if (snprintf(path, n, "%s/%s", base, sub) >= (int)n) abort();
+}
+
+/* Whether a user other than the owner can reach path (every directory on
+ * the way searchable by others). */
+static bool others_can_reach(const char *path) {
+  char real[PATH_MAX];
+  if (!realpath(path, real)) return false;
+  for (char *s = real;; s++) {
+    if (*s == '/' || *s == '\0') {
+      char c = *s;
+      *s = '\0';
+      struct stat st;
+      bool ok = stat(real[0] ? real : "/", &st) == 0 && (st.st_mode & S_IXOTH);
+      *s = c;
+      if (!ok) return false;
+      if (!c) return true;
+    }
+  }
+}
+
+/* ---- the model and the checks ---- */
+
+/* A small one-scope chain (a matmul and an elementwise op). */
+static sk_graph *chain_model(void) {
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x = input(g, "x", SK_FP32, 2, (int64_t[]){96, 40}), w = input(g, "w", SK_FP32, 2, (int64_t[]){40, 24});
+  CHECK_OK(sk_graph_begin_scope(g, "chain", NULL));
+  sk_op_input in[] = {{"x", &x, 1}, {"weight", &w, 1}};
+  sk_value h;
+  op(g, "grouped_matmul", "mm", in, 2, NULL, 0, &h, 1);
+  sk_value y = unary(g, "square", "sq", h);
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, y, "y"));
+  return g;
+}
+
+static sk_program *compile(sk_graph *g, sk_team *team, sk_executor executor) {
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team, .executor = executor};
+  sk_program *p = NULL;
+  CHECK_OK(sk_compile(g, &cfg, &p));
+  return p;
+}
+
+/* Super-kernel steps, and how many of them run JIT code. */
+static size_t count_plans(const sk_program *p, size_t *jitted) {
+  size_t n = 0;
+  *jitted = 0;
+  for (size_t s = 0; p && s < p->n_steps; s++) {
+    n += p->steps[s].plan != NULL;
+    *jitted += p->steps[s].plan && p->steps[s].jit && p->steps[s].jit_entry;
+  }
+  return n;
+}
+
+/* Runs p and eager three times each on the same inputs; the number of
+ * runs whose outputs differ bitwise. */
+static int run_vs_eager(sk_program *p, sk_graph *g, sk_team *team, uint64_t seed) {
+  sk_program *eager = compile(g, team, SK_EXECUTOR_EAGER);
+  rr_buffers a, b;
+  if (!p || !eager || !rr_alloc(p, &a, -1, 1, seed)) {
+    sk_program_destroy(eager);
+    return 1;
+  }
+  if (!rr_alloc(eager, &b, -1, 1, seed)) {
+    rr_free(&a);
+    sk_program_destroy(eager);
+    return 1;
+  }
+  int bad = 0;
+  for (int rep = 0; rep < 3; rep++) {
+    for (size_t o = 0; o < a.n_outputs; o++) memset(a.outputs[o].data, 0xA5, a.outputs[o].bytes);
+    CHECK_OK(sk_program_run(p, team, a.inputs, a.n_inputs, a.outputs, a.n_outputs));
+    CHECK_OK(sk_program_run(eager, team, b.inputs, b.n_inputs, b.outputs, b.n_outputs));
+    for (size_t o = 0; o < a.n_outputs; o++)
+      if (memcmp(a.outputs[o].data, b.outputs[o].data, a.outputs[o].bytes) != 0) {
+        bad++;
+        fprintf(stderr, "output %s differs from eager (run %d)\n", a.outputs[o].name, rep);
+      }
+  }
+  rr_free(&a);
+  rr_free(&b);
+  sk_program_destroy(eager);
+  return bad;
+}
+
+/* Compiles g with SK_EXECUTOR_JIT for team under the current
+ * $SK_CACHE_DIR; expects every super kernel interpreted, one "falling back"
+ * warning each holding every fragment, sk_compile's success, and results
+ * bitwise equal to eager. */
+static void expect_fallback(sk_graph *g, sk_team *team, const char *const *fragments, size_t n) {
+  log_reset();
+  sk_program *p = compile(g, team, SK_EXECUTOR_JIT);
+  size_t jitted, plans = count_plans(p, &jitted);
+  CHECK_MSG(plans > 0 && jitted == 0, "expected the interpreter: %zu super kernels, %zu JIT-compiled", plans, jitted);
+  CHECK_MSG(log_count("falling back to the interpreter") == plans, "%s", log_text);
+  for (size_t i = 0; i < n; i++)
+    CHECK_MSG(log_count(fragments[i]) > 0, "the warning lacks \"%s\": %s", fragments[i], log_text);
+  CHECK(sk_last_error()[0] == '\0'); /* sk_compile succeeded */
+  CHECK(run_vs_eager(p, g, team, 11) == 0);
+  sk_program_destroy(p);
+}
+
+/* Compiles g with the JIT and expects it really used (the control case). */
+static void expect_jit(sk_graph *g, sk_team *team) {
+  log_reset();
+  sk_program *p = compile(g, team, SK_EXECUTOR_JIT);
+  size_t jitted, plans = count_plans(p, &jitted);
+  CHECK_MSG(plans > 0 && jitted == plans, "expected the JIT: %zu super kernels, %zu JIT-compiled: %s", plans, jitted,
+            log_text);
+  CHECK(run_vs_eager(p, g, team, 12) == 0);
+  sk_program_destroy(p);
+}
+
+/* ---- forked children ---- */
+
+typedef void (*child_fn)(const void *arg);
+
+/* Runs fn(arg) in a child process with a fresh failure count; the child's
+ * CHECK messages go to the shared stderr, its verdict comes back as the
+ * exit status. Returns the wait status. */
+static int in_child(child_fn fn, const void *arg) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    harness_failures = 0;
+    fn(arg);
+    fflush(stderr);
+    _exit(harness_failures ? 1 : 0);
+  }
+  int status = -1;
+  CHECK_MSG(pid > 0, "fork: %s", strerror(errno));
+  if (pid > 0) CHECK(waitpid(pid, &status, 0) == pid);
+  return status;
+}
+
+/* A 2-core team made inside the child (its parent had no other thread). */
+static sk_team *child_team(void) {
+  sk_team_config cfg = {.struct_size = sizeof cfg, .num_cores = 2};
+  sk_team *t = NULL;
+  CHECK_OK(sk_team_create(&cfg, &t));
+  return t;
+}
+
+/* ---- a cache directory owned by another user ---- */
+
+static void test_foreign_owner(void) {
+  char dir[PATH_MAX], want[128];
+  unsigned owner;
+  bool made = false;
+  if (geteuid() == 0) {
+    sub_dir(base_dir, "foreign", dir, sizeof dir);
+    fresh_dir(dir);
+    if (chown(dir, NOBODY, NOBODY) != 0) {
+      printf("  note: chown %s to %d failed (%s): foreign-owner check skipped\n", dir, NOBODY, strerror(errno));
+      remove_dir(dir);
+      return;
+    }
+    owner = NOBODY;
+    made = true;
+  } else {
+    /* Not root: "/" is someone else's directory (root's) we cannot write. */
+    struct stat st;
+    snprintf(dir, sizeof dir, "/");
+    if (stat(dir, &st) != 0 || st.st_uid == geteuid()) {
+      printf("  note: not root and / is ours: foreign-owner check skipped\n");
+      return;
+    }
+    owner = (unsigned)st.st_uid;
+  }
+  setenv("SK_CACHE_DIR", dir, 1);
+  sk_graph *g = chain_model();
+  snprintf(want, sizeof want, "owned by uid %u, not by uid %u", owner, (unsigned)geteuid());
+  expect_fallback(g, team2, (const char *const[]){"refusing cache directory", dir, want}, 3);
+  if (made) CHECK_MSG(count_entries(dir, NULL, "") == 0, "nothing written into the refused directory");
+  sk_graph_destroy(g);
+  setenv("SK_CACHE_DIR", base_dir, 1);
+  if (made) remove_dir(dir);
+}
+
+/* ---- a read-only cache ---- */
+
+typedef struct readonly_args {
+  char ro[PATH_MAX];      /* owned by 65534, mode 0500 */
+  char control[PATH_MAX]; /* owned by 65534, mode 0700 */
+} readonly_args;
+
+static void readonly_child(const void *arg) {
+  const readonly_args *a = arg;
+  CHECK_MSG(setgroups(0, NULL) == 0 && setgid(NOBODY) == 0 && setuid(NOBODY) == 0, "dropping to uid %d: %s", NOBODY,
+            strerror(errno));
+  if (harness_failures) return;
+  CHECK(geteuid() == NOBODY && getegid() == NOBODY);
+  CHECK_MSG(access(a->ro, W_OK) != 0 && errno == EACCES, "%s is writable by uid %d", a->ro, NOBODY);
+  sk_team *team = child_team();
+  sk_graph *g = chain_model();
+  setenv("SK_CACHE_DIR", a->ro, 1);
+  expect_fallback(g, team, (const char *const[]){"cannot create a file in", a->ro, strerror(EACCES)}, 3);
+  /* The control: the same user with a writable cache gets the JIT, so the
+   * fallback above came from the mode bits alone. */
+  setenv("SK_CACHE_DIR", a->control, 1);
+  expect_jit(g, team);
+  CHECK(count_entries(a->control, NULL, ".so") == 1);
+  sk_graph_destroy(g);
+  sk_team_destroy(team);
+}
+
+static void test_readonly_cache(void) {
+  if (geteuid() != 0) {
+    /* Our own directory, chmod 0500: the mode bits bind us. */
+    char dir[PATH_MAX];
+    sub_dir(base_dir, "readonly", dir, sizeof dir);
+    fresh_dir(dir);
+    CHECK(chmod(dir, 0500) == 0);
+    if (access(dir, W_OK) == 0) {
+      printf("  note: %s is still writable after chmod 0500 (CAP_DAC_OVERRIDE?): read-only check skipped\n", dir);
+    } else {
+      setenv("SK_CACHE_DIR", dir, 1);
+      sk_graph *g = chain_model();
+      expect_fallback(g, NULL, (const char *const[]){"cannot create a file in", dir, strerror(EACCES)}, 3);
+      sk_graph_destroy(g);
+      setenv("SK_CACHE_DIR", base_dir, 1);
+    }
+    remove_dir(dir);
+    return;
+  }
+  /* Root ignores mode bits: the compile runs in a child that has dropped
+   * to uid/gid 65534, in directories that user owns. They must be
+   * reachable by that user: under our cache directory (made searchable,
+   * not listable, for the while) when the way to it is, else in a fresh
+   * directory under /tmp. */
+  char parent[PATH_MAX];
+  CHECK(chmod(base_dir, 0711) == 0);
+  bool tmp = !others_can_reach(base_dir);
+  if (tmp) {
+    snprintf(parent, sizeof parent, "/tmp/sk-cache-faults-XXXXXX");
+    CHECK(mkdtemp(parent) != NULL && chmod(parent, 0711) == 0);
+  } else {
+    snprintf(parent, sizeof parent, "%s", base_dir);
+  }
+  readonly_args a;
+  sub_dir(parent, "readonly", a.ro, sizeof a.ro);
+  sub_dir(parent, "readonly-control", a.control, sizeof a.control);
+  fresh_dir(a.ro);
+  fresh_dir(a.control);
+  if (chown(a.ro, NOBODY, NOBODY) != 0 || chown(a.control, NOBODY, NOBODY) != 0) {
+    printf("  note: chown to %d failed (%s): read-only check skipped\n", NOBODY, strerror(errno));
+  } else {
+    CHECK(chmod(a.ro, 0500) == 0);
+    int status = in_child(readonly_child, &a);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the uid-%d child failed: status %#x", NOBODY, status);
+    CHECK_MSG(count_entries(a.ro, NULL, "") == 0, "nothing written into the read-only cache");
+  }
+  remove_dir(a.ro);
+  remove_dir(a.control);
+  if (tmp) rmdir(parent);
+  CHECK(chmod(base_dir, 0700) == 0);
+}
+
+/* ---- a full disk ---- */
+
+typedef struct full_args {
+  char dir[PATH_MAX];
+  bool source_fits; /* false: the limit is below the source's size */
+} full_args;
+
+static void full_child(const void *arg) {
+  const full_args *a = arg;
+  sk_team *team = child_team();
+  sk_graph *g = chain_model();
+  /* The limit from the size of the source the JIT will write. */
+  sk_program *p = compile(g, team, SK_EXECUTOR_INTERP);
+  char *src = NULL;
+  CHECK_OK(sk_program_jit_source(p, "chain", &src));
+  size_t len = src ? strlen(src) : 0;
+  sk_free(src);
+  sk_program_destroy(p);
+  CHECK_MSG(len > 2048, "the source is %zu bytes", len);
+  /* Writes past the limit fail with EFBIG instead of killing the writer;
+   * the compiler inherits both the limit and the ignored signal. */
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit rl;
+  CHECK(getrlimit(RLIMIT_FSIZE, &rl) == 0);
+  rl.rlim_cur = a->source_fits ? (rlim_t)len + 512 : (rlim_t)len / 2;
+  CHECK_MSG(setrlimit(RLIMIT_FSIZE, &rl) == 0, "setrlimit: %s", strerror(errno));
+  setenv("SK_CACHE_DIR", a->dir, 1);
+  if (a->source_fits) {
+    /* The compiler's output does not fit (its assembly or the object,
+     * whichever it writes first). Its diagnostics may be translated, so
+     * only the library's own words are required. */
+    expect_fallback(g, team, (const char *const[]){"scope 'chain'", "compiler '", "failed (exit status"}, 3);
+  } else {
+    /* The library's own write of the source fails. */
+    expect_fallback(g, team, (const char *const[]){"scope 'chain'", "cannot write ", a->dir, strerror(EFBIG)}, 4);
+  }
+  sk_graph_destroy(g);
+  sk_team_destroy(team);
+}
+
+static void test_full_cache(void) {
+  for (int k = 0; k < 2; k++) {
+    full_args a = {.source_fits = k == 1};
+    sub_dir(base_dir, k ? "full-object" : "full-source", a.dir, sizeof a.dir);
+    fresh_dir(a.dir);
+    int status = in_child(full_child, &a);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: the child failed: status %#x", a.dir, status);
+    /* Nothing left behind: no temporaries, no partial entry. */
+    CHECK_MSG(count_entries(a.dir, "tmp-", "") == 0, "%s: temporaries left", a.dir);
+    CHECK_MSG(count_entries(a.dir, NULL, "") == 0, "%s: %d files left", a.dir, count_entries(a.dir, NULL, ""));
+    remove_dir(a.dir);
+  }
+}
+
+int main(void) {
+  const char *dir = getenv("SK_CACHE_DIR");
+  snprintf(base_dir, sizeof base_dir, "%s", dir && *dir ? dir : "cache_faults_cache");
+  mkdir(base_dir, 0700);
+  chmod(base_dir, 0700);
+  setenv("SK_CACHE_DIR", base_dir, 1);
+  sk_set_log_handler(capture, NULL);
+  sk_set_log_level(SK_LOG_INFO);
+  printf("  running as uid %u\n", (unsigned)geteuid());
+  /* The forked cases first, while this process has one thread. */
+  static const harness_case forked[] = {TEST_CASE(test_readonly_cache), TEST_CASE(test_full_cache)};
+  int rc = harness_run(forked, sizeof forked / sizeof forked[0]);
+  sk_team_config cfg = {.struct_size = sizeof cfg, .num_cores = 2};
+  if (sk_team_create(&cfg, &team2) != SK_STATUS_OK) return 1;
+  static const harness_case cases[] = {TEST_CASE(test_foreign_owner)};
+  rc |= harness_run(cases, sizeof cases / sizeof cases[0]);
+  sk_team_destroy(team2);
+  return rc;
+}
