@@ -49,4 +49,11 @@ tsan: deps
 	cd build-tsan && ctest --output-on-failure -j $(JOBS) -LE 'lower_isa|single_thread'
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+
+# libFuzzer targets (fuzz/README.md): builds build-fuzz with clang-14 and runs
+# each target FUZZ_SECONDS seconds (installs clang-14 when missing).
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz
+fuzz:
+	scripts/run_fuzz.sh $(FUZZ_SECONDS)

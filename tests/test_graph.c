@@ -248,6 +248,42 @@ static void test_compile_and_run_errors(void) {
   sk_graph_destroy(NULL);
 }
 
-TEST_MAIN(TEST_CASE(test_inputs_and_outputs), TEST_CASE(test_node_descriptor_errors), TEST_CASE(test_elementwise_errors),
+/* An op whose outputs have no element does nothing and needs no scratch,
+ * however large its other dims (found by fuzz_graph: dequant_swiglu_quant
+ * of fp32 [0, 2^37] sized a per-core workspace by 2^37 and failed to
+ * allocate terabytes). Run eager and fused, with 0-byte buffers. */
+static void test_empty_outputs_need_nothing(void) {
+  sk_graph *graph;
+  CHECK_OK(sk_graph_create(&graph));
+  sk_value x, out[2] = {SK_VALUE_NONE, SK_VALUE_NONE};
+  CHECK_OK(sk_graph_add_input(graph, "x", SK_FP32, 2, (int64_t[]){0, (int64_t)1 << 37}, &x));
+  CHECK_OK(sk_graph_begin_scope(graph, "empty", NULL));
+  sk_op_input slot = {"x", &x, 1};
+  sk_attr mode = SK_ATTR_INT("quant_mode", 1);
+  sk_op_desc d = {.struct_size = sizeof d, .op = "dequant_swiglu_quant", .inputs = &slot, .n_inputs = 1,
+                  .attrs = &mode, .n_attrs = 1};
+  CHECK_OK(sk_graph_add_op(graph, &d, out, 2, NULL));
+  CHECK_OK(sk_graph_end_scope(graph));
+  CHECK_OK(sk_graph_mark_output(graph, out[0], "q"));
+  CHECK_OK(sk_graph_mark_output(graph, out[1], "scale"));
+  sk_team *team;
+  sk_team_config tc = {.struct_size = sizeof tc, .num_cores = 2};
+  CHECK_OK(sk_team_create(&tc, &team));
+  const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_REFERENCE};
+  for (size_t e = 0; e < 3; e++) {
+    sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team, .executor = executors[e]};
+    sk_program *p = NULL;
+    CHECK_OK(sk_compile(graph, &cfg, &p));
+    char dummy[1];
+    sk_buffer in = {"x", dummy, 0};
+    sk_buffer outs[2] = {{"q", dummy, 0}, {"scale", dummy, 0}};
+    CHECK_MSG(sk_program_run(p, team, &in, 1, outs, 2) == SK_STATUS_OK, "executor %zu: %s", e, sk_last_error());
+    sk_program_destroy(p);
+  }
+  sk_team_destroy(team);
+  sk_graph_destroy(graph);
+}
+
+TEST_MAIN(TEST_CASE(test_empty_outputs_need_nothing), TEST_CASE(test_inputs_and_outputs), TEST_CASE(test_node_descriptor_errors), TEST_CASE(test_elementwise_errors),
           TEST_CASE(test_reshape_concat_errors), TEST_CASE(test_grouped_matmul_errors),
           TEST_CASE(test_compile_and_run_errors))

@@ -180,6 +180,8 @@ def sk_bench(sk, scenarios, threads, iters):
         res[(e["scenario"], int(e["threads"]))] = {
             m: modes[m] for m in ("eager", "interp", "jit") if m in modes}
         res[(e["scenario"], int(e["threads"]))]["bitwise_equal"] = e.get("bitwise_equal")
+        if e.get("floor"):  # OpenBLAS's fp32 GEMM floor, when sk found OpenBLAS
+            res[(e["scenario"], int(e["threads"]))]["floor"] = e["floor"]
     return res, " ".join(cmd)
 
 
@@ -299,19 +301,23 @@ def main():
             return d["time"]["median_us"]
         return "not installed" if d["status"].startswith("not installed") else "failed"
 
-    hdr = ["scenario", "threads", "sk eager us", "sk jit us", "torch eager us",
-           "torch.compile us", "ORT us", "torch/jit", "compile/jit", "ORT/jit"]
+    hdr = ["scenario", "threads", "GEMM floor us", "sk eager us", "sk interp us", "sk jit us",
+           "torch eager us", "torch.compile us", "ORT us", "jit/floor", "jit/eager", "torch/jit",
+           "compile/jit", "ORT/jit"]
     table = []
     for e in rows:
-        ske = e["sk"]["eager"]["median_us"] if e["sk"] and "eager" in e["sk"] else None
-        skj = e["sk"]["jit"]["median_us"] if e["sk"] and "jit" in e["sk"] else None
+        def sk_med(m):
+            return e["sk"][m]["median_us"] if e["sk"] and m in e["sk"] else None
+        ske, ski, skj, flo = sk_med("eager"), sk_med("interp"), sk_med("jit"), sk_med("floor")
         pm = [peer_med(e, p) for p in PEERS]
-        table.append([e["scenario"], str(e["threads"]), fmt_us(ske), fmt_us(skj)]
-                     + [fmt_us(v) for v in pm] + [fmt_ratio(v, skj) for v in pm])
+        table.append([e["scenario"], str(e["threads"]), fmt_us(flo), fmt_us(ske), fmt_us(ski), fmt_us(skj)]
+                     + [fmt_us(v) for v in pm] + [fmt_ratio(skj, flo), fmt_ratio(skj, ske)]
+                     + [fmt_ratio(v, skj) for v in pm])
     widths = [max(len(h), *(len(r[i]) for r in table)) if table else len(h)
               for i, h in enumerate(hdr)]
-    print("\nmedian time of one whole-model forward, microseconds (ratios: peer median / "
-          "sk jit median; > 1: sk is faster)")
+    print("\nmedian time of one whole-model forward, microseconds (GEMM floor: OpenBLAS "
+          "cblas_sgemm fp32 on the model's products alone, from sk bench; jit/floor and "
+          "jit/eager: < 1 is faster; peer/jit: > 1, sk is faster)")
     print("  ".join(h.rjust(w) for h, w in zip(hdr, widths)))
     for r in table:
         print("  ".join(c.rjust(w) for c, w in zip(r, widths)))

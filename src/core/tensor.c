@@ -7,11 +7,13 @@ void sk__tensor_init(sk__tensor *t, sk_dtype dtype, int rank, const int64_t *sha
   memset(t, 0, sizeof *t);
   t->dtype = dtype;
   t->rank = rank;
-  int64_t stride = 1;
+  /* Unsigned: ops call this on inferred output shapes before
+   * sk_graph_add_op checks them (sk__shape_check), so it must not overflow. */
+  uint64_t stride = 1;
   for (int i = rank - 1; i >= 0; i--) {
     t->shape[i] = shape[i];
-    t->strides[i] = stride;
-    stride *= shape[i];
+    t->strides[i] = (int64_t)stride;
+    stride *= (uint64_t)shape[i];
   }
 }
 
@@ -58,11 +60,15 @@ bool sk__shape_check(sk_dtype dtype, int rank, const int64_t *shape, char *why, 
       snprintf(why, why_size, "dimension %d is %lld (must be >= 0)", i, (long long)shape[i]);
       return false;
     }
-    if (shape[i] > 0 && bytes > SK_MAX_TENSOR_BYTES / shape[i]) {
+    /* A zero dimension counts as 1 here: it empties the tensor but must not
+     * excuse the others, or strides and partial products of the dims of
+     * [0, 2^40, 2^40] would overflow int64. */
+    int64_t d = shape[i] > 0 ? shape[i] : 1;
+    if (bytes > SK_MAX_TENSOR_BYTES / d) {
       snprintf(why, why_size, "size exceeds 2^48 bytes");
       return false;
     }
-    bytes *= shape[i];
+    bytes *= d;
   }
   return true;
 }

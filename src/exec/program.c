@@ -69,6 +69,12 @@ static sk_status prepare_node(const sk_graph *g, const sk__node *src, int n_core
   }
   dst->io.params = dst->params;
   if (src->def->is_view) return SK_STATUS_OK;
+  /* No output element: nothing to compute, so no blocks and no workspace
+   * (an op would otherwise size its scratch by the other dims: fp32
+   * [0, 2^37] would ask for terabytes). */
+  bool has_output = false;
+  for (size_t i = 0; i < dst->io.n_out; i++) has_output |= sk__tensor_numel(&dst->io.out[i]) > 0;
+  if (!has_output) return SK_STATUS_OK;
   SK_RETURN_IF_ERROR(src->def->tile(&dst->io, n_cores, &dst->tiling));
   dst->io.plan = dst->tiling.plan;
   dst->io.n_blocks = dst->tiling.n_blocks;

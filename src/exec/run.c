@@ -103,12 +103,17 @@ void sk_program_reset_profile(sk_program *p) {
   pthread_mutex_unlock(&p->run_lock);
 }
 
+/* Data of the values of a program without an arena (every one 0 bytes):
+ * non-NULL, like the marker match_buffers gives 0-byte caller buffers, since
+ * kernels do pointer arithmetic on data (NULL + 0 is undefined). */
+static _Alignas(64) unsigned char empty_arena[64];
+
 static void *value_data(const sk_program *p, sk_value v, void *const *in, void *const *out) {
   const sk__storage *s = &p->storage[p->root[v]];
   switch (s->kind) {
     case SK_STORE_INPUT: return in[s->index];
     case SK_STORE_OUTPUT: return out[s->index];
-    default: return (char *)p->arena + s->index;
+    default: return (p->arena ? (char *)p->arena : (char *)empty_arena) + s->index;
   }
 }
 

@@ -266,6 +266,13 @@ sk_status sk_graph_add_op(sk_graph *g, const sk_op_desc *desc, sk_value *outputs
       st = sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: unknown attribute '%s'", ctx.label, desc->attrs[i].name);
   if (st == SK_STATUS_OK && ctx.n_outs == 0)
     st = sk__fail(SK_STATUS_INTERNAL, "%s: the op declared no outputs", ctx.label);
+  /* Inferred outputs obey the limits of graph inputs (at most 2^48 bytes),
+   * e.g. grouped_matmul of [2^32, 0] x [0, 2^32], or a cast to a wider dtype. */
+  for (size_t i = 0; st == SK_STATUS_OK && i < ctx.n_outs; i++) {
+    char why[128];
+    if (!sk__shape_check(ctx.outs[i].dtype, ctx.outs[i].rank, ctx.outs[i].shape, why, sizeof why))
+      st = sk__fail(SK_STATUS_INVALID_SHAPE, "%s: output %zu: %s", ctx.label, i, why);
+  }
   if (st == SK_STATUS_OK && (!outputs || max_outputs < ctx.n_outs))
     st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: the node has %zu outputs but room for %zu was given",
                   ctx.label, ctx.n_outs, outputs ? max_outputs : 0);

@@ -133,6 +133,9 @@ static sk_status parse_group_list(sk__build_ctx *ctx, gmm_params *p, int64_t m) 
       if (list[e] < 0)
         return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list: count %zu is negative (%lld)", op, e,
                         (long long)list[e]);
+      if (list[e] > INT64_MAX - end) /* end + list[e] would overflow */
+        return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list: entry %zu (count %lld) reaches past M = %lld",
+                        op, e, (long long)list[e], (long long)m);
       next = end + list[e];
     }
     if (next > m)

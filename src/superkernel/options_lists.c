@@ -227,11 +227,38 @@ static regex_t *compile_all(char *const *patterns, size_t n, size_t *bad, char *
   return c;
 }
 
+/* Limits on one pattern. glibc's regcomp builds an automaton whose size
+ * doubles with each nested repetition and multiplies with intervals ("a"
+ * and twenty '+' took 700 MB, "(a{1000}){1000}" 200 MB): an option string
+ * must not be able to exhaust memory. Op type names need neither long
+ * patterns nor intervals; six repetitions bound the blow-up at 2^6. */
+enum { PATTERN_MAX_LEN = 256, PATTERN_MAX_REPEATS = 6 };
+
+/* NULL when the pattern is within the limits, else which limit it breaks. */
+static const char *pattern_too_complex(const char *pattern) {
+  if (strlen(pattern) > PATTERN_MAX_LEN) return "longer than 256 characters";
+  int repeats = 0;
+  for (const char *c = pattern; *c; c++) {
+    if (*c == '{') return "an interval {m,n}: write the repetition out";
+    repeats += *c == '*' || *c == '+' || *c == '?';
+  }
+  return repeats > PATTERN_MAX_REPEATS ? "more than 6 repetition operators (*, +, ?)" : NULL;
+}
+
 sk_status sk__options_parse_patterns(const char *key, const char *accepted, const char *value,
                                      sk__op_pattern_list *list) {
   char **items;
   size_t n;
   SK_RETURN_IF_ERROR(split_items(key, accepted, value, &items, &n));
+  for (size_t i = 0; i < n; i++) {
+    const char *limit = pattern_too_complex(items[i]);
+    if (!limit) continue;
+    sk_status st = sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                            "option %s: illegal value '%.300s': pattern '%.300s' is too complex: %s (accepted: %s)", key,
+                            value, items[i], limit, accepted);
+    free_strings(items, n);
+    return st;
+  }
   size_t bad = 0;
   char why[160] = "";
   regex_t *compiled = compile_all(items, n, &bad, why, sizeof why);
