@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/resource.h>
@@ -35,6 +34,7 @@
 #include "exec/program.h"
 #include "graph_builders.h"
 #include "harness.h"
+#include "jit_test_util.h"
 #include "reference_runner.h"
 
 #define NOBODY 65534
@@ -42,73 +42,7 @@
 static char base_dir[PATH_MAX];
 static sk_team *team2; /* created after the forked cases */
 
-/* ---- log capture ---- */
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char log_text[65536];
-static size_t log_len;
-
-static void capture(sk_log_level level, const char *message, void *user) {
-  (void)user;
-  if (level == SK_LOG_WARN) fprintf(stderr, "superkernel: warning: %s\n", message);
-  pthread_mutex_lock(&log_lock);
-  int n = snprintf(log_text + log_len, sizeof log_text - log_len, "%s\n", message);
-  if (n > 0 && log_len + (size_t)n < sizeof log_text) log_len += (size_t)n;
-  pthread_mutex_unlock(&log_lock);
-}
-
-static void log_reset(void) {
-  pthread_mutex_lock(&log_lock);
-  log_len = 0;
-  log_text[0] = '\0';
-  pthread_mutex_unlock(&log_lock);
-}
-
-static size_t log_count(const char *needle) {
-  size_t n = 0;
-  pthread_mutex_lock(&log_lock);
-  for (const char *s = log_text; (s = strstr(s, needle)); s += strlen(needle)) n++;
-  pthread_mutex_unlock(&log_lock);
-  return n;
-}
-
 /* ---- files ---- */
-
-/* Entries of dir (but . and ..) whose name ends in suffix ("" = all) or,
- * with prefix set, starts with prefix. */
-static int count_entries(const char *dir, const char *prefix, const char *suffix) {
-  DIR *d = opendir(dir);
-  int found = 0;
-  for (struct dirent *e; d && (e = readdir(d));) {
-    size_t len = strlen(e->d_name), sl = strlen(suffix);
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    if (prefix && strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
-    if (len >= sl && strcmp(e->d_name + len - sl, suffix) == 0) found++;
-  }
-  if (d) closedir(d);
-  return found;
-}
-
-/* rm -rf of a directory of plain files (made writable first). */
-static void remove_dir(const char *path) {
-  chmod(path, 0700);
-  DIR *d = opendir(path);
-  if (d) {
-    char file[PATH_MAX + 300];
-    for (struct dirent *e; (e = readdir(d));)
-      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-        unlink(file);
-      }
-    closedir(d);
-  }
-  rmdir(path);
-}
-
-static void fresh_dir(const char *path) {
-  remove_dir(path);
-  CHECK_MSG(mkdir(path, 0700) == 0, "mkdir %s: %s", path, strerror(errno));
-}
 
 static void sub_dir(const char *base, const char *sub, char *path, size_t n) {
   if (snprintf(path, n, "%s/%s", base, sub) >= (int)n) abort();
@@ -134,37 +68,11 @@ static bool others_can_reach(const char *path) {
 
 /* ---- the model and the checks ---- */
 
-/* A small one-scope chain (a matmul and an elementwise op). */
-static sk_graph *chain_model(void) {
-  sk_graph *g;
-  CHECK_OK(sk_graph_create(&g));
-  sk_value x = input(g, "x", SK_FP32, 2, (int64_t[]){96, 40}), w = input(g, "w", SK_FP32, 2, (int64_t[]){40, 24});
-  CHECK_OK(sk_graph_begin_scope(g, "chain", NULL));
-  sk_op_input in[] = {{"x", &x, 1}, {"weight", &w, 1}};
-  sk_value h;
-  op(g, "grouped_matmul", "mm", in, 2, NULL, 0, &h, 1);
-  sk_value y = unary(g, "square", "sq", h);
-  CHECK_OK(sk_graph_end_scope(g));
-  CHECK_OK(sk_graph_mark_output(g, y, "y"));
-  return g;
-}
-
 static sk_program *compile(sk_graph *g, sk_team *team, sk_executor executor) {
   sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team, .executor = executor};
   sk_program *p = NULL;
   CHECK_OK(sk_compile(g, &cfg, &p));
   return p;
-}
-
-/* Super-kernel steps, and how many of them run JIT code. */
-static size_t count_plans(const sk_program *p, size_t *jitted) {
-  size_t n = 0;
-  *jitted = 0;
-  for (size_t s = 0; p && s < p->n_steps; s++) {
-    n += p->steps[s].plan != NULL;
-    *jitted += p->steps[s].plan && p->steps[s].jit && p->steps[s].jit_entry;
-  }
-  return n;
 }
 
 /* Runs p and eager three times each on the same inputs; the number of

@@ -23,7 +23,6 @@
  * Under ThreadSanitizer it runs too (the parent is single-threaded when it
  * forks, which TSan supports). $SK_CACHE_DIR is set by
  * tests/reliability.cmake under the build tree. */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -37,6 +36,7 @@
 #include "graph_builders.h"
 #include "harness.h"
 #include "jit/jit.h"
+#include "jit_test_util.h"
 #include "reference_runner.h"
 
 #define N_THREADS 4
@@ -61,51 +61,7 @@
 
 static char base_dir[PATH_MAX];
 
-/* ---- log capture (from any thread) ---- */
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char log_text[1 << 17];
-static size_t log_len;
-
-static void capture(sk_log_level level, const char *message, void *user) {
-  (void)user;
-  if (level == SK_LOG_WARN) fprintf(stderr, "superkernel: warning: %s\n", message);
-  pthread_mutex_lock(&log_lock);
-  int n = snprintf(log_text + log_len, sizeof log_text - log_len, "%s\n", message);
-  if (n > 0 && log_len + (size_t)n < sizeof log_text) log_len += (size_t)n;
-  pthread_mutex_unlock(&log_lock);
-}
-
-static void log_reset(void) {
-  pthread_mutex_lock(&log_lock);
-  log_len = 0;
-  log_text[0] = '\0';
-  pthread_mutex_unlock(&log_lock);
-}
-
-static bool log_has(const char *fragment) {
-  pthread_mutex_lock(&log_lock);
-  bool has = strstr(log_text, fragment) != NULL;
-  pthread_mutex_unlock(&log_lock);
-  return has;
-}
-
 /* ---- graphs ---- */
-
-/* A one-scope chain: a matmul and an elementwise op. */
-static sk_graph *chain_model(void) {
-  sk_graph *g;
-  CHECK_OK(sk_graph_create(&g));
-  sk_value x = input(g, "x", SK_FP32, 2, (int64_t[]){96, 40}), w = input(g, "w", SK_FP32, 2, (int64_t[]){40, 24});
-  CHECK_OK(sk_graph_begin_scope(g, "chain", NULL));
-  sk_op_input in[] = {{"x", &x, 1}, {"weight", &w, 1}};
-  sk_value h;
-  op(g, "grouped_matmul", "mm", in, 2, NULL, 0, &h, 1);
-  sk_value y = unary(g, "square", "sq", h);
-  CHECK_OK(sk_graph_end_scope(g));
-  CHECK_OK(sk_graph_mark_output(g, y, "y"));
-  return g;
-}
 
 /* A one-scope vector chain: (x*x + y) * y. */
 static sk_graph *vector_model(void) {
@@ -129,16 +85,6 @@ static sk_program *compile_quiet(const sk_graph *g, const sk_team *team, sk_exec
     return NULL;
   }
   return p;
-}
-
-/* Every super kernel of p runs JIT code (and there is at least one). */
-static bool all_jitted(const sk_program *p) {
-  size_t n = 0, jitted = 0;
-  for (size_t s = 0; p && s < p->n_steps; s++) {
-    n += p->steps[s].plan != NULL;
-    jitted += p->steps[s].plan && p->steps[s].jit && p->steps[s].jit_entry;
-  }
-  return n > 0 && jitted == n;
 }
 
 static void poison_outputs(rr_buffers *b) {
@@ -174,36 +120,6 @@ static void check_verdicts(const verdict *v, int n, const char *what) {
 }
 
 /* ---- several processes sharing one cache ---- */
-
-/* rm -rf of a directory of plain files, then mkdir 0700. */
-static void fresh_dir(const char *path) {
-  DIR *d = opendir(path);
-  if (d) {
-    char file[PATH_MAX + 300];
-    for (struct dirent *e; (e = readdir(d));)
-      if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-        unlink(file);
-      }
-    closedir(d);
-    rmdir(path);
-  }
-  CHECK(mkdir(path, 0700) == 0);
-}
-
-/* Files in dir whose name starts with prefix and ends with suffix. */
-static int count_files(const char *dir, const char *prefix, const char *suffix) {
-  DIR *d = opendir(dir);
-  int found = 0;
-  for (struct dirent *e; d && (e = readdir(d));) {
-    size_t len = strlen(e->d_name), pl = strlen(prefix), sl = strlen(suffix);
-    if (len >= pl + sl && strncmp(e->d_name, prefix, pl) == 0 && strcmp(e->d_name + len - sl, suffix) == 0 &&
-        strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-      found++;
-  }
-  if (d) closedir(d);
-  return found;
-}
 
 static bool write_file(const char *path, const void *data, size_t n) {
   FILE *f = fopen(path, "wb");
@@ -317,11 +233,11 @@ static void test_processes_share_cache(void) {
       }
     }
     /* One complete entry per key, nothing else. */
-    CHECK_MSG(count_files(dir, "", ".so") == 2, "%d objects", count_files(dir, "", ".so"));
-    CHECK_MSG(count_files(dir, "", ".sha256") == 2, "%d checksums", count_files(dir, "", ".sha256"));
-    CHECK_MSG(count_files(dir, "", ".c") == 2, "%d sources", count_files(dir, "", ".c"));
-    CHECK_MSG(count_files(dir, "tmp-", "") == 0, "%d temporaries left", count_files(dir, "tmp-", ""));
-    CHECK_MSG(count_files(dir, "", "") == 6 + 2 * N_PROCS, "%d files", count_files(dir, "", ""));
+    CHECK_MSG(count_entries(dir, "", ".so") == 2, "%d objects", count_entries(dir, "", ".so"));
+    CHECK_MSG(count_entries(dir, "", ".sha256") == 2, "%d checksums", count_entries(dir, "", ".sha256"));
+    CHECK_MSG(count_entries(dir, "", ".c") == 2, "%d sources", count_entries(dir, "", ".c"));
+    CHECK_MSG(count_entries(dir, "tmp-", "") == 0, "%d temporaries left", count_entries(dir, "tmp-", ""));
+    CHECK_MSG(count_entries(dir, "", "") == 6 + 2 * N_PROCS, "%d files", count_entries(dir, "", ""));
     /* And both entries are valid: this process loads them as cache hits. */
     log_reset();
     sk__jit_counters before, after;

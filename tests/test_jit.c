@@ -24,6 +24,7 @@
 #include "harness.h"
 #include "jit/jit.h"
 #include "jit/sha256.h"
+#include "jit_test_util.h"
 #include "ops/op.h"
 #include "profile/profile.h"
 #include "reference_runner.h"
@@ -34,63 +35,13 @@
 static sk_team *teams[4]; /* 1, 2, 3, 4 cores */
 static char base_dir[PATH_MAX];
 
-/* ---- log capture: warnings and info lines, for fallback and cache checks ---- */
-
-static char log_text[65536];
-static size_t log_len;
-
-static void capture(sk_log_level level, const char *message, void *user) {
-  (void)user;
-  if (level == SK_LOG_WARN) fprintf(stderr, "superkernel: warning: %s\n", message);
-  int n = snprintf(log_text + log_len, sizeof log_text - log_len, "%s\n", message);
-  if (n > 0 && log_len + (size_t)n < sizeof log_text) log_len += (size_t)n;
-}
-
-static void log_reset(void) {
-  log_len = 0;
-  log_text[0] = '\0';
-}
-
-static bool log_has(const char *fragment) { return strstr(log_text, fragment) != NULL; }
-
-/* ---- graphs ---- */
-
-/* A small one-scope chain (a matmul and an elementwise op). */
-static sk_graph *chain_model(void) {
-  sk_graph *g;
-  CHECK_OK(sk_graph_create(&g));
-  sk_value x = input(g, "x", SK_FP32, 2, (int64_t[]){96, 40}), w = input(g, "w", SK_FP32, 2, (int64_t[]){40, 24});
-  CHECK_OK(sk_graph_begin_scope(g, "chain", NULL));
-  sk_op_input in[] = {{"x", &x, 1}, {"weight", &w, 1}};
-  sk_value h;
-  op(g, "grouped_matmul", "mm", in, 2, NULL, 0, &h, 1);
-  sk_value y = unary(g, "square", "sq", h);
-  CHECK_OK(sk_graph_end_scope(g));
-  CHECK_OK(sk_graph_mark_output(g, y, "y"));
-  return g;
-}
+/* ---- compiling and comparing ---- */
 
 static sk_program *compile(sk_graph *g, sk_team *team, sk_executor executor, const char *options) {
   sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team, .executor = executor, .default_options = options};
   sk_program *p = NULL;
   CHECK_OK(sk_compile(g, &cfg, &p));
   return p;
-}
-
-/* Super-kernel steps, and how many of them the JIT runs. */
-static size_t count_plans(const sk_program *p, size_t *jitted) {
-  size_t n = 0;
-  *jitted = 0;
-  for (size_t s = 0; p && s < p->n_steps; s++) {
-    n += p->steps[s].plan != NULL;
-    *jitted += p->steps[s].plan && p->steps[s].jit && p->steps[s].jit_entry;
-  }
-  return n;
-}
-
-static bool all_jitted(const sk_program *p) {
-  size_t jitted, n = count_plans(p, &jitted);
-  return n > 0 && jitted == n;
 }
 
 static const sk__plan *first_plan(const sk_program *p) {
@@ -392,23 +343,6 @@ static void test_source(void) {
 }
 
 /* ---- the cache ---- */
-
-/* rm -rf of a directory of plain files, then mkdir 0700. */
-static void fresh_dir(const char *path) {
-  DIR *d = opendir(path);
-  if (d) {
-    struct dirent *e;
-    char file[PATH_MAX + 300];
-    while ((e = readdir(d)))
-      if (e->d_name[0] != '.') {
-        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-        unlink(file);
-      }
-    closedir(d);
-    rmdir(path);
-  }
-  CHECK(mkdir(path, 0700) == 0);
-}
 
 /* Files in dir ending in suffix; the first one's path into first. */
 static int count_files(const char *dir, const char *suffix, char *first, size_t n) {
