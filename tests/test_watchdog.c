@@ -177,6 +177,32 @@ static void test_slow_producer(void) {
   }
 }
 
+/* Runtime-only fusion (sk_fused_kernel_*): the same, with the limit from
+ * $SK_WATCHDOG_MS, fused (interp) and each kernel on its own (eager). */
+static void test_fused_kernel(void) {
+  setenv("SK_WATCHDOG_MS", "150", 1);
+  const char *modes[] = {"interp", "eager"};
+  for (int m = 0; m < 2; m++) {
+    setenv("SK_EXECUTOR", modes[m], 1);
+    sk_kernel *kernels[2] = {sleeper, skipper};
+    sk_fused_kernel *fk = NULL;
+    CHECK_OK(sk_fused_kernel_create(kernels, 2, m == 0 ? "feed-sync-all=1" : NULL, team2, &fk));
+    run_io io = {0};
+    float mid[N];
+    void *sleeper_args[] = {io.x, mid}, *skipper_args[] = {mid, io.y, io.partial};
+    void *const *args[] = {sleeper_args, skipper_args};
+    atomic_store(&g_skip, 1);
+    sk_status st = sk_fused_kernel_launch(fk, args);
+    CHECK_MSG(st == SK_STATUS_TIMEOUT && strstr(sk_last_error(), "skipper"), "%s: got %s (%s)", modes[m],
+              sk_status_string(st), sk_last_error());
+    atomic_store(&g_skip, -1);
+    CHECK_MSG(sk_fused_kernel_launch(fk, args) == SK_STATUS_OK, "%s: after a timeout: %s", modes[m], sk_last_error());
+    sk_fused_kernel_destroy(fk);
+  }
+  unsetenv("SK_EXECUTOR");
+  unsetenv("SK_WATCHDOG_MS");
+}
+
 /* A limit that is not passed changes nothing; a negative one is never. */
 static void test_no_false_alarm(void) {
   sk_graph *g = graph_with("sleeper", "early-start=1");
@@ -247,6 +273,7 @@ static void run_all(void) {
   test_skipped_barrier();
   test_slow_producer();
   test_no_false_alarm();
+  test_fused_kernel();
   teardown();
 }
 

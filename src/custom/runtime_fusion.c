@@ -96,6 +96,7 @@ static sk_status prepare_node(sk_fused_kernel *fk, sk_kernel *const *kernels, si
     if (!node->eager_barrier) return oom();
     SK_RETURN_IF_ERROR(sk__barrier_init(node->eager_barrier, (int)k->desc.block_count));
     node->io.barrier = node->eager_barrier;
+    SK_RETURN_IF_ERROR(sk__watch_eager_barrier(fk->p, node));
   }
   return SK_STATUS_OK;
 }
@@ -240,6 +241,7 @@ sk_status sk_fused_kernel_create(sk_kernel *const *kernels, size_t n, const char
   }
   pthread_mutex_init(&fk->lock, NULL);
   pthread_mutex_init(&p->run_lock, NULL);
+  sk__watchdog_init(&p->watchdog, sk__watchdog_resolve_ms(0)); /* $SK_WATCHDOG_MS or 60 s */
   fk->p = p;
   fk->team = team;
   fk->n_kernels = n;
@@ -287,13 +289,14 @@ static sk_status run_steps(sk_fused_kernel *fk) {
       SK_RETURN_IF_ERROR(sk__plan_run(p->steps[s].plan, p, fk->team));
       continue;
     }
-    const sk__exec_node *node = &p->nodes[p->steps[s].node];
+    sk__exec_node *node = &p->nodes[p->steps[s].node];
     own_launch l = {node, p->workspaces};
     if (fk->team) {
       SK_RETURN_IF_ERROR(sk_team_launch(fk->team, own_block, &l, node->tiling.n_blocks));
     } else {
       for (int64_t b = 0; b < node->tiling.n_blocks; b++) own_block(&l, b, 0);
     }
+    SK_RETURN_IF_ERROR(sk__settle_eager_barrier(p, node));
   }
   return SK_STATUS_OK;
 }

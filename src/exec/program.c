@@ -93,7 +93,7 @@ static sk_status prepare_node(const sk_graph *g, const sk__node *src, int n_core
 
 /* An op with a team barrier, launched on its own, waits under the
  * program's watchdog, named in its messages as "op 'name' (type)". */
-static sk_status watch_eager_barrier(sk_program *p, sk__exec_node *n) {
+sk_status sk__watch_eager_barrier(sk_program *p, sk__exec_node *n) {
   if (!n->eager_barrier) return SK_STATUS_OK;
   size_t len = strlen(n->name) + strlen(n->def->type) + 16;
   if (!(n->watch_label = malloc(len))) return fail_oom();
@@ -230,7 +230,7 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
     st = prepare_node(g, &g->nodes[i], p->tiled_cores, &p->nodes[i]);
     if (p->nodes[i].tiling.workspace_bytes > p->workspace_bytes) p->workspace_bytes = p->nodes[i].tiling.workspace_bytes;
   }
-  for (size_t i = 0; st == SK_STATUS_OK && i < p->n_nodes; i++) st = watch_eager_barrier(p, &p->nodes[i]);
+  for (size_t i = 0; st == SK_STATUS_OK && i < p->n_nodes; i++) st = sk__watch_eager_barrier(p, &p->nodes[i]);
   if (st == SK_STATUS_OK) st = plan_storage(g, p);
   if (st == SK_STATUS_OK) st = sk__program_build_steps(p, g, cfg && cfg->struct_size >= offsetof(sk_compile_config, default_options) + sizeof(cfg->default_options) ? cfg->default_options : NULL);
   if (st != SK_STATUS_OK) {
@@ -271,4 +271,10 @@ sk_status sk_program_output_info(const sk_program *p, size_t i, const char **nam
   sk__clear_error();
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_output_info: program is NULL");
   return binding_info(p->outputs, p->n_outputs, i, "output", name_out, dtype_out, rank_out, shape_out);
+}
+
+sk_status sk__settle_eager_barrier(sk_program *p, sk__exec_node *n) {
+  if (!n->eager_barrier || !sk__watchdog_tripped(&p->watchdog)) return SK_STATUS_OK;
+  sk__barrier_reset(n->eager_barrier); /* a block never reached it */
+  return sk__watchdog_take(&p->watchdog);
 }

@@ -83,4 +83,11 @@ struct sk_program {
   sk__watchdog watchdog;   /* watches every wait inside this program's launches */
 };
 
+/* An op with a team barrier, launched on its own, waits under the
+ * program's watchdog; its messages name it "op 'name' (type)". */
+sk_status sk__watch_eager_barrier(sk_program *p, sk__exec_node *n);
+/* After such an op's own launch: SK_STATUS_TIMEOUT (its barrier reset)
+ * when the watchdog abandoned it, else SK_STATUS_OK. */
+sk_status sk__settle_eager_barrier(sk_program *p, sk__exec_node *n);
+
 #endif

@@ -151,10 +151,7 @@ static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out)
     } else {
       for (int64_t b = 0; b < n->tiling.n_blocks; b++) run_block(&ctx, b, 0);
     }
-    if (n->eager_barrier && sk__watchdog_tripped(&p->watchdog)) { /* a block never reached the barrier */
-      sk__barrier_reset(n->eager_barrier);
-      return sk__watchdog_take(&p->watchdog);
-    }
+    SK_RETURN_IF_ERROR(sk__settle_eager_barrier(p, &p->nodes[p->steps[s].node]));
     if (launches) sk__profile_add(launches, launches->n_cores, SK_PROF_LAUNCH, (int32_t)s, 0, 0, t0, sk__tsc());
   }
   /* Outputs not computed in place (program.h) are copied now. */
