@@ -334,6 +334,28 @@ static void test_full_cache(void) {
   }
 }
 
+/* A compile-options flag that makes the compiler write a file beside its
+ * output (-gsplit-dwarf: <key>.so-<key>.dwo) must not leave the compile's
+ * private directory behind. */
+static void test_extra_compiler_files(void) {
+  char dir[PATH_MAX];
+  sub_dir(base_dir, "dwo", dir, sizeof dir);
+  fresh_dir(dir);
+  setenv("SK_CACHE_DIR", dir, 1);
+  sk_graph *g = chain_model();
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team2, .executor = SK_EXECUTOR_JIT,
+                           .default_options = "compile-options=-O2,-gsplit-dwarf"};
+  sk_program *p = NULL;
+  CHECK_OK(sk_compile(g, &cfg, &p));
+  size_t jitted, plans = count_plans(p, &jitted);
+  CHECK_MSG(plans > 0 && jitted == plans, "expected the JIT: %s", log_text);
+  CHECK_MSG(count_entries(dir, "tmp-", "") == 0, "%d private directories left in %s", count_entries(dir, "tmp-", ""), dir);
+  CHECK(count_entries(dir, "", ".so") == 1);
+  sk_program_destroy(p);
+  sk_graph_destroy(g);
+  setenv("SK_CACHE_DIR", base_dir, 1);
+}
+
 int main(void) {
   const char *dir = getenv("SK_CACHE_DIR");
   snprintf(base_dir, sizeof base_dir, "%s", dir && *dir ? dir : "cache_faults_cache");
@@ -348,7 +370,7 @@ int main(void) {
   int rc = harness_run(forked, sizeof forked / sizeof forked[0]);
   sk_team_config cfg = {.struct_size = sizeof cfg, .num_cores = 2};
   if (sk_team_create(&cfg, &team2) != SK_STATUS_OK) return 1;
-  static const harness_case cases[] = {TEST_CASE(test_foreign_owner)};
+  static const harness_case cases[] = {TEST_CASE(test_foreign_owner), TEST_CASE(test_extra_compiler_files)};
   rc |= harness_run(cases, sizeof cases / sizeof cases[0]);
   sk_team_destroy(team2);
   return rc;

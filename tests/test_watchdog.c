@@ -112,15 +112,16 @@ static sk_program *compile(sk_graph *g, sk_executor executor, int64_t watchdog_m
   return p;
 }
 
-static const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
-static const char *const executor_names[] = {"eager", "interp", "jit"};
+static const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT,
+                                        SK_EXECUTOR_REFERENCE};
+static const char *const executor_names[] = {"eager", "interp", "jit", "reference"};
 
 /* A block that never reaches its barrier: TIMEOUT naming the culprit (and
  * its scope when fused), quickly; then the same program runs correctly,
  * twice over (the abandoned launch's barrier state was reset). */
 static void test_skipped_barrier(void) {
   sk_graph *g = graph_with("skipper", NULL);
-  for (int e = 0; e < 3; e++) {
+  for (int e = 0; e < 4; e++) {
     sk_program *p = compile(g, executors[e], WATCHDOG_MS);
     run_io good = {0}, io = {0};
     for (int i = 0; i < N; i++) good.x[i] = io.x[i] = (float)i * 0.25f - 3;
@@ -133,11 +134,16 @@ static void test_skipped_barrier(void) {
       double took = now_s() - t0;
       CHECK_MSG(st == SK_STATUS_TIMEOUT, "%s: got %s (%s)", executor_names[e], sk_status_string(st), sk_last_error());
       /* Fused, the skipping core may go on to wait for the stuck block's
-       * output, and either wait may give up first: both name the culprit. */
-      CHECK_MSG(strstr(sk_last_error(), "culprit") && (strstr(sk_last_error(), "at its team barrier") ||
-                                                       strstr(sk_last_error(), "of sub-kernel 'culprit'")),
-                "%s: %s", executor_names[e], sk_last_error());
-      if (executors[e] != SK_EXECUTOR_EAGER)
+       * output, and either wait may give up first: both name the culprit.
+       * The reference runs the kernel's blocks on a team of its own. */
+      if (executors[e] == SK_EXECUTOR_REFERENCE)
+        CHECK_MSG(strstr(sk_last_error(), "skipper") && strstr(sk_last_error(), "(reference run)"), "%s: %s",
+                  executor_names[e], sk_last_error());
+      else
+        CHECK_MSG(strstr(sk_last_error(), "culprit") && (strstr(sk_last_error(), "at its team barrier") ||
+                                                         strstr(sk_last_error(), "of sub-kernel 'culprit'")),
+                  "%s: %s", executor_names[e], sk_last_error());
+      if (executors[e] == SK_EXECUTOR_INTERP || executors[e] == SK_EXECUTOR_JIT)
         CHECK_MSG(strstr(sk_last_error(), "scope 'hang_scope'"), "%s: %s", executor_names[e], sk_last_error());
       CHECK_MSG(took < 5.0, "%s: the watchdog took %.2f s for a %d ms limit", executor_names[e], took, WATCHDOG_MS);
       atomic_store(&g_skip, -1);
@@ -201,6 +207,42 @@ static void test_fused_kernel(void) {
   }
   unsetenv("SK_EXECUTOR");
   unsetenv("SK_WATCHDOG_MS");
+}
+
+/* A run refused before any core started (a nested launch from inside a
+ * block) must leave the super kernel's flags as they were: the next run
+ * is normal, not a timeout on flags one launch behind. */
+typedef struct nested_arg {
+  sk_program *p;
+  run_io *io;
+  sk_status st;
+} nested_arg;
+
+static void nested_block(void *arg, int64_t block, int core) {
+  (void)block, (void)core;
+  nested_arg *a = arg;
+  a->st = run(a->p, a->io);
+}
+
+static void test_refused_run(void) {
+  sk_graph *g = graph_with("sleeper", "early-start=1");
+  sk_team *outer;
+  sk_team_config tc = {.struct_size = sizeof tc, .num_cores = 1};
+  CHECK_OK(sk_team_create(&tc, &outer));
+  for (int e = 1; e < 3; e++) {
+    sk_program *p = compile(g, executors[e], 2000);
+    run_io io = {0};
+    CHECK_OK(run(p, &io));
+    nested_arg a = {p, &io, SK_STATUS_OK};
+    CHECK_OK(sk_team_launch(outer, nested_block, &a, 1));
+    CHECK_MSG(a.st == SK_STATUS_INVALID_STATE, "%s: nested run gave %s", executor_names[e], sk_status_string(a.st));
+    double t0 = now_s();
+    CHECK_MSG(run(p, &io) == SK_STATUS_OK && now_s() - t0 < 1.0, "%s: the run after a refused one: %s (%.2f s)",
+              executor_names[e], sk_last_error(), now_s() - t0);
+    sk_program_destroy(p);
+  }
+  sk_team_destroy(outer);
+  sk_graph_destroy(g);
 }
 
 /* A limit that is not passed changes nothing; a negative one is never. */
@@ -274,6 +316,7 @@ static void run_all(void) {
   test_slow_producer();
   test_no_false_alarm();
   test_fused_kernel();
+  test_refused_run();
   teardown();
 }
 

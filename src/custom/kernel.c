@@ -157,12 +157,15 @@ static void reference_on_team(const sk_kernel *k, const sk__node_io *io, void *c
   r.workspaces = calloc((size_t)n, sizeof *r.workspaces);
   bool ok = r.barrier && r.workspaces && sk__barrier_init(r.barrier, n) == SK_STATUS_OK;
   for (int b = 0; ok && k->desc.workspace_bytes && b < n; b++) ok = (r.workspaces[b] = sk__aligned_alloc(k->desc.workspace_bytes));
-  sk__watchdog wd; /* a kernel that skips its barrier must not hang the reference either */
-  sk__watchdog_init(&wd, sk__watchdog_resolve_ms(0));
-  if (ok) sk__barrier_watch(r.barrier, &wd, k->name, "at its team barrier (reference run)");
+  /* A kernel that skips its barrier must not hang the reference either:
+   * the barrier is under the running program's watchdog, which fails the
+   * run (exec/run.c); outside a program run, under one of its own. */
+  sk__watchdog own, *wd = sk__watchdog_current();
+  if (!wd) sk__watchdog_init(wd = &own, sk__watchdog_resolve_ms(0));
+  if (ok) sk__barrier_watch(r.barrier, wd, k->name, "at its team barrier (reference run)");
   if (ok) ok = sk_team_create(&cfg, &team) == SK_STATUS_OK;
   if (ok) ok = sk_team_launch(team, ref_block, &r, n) == SK_STATUS_OK;
-  if (ok && sk__watchdog_tripped(&wd)) ok = sk__watchdog_take(&wd) == SK_STATUS_OK;
+  if (ok && wd == &own && sk__watchdog_tripped(&own)) ok = sk__watchdog_take(&own) == SK_STATUS_OK;
   if (!ok)
     sk__log(SK_LOG_ERROR, "kernel %s: reference: cannot run its %d blocks at once (they meet at a barrier): %s",
             k->name, n, sk_last_error());

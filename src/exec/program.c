@@ -72,9 +72,7 @@ static sk_status prepare_node(const sk_graph *g, const sk__node *src, int n_core
   /* No output element: nothing to compute, so no blocks and no workspace
    * (an op would otherwise size its scratch by the other dims: fp32
    * [0, 2^37] would ask for terabytes). */
-  bool has_output = false;
-  for (size_t i = 0; i < dst->io.n_out; i++) has_output |= sk__tensor_numel(&dst->io.out[i]) > 0;
-  if (!has_output) return SK_STATUS_OK;
+  if (!sk__node_has_output(dst)) return SK_STATUS_OK;
   SK_RETURN_IF_ERROR(src->def->tile(&dst->io, n_cores, &dst->tiling));
   dst->io.plan = dst->tiling.plan;
   dst->io.n_blocks = dst->tiling.n_blocks;
@@ -271,6 +269,12 @@ sk_status sk_program_output_info(const sk_program *p, size_t i, const char **nam
   sk__clear_error();
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_output_info: program is NULL");
   return binding_info(p->outputs, p->n_outputs, i, "output", name_out, dtype_out, rank_out, shape_out);
+}
+
+bool sk__node_has_output(const sk__exec_node *n) {
+  for (size_t i = 0; i < n->io.n_out; i++)
+    if (sk__tensor_numel(&n->io.out[i]) > 0) return true;
+  return false;
 }
 
 sk_status sk__settle_eager_barrier(sk_program *p, sk__exec_node *n) {

@@ -83,6 +83,10 @@ struct sk_program {
   sk__watchdog watchdog;   /* watches every wait inside this program's launches */
 };
 
+/* Whether the node has an output element to compute: one without gets no
+ * blocks, no workspace and no reference run. */
+bool sk__node_has_output(const sk__exec_node *n);
+
 /* An op with a team barrier, launched on its own, waits under the
  * program's watchdog; its messages name it "op 'name' (type)". */
 sk_status sk__watch_eager_barrier(sk_program *p, sk__exec_node *n);

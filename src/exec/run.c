@@ -138,7 +138,11 @@ static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out)
     }
     const sk__exec_node *n = &p->nodes[p->steps[s].node];
     if (p->executor == SK_EXECUTOR_REFERENCE) {
+      if (!sk__node_has_output(n)) continue; /* as the other executors: no blocks */
+      sk__watchdog_set_current(&p->watchdog); /* for references that run blocks on a team */
       n->def->reference(&n->io);
+      sk__watchdog_set_current(NULL);
+      SK_RETURN_IF_ERROR(sk__watchdog_take(&p->watchdog));
       continue;
     }
     if (n->tiling.n_blocks == 0) continue;

@@ -288,6 +288,23 @@ static sk_status write_new_file(const char *path, const char *text) {
   return SK_STATUS_OK;
 }
 
+/* Removes a compile's private directory: every file in it (ours, or one a
+ * compile-options flag made the compiler write beside its output, such as
+ * -gsplit-dwarf's .dwo), then the directory. It was made 0700 by mkdtemp;
+ * entries are unlinked through the opened directory, never followed. */
+static bool remove_private_dir(const char *path) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  for (struct dirent *e; (e = readdir(d));)
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) unlinkat(dirfd(d), e->d_name, 0);
+  closedir(d);
+  return rmdir(path) == 0;
+}
+
 /* Compiles body (with its key line) into dir/<key>.so and loads it.
  *
  * Everything is built in a private directory dir/tmp-XXXXXX (mkdtemp,
@@ -327,8 +344,7 @@ static sk_status compile_into(const char *dir, const char *key, const char *body
     dlclose(*handle);
     *handle = NULL;
   }
-  for (int i = 0; i < 3; i++) unlink(from[i]); /* what was not moved */
-  rmdir(tmp);
+  remove_private_dir(tmp); /* what was not moved */
   return st;
 }
 
@@ -439,23 +455,6 @@ static bool cache_file(const char *name, bool *tmp) {
   return true;
 }
 
-/* Removes the private directory `name` of a crashed compile (its files:
- * our own names only) and the directory itself. */
-static bool remove_private_dir(int parent, const char *name) {
-  int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-  if (!d) {
-    if (fd >= 0) close(fd);
-    return false;
-  }
-  struct dirent *e;
-  bool tmp;
-  while ((e = readdir(d)))
-    if (cache_file(e->d_name, &tmp)) unlinkat(dirfd(d), e->d_name, 0);
-  closedir(d);
-  return unlinkat(parent, name, AT_REMOVEDIR) == 0;
-}
-
 sk_status sk_jit_cache_clear(size_t *removed) {
   sk__clear_error();
   if (removed) *removed = 0;
@@ -470,7 +469,9 @@ sk_status sk_jit_cache_clear(size_t *removed) {
     struct stat st;
     if (strncmp(e->d_name, "tmp-", 4) == 0 && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISDIR(st.st_mode)) { /* a compile's private directory */
-      if (now - st.st_mtime >= 600 && remove_private_dir(dirfd(d), e->d_name) && removed) (*removed)++;
+      char path[PATH_MAX + 256];
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      if (now - st.st_mtime >= 600 && remove_private_dir(path) && removed) (*removed)++;
       continue;
     }
     if (!cache_file(e->d_name, &tmp)) continue;

@@ -41,7 +41,7 @@ static int32_t cb_wait(const sk_jit_env *env, int32_t flag) {
   const sk__jit_step *js = env->lib;
   sk__wait_result r = sk__wait_until_equal_watched(&js->plan->flags[flag], env->epoch, js->plan->wd);
   if (r == SK_WAIT_TIMED_OUT)
-    sk__plan_trip_flag(js->plan, js->p, js->plan->scope_label, flag, sk__team_current_core() < 0 ? 0 : sk__team_current_core());
+    sk__plan_trip_flag(js->plan, js->p, js->plan->scope_label, flag, sk__team_current_core());
   return r != SK_WAIT_OK;
 }
 static void cb_wake(const sk_jit_env *env, int32_t flag) { sk__wait_wake(&plan_of(env)->flags[flag]); }
@@ -192,8 +192,15 @@ sk_status sk__jit_run(sk__step *step, const sk_program *p, sk_team *team) {
   /* Written before the launch, which orders it before every core's reads. */
   js->env.epoch = ++plan->epoch;
   js->env.workspace = p->workspaces; /* may have been reallocated for a larger team */
-  if (!team) core_main(js, 0, 0);
-  else SK_RETURN_IF_ERROR(sk_team_launch(team, core_main, js, n_cores));
+  if (!team) {
+    core_main(js, 0, 0);
+  } else {
+    sk_status st = sk_team_launch(team, core_main, js, n_cores);
+    if (st != SK_STATUS_OK) {
+      js->env.epoch = --plan->epoch; /* refused (a nested launch): no core ran, no flag reached this epoch */
+      return st;
+    }
+  }
   return sk__plan_settle(plan);
 }
 

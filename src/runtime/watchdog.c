@@ -23,8 +23,9 @@ int64_t sk__watchdog_resolve_ms(int64_t configured_ms) {
 }
 
 void sk__watchdog_init(sk__watchdog *wd, int64_t timeout_ms) {
-  /* Clamp so the conversion to ns cannot overflow (~292 years is "never"). */
-  if (timeout_ms > INT64_MAX / 1000000) timeout_ms = INT64_MAX / 1000000;
+  /* Clamp so neither the conversion to ns nor now + timeout can overflow
+   * (~73 years is "never"). */
+  if (timeout_ms > INT64_MAX / 4 / 1000000) timeout_ms = INT64_MAX / 4 / 1000000;
   wd->timeout_ns = timeout_ms > 0 ? timeout_ms * 1000000 : 0;
   atomic_init(&wd->tripped, 0);
   wd->message[0] = '\0';
@@ -37,11 +38,16 @@ void sk__watchdog_trip(sk__watchdog *wd, const char *who, const char *what, int 
    * pair), so other cores never read it while it is being written. */
   if (!atomic_compare_exchange_strong(&wd->tripped, &expected, 1)) return;
   snprintf(wd->message, sizeof wd->message,
-           "watchdog: %s: core %d waited %lld ms %s without progress; a block never got there (a kernel that "
-           "skips its barrier, or an endless block); the run was abandoned (the limit is the compile config's "
-           "watchdog_ms or $SK_WATCHDOG_MS)",
-           who ? who : "?", core, (long long)(wd->timeout_ns / 1000000), what ? what : "");
+           "watchdog: %s: core %d waited %lld ms %s; a block never got there (a kernel that skips its barrier) "
+           "or took longer than that; the run was abandoned (the limit is the compile config's watchdog_ms or "
+           "$SK_WATCHDOG_MS)",
+           who ? who : "?", core < 0 ? 0 : core, (long long)(wd->timeout_ns / 1000000), what ? what : "");
 }
+
+static _Thread_local sk__watchdog *tl_current;
+
+void sk__watchdog_set_current(sk__watchdog *wd) { tl_current = wd; }
+sk__watchdog *sk__watchdog_current(void) { return tl_current; }
 
 sk_status sk__watchdog_take(sk__watchdog *wd) {
   if (!sk__watchdog_tripped(wd)) return SK_STATUS_OK;

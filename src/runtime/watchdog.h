@@ -3,7 +3,10 @@
  * A core waiting at a barrier or for an early-start flag waits for other
  * cores' progress. If a block never arrives (a custom kernel that skips its
  * sk_kernel_barrier call, a planner bug), the wait would last forever. With a
- * watchdog, a wait that sees no change for `timeout_ns` gives up: the first
+ * watchdog, a single wait that lasts longer than `timeout_ns` gives up
+ * (counted from when it goes to sleep; a wait has nothing to measure
+ * progress by before its word changes, so a legitimately longer block
+ * needs a larger limit): the first
  * core to give up "trips" the watchdog with a message naming the scope, the
  * sub-kernel and what it waited for; every other watched wait then returns at
  * once, each core abandons the rest of its task list, the launch finishes,
@@ -59,6 +62,12 @@ static inline bool sk__watchdog_tripped(const sk__watchdog *wd) {
 /* Records that `who` on core `core` waited past the deadline `what`; only
  * the first caller's message is kept. */
 void sk__watchdog_trip(sk__watchdog *wd, const char *who, const char *what, int core);
+
+/* The watchdog of the run the calling thread is performing, for code that
+ * has no program at hand (a custom kernel's reference, which runs its
+ * blocks on a temporary team); NULL outside a run. */
+void sk__watchdog_set_current(sk__watchdog *wd);
+sk__watchdog *sk__watchdog_current(void);
 
 /* After the launch: when tripped, sets the library error (SK_STATUS_TIMEOUT,
  * the message) and re-arms the watchdog; returns the status. */

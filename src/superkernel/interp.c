@@ -114,7 +114,14 @@ sk_status sk__plan_run(sk__plan *plan, const sk_program *p, sk_team *team) {
                     "super kernel '%s' was planned for a team of %d cores, run on %d (compile with that team)",
                     plan->name, plan->n_cores, n_cores);
   interp_ctx ctx = {plan, p, ++plan->epoch, plan->options.profiling ? p->profile : NULL};
-  if (!team) core_main(&ctx, 0, 0);
-  else SK_RETURN_IF_ERROR(sk_team_launch(team, core_main, &ctx, n_cores));
+  if (!team) {
+    core_main(&ctx, 0, 0);
+  } else {
+    sk_status st = sk_team_launch(team, core_main, &ctx, n_cores);
+    if (st != SK_STATUS_OK) {
+      plan->epoch--; /* refused (a nested launch): no core ran, no flag reached this epoch */
+      return st;
+    }
+  }
   return sk__plan_settle(plan);
 }

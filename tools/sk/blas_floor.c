@@ -10,6 +10,7 @@
  * libopenblas0-pthread provides libopenblas.so.0.
  */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,11 +22,12 @@ enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111 };
 typedef void (*sgemm_fn)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                          int lda, const float *b, int ldb, float beta, float *c, int ldc);
 typedef void (*set_threads_fn)(int n);
+typedef int (*get_threads_fn)(void);
 
 struct sk_blas_floor {
-  void *lib;
   sgemm_fn sgemm;
   set_threads_fn set_threads;
+  get_threads_fn get_threads;
   int n_gemms;
   skm_gemm gemms[SK_FLOOR_MAX_GEMMS];
   float *a[SK_FLOOR_MAX_GEMMS], *b[SK_FLOOR_MAX_GEMMS], *c[SK_FLOOR_MAX_GEMMS];
@@ -40,27 +42,38 @@ static float *random_matrix(int64_t n, unsigned *state) {
   return m;
 }
 
-sk_blas_floor *sk_blas_floor_open(const char *scenario, const char **why) {
+/* OpenBLAS, loaded once and never unloaded: its thread pool does not
+ * survive dlclose reliably. */
+static void *openblas(const char **why) {
+  static void *lib;
+  static char error[256];
   static const char *const names[] = {"libopenblas.so.0", "libopenblas.so"};
-  *why = NULL;
-  void *lib = NULL;
-  for (size_t i = 0; !lib && i < sizeof names / sizeof names[0]; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    *why = "OpenBLAS (libopenblas.so.0) not found";
-    return NULL;
+  for (size_t i = 0; !lib && i < sizeof names / sizeof names[0]; i++) {
+    lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char *e = dlerror();
+      snprintf(error, sizeof error, "OpenBLAS not loaded: %s", e ? e : "dlopen failed");
+    }
   }
+  if (!lib) *why = error;
+  return lib;
+}
+
+sk_blas_floor *sk_blas_floor_open(const char *scenario, const char **why) {
+  *why = NULL;
+  void *lib = openblas(why);
+  if (!lib) return NULL;
   sk_blas_floor *f = calloc(1, sizeof *f);
   if (!f) {
-    dlclose(lib);
     *why = "out of memory";
     return NULL;
   }
-  f->lib = lib;
   f->sgemm = (sgemm_fn)dlsym(lib, "cblas_sgemm");
   f->set_threads = (set_threads_fn)dlsym(lib, "openblas_set_num_threads");
+  f->get_threads = (get_threads_fn)dlsym(lib, "openblas_get_num_threads");
   f->n_gemms = skm_gemm_shapes(scenario, f->gemms, SK_FLOOR_MAX_GEMMS);
-  if (!f->sgemm || !f->set_threads || f->n_gemms <= 0 || f->n_gemms > SK_FLOOR_MAX_GEMMS) {
-    *why = !f->sgemm || !f->set_threads ? "OpenBLAS lacks cblas_sgemm / openblas_set_num_threads"
+  if (!f->sgemm || !f->set_threads || !f->get_threads || f->n_gemms <= 0 || f->n_gemms > SK_FLOOR_MAX_GEMMS) {
+    *why = !f->sgemm || !f->set_threads || !f->get_threads ? "OpenBLAS lacks cblas_sgemm / openblas_set_num_threads"
                                         : "the scenario has no GEMM shapes";
     sk_blas_floor_close(f);
     return NULL;
@@ -80,7 +93,10 @@ sk_blas_floor *sk_blas_floor_open(const char *scenario, const char **why) {
   return f;
 }
 
-void sk_blas_floor_threads(sk_blas_floor *f, int threads) { f->set_threads(threads); }
+int sk_blas_floor_threads(sk_blas_floor *f, int threads) {
+  f->set_threads(threads);
+  return f->get_threads();
+}
 
 double sk_blas_floor_run_us(sk_blas_floor *f) {
   double t0 = cli_now_us();
@@ -108,6 +124,5 @@ void sk_blas_floor_close(sk_blas_floor *f) {
     free(f->b[i]);
     free(f->c[i]);
   }
-  if (f->lib) dlclose(f->lib);
   free(f);
 }

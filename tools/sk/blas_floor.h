@@ -9,11 +9,12 @@
 
 typedef struct sk_blas_floor sk_blas_floor;
 
-/* Loads OpenBLAS and prepares fp32 operands for the scenario's products;
+/* Loads OpenBLAS (once per process; never unloaded) and prepares fp32 operands for the scenario's products;
  * NULL with *why set when OpenBLAS is not installed (or lacks a symbol). */
 sk_blas_floor *sk_blas_floor_open(const char *scenario, const char **why);
-/* OpenBLAS's thread count for the following runs. */
-void sk_blas_floor_threads(sk_blas_floor *f, int threads);
+/* Sets OpenBLAS's thread count for the following runs; returns the count
+ * it then reports (1 for a single-threaded build of OpenBLAS). */
+int sk_blas_floor_threads(sk_blas_floor *f, int threads);
 /* One pass over every product; returns its wall time in microseconds. */
 double sk_blas_floor_run_us(sk_blas_floor *f);
 /* The products' arithmetic, in GFLOP (2 m n k per product). */

@@ -182,7 +182,12 @@ static void time_floor(const char *scenario, int threads, int n, bench_result *r
     sk_blas_floor_close(f);
     return;
   }
-  sk_blas_floor_threads(f, threads);
+  if (sk_blas_floor_threads(f, threads) != threads) {
+    res->floor_why = "OpenBLAS does not run that many threads (a single-threaded build?)";
+    free(t);
+    sk_blas_floor_close(f);
+    return;
+  }
   for (int r = 0; r < BATCH; r++) (void)sk_blas_floor_run_us(f);
   for (int r = 0; r < n; r++) t[r] = sk_blas_floor_run_us(f);
   res->floor_median = cli_median(t, n);
