@@ -76,24 +76,20 @@ static void prelude(sk__text *t, const sk__plan *plan, const sk_program *p) {
   sk__text_put(t, "#include <stdint.h>\n\n");
   env_text(t);
   sk__text_put(t, "__attribute__((visibility(\"default\"))) const unsigned sk_jit_layout = %d;\n\n", SK_JIT_LAYOUT_VERSION);
-  sk__text_put(t, "#if defined(__x86_64__) || defined(__i386__)\n#define SK_PAUSE() __builtin_ia32_pause()\n");
-  if (plan->options.profiling) sk__text_put(t, "#define SK_TSC() __builtin_ia32_rdtsc()\n");
-  sk__text_put(t, "#else\n#define SK_PAUSE() __asm__ __volatile__(\"\" ::: \"memory\")\n");
-  if (plan->options.profiling) sk__text_put(t, "#define SK_TSC() ((uint64_t)0)\n");
-  sk__text_put(t, "#endif\n\n");
+  if (plan->options.profiling)
+    sk__text_put(t, "#if defined(__x86_64__) || defined(__i386__)\n#define SK_TSC() __builtin_ia32_rdtsc()\n"
+                    "#else\n#define SK_TSC() ((uint64_t)0)\n#endif\n\n");
   sk__text_put(t, "/* The interpreter's sk__wait_fetch_add (seq_cst) then sk__wait_wake, whose\n"
          " * futex call is made only when someone sleeps on the flag. */\n"
          "static inline __attribute__((always_inline)) void sk_signal(const sk_jit_env *env, int32_t f) {\n"
          "  __atomic_fetch_add(&env->flags[f].value, 1u, __ATOMIC_SEQ_CST);\n"
          "  if (__atomic_load_n(&env->flags[f].sleepers, __ATOMIC_SEQ_CST) != 0) env->wake(env, f);\n"
          "}\n\n");
-  sk__text_put(t, "/* A flag is signalled in this launch when it equals the epoch. Spin a\n"
-         " * little here; the library's wait then spins, yields and sleeps. */\n"
+  sk__text_put(t, "/* A flag is signalled in this launch when it equals the epoch. If it is\n"
+         " * not yet, the library's wait prefetches a pending preload, then spins,\n"
+         " * yields and sleeps. */\n"
          "static inline __attribute__((always_inline)) int32_t sk_wait(const sk_jit_env *env, int32_t f) {\n"
-         "  for (int i = 0; i < 256; i++) {\n"
-         "    if (__atomic_load_n(&env->flags[f].value, __ATOMIC_ACQUIRE) == env->epoch) return 0;\n"
-         "    SK_PAUSE();\n"
-         "  }\n"
+         "  if (__atomic_load_n(&env->flags[f].value, __ATOMIC_ACQUIRE) == env->epoch) return 0;\n"
          "  return env->wait(env, f); /* nonzero: the watchdog abandoned the launch */\n"
          "}\n\n");
   (void)p;

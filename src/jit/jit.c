@@ -39,13 +39,20 @@ static sk__plan *plan_of(const sk_jit_env *env) { return ((const sk__jit_step *)
  * function then returns at once, abandoning the rest of its task list. */
 static int32_t cb_wait(const sk_jit_env *env, int32_t flag) {
   const sk__jit_step *js = env->lib;
+  sk__plan_preload_before_wait(js->plan, js->p, sk__team_current_core() < 0 ? 0 : sk__team_current_core());
   sk__wait_result r = sk__wait_until_equal_watched(&js->plan->flags[flag], env->epoch, js->plan->wd);
   if (r == SK_WAIT_TIMED_OUT)
     sk__plan_trip_flag(js->plan, js->p, js->plan->scope_label, flag, sk__team_current_core());
   return r != SK_WAIT_OK;
 }
 static void cb_wake(const sk_jit_env *env, int32_t flag) { sk__wait_wake(&plan_of(env)->flags[flag]); }
-static int32_t cb_barrier(const sk_jit_env *env, int32_t i) { return !sk__barrier_wait(&plan_of(env)->barriers[i]); }
+static int32_t cb_barrier(const sk_jit_env *env, int32_t i) {
+  const sk__jit_step *js = env->lib;
+  sk__barrier_t *b = &js->plan->barriers[i];
+  if (sk__barrier_others_pending(b))
+    sk__plan_preload_before_wait(js->plan, js->p, sk__team_current_core() < 0 ? 0 : sk__team_current_core());
+  return !sk__barrier_wait(b);
+}
 static int32_t cb_sub_barrier(const sk_jit_env *env, int32_t i) { return !sk__barrier_wait(&plan_of(env)->sub_barriers[i]); }
 static int32_t cb_aborted(const sk_jit_env *env) { return sk__watchdog_tripped(plan_of(env)->wd); }
 
@@ -61,7 +68,7 @@ static void cb_prof(const sk_jit_env *env, int32_t core, int32_t kind, int32_t s
 /* PRELOAD and FLUSH: the interpreter's own routines. */
 static void cb_preload(const sk_jit_env *env, int32_t sub, int32_t core) {
   const sk__jit_step *js = env->lib;
-  sk__plan_preload(js->plan, js->p, (size_t)sub, core);
+  sk__plan_preload_request(js->plan, js->p, (size_t)sub, core);
 }
 
 static void cb_flush(const sk_jit_env *env, int32_t sub, int64_t block, int32_t outputs) {
@@ -190,6 +197,7 @@ sk_status sk__jit_run(sk__step *step, const sk_program *p, sk_team *team) {
                     "super kernel '%s' was planned for a team of %d cores, run on %d (compile with that team)",
                     plan->name, plan->n_cores, n_cores);
   /* Written before the launch, which orders it before every core's reads. */
+  sk__plan_preload_reset(plan);
   js->env.epoch = ++plan->epoch;
   js->env.workspace = p->workspaces; /* may have been reallocated for a larger team */
   if (!team) {

@@ -57,6 +57,13 @@ void sk__barrier_watch(sk__barrier_t *b, sk__watchdog *wd, const char *who, cons
  * complete, and the barrier must be reset before it is used again. */
 bool sk__barrier_wait(sk__barrier_t *b);
 
+/* Whether a participant arriving now would wait: other participants of
+ * this episode have yet to arrive (a relaxed peek, for deciding whether to
+ * do useful work before waiting). */
+static inline bool sk__barrier_others_pending(sk__barrier_t *b) {
+  return atomic_load_explicit(&b->arrived, memory_order_relaxed) + 1 < b->count;
+}
+
 /* Back to the state sk__barrier_init left (the watch is kept), after a
  * launch abandoned by the watchdog. No thread may be inside a wait. */
 void sk__barrier_reset(sk__barrier_t *b);

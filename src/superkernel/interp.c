@@ -38,6 +38,22 @@ void sk__plan_preload(const sk__plan *plan, const sk_program *p, size_t sub, int
   }
 }
 
+void sk__plan_preload_request(sk__plan *plan, const sk_program *p, size_t sub, int core) {
+  if (plan->options.preload_code == SK_PRELOAD_MAX) sk__plan_preload(plan, p, sub, core);
+  else plan->pending_preload[core] = (int32_t)sub;
+}
+
+void sk__plan_preload_before_wait(sk__plan *plan, const sk_program *p, int core) {
+  int32_t sub = plan->pending_preload[core];
+  if (sub < 0) return;
+  plan->pending_preload[core] = -1;
+  sk__plan_preload(plan, p, (size_t)sub, core);
+}
+
+void sk__plan_preload_reset(sk__plan *plan) {
+  for (int c = 0; c < plan->n_cores; c++) plan->pending_preload[c] = -1;
+}
+
 /* FLUSH: clflush every line of a block's input or output spans, then a
  * fence, to reproduce cold-cache behaviour (the dcci options). */
 void sk__plan_flush(const sk__plan *plan, const sk_program *p, size_t sub, int64_t block, int outputs) {
@@ -62,6 +78,7 @@ static bool run_task(const interp_ctx *ctx, const sk__task *task, int core, void
   switch (task->kind) {
     case SK_TASK_RUN: {
       const sk__exec_node *ex = &ctx->p->nodes[plan->subs[task->sub].node];
+      if (plan->pending_preload[core] == (int32_t)task->sub) plan->pending_preload[core] = -1; /* too late */
       ex->def->run_block(&ex->io, task->block, workspace);
       if (task->flag >= 0) { /* publishes the block's writes (seq_cst add) */
         sk__wait_fetch_add(&plan->flags[task->flag], 1);
@@ -73,13 +90,17 @@ static bool run_task(const interp_ctx *ctx, const sk__task *task, int core, void
     case SK_TASK_WAIT:
       for (int64_t d = 0; d < task->count; d++) {
         int32_t flag = plan->deps[task->block + d];
+        if (atomic_load_explicit(&plan->flags[flag].value, memory_order_acquire) != ctx->epoch)
+          sk__plan_preload_before_wait(plan, ctx->p, core); /* the wait is real: prefetch meanwhile */
         sk__wait_result r = sk__wait_until_equal_watched(&plan->flags[flag], ctx->epoch, plan->wd);
         if (r == SK_WAIT_TIMED_OUT) sk__plan_trip_flag(plan, ctx->p, plan->sub_labels[task->sub], flag, core);
         if (r != SK_WAIT_OK) return false;
       }
       return true;
-    case SK_TASK_BARRIER: return sk__barrier_wait(&plan->barriers[task->flag]);
-    case SK_TASK_PRELOAD: sk__plan_preload(plan, ctx->p, task->sub, core); return true;
+    case SK_TASK_BARRIER:
+      if (sk__barrier_others_pending(&plan->barriers[task->flag])) sk__plan_preload_before_wait(plan, ctx->p, core);
+      return sk__barrier_wait(&plan->barriers[task->flag]);
+    case SK_TASK_PRELOAD: sk__plan_preload_request(plan, ctx->p, task->sub, core); return true;
     case SK_TASK_FLUSH: sk__plan_flush(plan, ctx->p, task->sub, task->block, task->arg); return true;
     case SK_TASK_COMPLEMENT:
       for (int64_t k = 0; k < task->count; k++)
@@ -113,6 +134,7 @@ sk_status sk__plan_run(sk__plan *plan, const sk_program *p, sk_team *team) {
     return sk__fail(SK_STATUS_INVALID_ARGUMENT,
                     "super kernel '%s' was planned for a team of %d cores, run on %d (compile with that team)",
                     plan->name, plan->n_cores, n_cores);
+  sk__plan_preload_reset(plan);
   interp_ctx ctx = {plan, p, ++plan->epoch, plan->options.profiling ? p->profile : NULL};
   if (!team) {
     core_main(&ctx, 0, 0);

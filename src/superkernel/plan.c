@@ -49,6 +49,7 @@ void sk__plan_destroy(sk__plan *plan) {
   sk__aligned_free(plan->sub_barriers);
   free(plan->barrier_sets);
   sk__aligned_free(plan->flags);
+  free(plan->pending_preload);
   for (size_t i = 0; i < plan->n_labels; i++) free(plan->labels[i]);
   free(plan->labels);
   free(plan->sub_labels);
@@ -246,6 +247,12 @@ sk_status sk__plan_build(sk_program *p, const size_t *nodes, size_t n, const cha
   plan->n_cores = n_cores;
   plan->wd = &p->watchdog;
   plan->preload_bytes = 256 * 1024;
+  plan->pending_preload = malloc((size_t)(n_cores > 0 ? n_cores : 1) * sizeof *plan->pending_preload);
+  if (!plan->pending_preload) {
+    free(plan);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", name);
+  }
+  for (int c = 0; c < n_cores; c++) plan->pending_preload[c] = -1;
   sk__options_init_defaults(&plan->options);
   plan->name = sk__strdup(name);
   sk_status st = plan->name ? sk__options_copy(&plan->options, options)

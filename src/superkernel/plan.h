@@ -101,6 +101,10 @@ typedef struct sk__plan {
   char **labels;           /* owns every label string above and the barriers' */
   size_t n_labels;
   size_t preload_bytes;    /* cap per PRELOAD task */
+  /* preload-code=per-func: per core, the sub-kernel whose operands a
+   * PRELOAD task asked for and no wait has prefetched yet (-1: none). Each
+   * core reads and writes only its own entry; reset before every launch. */
+  int32_t *pending_preload;
 } sk__plan;
 
 /* Plans the sub-kernels nodes[0..n) of program p (in graph order, all
