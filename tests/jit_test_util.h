@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -128,6 +129,19 @@ static inline void remove_dir(const char *path) {
     closedir(d);
   }
   rmdir(path);
+}
+
+/* A test's start: base (PATH_MAX bytes) becomes $SK_CACHE_DIR, or
+ * `fallback` when unset, made 0700 and exported again; the log is captured
+ * from the info level on. */
+static inline void jit_test_start(char *base, const char *fallback) {
+  const char *dir = getenv("SK_CACHE_DIR");
+  snprintf(base, PATH_MAX, "%s", dir && *dir ? dir : fallback);
+  mkdir(base, 0700);
+  chmod(base, 0700);
+  setenv("SK_CACHE_DIR", base, 1);
+  sk_set_log_handler(capture, NULL);
+  sk_set_log_level(SK_LOG_INFO);
 }
 
 /* remove_dir, then mkdir 0700. */

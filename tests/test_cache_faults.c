@@ -357,13 +357,7 @@ static void test_extra_compiler_files(void) {
 }
 
 int main(void) {
-  const char *dir = getenv("SK_CACHE_DIR");
-  snprintf(base_dir, sizeof base_dir, "%s", dir && *dir ? dir : "cache_faults_cache");
-  mkdir(base_dir, 0700);
-  chmod(base_dir, 0700);
-  setenv("SK_CACHE_DIR", base_dir, 1);
-  sk_set_log_handler(capture, NULL);
-  sk_set_log_level(SK_LOG_INFO);
+  jit_test_start(base_dir, "cache_faults_cache");
   printf("  running as uid %u\n", (unsigned)geteuid());
   /* The forked cases first, while this process has one thread. */
   static const harness_case forked[] = {TEST_CASE(test_readonly_cache), TEST_CASE(test_full_cache)};

@@ -431,13 +431,7 @@ static void test_shared_program(void) {
 }
 
 int main(void) {
-  const char *dir = getenv("SK_CACHE_DIR");
-  snprintf(base_dir, sizeof base_dir, "%s", dir && *dir ? dir : "concurrency_cache");
-  mkdir(base_dir, 0700);
-  chmod(base_dir, 0700);
-  setenv("SK_CACHE_DIR", base_dir, 1);
-  sk_set_log_handler(capture, NULL);
-  sk_set_log_level(SK_LOG_INFO);
+  jit_test_start(base_dir, "concurrency_cache");
   /* The forked case first, while this process has one thread. */
   static const harness_case cases[] = {TEST_CASE(test_processes_share_cache), TEST_CASE(test_many_teams),
                                        TEST_CASE(test_shared_program)};

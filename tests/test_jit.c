@@ -699,13 +699,7 @@ static void test_denied_compile_options(void) {
 }
 
 int main(void) {
-  const char *dir = getenv("SK_CACHE_DIR");
-  snprintf(base_dir, sizeof base_dir, "%s", dir && *dir ? dir : "jit_test_cache");
-  mkdir(base_dir, 0700);
-  chmod(base_dir, 0700);
-  setenv("SK_CACHE_DIR", base_dir, 1);
-  sk_set_log_handler(capture, NULL);
-  sk_set_log_level(SK_LOG_INFO);
+  jit_test_start(base_dir, "jit_test_cache");
   rr_register_test_ops();
   /* The fork case runs before any team exists: the children then inherit
    * a process with one thread. */

@@ -89,8 +89,6 @@ static sk_status prepare_node(const sk_graph *g, const sk__node *src, int n_core
   return SK_STATUS_OK;
 }
 
-/* An op with a team barrier, launched on its own, waits under the
- * program's watchdog, named in its messages as "op 'name' (type)". */
 sk_status sk__watch_eager_barrier(sk_program *p, sk__exec_node *n) {
   if (!n->eager_barrier) return SK_STATUS_OK;
   size_t len = strlen(n->name) + strlen(n->def->type) + 16;

@@ -36,22 +36,16 @@ typedef struct sk__jit_step {
 static sk__plan *plan_of(const sk_jit_env *env) { return ((const sk__jit_step *)env->lib)->plan; }
 
 /* Waits return nonzero when the watchdog tripped: the generated core
- * function then returns at once, abandoning the rest of its task list. */
+ * function then returns at once, abandoning the rest of its task list.
+ * The generated code names no sub-kernel, so a flag wait names the scope. */
 static int32_t cb_wait(const sk_jit_env *env, int32_t flag) {
   const sk__jit_step *js = env->lib;
-  sk__plan_preload_before_wait(js->plan, js->p, sk__team_current_core() < 0 ? 0 : sk__team_current_core());
-  sk__wait_result r = sk__wait_until_equal_watched(&js->plan->flags[flag], env->epoch, js->plan->wd);
-  if (r == SK_WAIT_TIMED_OUT)
-    sk__plan_trip_flag(js->plan, js->p, js->plan->scope_label, flag, sk__team_current_core());
-  return r != SK_WAIT_OK;
+  return !sk__plan_wait_flag(js->plan, js->p, flag, env->epoch, sk__team_current_core(), js->plan->scope_label);
 }
 static void cb_wake(const sk_jit_env *env, int32_t flag) { sk__wait_wake(&plan_of(env)->flags[flag]); }
 static int32_t cb_barrier(const sk_jit_env *env, int32_t i) {
   const sk__jit_step *js = env->lib;
-  sk__barrier_t *b = &js->plan->barriers[i];
-  if (sk__barrier_others_pending(b))
-    sk__plan_preload_before_wait(js->plan, js->p, sk__team_current_core() < 0 ? 0 : sk__team_current_core());
-  return !sk__barrier_wait(b);
+  return !sk__plan_barrier(js->plan, js->p, i, sk__team_current_core());
 }
 static int32_t cb_sub_barrier(const sk_jit_env *env, int32_t i) { return !sk__barrier_wait(&plan_of(env)->sub_barriers[i]); }
 static int32_t cb_aborted(const sk_jit_env *env) { return sk__watchdog_tripped(plan_of(env)->wd); }

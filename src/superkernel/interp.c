@@ -54,6 +54,20 @@ void sk__plan_preload_reset(sk__plan *plan) {
   for (int c = 0; c < plan->n_cores; c++) plan->pending_preload[c] = -1;
 }
 
+bool sk__plan_wait_flag(sk__plan *plan, const sk_program *p, int32_t flag, uint32_t epoch, int core, const char *who) {
+  if (core < 0) core = 0;
+  if (atomic_load_explicit(&plan->flags[flag].value, memory_order_acquire) != epoch)
+    sk__plan_preload_before_wait(plan, p, core); /* the wait is real: prefetch meanwhile */
+  sk__wait_result r = sk__wait_until_equal_watched(&plan->flags[flag], epoch, plan->wd);
+  if (r == SK_WAIT_TIMED_OUT) sk__plan_trip_flag(plan, p, who, flag, core);
+  return r == SK_WAIT_OK;
+}
+
+bool sk__plan_barrier(sk__plan *plan, const sk_program *p, int32_t index, int core) {
+  if (sk__barrier_others_pending(&plan->barriers[index])) sk__plan_preload_before_wait(plan, p, core < 0 ? 0 : core);
+  return sk__barrier_wait(&plan->barriers[index]);
+}
+
 /* FLUSH: clflush every line of a block's input or output spans, then a
  * fence, to reproduce cold-cache behaviour (the dcci options). */
 void sk__plan_flush(const sk__plan *plan, const sk_program *p, size_t sub, int64_t block, int outputs) {
@@ -88,18 +102,11 @@ static bool run_task(const interp_ctx *ctx, const sk__task *task, int core, void
       return !(plan->subs[task->sub].barriers_per_block && sk__watchdog_tripped(plan->wd));
     }
     case SK_TASK_WAIT:
-      for (int64_t d = 0; d < task->count; d++) {
-        int32_t flag = plan->deps[task->block + d];
-        if (atomic_load_explicit(&plan->flags[flag].value, memory_order_acquire) != ctx->epoch)
-          sk__plan_preload_before_wait(plan, ctx->p, core); /* the wait is real: prefetch meanwhile */
-        sk__wait_result r = sk__wait_until_equal_watched(&plan->flags[flag], ctx->epoch, plan->wd);
-        if (r == SK_WAIT_TIMED_OUT) sk__plan_trip_flag(plan, ctx->p, plan->sub_labels[task->sub], flag, core);
-        if (r != SK_WAIT_OK) return false;
-      }
+      for (int64_t d = 0; d < task->count; d++)
+        if (!sk__plan_wait_flag(plan, ctx->p, plan->deps[task->block + d], ctx->epoch, core, plan->sub_labels[task->sub]))
+          return false;
       return true;
-    case SK_TASK_BARRIER:
-      if (sk__barrier_others_pending(&plan->barriers[task->flag])) sk__plan_preload_before_wait(plan, ctx->p, core);
-      return sk__barrier_wait(&plan->barriers[task->flag]);
+    case SK_TASK_BARRIER: return sk__plan_barrier(plan, ctx->p, task->flag, core);
     case SK_TASK_PRELOAD: sk__plan_preload_request(plan, ctx->p, task->sub, core); return true;
     case SK_TASK_FLUSH: sk__plan_flush(plan, ctx->p, task->sub, task->block, task->arg); return true;
     case SK_TASK_COMPLEMENT:

@@ -27,6 +27,14 @@ void sk__plan_preload_request(sk__plan *plan, const sk_program *p, size_t sub, i
 void sk__plan_preload_before_wait(sk__plan *plan, const sk_program *p, int core);
 /* Before a launch: no core has a pending request. */
 void sk__plan_preload_reset(sk__plan *plan);
+
+/* The waits of a launch, shared by the interpreter and the JIT's
+ * callbacks: prefetch a pending preload if the wait is real, then wait
+ * under the watchdog. Both return false when the launch is abandoned (a
+ * flag wait that times out trips the watchdog naming `who` and the
+ * producer block). core may be -1 outside a team (read as 0). */
+bool sk__plan_wait_flag(sk__plan *plan, const sk_program *p, int32_t flag, uint32_t epoch, int core, const char *who);
+bool sk__plan_barrier(sk__plan *plan, const sk_program *p, int32_t index, int core);
 void sk__plan_flush(const sk__plan *plan, const sk_program *p, size_t sub, int64_t block, int outputs);
 
 /* Core that runs block b of sub-kernel s. */
