@@ -18,6 +18,41 @@
 
 static sk_team *TEAM; /* 2 cores */
 
+
+/* Op types, slot names and attribute names come from the op schemas
+ * (sk_op_info: the one list of built-in ops), plus the fuzz kernels and
+ * names no op has. Filled once by LLVMFuzzerInitialize. */
+#define MAX_NAMES 127 /* + the NULL name */
+static const char *OP_TYPES[MAX_NAMES + 1], *SLOT_NAMES[MAX_NAMES + 1], *ATTR_NAMES[MAX_NAMES + 1];
+static size_t N_OP_TYPES, N_SLOT_NAMES, N_ATTR_NAMES;
+
+static void add_name(const char **names, size_t *n, const char *name) {
+  for (size_t i = 0; i < *n; i++)
+    if (strcmp(names[i], name) == 0) return;
+  if (*n < MAX_NAMES) names[(*n)++] = name;
+}
+
+static void names_from_schemas(void) {
+  for (size_t i = 0; i < sk_op_count(); i++) {
+    sk_op_schema s;
+    if (sk_op_info(i, &s) != SK_STATUS_OK) FUZZ_FAIL("sk_op_info(%zu): %s", i, sk_last_error());
+    add_name(OP_TYPES, &N_OP_TYPES, s.name);
+    for (size_t k = 0; k < s.n_inputs; k++) add_name(SLOT_NAMES, &N_SLOT_NAMES, s.inputs[k].name);
+    for (size_t k = 0; k < s.n_attrs; k++) add_name(ATTR_NAMES, &N_ATTR_NAMES, s.attrs[k].name);
+  }
+  static const char *const extra_ops[] = {"fuzz_copy", "fuzz_copy_unfusable", "fuzz_barrier2", "fuzz_barrier1",
+                                          "no_such_op", ""};
+  for (size_t i = 0; i < sizeof extra_ops / sizeof *extra_ops; i++) add_name(OP_TYPES, &N_OP_TYPES, extra_ops[i]);
+  add_name(SLOT_NAMES, &N_SLOT_NAMES, "bogus");
+  add_name(SLOT_NAMES, &N_SLOT_NAMES, "");
+  add_name(ATTR_NAMES, &N_ATTR_NAMES, "bogus");
+  add_name(ATTR_NAMES, &N_ATTR_NAMES, "");
+  /* and NULL names, last (add_name compares strings) */
+  OP_TYPES[N_OP_TYPES++] = NULL;
+  SLOT_NAMES[N_SLOT_NAMES++] = NULL;
+  ATTR_NAMES[N_ATTR_NAMES++] = NULL;
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
   /* SK_EXECUTOR_DEFAULT must not start the system compiler here. */
@@ -26,25 +61,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   sk_team_config tc = {.struct_size = sizeof tc, .num_cores = 2, .pin_threads = -1};
   if (sk_team_create(&tc, &TEAM) != SK_STATUS_OK) FUZZ_FAIL("team: %s", sk_last_error());
   gen_register_kernels(2);
+  names_from_schemas();
   return 0;
 }
-
-static const char *const OP_TYPES[] = {
-    "reshape",        "square",       "add",         "mul",          "cast", "concat", "grouped_matmul",
-    "moe_gating_topk", "dequant_swiglu_quant", "quant_matmul", "fuzz_copy", "fuzz_copy_unfusable",
-    "fuzz_barrier2",  "fuzz_barrier1", "no_such_op", "",  NULL};
-#define N_OP_TYPES (sizeof OP_TYPES / sizeof OP_TYPES[0])
-
-static const char *const SLOT_NAMES[] = {
-    "x",     "y",          "weight",         "bias", "scale", "offset", "per_token_scale", "weight_scale",
-    "activation_scale", "quant_scale", "quant_offset", "group_index", "x1", "x2", "pertoken_scale", "bogus", "", NULL};
-#define N_SLOT_NAMES (sizeof SLOT_NAMES / sizeof SLOT_NAMES[0])
-
-static const char *const ATTR_NAMES[] = {
-    "shape", "dtype", "dim", "group_type", "group_list", "group_list_type", "split_item", "output_dtype", "k",
-    "k_group", "group_count", "group_select_mode", "renorm", "norm_type", "out_flag", "routed_scaling_factor", "eps",
-    "activate_left", "quant_mode", "bogus", "", NULL};
-#define N_ATTR_NAMES (sizeof ATTR_NAMES / sizeof ATTR_NAMES[0])
 
 static int64_t interesting_int(fuzz_reader *r) {
   static const int64_t v[] = {0, 1, 2, 3, 4, 7, 8, 16, 63, 64, 65, 255, 1024, 1025, 2048, 2049, 65535, 65536,
@@ -123,6 +142,8 @@ static void raw_add_op(gen *G) {
   int64_t ints[4][12];
   sk_attr attrs[8];
   size_t n_attrs = fr_u8(r) % 6;
+  sk_op_schema schema;
+  bool has_schema = sk_op_info_by_name(type, &schema) == SK_STATUS_OK && schema.n_attrs > 0;
   for (size_t i = 0; i < n_attrs; i++) {
     sk_attr *a = &attrs[i];
     memset(a, 0, sizeof *a);
@@ -130,6 +151,15 @@ static void raw_add_op(gen *G) {
     unsigned k = fr_u8(r) % 16;
     a->kind = k < 5 ? SK_ATTR_KIND_INT : k < 9 ? SK_ATTR_KIND_FLOAT : k < 15 ? SK_ATTR_KIND_INTS : (sk_attr_kind)(k * 7);
     a->i = interesting_int(r);
+    if (has_schema && fr_chance(r, 160)) { /* one of the op's own, at and around its range */
+      const sk_op_attr_info *info = &schema.attrs[fr_u8(r) % schema.n_attrs];
+      a->name = info->name;
+      a->kind = info->kind;
+      if (info->has_range) {
+        int64_t edges[] = {info->min, info->max, info->min - 1, info->max + 1, info->min + (info->max - info->min) / 2};
+        a->i = edges[fr_u8(r) % 5];
+      }
+    }
     a->f = interesting_double(r);
     for (int j = 0; j < 12; j++) ints[i % 4][j] = fr_chance(r, 160) ? fr_range(r, -1, 8) : interesting_int(r);
     a->n_ints = fr_u8(r) % 13;

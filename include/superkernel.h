@@ -291,6 +291,94 @@ SK_API sk_status sk_graph_value_info(const sk_graph *graph, sk_value value,
                                      int64_t *shape_out);
 
 /* ------------------------------------------------------------------------ */
+/* Op schemas: what each op accepts, without a graph                         */
+/* ------------------------------------------------------------------------ */
+
+/* One input slot of an op. A list slot takes any number of tensors
+ * (grouped_matmul's x); a single slot exactly one. An optional slot may be
+ * left out; sk_graph_add_op rejects a required slot left out. */
+typedef struct sk_op_slot_info {
+  const char *name;
+  int is_list;
+  int is_optional;
+  const char *doc; /* one line: shapes and dtypes accepted */
+} sk_op_slot_info;
+
+/* One attribute. An INT (and every element of INTS) must lie in [min, max]
+ * when has_range; sk_graph_add_op checks the kind, the range and unknown
+ * names for every op alike. An attribute without a default is either
+ * required (is_required) or defaulted by the op from its inputs (doc says
+ * how, e.g. grouped_matmul's output_dtype is x's dtype). */
+typedef struct sk_op_attr_info {
+  const char *name;
+  sk_attr_kind kind;
+  int is_required;
+  int has_default;
+  int64_t default_int;   /* SK_ATTR_KIND_INT */
+  double default_float;  /* SK_ATTR_KIND_FLOAT */
+  int has_range;
+  int64_t min, max;
+  const char *doc;
+} sk_op_attr_info;
+
+/* One output; a list output holds a number of tensors decided by the
+ * inputs and attributes (grouped_matmul: one per group unless split_item
+ * is 2 or 3). */
+typedef struct sk_op_output_info {
+  const char *name;
+  int is_list;
+  const char *doc;
+} sk_op_output_info;
+
+/* An op's schema. The arrays are owned by the library and live until the
+ * process exits. */
+typedef struct sk_op_schema {
+  const char *name;
+  int kernel_type;                     /* an sk_kernel_type: VECTOR, CUBE, MIX */
+  int is_view;                         /* launches nothing: aliases input x */
+  const sk_op_slot_info *inputs;
+  size_t n_inputs;
+  const sk_op_attr_info *attrs;
+  size_t n_attrs;
+  const sk_op_output_info *outputs;
+  size_t n_outputs;
+  const char *doc;                     /* one line: what the op computes */
+} sk_op_schema;
+
+/* The number of built-in ops; sk_op_info(i) for i < sk_op_count() lists
+ * them in a fixed order. */
+SK_API size_t sk_op_count(void);
+/* Schema of built-in op i. SK_STATUS_NOT_FOUND past the count. */
+SK_API sk_status sk_op_info(size_t i, sk_op_schema *schema_out);
+/* Schema of an op by type name, built-in or registered (sk_kernel_register:
+ * one list input "x", one list output "y"). SK_STATUS_NOT_FOUND if unknown. */
+SK_API sk_status sk_op_info_by_name(const char *op, sk_op_schema *schema_out);
+
+/* A tensor's dtype and shape, without data. */
+typedef struct sk_tensor_meta {
+  sk_dtype dtype;
+  int rank;
+  int64_t shape[SK_MAX_RANK];
+} sk_tensor_meta;
+
+/* The shape and dtype rule of an op without a graph (what a torch fake
+ * kernel needs). desc is as for sk_graph_add_op, except that the slots'
+ * values are not read: the inputs' metas come from inputs[], slot after
+ * slot in the order of desc->inputs (desc->inputs[0].count metas, then
+ * desc->inputs[1].count, ...; n_inputs must equal the sum). On success the
+ * outputs go to outputs[0..*n_outputs) (max_outputs must be large enough;
+ * the count needed is in the error otherwise). Every check of
+ * sk_graph_add_op is made, with the same status and message. */
+SK_API sk_status sk_op_infer(const sk_op_desc *desc, const sk_tensor_meta *inputs, size_t n_inputs,
+                             sk_tensor_meta *outputs, size_t max_outputs, size_t *n_outputs);
+
+/* Whether the library can run desc on inputs of these metas (same
+ * arguments as sk_op_infer): SK_STATUS_OK, or the status and message of
+ * what it does not support (an unknown op, a dtype, a shape, an attribute
+ * value). A front end asks before it hands a node to a graph. */
+SK_API sk_status sk_op_supported(const sk_op_desc *desc, const sk_tensor_meta *inputs, size_t n_inputs);
+
+/* ------------------------------------------------------------------------ */
 /* Super-kernel options                                                      */
 /* ------------------------------------------------------------------------ */
 

@@ -1,2 +1,3 @@
 # tests of the graph area
 sk_add_test(NAME test_graph SOURCES test_graph.c)
+sk_add_test(NAME test_op_schema SOURCES test_op_schema.c)

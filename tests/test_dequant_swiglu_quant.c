@@ -368,12 +368,12 @@ static void test_errors_x_and_attributes(void) {
               "even last dimension", "got 0");
   CHECK_FAILS(add_with(ein("i8", SK_INT8, 2, (int64_t[]){4, 8}), NULL, 0, 1), SK_STATUS_INVALID_DTYPE, OP, "input x",
               "int32, fp32, fp16 or bf16", "got int8");
-  CHECK_FAILS(add_with(x, NULL, 0, 2), SK_STATUS_INVALID_ATTRIBUTE, OP, "quant_mode", "0 (static) or 1 (dynamic)", "got 2");
+  CHECK_FAILS(add_with(x, NULL, 0, 2), SK_STATUS_INVALID_ATTRIBUTE, OP, "quant_mode", "expected 0..1 (0 static", "got 2");
   sk_value outs[2];
   sk_op_input in[] = {{"x", &x, 1}};
   sk_attr left[] = {SK_ATTR_INT("activate_left", 2), SK_ATTR_INT("quant_mode", 1)};
   sk_op_desc d = {.op = OP, .inputs = in, .n_inputs = 1, .attrs = left, .n_attrs = 2};
-  CHECK_FAILS(sk_graph_add_op(eg, &d, outs, 2, NULL), SK_STATUS_INVALID_ATTRIBUTE, OP, "activate_left", "0 or 1", "got 2");
+  CHECK_FAILS(sk_graph_add_op(eg, &d, outs, 2, NULL), SK_STATUS_INVALID_ATTRIBUTE, OP, "activate_left", "expected 0..1", "got 2");
   sk_attr kind[] = {SK_ATTR_FLOAT("quant_mode", 1.0)};
   d.attrs = kind;
   d.n_attrs = 1;

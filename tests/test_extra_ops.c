@@ -52,9 +52,10 @@ static void allreduce_reference(const sk__node_io *io) {
   for (int64_t b = 0; b < x->shape[0]; b++) ((float *)io->out[0].data)[b] = total;
 }
 
-static const char *const x_slot[] = {"x", NULL};
+static const sk_op_slot_info x_slot[] = {SK__IN("x", "fp32")};
+static const sk_op_output_info y_out[] = {SK__OUT("y", "x's dtype and shape")};
 static const sk__op_def allreduce_op = {
-    .type = "test_allreduce", .slot_names = x_slot, .kind = SK_KERNEL_VECTOR, .build = allreduce_build,
+    .type = "test_allreduce", SK__SCHEMA_INPUTS(x_slot), SK__SCHEMA_OUTPUTS(y_out), .kind = SK_KERNEL_VECTOR, .build = allreduce_build,
     .tile = allreduce_tile, .run_block = allreduce_run, .reference = allreduce_reference, .barriers_per_block = 2,
 };
 
@@ -80,7 +81,7 @@ static void copy_run(const sk__node_io *io, int64_t block, void *workspace) {
   copy_reference(io);
 }
 static const sk__op_def unfusable_op = {
-    .type = "test_unfusable", .slot_names = x_slot, .kind = SK_KERNEL_VECTOR, .build = copy_build,
+    .type = "test_unfusable", SK__SCHEMA_INPUTS(x_slot), SK__SCHEMA_OUTPUTS(y_out), .kind = SK_KERNEL_VECTOR, .build = copy_build,
     .tile = copy_tile, .run_block = copy_run, .reference = copy_reference, .unfusable = true,
 };
 

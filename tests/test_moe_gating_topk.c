@@ -428,19 +428,19 @@ static void test_errors(void) {
 
   /* attributes */
   c = ok, c.group_count = 0;
-  CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "group_count", ">= 1", "got 0");
+  CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "group_count", "expected 1..", "got 0");
   c = ok, c.group_count = 3;
   CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "group_count", "divisor of E = 16", "got 3");
   c = ok, c.group_count = 8; /* 2 experts per group: mode 1 refused (the spec's rule, literally) */
   CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "group_select_mode", "more than 2", "got 2");
   c.mode = 0;
   CHECK_OK(try_case(&c));
-  c = ok, c.k_group = 0;
-  CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "k_group", "1..4", "got 0");
+  c = ok, c.k_group = 0; /* below the schema's range */
+  CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "k_group", "expected 1..", "got 0");
   c.k_group = 5;
   CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "k_group", "1..4", "got 5");
   c = ok, c.k = 0;
-  CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "attribute k:", "1..8", "got 0");
+  CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "attribute k:", "expected 1..", "got 0");
   c.k = 9;
   CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "attribute k:", "1..8", "got 9");
   c.k = 8;
@@ -453,7 +453,7 @@ static void test_errors(void) {
       *field = bad;
       char got[16];
       snprintf(got, sizeof got, "got %lld", (long long)bad);
-      CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "moe_gating_topk", flags[f], "expected 0 or 1", got);
+      CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "moe_gating_topk", flags[f], "expected 0..1", got);
     }
   c = ok, c.eps = -1e-3;
   CHECK_FAILS(try_case(&c), SK_STATUS_INVALID_ATTRIBUTE, "eps", ">= 0", "-0.001");

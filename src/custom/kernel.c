@@ -15,7 +15,9 @@ static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- the op's callbacks ---------------------------------------------- */
 
-static const char *const x_slot[] = {"x", NULL};
+/* A kernel's node takes its tensors as one list and gives one list. */
+static const sk_op_slot_info x_slot[] = {SK__IN_LIST_OPT("x", "the kernel's input tensors, in parameter order")};
+static const sk_op_output_info y_outputs[] = {SK__OUT_LIST("y", "the tensors its infer declares")};
 
 /* "x[0] fp32 [4, 5], x[1] ..." (the first few inputs) for messages. */
 static void describe_inputs(const sk__slot *x, char *buf, size_t size) {
@@ -301,7 +303,9 @@ sk_status sk_kernel_register(const sk_kernel_desc *desc, sk_kernel **kernel_out)
   }
   k->def = (sk__op_def){
       .type = k->name,
-      .slot_names = x_slot,
+      SK__SCHEMA_INPUTS(x_slot),
+      SK__SCHEMA_OUTPUTS(y_outputs),
+      .doc = "a registered kernel (sk_kernel_register)",
       .kind = kind_of(k->desc.type),
       .tile = kernel_tile,
       .run_block = kernel_run_block,

@@ -117,7 +117,7 @@ static void signature(sk__text *t, const sk__exec_node *ex) {
   sk__text_put(t, " *   in:");
   for (int slot = 0; slot < SK__MAX_SLOTS; slot++) {
     if (!ex->io.in[slot].count) continue;
-    sk__text_put(t, " %s:", ex->def->slot_names[slot]);
+    sk__text_put(t, " %s:", ex->def->inputs[slot].name);
     tensor_list(t, ex->io.in[slot].tensors, ex->io.in[slot].count);
   }
   sk__text_put(t, "\n *   out:");

@@ -5,19 +5,17 @@
 #include "ops/op_util.h"
 
 enum { SLOT_X };
-static const char *const slots[] = {"x", NULL};
+static const sk_op_slot_info inputs[] = {SK__IN("x", "any dtype")};
+static const sk_op_attr_info attrs[] = {
+    SK__ATTR_INT_REQUIRED("dtype", SK__DTYPE_MIN, SK__DTYPE_MAX, "the output's sk_dtype"),
+};
+static const sk_op_output_info outputs[] = {SK__OUT("y", "x's shape in dtype")};
 
 static sk_status build(sk__build_ctx *ctx) {
   const sk__tensor *x;
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_X, &x));
   int64_t dtype;
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "dtype", SK_DTYPE_INVALID, &dtype));
-  if (!sk__ctx_has_attr(ctx, "dtype"))
-    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute dtype is required", sk__ctx_op(ctx));
-  if (dtype <= SK_DTYPE_INVALID || dtype >= SK_DTYPE_COUNT_)
-    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE,
-                    "%s: attribute dtype: expected an sk_dtype (fp32, fp16, bf16, int8, int32, int64), got %lld",
-                    sk__ctx_op(ctx), (long long)dtype);
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "dtype", &dtype));
   sk__tensor *out;
   SK_RETURN_IF_ERROR(sk__ctx_set_outputs(ctx, 1, &out));
   sk__tensor_init(out, (sk_dtype)dtype, x->rank, x->shape);
@@ -56,7 +54,10 @@ static void reference(const sk__node_io *io) {
 
 const sk__op_def sk__op_cast = {
     .type = "cast",
-    .slot_names = slots,
+    SK__SCHEMA_INPUTS(inputs),
+    SK__SCHEMA_ATTRS(attrs),
+    SK__SCHEMA_OUTPUTS(outputs),
+    .doc = "y = x converted element by element (round to nearest even, saturating to Inf)",
     .kind = SK_KERNEL_VECTOR,
     .build = build,
     .tile = tile,

@@ -7,7 +7,11 @@
 #include "ops/op_util.h"
 
 enum { SLOT_X };
-static const char *const slots[] = {"x", NULL};
+static const sk_op_slot_info inputs[] = {SK__IN_LIST("x", "equal dtypes; equal shapes but along dim")};
+static const sk_op_attr_info attrs[] = {
+    SK__ATTR_INT("dim", 0, -SK_MAX_RANK, SK_MAX_RANK - 1, "the dimension to join along; negative counts from the end"),
+};
+static const sk_op_output_info outputs[] = {SK__OUT("y", "x[0]'s shape with dim summed")};
 
 typedef struct concat_params {
   int dim; /* normalized, in [0, rank) */
@@ -16,10 +20,9 @@ typedef struct concat_params {
 static sk_status build(sk__build_ctx *ctx) {
   const char *op = sk__ctx_op(ctx);
   const sk__slot *xs = sk__ctx_slot(ctx, SLOT_X);
-  if (xs->count == 0) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input x: expected a non-empty list", op);
   const sk__tensor *first = &xs->tensors[0];
   int64_t dim;
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "dim", 0, &dim));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "dim", &dim));
   if (first->rank == 0) return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x[0]: a scalar cannot be concatenated", op);
   if (dim < -first->rank || dim >= first->rank)
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute dim: expected a value in [%d, %d], got %lld", op,
@@ -125,7 +128,10 @@ static void reference(const sk__node_io *io) {
 
 const sk__op_def sk__op_concat = {
     .type = "concat",
-    .slot_names = slots,
+    SK__SCHEMA_INPUTS(inputs),
+    SK__SCHEMA_ATTRS(attrs),
+    SK__SCHEMA_OUTPUTS(outputs),
+    .doc = "y = the tensors of x joined along dim",
     .kind = SK_KERNEL_VECTOR,
     .build = build,
     .tile = tile,

@@ -34,24 +34,35 @@
 #include "kernels/convert/convert.h"
 #include "ops/op_util.h"
 
-static const char *const slots[] = {"x",           "weight_scale", "activation_scale", "bias",
-                                    "quant_scale", "quant_offset", "group_index",      NULL};
+static const sk_op_slot_info inputs[] = {
+    SK__IN("x", "[T, 2H] int32, fp32, fp16 or bf16"),
+    SK__IN_OPT("weight_scale", "fp32 [2H], [1, 2H] or [G, 2H] (one row per group); int32 x only"),
+    SK__IN_OPT("activation_scale", "fp32 [T] or [T, 1]; int32 x only"),
+    SK__IN_OPT("bias", "[2H]: int32 (added before dequantizing) or fp32 / fp16 / bf16 (after)"),
+    SK__IN_OPT("quant_scale", "fp32 [H], [1, H] or [G, H]; static mode: [1]"),
+    SK__IN_OPT("quant_offset", "fp32 [1]; static mode only"),
+    SK__IN_OPT("group_index", "int64 [G]: rows per group (counts)"),
+};
+static const sk_op_attr_info attrs[] = {
+    SK__ATTR_INT("activate_left", 0, 0, 1, "1: silu on the left half, 0: on the right half"),
+    SK__ATTR_INT("quant_mode", 0, 0, 1, "0 static (quant_scale, quant_offset), 1 dynamic (per-row scale)"),
+};
+static const sk_op_output_info outputs[] = {
+    SK__OUT("y", "int8 [T, H]"),
+    SK__OUT("scale", "fp32 [T]: the per-row scale (dynamic) or quant_scale (static)"),
+};
 
 #define MAX_GROUPS 1024
 
-/* The slot's only tensor, NULL when absent; a list is an error. */
-static sk_status optional(sk__build_ctx *ctx, int i, const sk__tensor **t) {
+/* The optional slot's tensor, NULL when absent (the schema allows no list). */
+static const sk__tensor *optional(sk__build_ctx *ctx, int i) {
   const sk__slot *s = sk__ctx_slot(ctx, i);
-  *t = s->count ? &s->tensors[0] : NULL;
-  if (s->count > 1)
-    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input %s: expected 1 tensor, got %zu", sk__ctx_op(ctx),
-                    slots[i], s->count);
-  return SK_STATUS_OK;
+  return s->count ? &s->tensors[0] : NULL;
 }
 
 static sk_status need_dtype(const char *op, int slot, const sk__tensor *t, bool ok, const char *expected) {
   if (ok) return SK_STATUS_OK;
-  return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s: expected dtype %s, got %s", op, slots[slot], expected,
+  return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s: expected dtype %s, got %s", op, inputs[slot].name, expected,
                   sk_dtype_name(t->dtype));
 }
 
@@ -63,16 +74,16 @@ static sk_status need_row_shape(const char *op, int slot, const sk__tensor *t, i
   char s[SK_SHAPE_STR_MAX];
   if (g > 0)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input %s: expected shape [%lld], [1, %lld] or [%lld, %lld] (one row per group), got %s",
-                    op, slots[slot], (long long)n, (long long)n, (long long)g, (long long)n,
+                    op, inputs[slot].name, (long long)n, (long long)n, (long long)g, (long long)n,
                     sk__shape_str(t->rank, t->shape, s, sizeof s));
-  return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input %s: expected shape [%lld] or [1, %lld], got %s", op, slots[slot],
+  return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input %s: expected shape [%lld] or [1, %lld], got %s", op, inputs[slot].name,
                   (long long)n, (long long)n, sk__shape_str(t->rank, t->shape, s, sizeof s));
 }
 
 static sk_status need_one(const char *op, int slot, const sk__tensor *t) {
   if (t->rank == 1 && t->shape[0] == 1) return SK_STATUS_OK;
   char s[SK_SHAPE_STR_MAX];
-  return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input %s: expected shape [1] in static mode, got %s", op, slots[slot],
+  return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input %s: expected shape [1] in static mode, got %s", op, inputs[slot].name,
                   sk__shape_str(t->rank, t->shape, s, sizeof s));
 }
 
@@ -80,20 +91,14 @@ static sk_status build(sk__build_ctx *ctx) {
   const char *op = sk__ctx_op(ctx);
   dsq_params *p = sk__ctx_params(ctx);
   int64_t left, mode;
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "activate_left", 0, &left));
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "quant_mode", 0, &mode));
-  if (left != 0 && left != 1)
-    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute activate_left: expected 0 or 1, got %lld", op,
-                    (long long)left);
-  if (mode != 0 && mode != 1)
-    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute quant_mode: expected 0 (static) or 1 (dynamic), got %lld",
-                    op, (long long)mode);
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "activate_left", &left));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "quant_mode", &mode));
   p->activate_left = (int)left;
   p->quant_mode = (int)mode;
 
   const sk__tensor *x, *in[SK__MAX_SLOTS] = {0};
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, DSQ_X, &x));
-  for (int i = DSQ_WEIGHT_SCALE; i <= DSQ_GROUP_INDEX; i++) SK_RETURN_IF_ERROR(optional(ctx, i, &in[i]));
+  for (int i = DSQ_WEIGHT_SCALE; i <= DSQ_GROUP_INDEX; i++) in[i] = optional(ctx, i);
   const sk__tensor *ws = in[DSQ_WEIGHT_SCALE], *as = in[DSQ_ACTIVATION_SCALE], *bias = in[DSQ_BIAS];
   const sk__tensor *qs = in[DSQ_QUANT_SCALE], *qo = in[DSQ_QUANT_OFFSET], *gi = in[DSQ_GROUP_INDEX];
   char s[SK_SHAPE_STR_MAX];
@@ -123,7 +128,7 @@ static sk_status build(sk__build_ctx *ctx) {
     for (int i = DSQ_WEIGHT_SCALE; i <= DSQ_BIAS; i++)
       if (in[i])
         return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input %s: expected absent with a float x (only int32 x is dequantized), x is %s",
-                        op, slots[i], sk_dtype_name(x->dtype));
+                        op, inputs[i].name, sk_dtype_name(x->dtype));
   }
   if (ws) {
     SK_RETURN_IF_ERROR(need_dtype(op, DSQ_WEIGHT_SCALE, ws, ws->dtype == SK_FP32, "fp32"));
@@ -244,7 +249,10 @@ static void reference(const sk__node_io *io) {
 
 const sk__op_def sk__op_dequant_swiglu_quant = {
     .type = "dequant_swiglu_quant",
-    .slot_names = slots,
+    SK__SCHEMA_INPUTS(inputs),
+    SK__SCHEMA_ATTRS(attrs),
+    SK__SCHEMA_OUTPUTS(outputs),
+    .doc = "int8 y, scale = quantize(silu(a) * b) of the dequantized halves a, b of x (docs/ops.md)",
     .kind = SK_KERNEL_VECTOR,
     .build = build,
     .tile = sk__dsq_tile,

@@ -11,8 +11,9 @@
 #include "ops/op_util.h"
 
 enum { SLOT_X, SLOT_Y };
-static const char *const unary_slots[] = {"x", NULL};
-static const char *const binary_slots[] = {"x", "y", NULL};
+static const sk_op_slot_info unary_inputs[] = {SK__IN("x", "any dtype")};
+static const sk_op_slot_info binary_inputs[] = {SK__IN("x", "any dtype"), SK__IN("y", "x's dtype and shape")};
+static const sk_op_output_info outputs[] = {SK__OUT("y", "x's dtype and shape")};
 
 typedef enum { EW_SQUARE, EW_ADD, EW_MUL } ew_kind;
 typedef struct { ew_kind kind; } ew_params;
@@ -139,13 +140,13 @@ static void reference(const sk__node_io *io) {
   }
 }
 
-#define EW_OP(NAME, SLOTS, BUILD)                                                          \
+#define EW_OP(NAME, INPUTS, BUILD, DOC)                                                      \
   const sk__op_def sk__op_##NAME = {                                                       \
-      .type = #NAME, .slot_names = SLOTS, .kind = SK_KERNEL_VECTOR, .build = BUILD,        \
-      .tile = tile, .run_block = run_block, .reference = reference, .footprint = footprint,  \
-      .params_size = sizeof(ew_params),                                                    \
+      .type = #NAME, SK__SCHEMA_INPUTS(INPUTS), SK__SCHEMA_OUTPUTS(outputs), .doc = DOC,     \
+      .kind = SK_KERNEL_VECTOR, .build = BUILD, .tile = tile, .run_block = run_block,       \
+      .reference = reference, .footprint = footprint, .params_size = sizeof(ew_params),    \
   };
 
-EW_OP(square, unary_slots, build_square)
-EW_OP(add, binary_slots, build_add)
-EW_OP(mul, binary_slots, build_mul)
+EW_OP(square, unary_inputs, build_square, "y = x * x")
+EW_OP(add, binary_inputs, build_add, "y = x + y")
+EW_OP(mul, binary_inputs, build_mul, "y = x * y")

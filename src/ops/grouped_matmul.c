@@ -18,7 +18,25 @@
 #include "kernels/gemm/gemm.h"
 #include "ops/op_util.h"
 
-static const char *const slots[] = {"x", "weight", "bias", "scale", "offset", "per_token_scale", NULL};
+static const sk_op_slot_info inputs[] = {
+    SK__IN_LIST("x", "fp16, bf16, fp32 or int8: G tensors [..., K_i] (group_type -1) or one [M, K] (0)"),
+    SK__IN_LIST("weight", "x's dtype: G tensors [K_i, N_i], or one [E, K, N] / E tensors [K, N] (group_type 0)"),
+    SK__IN_LIST_OPT("bias", "one [N] per group or one [E, N]: x's dtype or fp32; int8 path: int32 or float"),
+    SK__IN_LIST_OPT("scale", "int8 path: per-channel weight scale, one [N] per group or [E, N]"),
+    SK__IN_LIST_OPT("offset", "int8 path: fp32 offset, one [N] per group or [E, N]"),
+    SK__IN_LIST_OPT("per_token_scale", "int8 path: fp32 [M] (group_type 0) or [m_i] per group"),
+};
+static const sk_op_attr_info attrs[] = {
+    SK__ATTR_INT("group_type", -1, -1, 0, "-1: lists of independent matmuls; 0: rows of x split by group_list"),
+    SK__ATTR_INTS("group_list", "group_type 0: one entry per expert (cumulative row ends, or counts)"),
+    SK__ATTR_INT("group_list_type", 0, 0, 1, "0 cumulative, 1 counts"),
+    SK__ATTR_INT("split_item", 0, 0, 3, "0/1: one output per group; 2/3: one [M, N] output (group_type 0)"),
+    SK__ATTR_INT_DERIVED("output_dtype", SK__DTYPE_MIN, SK__DTYPE_MAX,
+                         "default x's dtype (int32 on the int8 path); fp16, bf16, fp32 (or int32 on int8)"),
+};
+static const sk_op_output_info outputs[] = {
+    SK__OUT_LIST("y", "one [..., N_i] per group, or one [M, N] (split_item 2/3)"),
+};
 
 #define MAX_GROUPS 1024
 
@@ -109,11 +127,7 @@ static sk_status parse_group_list(sk__build_ctx *ctx, gmm_params *p, int64_t m) 
   size_t n;
   int64_t list_type;
   SK_RETURN_IF_ERROR(sk__ctx_attr_ints(ctx, "group_list", &list, &n));
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_list_type", 0, &list_type));
-  if (list_type != 0 && list_type != 1)
-    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE,
-                    "%s: attribute group_list_type: expected 0 (cumulative) or 1 (counts), got %lld", op,
-                    (long long)list_type);
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_list_type", &list_type));
   if ((int64_t)n != p->n_groups)
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list: expected %lld entries (one per expert), got %zu",
                     op, (long long)p->n_groups, n);
@@ -210,9 +224,7 @@ static sk_status build_moe(sk__build_ctx *ctx, gmm_params *p) {
 static sk_status build(sk__build_ctx *ctx) {
   const char *op = sk__ctx_op(ctx);
   gmm_params *p = sk__ctx_params(ctx);
-  const sk__slot *xs = sk__ctx_slot(ctx, GMM_X), *ws = sk__ctx_slot(ctx, GMM_WEIGHT);
-  if (xs->count == 0) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input x: expected a non-empty list", op);
-  if (ws->count == 0) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input weight: expected a non-empty list", op);
+  const sk__slot *xs = sk__ctx_slot(ctx, GMM_X);
   if (xs->count > MAX_GROUPS)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input x: %zu groups (at most %d)", op, xs->count, MAX_GROUPS);
   sk_dtype x_dtype = xs->tensors[0].dtype;
@@ -224,18 +236,13 @@ static sk_status build(sk__build_ctx *ctx) {
   for (int i = 0; i < 3 && !p->quant; i++)
     if (sk__ctx_slot(ctx, quant_slots[i])->count)
       return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input %s: only the int8 path takes it, x is %s", op,
-                      slots[quant_slots[i]], sk_dtype_name(x_dtype));
+                      inputs[quant_slots[i]].name, sk_dtype_name(x_dtype));
   int64_t group_type, split_item, out_dtype;
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_type", -1, &group_type));
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "split_item", 0, &split_item));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_type", &group_type));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "split_item", &split_item));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "output_dtype", &out_dtype));
   /* The int8 path's default output is the raw int32 accumulator. */
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "output_dtype", p->quant ? SK_INT32 : x_dtype, &out_dtype));
-  if (group_type != -1 && group_type != 0)
-    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_type: expected -1 or 0, got %lld", op,
-                    (long long)group_type);
-  if (split_item < 0 || split_item > 3)
-    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute split_item: expected 0..3, got %lld", op,
-                    (long long)split_item);
+  if (!sk__ctx_has_attr(ctx, "output_dtype")) out_dtype = p->quant ? SK_INT32 : x_dtype;
   bool out_ok = out_dtype > 0 && out_dtype < SK_DTYPE_COUNT_ &&
                 (sk__is_float((sk_dtype)out_dtype) || (p->quant && out_dtype == SK_INT32));
   if (!out_ok)
@@ -363,7 +370,10 @@ static void reference(const sk__node_io *io) {
 
 const sk__op_def sk__op_grouped_matmul = {
     .type = "grouped_matmul",
-    .slot_names = slots,
+    SK__SCHEMA_INPUTS(inputs),
+    SK__SCHEMA_ATTRS(attrs),
+    SK__SCHEMA_OUTPUTS(outputs),
+    .doc = "per group g: y_g = x_g @ w_g (+ bias_g); int8: int32 accumulation and a dequantizing epilogue",
     .kind = SK_KERNEL_CUBE,
     .build = build,
     .tile = sk__gmm_tile,

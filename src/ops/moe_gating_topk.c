@@ -39,13 +39,26 @@
 #include "kernels/convert/convert.h"
 #include "ops/op_util.h"
 
-static const char *const slots[] = {"x", "bias", NULL};
-
-static sk_status check_enum(const char *op, const char *name, int64_t v, const char *what) {
-  if (v == 0 || v == 1) return SK_STATUS_OK;
-  return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute %s: expected 0 or 1 (%s), got %lld", op, name, what,
-                  (long long)v);
-}
+static const sk_op_slot_info inputs[] = {
+    SK__IN("x", "[T, E] fp16, bf16 or fp32: the router logits"),
+    SK__IN_OPT("bias", "[E], x's dtype: added after the activation, for selection only"),
+};
+static const sk_op_attr_info attrs[] = {
+    SK__ATTR_INT_REQUIRED("k", 1, MOE_MAX_EXPERTS, "experts per token, at most k_group * E / group_count"),
+    SK__ATTR_INT("k_group", 1, 1, MOE_MAX_EXPERTS, "groups kept per token, at most group_count"),
+    SK__ATTR_INT("group_count", 1, 1, MOE_MAX_EXPERTS, "expert groups; divides E"),
+    SK__ATTR_INT("group_select_mode", 0, 0, 1, "group score: 0 its max, 1 the sum of its top two"),
+    SK__ATTR_INT("renorm", 0, 0, 1, "a flag: renormalize (accepted for torch_npu; the weights are normalized)"),
+    SK__ATTR_INT("norm_type", 0, 0, 1, "activation: 0 softmax, 1 sigmoid"),
+    SK__ATTR_INT("out_flag", 0, 0, 1, "a flag: also write the activated scores to out"),
+    SK__ATTR_FLOAT("routed_scaling_factor", 1.0, "multiplies the normalized weights"),
+    SK__ATTR_FLOAT("eps", 1e-20, "added to the weight sum before dividing; >= 0"),
+};
+static const sk_op_output_info outputs[] = {
+    SK__OUT("y", "[T, k], x's dtype: the weights of the chosen experts"),
+    SK__OUT("expert_idx", "int32 [T, k]: the chosen experts"),
+    SK__OUT("out", "fp32 [T, E]: the activated scores (with out_flag)"),
+};
 
 static sk_status build(sk__build_ctx *ctx) {
   const char *op = sk__ctx_op(ctx);
@@ -74,25 +87,17 @@ static sk_status build(sk__build_ctx *ctx) {
       return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input bias: expected dtype %s (as x), got %s", op,
                       sk_dtype_name(x->dtype), sk_dtype_name(b->dtype));
   }
-  if (!sk__ctx_has_attr(ctx, "k")) return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute k is required", op);
   int64_t k, k_group, group_count, mode, renorm, norm_type, out_flag;
   double rsf, eps;
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "k", 0, &k));
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "k_group", 1, &k_group));
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_count", 1, &group_count));
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_select_mode", 0, &mode));
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "renorm", 0, &renorm));
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "norm_type", 0, &norm_type));
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "out_flag", 0, &out_flag));
-  SK_RETURN_IF_ERROR(sk__ctx_attr_float(ctx, "routed_scaling_factor", 1.0, &rsf));
-  SK_RETURN_IF_ERROR(sk__ctx_attr_float(ctx, "eps", 1e-20, &eps));
-  SK_RETURN_IF_ERROR(check_enum(op, "norm_type", norm_type, "0 softmax, 1 sigmoid"));
-  SK_RETURN_IF_ERROR(check_enum(op, "group_select_mode", mode, "0 max, 1 sum of the top two"));
-  SK_RETURN_IF_ERROR(check_enum(op, "renorm", renorm, "a flag"));
-  SK_RETURN_IF_ERROR(check_enum(op, "out_flag", out_flag, "a flag"));
-  if (group_count < 1)
-    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_count: expected >= 1, got %lld", op,
-                    (long long)group_count);
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "k", &k));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "k_group", &k_group));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_count", &group_count));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_select_mode", &mode));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "renorm", &renorm));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "norm_type", &norm_type));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "out_flag", &out_flag));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_float(ctx, "routed_scaling_factor", &rsf));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_float(ctx, "eps", &eps));
   if (e % group_count != 0)
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE,
                     "%s: attribute group_count: expected a divisor of E = %lld, got %lld", op, (long long)e,
@@ -221,7 +226,10 @@ static void reference(const sk__node_io *io) {
 
 const sk__op_def sk__op_moe_gating_topk = {
     .type = "moe_gating_topk",
-    .slot_names = slots,
+    SK__SCHEMA_INPUTS(inputs),
+    SK__SCHEMA_ATTRS(attrs),
+    SK__SCHEMA_OUTPUTS(outputs),
+    .doc = "per token: activate, add bias, pick k_group groups, then the top k experts; normalized weights",
     .kind = SK_KERNEL_VECTOR,
     .build = build,
     .tile = sk__moe_tile,

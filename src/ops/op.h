@@ -35,7 +35,7 @@ typedef struct sk__slot {
  * build time the tensors carry shapes and dtypes and no data; at run time
  * their data pointers are bound. */
 typedef struct sk__node_io {
-  sk__slot in[SK__MAX_SLOTS]; /* indexed like the op's slot_names */
+  sk__slot in[SK__MAX_SLOTS]; /* indexed like the op's schema inputs */
   sk__tensor *out;            /* n_out outputs */
   size_t n_out;
   const void *params;         /* the op's parsed attributes */
@@ -63,9 +63,17 @@ typedef struct sk__tiling {
 
 typedef struct sk__op_def {
   const char *type;
-  /* Accepted input slot names in order, NULL-terminated; slot i of
-   * sk__node_io.in is slot_names[i]. */
-  const char *const *slot_names;
+  /* The declarative schema (superkernel.h, sk_op_schema), read by
+   * sk_graph_add_op's generic checks, sk_op_info and the tests: input slots
+   * in order (slot i of sk__node_io.in is inputs[i]; at most SK__MAX_SLOTS),
+   * attributes with kinds, defaults and ranges, outputs. */
+  const sk_op_slot_info *inputs;
+  size_t n_inputs;
+  const sk_op_attr_info *attrs;
+  size_t n_attrs;
+  const sk_op_output_info *outputs;
+  size_t n_outputs;
+  const char *doc;
   sk__kernel_kind kind;
   /* A view op (reshape) launches nothing: its output aliases its input. */
   bool is_view;
@@ -122,11 +130,14 @@ const sk__slot *sk__ctx_slot(const sk__build_ctx *ctx, int i);
  * returns its only tensor otherwise. */
 sk_status sk__ctx_single(sk__build_ctx *ctx, int i, const sk__tensor **t);
 
-/* Attribute getters. A missing attribute yields the default; a present one
- * of the wrong kind fails naming it. Attributes no getter asked for are
- * rejected after build as unknown. */
-sk_status sk__ctx_attr_int(sk__build_ctx *ctx, const char *name, int64_t dflt, int64_t *out);
-sk_status sk__ctx_attr_float(sk__build_ctx *ctx, const char *name, double dflt, double *out);
+/* Attribute getters. sk_graph_add_op has already checked every given
+ * attribute against the schema (known name, kind, range, required ones
+ * present), so a getter only reads: the given value, else the schema's
+ * default (0 for an attribute the op defaults itself: test
+ * sk__ctx_has_attr first). Asking for a name the schema lacks is a bug in
+ * the op, reported as SK_STATUS_INTERNAL. */
+sk_status sk__ctx_attr_int(sk__build_ctx *ctx, const char *name, int64_t *out);
+sk_status sk__ctx_attr_float(sk__build_ctx *ctx, const char *name, double *out);
 /* ints: *out points into the caller's descriptor memory (valid during
  * build only; copy it into params); *n = 0 when absent. */
 sk_status sk__ctx_attr_ints(sk__build_ctx *ctx, const char *name, const int64_t **out, size_t *n);
@@ -139,5 +150,45 @@ void *sk__ctx_params(sk__build_ctx *ctx);
 sk_status sk__ctx_set_outputs(sk__build_ctx *ctx, size_t n, sk__tensor **outs);
 
 #define SK__MAX_OUTPUTS 1024
+
+/* ---- schema declarations, so an op's table reads like its signature ---- */
+
+#define SK__COUNT(a) (sizeof(a) / sizeof((a)[0]))
+/* .inputs/.attrs/.outputs with their counts from arrays. */
+#define SK__SCHEMA_INPUTS(a) .inputs = (a), .n_inputs = SK__COUNT(a)
+#define SK__SCHEMA_ATTRS(a) .attrs = (a), .n_attrs = SK__COUNT(a)
+#define SK__SCHEMA_OUTPUTS(a) .outputs = (a), .n_outputs = SK__COUNT(a)
+
+#define SK__IN(nm, d) {.name = (nm), .doc = (d)}
+#define SK__IN_OPT(nm, d) {.name = (nm), .is_optional = 1, .doc = (d)}
+#define SK__IN_LIST(nm, d) {.name = (nm), .is_list = 1, .doc = (d)}
+#define SK__IN_LIST_OPT(nm, d) {.name = (nm), .is_list = 1, .is_optional = 1, .doc = (d)}
+#define SK__OUT(nm, d) {.name = (nm), .doc = (d)}
+#define SK__OUT_LIST(nm, d) {.name = (nm), .is_list = 1, .doc = (d)}
+
+/* An int with a default and a legal range [lo, hi]. */
+#define SK__ATTR_INT(nm, dflt, lo, hi, d)                                                            \
+  {.name = (nm), .kind = SK_ATTR_KIND_INT, .has_default = 1, .default_int = (dflt), .has_range = 1, \
+   .min = (lo), .max = (hi), .doc = (d)}
+/* An int the caller must give, in [lo, hi]. */
+#define SK__ATTR_INT_REQUIRED(nm, lo, hi, d) \
+  {.name = (nm), .kind = SK_ATTR_KIND_INT, .is_required = 1, .has_range = 1, .min = (lo), .max = (hi), .doc = (d)}
+/* An int whose default the op derives from its inputs (doc says how). */
+#define SK__ATTR_INT_DERIVED(nm, lo, hi, d) \
+  {.name = (nm), .kind = SK_ATTR_KIND_INT, .has_range = 1, .min = (lo), .max = (hi), .doc = (d)}
+#define SK__ATTR_FLOAT(nm, dflt, d) \
+  {.name = (nm), .kind = SK_ATTR_KIND_FLOAT, .has_default = 1, .default_float = (dflt), .doc = (d)}
+/* A list of ints (absent: empty), checked by the op. */
+#define SK__ATTR_INTS(nm, d) {.name = (nm), .kind = SK_ATTR_KIND_INTS, .doc = (d)}
+#define SK__ATTR_INTS_REQUIRED(nm, d) {.name = (nm), .kind = SK_ATTR_KIND_INTS, .is_required = 1, .doc = (d)}
+
+/* dtype-valued attributes range over the valid sk_dtype values. */
+#define SK__DTYPE_MIN ((int64_t)SK_DTYPE_INVALID + 1)
+#define SK__DTYPE_MAX ((int64_t)SK_DTYPE_COUNT_ - 1)
+
+/* The schema entry of an attribute / input slot by name; NULL / -1 when the
+ * op has none. */
+const sk_op_attr_info *sk__op_attr(const sk__op_def *def, const char *name);
+int sk__op_slot(const sk__op_def *def, const char *name);
 
 #endif

@@ -25,7 +25,18 @@
 #include "kernels/qgemm/qgemm.h"
 #include "ops/op_util.h"
 
-static const char *const slots[] = {"x1", "x2", "scale", "offset", "pertoken_scale", "bias", NULL};
+static const sk_op_slot_info inputs[] = {
+    SK__IN("x1", "int8 [..., m, k]"),
+    SK__IN("x2", "int8 [..., k, n]; batch dims broadcast with x1's"),
+    SK__IN_OPT("scale", "[n] or [1]: int64 packed (sk_trans_quant_param), fp32 or bf16; required unless int32 out"),
+    SK__IN_OPT("offset", "fp32 [n] or [1]; int8 output only"),
+    SK__IN_OPT("pertoken_scale", "fp32 [m]; fp16 / bf16 output only"),
+    SK__IN_OPT("bias", "int32 [n], or bf16 / fp32 [n] with a float output"),
+};
+static const sk_op_attr_info attrs[] = {
+    SK__ATTR_INT("output_dtype", SK_INT8, SK__DTYPE_MIN, SK__DTYPE_MAX, "fp16, bf16, int8 or int32"),
+};
+static const sk_op_output_info outputs[] = {SK__OUT("y", "[broadcast batch..., m, n] in output_dtype")};
 
 #define MAX_LAST_DIM 65535
 /* k <= 65535 keeps every int32 sum exact, so the qgemm limit never binds. */
@@ -94,10 +105,6 @@ static const sk__tensor *optional(sk__build_ctx *ctx, int slot) {
 static sk_status build_quant_inputs(sk__build_ctx *ctx, qmm_params *p) {
   const char *op = sk__ctx_op(ctx);
   const sk_dtype out = p->out_dtype;
-  for (int s = QMM_SCALE; s <= QMM_BIAS; s++)
-    if (sk__ctx_slot(ctx, s)->count > 1)
-      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input %s: expected at most 1 tensor, got %zu", op, slots[s],
-                      sk__ctx_slot(ctx, s)->count);
   const sk__tensor *scale = optional(ctx, QMM_SCALE), *offset = optional(ctx, QMM_OFFSET);
   const sk__tensor *pt = optional(ctx, QMM_PERTOKEN), *bias = optional(ctx, QMM_BIAS);
   bool per_col;
@@ -174,7 +181,7 @@ static sk_status build(sk__build_ctx *ctx) {
                     op, (long long)p->k, (long long)x2->shape[x2->rank - 2]);
   SK_RETURN_IF_ERROR(broadcast_batches(op, x1, x2, p));
   int64_t out_dtype;
-  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "output_dtype", SK_INT8, &out_dtype));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "output_dtype", &out_dtype));
   if (out_dtype != SK_FP16 && out_dtype != SK_BF16 && out_dtype != SK_INT8 && out_dtype != SK_INT32)
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute output_dtype: expected fp16, bf16, int8 or int32, got %s",
                     op, out_dtype > 0 && out_dtype < SK_DTYPE_COUNT_ ? sk_dtype_name((sk_dtype)out_dtype) : "invalid");
@@ -269,7 +276,10 @@ static void reference(const sk__node_io *io) {
 
 const sk__op_def sk__op_quant_matmul = {
     .type = "quant_matmul",
-    .slot_names = slots,
+    SK__SCHEMA_INPUTS(inputs),
+    SK__SCHEMA_ATTRS(attrs),
+    SK__SCHEMA_OUTPUTS(outputs),
+    .doc = "y = quantize(x1 @ x2 (int32) with bias, scale, per-token scale and offset) (torch_npu npu_quant_matmul)",
     .kind = SK_KERNEL_CUBE,
     .build = build,
     .tile = sk__qmm_tile,

@@ -6,7 +6,11 @@
 #include "ops/op.h"
 
 enum { SLOT_X };
-static const char *const slots[] = {"x", NULL};
+static const sk_op_slot_info inputs[] = {SK__IN("x", "any dtype")};
+static const sk_op_attr_info attrs[] = {
+    SK__ATTR_INTS_REQUIRED("shape", "the new dims; one may be -1 (inferred from the element count)"),
+};
+static const sk_op_output_info outputs[] = {SK__OUT("y", "a view of x with the new shape")};
 
 static sk_status build(sk__build_ctx *ctx) {
   const char *op = sk__ctx_op(ctx);
@@ -15,8 +19,6 @@ static sk_status build(sk__build_ctx *ctx) {
   const int64_t *dims;
   size_t rank;
   SK_RETURN_IF_ERROR(sk__ctx_attr_ints(ctx, "shape", &dims, &rank));
-  if (!sk__ctx_has_attr(ctx, "shape"))
-    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute shape is required", op);
   if (rank > SK_MAX_RANK)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: attribute shape: rank %zu exceeds %d", op, rank, SK_MAX_RANK);
   int64_t shape[SK_MAX_RANK];
@@ -68,7 +70,10 @@ static void reference(const sk__node_io *io) {
 
 const sk__op_def sk__op_reshape = {
     .type = "reshape",
-    .slot_names = slots,
+    SK__SCHEMA_INPUTS(inputs),
+    SK__SCHEMA_ATTRS(attrs),
+    SK__SCHEMA_OUTPUTS(outputs),
+    .doc = "y = x with another shape of the same element count (a view: launches nothing)",
     .kind = SK_KERNEL_VECTOR,
     .is_view = true,
     .build = build,

@@ -1,0 +1,21 @@
+/* The one list of built-in ops, in the order sk_op_info numbers them. Each
+ * entry X(name) is the op type "name", defined as sk__op_<name> in its
+ * file of src/ops/. The registry, sk_op_count / sk_op_info, the fuzzer and
+ * the conformance test all read this list (through sk_op_info outside the
+ * library). Adding an op: docs/adding-an-op.md. */
+#ifndef SK_OPS_OP_LIST_H
+#define SK_OPS_OP_LIST_H
+
+#define SK__BUILTIN_OPS(X) \
+  X(reshape)               \
+  X(square)                \
+  X(add)                   \
+  X(mul)                   \
+  X(cast)                  \
+  X(concat)                \
+  X(grouped_matmul)        \
+  X(moe_gating_topk)       \
+  X(dequant_swiglu_quant)  \
+  X(quant_matmul)
+
+#endif
