@@ -628,6 +628,44 @@ SK_API sk_status sk_program_run(sk_program *program, sk_team *team,
                                 const sk_buffer *inputs, size_t n_inputs,
                                 const sk_buffer *outputs, size_t n_outputs);
 
+/* ---- Binding by index ------------------------------------------------------
+ * Three ways to hand a run its buffers, cheapest last (bench_run_overhead
+ * measures them):
+ *   sk_program_run          by name: each buffer's name is looked up;
+ *   sk_program_run_by_index buffers in declaration order (input i is
+ *                           sk_program_input_info(i)); names are ignored;
+ *   sk_program_bind + sk_program_run_bound
+ *                           bindings that persist across runs: a run checks
+ *                           nothing and rebinds nothing that did not change.
+ * Every way checks each buffer's byte count (numel * dtype size) and that no
+ * output overlaps an input or another output. */
+typedef enum sk_io_kind { SK_IO_INPUT = 0, SK_IO_OUTPUT = 1 } sk_io_kind;
+
+/* The declaration index of the input or output named name;
+ * SK_STATUS_NOT_FOUND when there is none. */
+SK_API sk_status sk_program_find(const sk_program *program, sk_io_kind kind, const char *name, size_t *index_out);
+
+/* Runs with inputs[i] bound to input i and outputs[j] to output j: exactly
+ * sk_program_num_inputs / _outputs buffers each (their name fields are not
+ * read and may be NULL). */
+SK_API sk_status sk_program_run_by_index(sk_program *program, sk_team *team, const sk_buffer *inputs,
+                                         size_t n_inputs, const sk_buffer *outputs, size_t n_outputs);
+
+/* Binds input or output `index` to data (bytes must be its exact size;
+ * data may be NULL only for a 0-byte tensor) until it is bound again or
+ * unbound. The buffer must stay valid while runs use it. Fails, leaving the
+ * old binding, on a wrong size or when an output would overlap another
+ * bound buffer. Not to be called while a run of the program is in
+ * progress. */
+SK_API sk_status sk_program_bind(sk_program *program, sk_io_kind kind, size_t index, void *data, size_t bytes);
+/* Forgets every binding. */
+SK_API void sk_program_unbind_all(sk_program *program);
+/* Runs with what is bound; SK_STATUS_INVALID_STATE naming the first
+ * unbound input or output. No lookup, no allocation, no size or overlap
+ * check (done at bind time), and nothing is rebound inside the program
+ * when no binding changed since its last bound run. */
+SK_API sk_status sk_program_run_bound(sk_program *program, sk_team *team);
+
 /* The program's run in readable form: each step (an op's own launch, or a
  * super kernel with its type, sub-kernels and one line per task of every
  * core's task list). *text_out is allocated; release it with sk_free. */

@@ -168,6 +168,7 @@ void sk_program_destroy(sk_program *p) {
   free(p->root);
   free(p->storage);
   sk__aligned_free(p->arena);
+  free(p->bound[SK_IO_INPUT]); /* one allocation for inputs and outputs */
   pthread_mutex_destroy(&p->run_lock);
   free(p);
 }

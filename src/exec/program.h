@@ -80,8 +80,19 @@ struct sk_program {
   bool profile_subkernels; /* some super kernel has profiling=1 */
   struct sk__profile *profile; /* created at the first profiled run */
   pthread_mutex_t run_lock; /* one run at a time: the arena is shared */
+  /* sk_program_bind: the bound buffer of each input ([0]) and output ([1]),
+   * NULL while unbound; their count; whether the nodes' tensors already
+   * point into exactly these buffers (a bound run then rebinds nothing). */
+  void **bound[2];
+  size_t n_bound[2];
+  bool nodes_hold_bound;
   sk__watchdog watchdog;   /* watches every wait inside this program's launches */
 };
+
+/* Runs the program with input i in in[i] and output j in out[j] (checked
+ * by the caller); bound: in and out are p->bound (the nodes are not
+ * rebound when the last run used them too). Takes the run lock. */
+sk_status sk__program_run_buffers(sk_program *p, sk_team *team, void *const *in, void *const *out, bool bound);
 
 /* Whether the node has an output element to compute: one without gets no
  * blocks, no workspace and no reference run. */

@@ -12,39 +12,6 @@
 #include "runtime/barrier.h"
 #include "superkernel/plan.h"
 
-/* Finds the buffer bound to each program input / output; every one must be
- * bound exactly once with exactly the right byte count. */
-static sk_status match_buffers(const sk__io_binding *want, size_t n_want, const sk_buffer *got, size_t n_got,
-                               const char *what, void **data_out) {
-  if (n_got && !got) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s buffers are NULL", what);
-  for (size_t i = 0; i < n_want; i++) data_out[i] = NULL;
-  for (size_t j = 0; j < n_got; j++) {
-    if (!got[j].name) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s buffer %zu has no name", what, j);
-    size_t i = 0;
-    while (i < n_want && strcmp(want[i].name, got[j].name) != 0) i++;
-    if (i == n_want) return sk__fail(SK_STATUS_NOT_FOUND, "sk_program_run: the program has no %s named '%s'", what, got[j].name);
-    if (data_out[i]) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s '%s' is bound twice", what, got[j].name);
-    size_t bytes = sk__tensor_bytes(&want[i].desc);
-    if (got[j].bytes != bytes) {
-      char s[SK_SHAPE_STR_MAX];
-      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s '%s': expected %zu bytes (%s %s), got %zu", what,
-                      got[j].name, bytes, sk_dtype_name(want[i].desc.dtype),
-                      sk__shape_str(want[i].desc.rank, want[i].desc.shape, s, sizeof s), got[j].bytes);
-    }
-    if (!got[j].data && bytes)
-      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s '%s': data is NULL", what, got[j].name);
-    data_out[i] = got[j].data ? got[j].data : (void *)got; /* any non-NULL marker for 0 bytes */
-  }
-  for (size_t i = 0; i < n_want; i++)
-    if (!data_out[i]) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: %s '%s' is not bound", what, want[i].name);
-  return SK_STATUS_OK;
-}
-
-static bool overlap(const void *a, size_t na, const void *b, size_t nb) {
-  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-  return na && nb && x < y + nb && y < x + na;
-}
-
 static sk_status ensure_workspaces(sk_program *p, int n_cores) {
   if (p->workspace_bytes == 0 || p->n_workspaces >= n_cores) return SK_STATUS_OK;
   void **ws = realloc(p->workspaces, (size_t)n_cores * sizeof *ws);
@@ -117,13 +84,13 @@ static void *value_data(const sk_program *p, sk_value v, void *const *in, void *
   }
 }
 
-static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out) {
+static sk_status run_locked(sk_program *p, sk_team *team, void *const *in, void *const *out, bool rebind) {
   int n_cores = team ? sk_team_num_cores(team) : 1;
   SK_RETURN_IF_ERROR(ensure_workspaces(p, n_cores));
   SK_RETURN_IF_ERROR(ensure_profile(p, n_cores));
   sk__profile *launches = p->profile_launches ? p->profile : NULL;
   /* Bind every node first: a super kernel runs several nodes in one launch. */
-  for (size_t i = 0; i < p->n_nodes; i++) {
+  for (size_t i = 0; rebind && i < p->n_nodes; i++) {
     sk__exec_node *n = &p->nodes[i];
     for (size_t j = 0; j < n->n_in_tensors; j++) n->in_tensors[j].data = value_data(p, n->in_values[j], in, out);
     for (size_t j = 0; j < n->io.n_out; j++) n->io.out[j].data = value_data(p, n->out_values[j], in, out);
@@ -166,32 +133,13 @@ static sk_status run_locked(sk_program *p, sk_team *team, void **in, void **out)
   return SK_STATUS_OK;
 }
 
-sk_status sk_program_run(sk_program *p, sk_team *team, const sk_buffer *inputs, size_t n_inputs,
-                         const sk_buffer *outputs, size_t n_outputs) {
-  sk__clear_error();
-  if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: program is NULL");
-  void **in = calloc(p->n_inputs + 1, sizeof(void *));
-  void **out = calloc(p->n_outputs + 1, sizeof(void *));
-  sk_status st = in && out ? SK_STATUS_OK : sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_program_run: out of memory");
-  if (st == SK_STATUS_OK) st = match_buffers(p->inputs, p->n_inputs, inputs, n_inputs, "input", in);
-  if (st == SK_STATUS_OK) st = match_buffers(p->outputs, p->n_outputs, outputs, n_outputs, "output", out);
-  for (size_t j = 0; st == SK_STATUS_OK && j < p->n_outputs; j++) {
-    size_t bj = sk__tensor_bytes(&p->outputs[j].desc);
-    for (size_t i = 0; st == SK_STATUS_OK && i < p->n_inputs; i++)
-      if (overlap(out[j], bj, in[i], sk__tensor_bytes(&p->inputs[i].desc)))
-        st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: output '%s' overlaps input '%s'", p->outputs[j].name,
-                      p->inputs[i].name);
-    for (size_t k = 0; st == SK_STATUS_OK && k < j; k++)
-      if (overlap(out[j], bj, out[k], sk__tensor_bytes(&p->outputs[k].desc)))
-        st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run: output '%s' overlaps output '%s'", p->outputs[j].name,
-                      p->outputs[k].name);
-  }
-  if (st == SK_STATUS_OK) {
-    pthread_mutex_lock(&p->run_lock);
-    st = run_locked(p, team, in, out);
-    pthread_mutex_unlock(&p->run_lock);
-  }
-  free(in);
-  free(out);
+sk_status sk__program_run_buffers(sk_program *p, sk_team *team, void *const *in, void *const *out, bool bound) {
+  pthread_mutex_lock(&p->run_lock);
+  /* The nodes keep the pointers of the last run: a bound run after a bound
+   * run with no sk_program_bind between them has nothing to rebind. */
+  bool rebind = !(bound && p->nodes_hold_bound);
+  p->nodes_hold_bound = bound;
+  sk_status st = run_locked(p, team, in, out, rebind);
+  pthread_mutex_unlock(&p->run_lock);
   return st;
 }

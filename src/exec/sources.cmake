@@ -2,4 +2,5 @@ list(APPEND SK_SOURCES
   exec/describe.c
   exec/program.c
   exec/run.c
+  exec/bind.c
 )

@@ -1,0 +1,201 @@
+/* Handing a run its buffers: by name (sk_program_run), by declaration index
+ * (sk_program_run_by_index), or bound once for many runs (sk_program_bind +
+ * sk_program_run_bound). All three check a buffer the same way, then run
+ * through sk__program_run_buffers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "exec/program.h"
+
+static const char *const KIND_NAME[2] = {"input", "output"};
+
+/* Up to this many inputs + outputs, a by-name or by-index run keeps its
+ * pointer arrays on the stack: no allocation for ordinary programs. */
+#define STACK_BUFFERS 64
+
+static const sk__io_binding *io_of(const sk_program *p, sk_io_kind kind, size_t *n) {
+  *n = kind == SK_IO_INPUT ? p->n_inputs : p->n_outputs;
+  return kind == SK_IO_INPUT ? p->inputs : p->outputs;
+}
+
+static size_t io_bytes(const sk_program *p, sk_io_kind kind, size_t i) {
+  size_t n;
+  return sk__tensor_bytes(&io_of(p, kind, &n)[i].desc);
+}
+
+/* A 0-byte tensor may come with NULL data; kernels still do pointer
+ * arithmetic on it (NULL + 0 is undefined), so it gets this instead. */
+static _Alignas(64) unsigned char empty_buffer[64];
+
+/* The checked data pointer of one buffer for io `index` of `kind`. */
+static sk_status check_buffer(const char *fn, const sk_program *p, sk_io_kind kind, size_t index, void *data,
+                              size_t bytes, void **out) {
+  size_t n;
+  const sk__io_binding *io = io_of(p, kind, &n);
+  size_t want = sk__tensor_bytes(&io[index].desc);
+  if (bytes != want) {
+    char s[SK_SHAPE_STR_MAX];
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s '%s': expected %zu bytes (%s %s), got %zu", fn,
+                    KIND_NAME[kind], io[index].name, want, sk_dtype_name(io[index].desc.dtype),
+                    sk__shape_str(io[index].desc.rank, io[index].desc.shape, s, sizeof s), bytes);
+  }
+  if (!data && bytes)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s '%s': data is NULL", fn, KIND_NAME[kind], io[index].name);
+  *out = data ? data : (void *)empty_buffer;
+  return SK_STATUS_OK;
+}
+
+static bool overlap(const void *a, size_t na, const void *b, size_t nb) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return na && nb && x < y + nb && y < x + na;
+}
+
+/* Output j must not overlap any input or another output (unbound: NULL). */
+static sk_status check_output_overlap(const char *fn, const sk_program *p, void *const *in, void *const *out,
+                                      size_t j) {
+  size_t bj = io_bytes(p, SK_IO_OUTPUT, j);
+  for (size_t i = 0; i < p->n_inputs; i++)
+    if (in[i] && overlap(out[j], bj, in[i], io_bytes(p, SK_IO_INPUT, i)))
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: output '%s' overlaps input '%s'", fn, p->outputs[j].name,
+                      p->inputs[i].name);
+  for (size_t k = 0; k < p->n_outputs; k++)
+    if (k != j && out[k] && overlap(out[j], bj, out[k], io_bytes(p, SK_IO_OUTPUT, k)))
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: output '%s' overlaps output '%s'", fn, p->outputs[j].name,
+                      p->outputs[k].name);
+  return SK_STATUS_OK;
+}
+
+static sk_status find_index(const sk_program *p, sk_io_kind kind, const char *name, size_t *index) {
+  size_t n;
+  const sk__io_binding *io = io_of(p, kind, &n);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(io[i].name, name) == 0) {
+      *index = i;
+      return SK_STATUS_OK;
+    }
+  return sk__fail(SK_STATUS_NOT_FOUND, "the program has no %s named '%s'", KIND_NAME[kind], name);
+}
+
+sk_status sk_program_find(const sk_program *p, sk_io_kind kind, const char *name, size_t *index_out) {
+  sk__clear_error();
+  if (!p || !name || !index_out)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_find: %s is NULL",
+                    !p ? "program" : !name ? "name" : "index_out");
+  if (kind != SK_IO_INPUT && kind != SK_IO_OUTPUT)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_find: kind %d: expected SK_IO_INPUT or SK_IO_OUTPUT",
+                    (int)kind);
+  return find_index(p, kind, name, index_out);
+}
+
+/* Fills data[] (p's count of kind) from bufs, by name or by position. */
+static sk_status gather(const char *fn, const sk_program *p, sk_io_kind kind, const sk_buffer *bufs, size_t n_bufs,
+                        bool by_name, void **data) {
+  size_t n;
+  const sk__io_binding *io = io_of(p, kind, &n);
+  if (n_bufs && !bufs) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s buffers are NULL", fn, KIND_NAME[kind]);
+  if (!by_name && n_bufs != n)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: the program has %zu %ss, %zu buffers were given", fn, n,
+                    KIND_NAME[kind], n_bufs);
+  for (size_t i = 0; i < n; i++) data[i] = NULL;
+  for (size_t j = 0; j < n_bufs; j++) {
+    size_t i = j;
+    if (by_name) {
+      if (!bufs[j].name) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s buffer %zu has no name", fn, KIND_NAME[kind], j);
+      if (find_index(p, kind, bufs[j].name, &i) != SK_STATUS_OK)
+        return sk__fail(SK_STATUS_NOT_FOUND, "%s: the program has no %s named '%s'", fn, KIND_NAME[kind], bufs[j].name);
+      if (data[i]) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s '%s' is bound twice", fn, KIND_NAME[kind], bufs[j].name);
+    }
+    SK_RETURN_IF_ERROR(check_buffer(fn, p, kind, i, bufs[j].data, bufs[j].bytes, &data[i]));
+  }
+  for (size_t i = 0; i < n; i++)
+    if (!data[i]) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s '%s' is not bound", fn, KIND_NAME[kind], io[i].name);
+  return SK_STATUS_OK;
+}
+
+static sk_status run_given(const char *fn, sk_program *p, sk_team *team, const sk_buffer *inputs, size_t n_inputs,
+                           const sk_buffer *outputs, size_t n_outputs, bool by_name) {
+  sk__clear_error();
+  if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: program is NULL", fn);
+  void *stack[STACK_BUFFERS];
+  size_t total = p->n_inputs + p->n_outputs;
+  void **in = total <= STACK_BUFFERS ? stack : calloc(total, sizeof(void *));
+  if (!in) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", fn);
+  void **out = in + p->n_inputs;
+  sk_status st = gather(fn, p, SK_IO_INPUT, inputs, n_inputs, by_name, in);
+  if (st == SK_STATUS_OK) st = gather(fn, p, SK_IO_OUTPUT, outputs, n_outputs, by_name, out);
+  for (size_t j = 0; st == SK_STATUS_OK && j < p->n_outputs; j++) st = check_output_overlap(fn, p, in, out, j);
+  if (st == SK_STATUS_OK) st = sk__program_run_buffers(p, team, in, out, false);
+  if (in != stack) free(in);
+  return st;
+}
+
+sk_status sk_program_run(sk_program *p, sk_team *team, const sk_buffer *inputs, size_t n_inputs,
+                         const sk_buffer *outputs, size_t n_outputs) {
+  return run_given("sk_program_run", p, team, inputs, n_inputs, outputs, n_outputs, true);
+}
+
+sk_status sk_program_run_by_index(sk_program *p, sk_team *team, const sk_buffer *inputs, size_t n_inputs,
+                                  const sk_buffer *outputs, size_t n_outputs) {
+  return run_given("sk_program_run_by_index", p, team, inputs, n_inputs, outputs, n_outputs, false);
+}
+
+sk_status sk_program_bind(sk_program *p, sk_io_kind kind, size_t index, void *data, size_t bytes) {
+  sk__clear_error();
+  if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_bind: program is NULL");
+  if (kind != SK_IO_INPUT && kind != SK_IO_OUTPUT)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_bind: kind %d: expected SK_IO_INPUT or SK_IO_OUTPUT",
+                    (int)kind);
+  size_t n;
+  io_of(p, kind, &n);
+  if (index >= n)
+    return sk__fail(SK_STATUS_NOT_FOUND, "sk_program_bind: %s %zu does not exist (the program has %zu)",
+                    KIND_NAME[kind], index, n);
+  void *checked;
+  SK_RETURN_IF_ERROR(check_buffer("sk_program_bind", p, kind, index, data, bytes, &checked));
+  pthread_mutex_lock(&p->run_lock);
+  sk_status st = SK_STATUS_OK;
+  if (!p->bound[SK_IO_INPUT]) { /* first binding: room for every input and output */
+    void **all = calloc(p->n_inputs + p->n_outputs + 1, sizeof(void *));
+    if (all) p->bound[SK_IO_INPUT] = all, p->bound[SK_IO_OUTPUT] = all + p->n_inputs;
+    else st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_program_bind: out of memory");
+  }
+  if (st == SK_STATUS_OK) {
+    void *old = p->bound[kind][index];
+    p->bound[kind][index] = checked;
+    /* An output must not overlap anything bound; an input no bound output. */
+    if (kind == SK_IO_OUTPUT) {
+      st = check_output_overlap("sk_program_bind", p, p->bound[SK_IO_INPUT], p->bound[SK_IO_OUTPUT], index);
+    } else {
+      for (size_t j = 0; st == SK_STATUS_OK && j < p->n_outputs; j++)
+        if (p->bound[SK_IO_OUTPUT][j])
+          st = check_output_overlap("sk_program_bind", p, p->bound[SK_IO_INPUT], p->bound[SK_IO_OUTPUT], j);
+    }
+    if (st != SK_STATUS_OK) p->bound[kind][index] = old;
+    else if (old != checked) p->nodes_hold_bound = false;
+  }
+  pthread_mutex_unlock(&p->run_lock);
+  return st;
+}
+
+void sk_program_unbind_all(sk_program *p) {
+  if (!p || !p->bound[SK_IO_INPUT]) return;
+  pthread_mutex_lock(&p->run_lock);
+  memset(p->bound[SK_IO_INPUT], 0, (p->n_inputs + p->n_outputs) * sizeof(void *));
+  p->nodes_hold_bound = false;
+  pthread_mutex_unlock(&p->run_lock);
+}
+
+sk_status sk_program_run_bound(sk_program *p, sk_team *team) {
+  sk__clear_error();
+  if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run_bound: program is NULL");
+  for (int kind = 0; kind < 2; kind++) {
+    size_t n;
+    const sk__io_binding *io = io_of(p, (sk_io_kind)kind, &n);
+    for (size_t i = 0; i < n; i++)
+      if (!p->bound[kind] || !p->bound[kind][i])
+        return sk__fail(SK_STATUS_INVALID_STATE, "sk_program_run_bound: %s '%s' (index %zu) is not bound",
+                        KIND_NAME[kind], io[i].name, i);
+  }
+  return sk__program_run_buffers(p, team, p->bound[SK_IO_INPUT], p->bound[SK_IO_OUTPUT], true);
+}
