@@ -35,6 +35,29 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The version of this header. CMake's project(superkernel VERSION ...) is the
+ * one source: configuring fails when these numbers differ from it. */
+#define SK_VERSION_MAJOR 0
+#define SK_VERSION_MINOR 1
+#define SK_VERSION_PATCH 0
+/* "0.1.0", spelled from the three numbers above. */
+#define SK__VERSION_STR(x) #x
+#define SK__VERSION_XSTR(x) SK__VERSION_STR(x)
+#define SK_VERSION_STRING \
+  SK__VERSION_XSTR(SK_VERSION_MAJOR) "." SK__VERSION_XSTR(SK_VERSION_MINOR) "." SK__VERSION_XSTR(SK_VERSION_PATCH)
+/* One number that orders versions: major * 10000 + minor * 100 + patch. */
+#define SK_VERSION_NUMBER (SK_VERSION_MAJOR * 10000 + SK_VERSION_MINOR * 100 + SK_VERSION_PATCH)
+
+/* The version of the library actually linked or loaded ("0.1.0", and
+ * SK_VERSION_NUMBER's form), which may differ from the header a program was
+ * compiled with when a shared library is swapped underneath it. */
+SK_API const char *sk_version(void);
+SK_API int sk_version_number(void);
+
+/* ------------------------------------------------------------------------ */
 /* Status codes                                                              */
 /* ------------------------------------------------------------------------ */
 

@@ -28,7 +28,7 @@ set(SK $<TARGET_FILE:sk>)
 sk_cli_test(sk_help 0 -o "usage: sk COMMAND" -o "run MODEL" -o "source MODEL" -o "cache path|list|clear"
             -o "profile MODEL" -o "example01, seed, decode, prefill, example02" -- ${SK} --help)
 sk_cli_test(sk_help_short 0 -o "usage: sk COMMAND" -- ${SK} -h)
-sk_cli_test(sk_version 0 -o "sk (superkernel)" -- ${SK} --version)
+sk_cli_test(sk_version 0 -o "sk (superkernel) ${PROJECT_VERSION}" -- ${SK} --version)
 sk_cli_test(sk_no_command 2 -E "missing command" -E "sk --help" -- ${SK})
 sk_cli_test(sk_unknown_command 2 -E "unknown command 'frob'" -- ${SK} frob)
 sk_cli_test(sk_unknown_top_option 2 -E "unknown option '--frob'" -- ${SK} --frob)
