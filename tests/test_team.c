@@ -385,6 +385,7 @@ static void count_pin_warnings(sk_log_level level, const char *message, void *us
 }
 
 static void test_pinning(void) {
+  unsetenv("SK_PIN_THREADS"); /* pin_threads 0 must mean auto here (test_team_pin.c) */
   int ncpus = cpus_available();
   cpu_set_t set;
   CPU_ZERO(&set);
