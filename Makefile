@@ -7,7 +7,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test bench clean sanitize tsan
+.PHONY: all deps configure build run test install bench clean sanitize tsan
 
 all: build
 
@@ -27,6 +27,11 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Header, libraries, pkg-config file, CMake package and sk under PREFIX
+# (default: CMAKE_INSTALL_PREFIX, /usr/local).
+install: build
+	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 # Every benchmark in turn: medians and ratios measured in one run each.
 bench: build

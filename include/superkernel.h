@@ -35,6 +35,29 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The version of this header. CMake's project(superkernel VERSION ...) is the
+ * one source: configuring fails when these numbers differ from it. */
+#define SK_VERSION_MAJOR 0
+#define SK_VERSION_MINOR 1
+#define SK_VERSION_PATCH 0
+/* "0.1.0", spelled from the three numbers above. */
+#define SK__VERSION_STR(x) #x
+#define SK__VERSION_XSTR(x) SK__VERSION_STR(x)
+#define SK_VERSION_STRING \
+  SK__VERSION_XSTR(SK_VERSION_MAJOR) "." SK__VERSION_XSTR(SK_VERSION_MINOR) "." SK__VERSION_XSTR(SK_VERSION_PATCH)
+/* One number that orders versions: major * 10000 + minor * 100 + patch. */
+#define SK_VERSION_NUMBER (SK_VERSION_MAJOR * 10000 + SK_VERSION_MINOR * 100 + SK_VERSION_PATCH)
+
+/* The version of the library actually linked or loaded ("0.1.0", and
+ * SK_VERSION_NUMBER's form), which may differ from the header a program was
+ * compiled with when a shared library is swapped underneath it. */
+SK_API const char *sk_version(void);
+SK_API int sk_version_number(void);
+
+/* ------------------------------------------------------------------------ */
 /* Status codes                                                              */
 /* ------------------------------------------------------------------------ */
 
@@ -147,9 +170,20 @@ typedef struct sk_team_config {
   /* Number of cores (threads, the caller included). 0 = the CPUs available
    * to the process (sched_getaffinity), or $SK_NUM_THREADS when set. */
   int num_cores;
-  /* 0 (default): pin worker c to the c-th available CPU when the team is no
-   * larger than the CPU set; 1: the same, with a warning when it is larger;
-   * -1: never pin. The calling thread (core 0) is never pinned. */
+  /* Whether each worker thread is pinned to one CPU (the calling thread,
+   * core 0, never is):
+   *    0  auto (default): $SK_PIN_THREADS decides when set (auto, always or
+   *       never; anything else logs a warning and means auto); auto pins
+   *       worker c to the c-th available CPU after the caller's when the
+   *       team is no larger than the CPU set, and pins nothing otherwise.
+   *    1  always: the same, with a warning when the team is larger.
+   *   -1  never: the OS scheduler places the workers.
+   * Pinning keeps a woken worker off the CPU of the launcher spinning for it
+   * (4x faster launches after idle here). Use never (-1, or
+   * SK_PIN_THREADS=never) next to another runtime whose threads also hold
+   * CPUs, e.g. inside PyTorch, whose intra-op (OpenMP) threads may be bound
+   * and spin after each op: fixed workers cannot step aside from them. Then
+   * also size the team (num_cores) so both pools fit the CPUs. */
   int pin_threads;
 } sk_team_config;
 
@@ -623,7 +657,10 @@ typedef struct sk_buffer {
 } sk_buffer;
 
 /* Runs the program on the team: every input and every output must be bound
- * exactly once. Outputs must not overlap inputs. */
+ * exactly once. Outputs must not overlap inputs. Blocks the calling thread
+ * until the run is over: that thread works as core 0 of the team (it runs
+ * core 0's share of every launch), so a team of N cores is the caller plus
+ * N - 1 workers. */
 SK_API sk_status sk_program_run(sk_program *program, sk_team *team,
                                 const sk_buffer *inputs, size_t n_inputs,
                                 const sk_buffer *outputs, size_t n_outputs);

@@ -4,6 +4,7 @@
 #   cmake, gcc, make        the build
 #   libopenblas-dev         the peer in bench/ (the library never links it)
 #   python3                 tests/check_trace.py parses trace.json with a real JSON parser
+#   pkg-config              the install test builds a program with the installed superkernel.pc
 set -euo pipefail
 
 need=()
@@ -12,6 +13,7 @@ command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v make >/dev/null 2>&1 || need+=(make)
 [ -f /usr/include/x86_64-linux-gnu/cblas.h ] || [ -f /usr/include/cblas.h ] || need+=(libopenblas-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "install-deps: installing ${need[*]}"

@@ -10,3 +10,10 @@ foreach(t test_gemm test_convert test_qgemm test_activation)
     set_property(TEST ${t}_${isa} APPEND PROPERTY LABELS single_thread)
   endforeach()
 endforeach()
+# The gate end to end: test_gemm asked for AVX-512 on a CPU that (we
+# pretend) stops at AVX2 must exit with the skip code and say why, before
+# running anything.
+add_test(NAME isa_gate_skips_missing_isa
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/run_expect.sh 77 -o "SKIPPED: SK_ISA=avx512 but this CPU lacks AVX-512"
+                 -o "it supports up to avx2" -O "passed" -- $<TARGET_FILE:test_gemm>)
+set_tests_properties(isa_gate_skips_missing_isa PROPERTIES ENVIRONMENT "SK_ISA=avx512;SK_TEST_ISA_SUPPORTED=avx2" TIMEOUT 60)

@@ -45,10 +45,7 @@ static void choose(void) {
   const char *forced = getenv("SK_ISA");
   if (!forced || !*forced) return;
   sk__isa want;
-  if (strcmp(forced, "scalar") == 0) want = SK_ISA_SCALAR;
-  else if (strcmp(forced, "avx2") == 0) want = SK_ISA_AVX2;
-  else if (strcmp(forced, "avx512") == 0) want = SK_ISA_AVX512;
-  else {
+  if (!sk__isa_from_name(forced, &want)) {
     sk__log(SK_LOG_WARN, "SK_ISA=%s ignored: expected scalar, avx2 or avx512", forced);
     return;
   }
@@ -74,6 +71,16 @@ sk__isa sk__cpu_isa(void) {
 int sk__cpu_has_avx512_vnni(void) {
   pthread_once(&once, choose);
   return chosen_isa >= SK_ISA_AVX512 && detected_vnni;
+}
+
+int sk__isa_from_name(const char *name, sk__isa *isa_out) {
+  static const sk__isa all[] = {SK_ISA_SCALAR, SK_ISA_AVX2, SK_ISA_AVX512};
+  for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
+    if (strcmp(name, sk__isa_name(all[i])) == 0) {
+      *isa_out = all[i];
+      return 1;
+    }
+  return 0;
 }
 
 const char *sk__isa_name(sk__isa isa) {

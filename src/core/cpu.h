@@ -16,6 +16,9 @@ sk__isa sk__cpu_isa_supported(void);
 sk__isa sk__cpu_isa(void);
 /* Whether the CPU supports AVX-512 VNNI (for the int8 kernels). */
 int sk__cpu_has_avx512_vnni(void);
+/* "scalar", "avx2" or "avx512" ($SK_ISA's spellings). */
 const char *sk__isa_name(sk__isa isa);
+/* The inverse: 1 and *isa_out set for one of those names, else 0. */
+int sk__isa_from_name(const char *name, sk__isa *isa_out);
 
 #endif

@@ -6,4 +6,5 @@ list(APPEND SK_SOURCES
   core/status.c
   core/tensor.c
   core/text.c
+  core/version.c
 )

@@ -18,10 +18,6 @@
 #include "models.h"
 #include "sk.h"
 
-#ifndef SK_TOOL_VERSION
-#define SK_TOOL_VERSION "unknown"
-#endif
-
 static const sk_command commands[] = {
     {"options", sk_cmd_options, "options STRING", "validate a super-kernel options string and print the effective options"},
     {"run", sk_cmd_run, "run MODEL [options]", "build, compile and run a model; print outputs, checksums, median time"},
@@ -59,7 +55,7 @@ int main(int argc, char **argv) {
     return SK_EXIT_OK;
   }
   if (strcmp(name, "--version") == 0) {
-    printf("sk (superkernel) %s\n", SK_TOOL_VERSION);
+    printf("sk (superkernel) %s\n", sk_version()); /* the library loaded */
     return SK_EXIT_OK;
   }
   for (size_t i = 0; i < N_COMMANDS; i++)
