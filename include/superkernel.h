@@ -301,15 +301,30 @@ SK_API sk_status sk_graph_mark_output(sk_graph *graph, sk_value value,
  * outside any scope run as their own launches. options is the scope's option
  * string (see sk_options_validate; NULL or "" = the compile config's
  * default string, then the built-in defaults) and is validated here. Scopes
- * do not nest; names are unique in a graph. Ending an empty scope logs a
- * warning; compiling with a scope still open is an error. */
+ * do not nest. Ending an empty scope logs a warning; compiling with a scope
+ * still open is an error.
+ *
+ * Membership is per node, so a scope's nodes need not be contiguous:
+ * beginning a scope whose name exists reopens it, and the ops added next
+ * join it (a front end can add nodes in its own order, e.g. PyTorch FX's,
+ * interleaving scopes and free ops). A reopening gives NULL or "" options,
+ * or options meaning the same as the declared ones; other options are an
+ * error naming both. At compile time a scope's super kernel runs after all
+ * of its producers and before all of its consumers. That needs the scope to
+ * be convex: no node outside it both depends on it and feeds it (through
+ * data or an event wait). For a scope that is not, the option
+ * strict-scope-check decides: abort fails the compile, naming the scope and
+ * such a node; bypass runs the scope unfused; unset (the default) splits it
+ * into parts "name.0", "name.1", ... that each run as one launch. Both of
+ * the latter log a warning (docs/options.md). */
 SK_API sk_status sk_graph_begin_scope(sk_graph *graph, const char *name, const char *options);
 SK_API sk_status sk_graph_end_scope(sk_graph *graph);
 
 /* ---- Streams and events ---------------------------------------------------
  * Ops are placed on stream 0 (the default) or 1: nodes added after
  * sk_graph_set_stream go to that stream. Outside a stream-fused scope the
- * stream only orders nothing extra (graph order is kept); inside a scope with
+ * stream orders nothing extra (launches keep graph order where data, event
+ * waits and scopes allow: see scopes above); inside a scope with
  * stream-fusion=1 the two streams' chains run at once on disjoint cores.
  * An event recorded on the current stream marks the completion of its last
  * node so far; waiting on it makes the next node added on the current

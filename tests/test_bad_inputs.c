@@ -657,17 +657,40 @@ static sk_status mu_nest(void) {
   CHECK_OK(sk_graph_begin_scope(G, "outer", NULL));
   return grab(sk_graph_begin_scope(G, "inner", NULL));
 }
-static sk_status mu_scope_name_twice(void) {
-  CHECK_OK(sk_graph_begin_scope(G, "s", NULL));
+static sk_status mu_scope_reopened_other_options(void) {
+  CHECK_OK(sk_graph_begin_scope(G, "s", "early-start=0"));
   square_graph(0);
   CHECK_OK(sk_graph_end_scope(G));
-  return grab(sk_graph_begin_scope(G, "s", NULL));
+  return grab(sk_graph_begin_scope(G, "s", "early-start=2"));
 }
 static sk_status mu_compile_open_scope(void) {
   CHECK_OK(sk_graph_begin_scope(G, "open", NULL));
   square_graph(0);
   sk_program *p = NULL;
   return grab(sk_compile(G, NULL, &p));
+}
+/* Scope s = {a1, a2} with a2 needing "outside", which needs a1: no single
+ * launch can run s, and strict-scope-check=abort makes that an error. */
+static sk_value named_op(const char *type, const char *name, sk_value x, sk_value y) {
+  sk_op_input i[] = {{"x", &x, 1}, {"y", &y, 1}};
+  sk_op_desc d = {.op = type, .name = name, .inputs = i, .n_inputs = y == SK_VALUE_NONE ? 1 : 2};
+  sk_value out = SK_VALUE_NONE;
+  CHECK_OK(sk_graph_add_op(G, &d, &out, 1, NULL));
+  return out;
+}
+static sk_status mu_scope_not_convex(void) {
+  sk_value x = in("x", SK_FP32, 1, SH(4));
+  CHECK_OK(sk_graph_begin_scope(G, "s", "strict-scope-check=abort"));
+  sk_value a1 = named_op("square", "a1", x, SK_VALUE_NONE);
+  CHECK_OK(sk_graph_end_scope(G));
+  sk_value b = named_op("square", "outside", a1, SK_VALUE_NONE);
+  CHECK_OK(sk_graph_begin_scope(G, "s", NULL));
+  sk_value a2 = named_op("add", "a2", a1, b);
+  CHECK_OK(sk_graph_end_scope(G));
+  CHECK_OK(sk_graph_mark_output(G, a2, "y"));
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .executor = SK_EXECUTOR_INTERP};
+  sk_program *p = NULL;
+  return grab(sk_compile(G, &cfg, &p));
 }
 static sk_status run_square(const sk_buffer *i, size_t ni, const sk_buffer *o, size_t no) {
   sk_program *p = square_program(0, NULL, SK_EXECUTOR_EAGER, 0);
@@ -994,8 +1017,9 @@ static const row ROWS[] = {
     /* G. API misuse */
     R("misuse", mu_end_twice, STATE, "no scope"),
     R("misuse", mu_nest, STATE, "'inner'", "'outer'"),
-    R("misuse", mu_scope_name_twice, ARG, "'s'", "twice"),
+    R("misuse", mu_scope_reopened_other_options, ARG, "'s' is reopened", "\"early-start=2\"", "\"early-start=0\""),
     R("misuse", mu_compile_open_scope, STATE, "'open'"),
+    R("misuse", mu_scope_not_convex, ARG, "scope 's' is not convex", "outside (square)", "its node a2"),
     R("misuse", mu_run_unbound_output, ARG, "output 'y' is not bound"),
     R("misuse", mu_run_misnamed_output, NOTF, "no output named 'z'"),
     R("misuse", mu_run_output_size, ARG, "output 'y'", "expected 16 bytes", "got 32"),

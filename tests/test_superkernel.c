@@ -171,7 +171,9 @@ static void test_scope_errors(void) {
   sk_program *p = NULL;
   CHECK_FAILS(sk_compile(g, NULL, &p), SK_STATUS_INVALID_STATE, "scope 'a' is still open");
   CHECK_OK(sk_graph_end_scope(g));
-  CHECK_FAILS(sk_graph_begin_scope(g, "a", NULL), SK_STATUS_INVALID_ARGUMENT, "'a' is declared twice");
+  /* A scope's name may be reopened, but only with the options it was declared with (or none). */
+  CHECK_FAILS(sk_graph_begin_scope(g, "a", "early-start=0"), SK_STATUS_INVALID_ARGUMENT, "'a' is reopened",
+              "\"early-start=0\"", "declared with none");
   CHECK_OK(sk_graph_begin_scope(g, "empty", NULL));
   CHECK_OK(sk_graph_end_scope(g)); /* a warning only */
   CHECK_FAILS(sk_graph_set_stream(g, 2), SK_STATUS_INVALID_ARGUMENT, "stream 2");

@@ -1,7 +1,8 @@
 /* The graph: values (graph inputs and op outputs) and nodes in the order they
  * were added, which is a topological order (a node can only use values that
- * exist). Scopes and streams arrive with the SuperKernel issue: every node
- * already carries a scope index and a stream. */
+ * exist). Every node carries its scope index and its stream: scope
+ * membership is per node, so a scope's nodes need not be contiguous (a front
+ * end may interleave scopes, and may reopen one). */
 #ifndef SK_GRAPH_GRAPH_H
 #define SK_GRAPH_GRAPH_H
 
@@ -33,8 +34,8 @@ typedef struct sk__node {
 
 typedef struct sk__scope {
   char *name;
-  char *options;                 /* as given; "" when none */
-  size_t first_node, end_node;   /* nodes [first_node, end_node) */
+  char *options;                 /* as declared; "" when none */
+  size_t opened_at;              /* n_nodes when last begun (or reopened) */
 } sk__scope;
 
 typedef struct sk__event {

@@ -6,6 +6,31 @@
 #include "graph/graph.h"
 #include "superkernel/options.h"
 
+/* Parses a scope's options; errors name the scope. */
+static sk_status parse_scope_options(const char *name, const char *options, sk__options *parsed) {
+  sk_status st = sk__options_parse(options, parsed);
+  if (st == SK_STATUS_OK) return st;
+  char message[1024];
+  strncpy(message, sk_last_error(), sizeof message - 1);
+  message[sizeof message - 1] = '\0';
+  return sk__fail(st, "scope '%s': %s", name, message);
+}
+
+/* Reopening scope sc: NULL or "" options keep the declared ones; other
+ * options must mean the same as the declared ones (given in any spelling). */
+static sk_status check_reopen_options(const sk__scope *sc, const char *options, const sk__options *given) {
+  if (!options || !*options) return SK_STATUS_OK;
+  sk__options declared;
+  SK_RETURN_IF_ERROR(parse_scope_options(sc->name, sc->options, &declared));
+  bool same = sk__options_equal(&declared, given) && declared.explicit_mask == given->explicit_mask;
+  sk__options_free(&declared);
+  if (same) return SK_STATUS_OK;
+  return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                  "scope '%s' is reopened with options \"%s\" but was declared with %s%s%s (reopen it with the same "
+                  "options, or none)",
+                  sc->name, options, *sc->options ? "\"" : "none", sc->options, *sc->options ? "\"" : "");
+}
+
 sk_status sk_graph_begin_scope(sk_graph *g, const char *name, const char *options) {
   sk__clear_error();
   if (!g || !name) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_begin_scope: %s is NULL", !g ? "graph" : "name");
@@ -13,21 +38,21 @@ sk_status sk_graph_begin_scope(sk_graph *g, const char *name, const char *option
   if (g->open_scope >= 0)
     return sk__fail(SK_STATUS_INVALID_STATE, "scope '%s': scope '%s' is still open (scopes do not nest)", name,
                     g->scopes[g->open_scope].name);
-  for (size_t i = 0; i < g->n_scopes; i++)
-    if (strcmp(g->scopes[i].name, name) == 0)
-      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "scope '%s' is declared twice", name);
   sk__options parsed;
-  sk_status st = sk__options_parse(options, &parsed);
-  if (st != SK_STATUS_OK) {
-    /* Prefix the option error with the scope it belongs to. */
-    char message[1024];
-    strncpy(message, sk_last_error(), sizeof message - 1);
-    message[sizeof message - 1] = '\0';
-    return sk__fail(st, "scope '%s': %s", name, message);
-  }
+  SK_RETURN_IF_ERROR(parse_scope_options(name, options, &parsed));
+  /* An existing name reopens that scope: the nodes added next join it. */
+  for (size_t i = 0; i < g->n_scopes; i++)
+    if (strcmp(g->scopes[i].name, name) == 0) {
+      sk_status st = check_reopen_options(&g->scopes[i], options, &parsed);
+      sk__options_free(&parsed);
+      if (st != SK_STATUS_OK) return st;
+      g->scopes[i].opened_at = g->n_nodes;
+      g->open_scope = (int)i;
+      return SK_STATUS_OK;
+    }
   sk__options_free(&parsed);
   SK_RETURN_IF_ERROR(sk__grow((void **)&g->scopes, &g->cap_scopes, g->n_scopes + 1, sizeof *g->scopes));
-  sk__scope sc = {sk__strdup(name), sk__strdup(options ? options : ""), g->n_nodes, g->n_nodes};
+  sk__scope sc = {sk__strdup(name), sk__strdup(options ? options : ""), g->n_nodes};
   if (!sc.name || !sc.options) {
     free(sc.name);
     free(sc.options);
@@ -42,9 +67,12 @@ sk_status sk_graph_end_scope(sk_graph *g) {
   sk__clear_error();
   if (!g) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_end_scope: graph is NULL");
   if (g->open_scope < 0) return sk__fail(SK_STATUS_INVALID_STATE, "sk_graph_end_scope: no scope is open");
-  sk__scope *sc = &g->scopes[g->open_scope];
-  sc->end_node = g->n_nodes;
-  if (sc->end_node == sc->first_node) sk__log(SK_LOG_WARN, "scope '%s' is empty", sc->name);
+  const sk__scope *sc = &g->scopes[g->open_scope];
+  if (g->n_nodes == sc->opened_at) { /* nothing added this time: empty unless an earlier opening added nodes */
+    bool empty = true;
+    for (size_t i = 0; i < sc->opened_at && empty; i++) empty = g->nodes[i].scope != g->open_scope;
+    if (empty) sk__log(SK_LOG_WARN, "scope '%s' is empty", sc->name);
+  }
   g->open_scope = -1;
   return SK_STATUS_OK;
 }

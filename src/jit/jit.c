@@ -216,7 +216,7 @@ sk_status sk_program_jit_source(const sk_program *p, const char *scope, char **s
   size_t n = scope ? strlen(scope) : 0;
   for (size_t s = 0; s < p->n_steps; s++) {
     const sk__plan *plan = p->steps[s].plan;
-    /* A scope split around an unfusable op has parts "name.0", "name.1". */
+    /* A scope that strict-scope-check split has parts "name.0", "name.1". */
     if (plan && (!scope || strcmp(plan->name, scope) == 0 ||
                  (strncmp(plan->name, scope, n) == 0 && plan->name[n] == '.')))
       return sk__jit_source(plan, p, source_out);

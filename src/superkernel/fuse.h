@@ -1,6 +1,7 @@
 /* From a compiled program's nodes and the graph's scopes to the run's steps:
- * eager launches and super kernels (one plan per scope, or per run of
- * fusable nodes when strict-scope-check splits a scope). */
+ * eager launches and super kernels (one plan per scope, or per part when
+ * strict-scope-check splits a scope), in an order that respects every data
+ * and event edge. */
 #ifndef SK_SUPERKERNEL_FUSE_H
 #define SK_SUPERKERNEL_FUSE_H
 
