@@ -282,6 +282,30 @@ SK_API sk_status sk_graph_add_input(sk_graph *graph, const char *name,
                                     sk_dtype dtype, int rank,
                                     const int64_t *shape, sk_value *value_out);
 
+/* How sk_graph_add_constant holds a constant's data. */
+typedef enum sk_constant_flags {
+  /* The data is copied now; the caller's buffer may change or go at once. */
+  SK_CONSTANT_COPY = 0,
+  /* The data is borrowed: the graph and every program compiled from it
+   * read the caller's buffer, which must stay valid and unchanged until the
+   * last of them is destroyed (as XNNPACK's static weights). Changing it
+   * after sk_compile is undefined: ops that pack a constant at compile
+   * (grouped_matmul and quant_matmul weights) keep computing with the old
+   * values, others see the new ones. No copy: for large weights. */
+  SK_CONSTANT_BORROW = 1,
+} sk_constant_flags;
+
+/* Declares a named constant: a value with data known when the graph is
+ * built (weights, biases, scales). It is not an input of the program: runs
+ * do not bind it. Ops may repack a constant once at compile into the
+ * layout their kernels read (sk_program_describe reports the bytes), so
+ * runs skip that work. dtype, rank and shape as for sk_graph_add_input;
+ * data holds numel * dtype size bytes (it may be NULL only when that is 0).
+ * The name must be unique among inputs and constants. */
+SK_API sk_status sk_graph_add_constant(sk_graph *graph, const char *name, sk_dtype dtype, int rank,
+                                       const int64_t *shape, const void *data, sk_constant_flags flags,
+                                       sk_value *value_out);
+
 /* Adds an op node. Shapes and dtypes are inferred at once; an invalid node is
  * rejected with a message naming the op, the input and expected vs actual,
  * and the graph is left unchanged. On success the node's outputs are written

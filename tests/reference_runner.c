@@ -64,19 +64,22 @@ bool rr_alloc(const sk_program *p, rr_buffers *b, double lo, double hi, uint64_t
   return true;
 }
 
+void rr_fill_dtype_range(void *data, sk_dtype dt, size_t n, uint64_t *seed) {
+  if (dt == SK_INT64) {
+    for (size_t j = 0; j < n; j++) {
+      float scale = (float)rr_uniform(seed, 0x1p-12, 0x1p-8), offset = (float)rr_uniform(seed, -20, 20);
+      sk_trans_quant_param(&scale, &offset, 1, (int64_t *)data + j);
+    }
+  } else {
+    double lo = dt == SK_INT8 ? -128 : dt == SK_INT32 ? -1000 : -1, hi = dt == SK_INT8 ? 128 : dt == SK_INT32 ? 1000 : 1;
+    rr_fill(data, dt, n, lo, hi, seed);
+  }
+}
+
 void rr_fill_by_dtype(rr_buffers *b, const sk_program *p, uint64_t seed) {
   for (size_t i = 0; i < b->n_inputs; i++) {
     sk_dtype dt = p->inputs[i].desc.dtype;
-    size_t n = b->inputs[i].bytes / sk_dtype_size(dt);
-    if (dt == SK_INT64) {
-      for (size_t j = 0; j < n; j++) {
-        float scale = (float)rr_uniform(&seed, 0x1p-12, 0x1p-8), offset = (float)rr_uniform(&seed, -20, 20);
-        sk_trans_quant_param(&scale, &offset, 1, (int64_t *)b->inputs[i].data + j);
-      }
-    } else {
-      double lo = dt == SK_INT8 ? -128 : dt == SK_INT32 ? -1000 : -1, hi = dt == SK_INT8 ? 128 : dt == SK_INT32 ? 1000 : 1;
-      rr_fill(b->inputs[i].data, dt, n, lo, hi, &seed);
-    }
+    rr_fill_dtype_range(b->inputs[i].data, dt, b->inputs[i].bytes / sk_dtype_size(dt), &seed);
   }
 }
 
@@ -93,6 +96,12 @@ void rr_free(rr_buffers *b) {
 static void **reference_values(sk_program *p, rr_buffers *b) {
   void **values = calloc(p->n_values, sizeof(void *));
   for (size_t i = 0; i < p->n_inputs; i++) values[p->inputs[i].value] = b->inputs[i].data;
+  for (size_t v = 0; v < p->n_values; v++) /* constants: the program's data (a copy, freed below) */
+    if (p->root[v] == v && p->storage[v].kind == SK_STORE_CONSTANT) {
+      const sk__program_constant *c = &p->constants[p->storage[v].index];
+      values[v] = malloc(c->bytes + 1);
+      if (c->bytes) memcpy(values[v], c->data, c->bytes);
+    }
   for (size_t k = 0; k < p->n_nodes; k++) {
     sk__exec_node *n = &p->nodes[k];
     sk__node_io io = n->io;

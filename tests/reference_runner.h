@@ -31,6 +31,8 @@ void rr_free(rr_buffers *b);
  * [-128, 127], int32 [-1000, 1000), int64 packed quant scales (fp32 scales
  * in [2^-12, 2^-8) with offsets in [-20, 20]). */
 void rr_fill_by_dtype(rr_buffers *b, const sk_program *p, uint64_t seed);
+/* The same ranges for one buffer of n elements of dt. */
+void rr_fill_dtype_range(void *data, sk_dtype dt, size_t n, uint64_t *seed);
 
 /* Runs p on team (may be NULL) with b, runs the reference of every node on
  * the same inputs, and compares each output bitwise. Returns the number of

@@ -3,8 +3,10 @@
  * interpreted and JIT executors on teams of 1, 2 and 3 cores and compared
  * bit for bit with the op's plain reference — the way ggml's
  * test-backend-ops runs one table over every backend. ctest registers it
- * once per ISA path (SK_ISA). Each case also checks sk_op_infer against the
- * shapes the graph inferred. */
+ * once per ISA path (SK_ISA). Each case runs twice: every tensor a graph
+ * input, and every slot but the first a graph constant (weights: what ops
+ * pack at compile). Each case also checks sk_op_infer against the shapes
+ * the graph inferred. */
 #include <stdbool.h>
 #include <string.h>
 
@@ -83,8 +85,10 @@ static const conf_case CASES[] = {
 static sk_team *teams[4];
 
 /* The case as one node inside scope "sk" (so the fused executors fuse it),
- * every output marked. Also checks sk_op_infer on the same description. */
-static sk_graph *build_case(const conf_case *c) {
+ * every output marked; with constants, every slot after the first holds
+ * graph constants (copied) instead of inputs. Also checks sk_op_infer on
+ * the same description. */
+static sk_graph *build_case(const conf_case *c, bool constants) {
   sk_graph *g = NULL;
   CHECK_OK(sk_graph_create(&g));
   sk_value values[MAX_CASE_SLOTS][MAX_LIST];
@@ -97,7 +101,18 @@ static sk_graph *build_case(const conf_case *c) {
       char name[64];
       snprintf(name, sizeof name, "%s%d", s->name, j);
       const tensor_spec *t = &s->t[j];
-      CHECK_OK(sk_graph_add_input(g, name, t->dtype, t->rank, t->shape, &values[n_ins][j]));
+      if (constants && n_ins > 0) {
+        int64_t numel = 1;
+        for (int d = 0; d < t->rank; d++) numel *= t->shape[d];
+        void *data = calloc((size_t)numel + 1, sk_dtype_size(t->dtype));
+        uint64_t seed = 1234 + (uint64_t)n_metas;
+        rr_fill_dtype_range(data, t->dtype, (size_t)numel, &seed);
+        CHECK_OK(sk_graph_add_constant(g, name, t->dtype, t->rank, t->shape, data, SK_CONSTANT_COPY,
+                                       &values[n_ins][j]));
+        free(data);
+      } else {
+        CHECK_OK(sk_graph_add_input(g, name, t->dtype, t->rank, t->shape, &values[n_ins][j]));
+      }
       metas[n_metas] = (sk_tensor_meta){.dtype = t->dtype, .rank = t->rank};
       memcpy(metas[n_metas++].shape, t->shape, sizeof t->shape);
     }
@@ -147,14 +162,16 @@ static int run_case(const conf_case *c, sk_graph *g, sk_executor ex, int cores) 
 
 static void test_every_case_on_every_executor(void) {
   static const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
-  for (size_t i = 0; i < N_CASES; i++) {
-    sk_graph *g = build_case(&CASES[i]);
-    int bad = 0;
-    for (size_t e = 0; e < 3; e++)
-      for (int cores = 1; cores <= 3; cores++) bad += run_case(&CASES[i], g, executors[e], cores);
-    printf("  %-22s %-32s %s\n", CASES[i].op, CASES[i].what, bad ? "MISMATCH" : "bitwise equal x9");
-    sk_graph_destroy(g);
-  }
+  for (size_t i = 0; i < N_CASES; i++)
+    for (int constants = 0; constants < 2; constants++) {
+      sk_graph *g = build_case(&CASES[i], constants);
+      int bad = 0;
+      for (size_t e = 0; e < 3; e++)
+        for (int cores = 1; cores <= 3; cores++) bad += run_case(&CASES[i], g, executors[e], cores);
+      printf("  %-22s %-32s %-10s %s\n", CASES[i].op, CASES[i].what, constants ? "constants" : "inputs",
+             bad ? "MISMATCH" : "bitwise equal x9");
+      sk_graph_destroy(g);
+    }
 }
 
 /* The table covers every built-in op: a new op without a case fails here. */

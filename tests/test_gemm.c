@@ -131,11 +131,18 @@ static int check_case(const case_desc *d) {
   memset(want, 0x5A, c_bytes);
 
   sk__gemm_problem p = {d->m, d->n, d->k, a, d->a, lda, b, d->b, ldb, bias, d->bias,
-                        want, d->c, ldc};
+                        want, d->c, ldc, NULL};
   sk__gemm_reference(&p);
   p.c = got;
+  /* B packed once (constant weights): every tiling runs from it as well;
+   * tiles that start off a panel boundary pack for themselves. */
+  size_t packed_bytes = sk__gemm_packed_b_size(sk__cpu_isa(), d->k, d->n);
+  float *packed = packed_bytes ? sk__aligned_alloc(packed_bytes) : NULL; /* panels are 64-byte aligned */
+  if (packed) sk__gemm_pack_b(sk__cpu_isa(), b, d->b, ldb, d->k, d->n, packed);
   int ok = 1;
-  for (int t = 0; t < d->tilings && ok; t++) {
+  for (int run = 0; run < 2 * d->tilings && ok; run++) {
+    int t = run / 2;
+    p.b_packed = run % 2 ? packed : NULL;
     memset(got, 0x5A, c_bytes); /* same sentinel: gaps must stay untouched */
     int64_t mcuts[4], ncuts[4];
     int nm = 1, nn = 1;
@@ -155,10 +162,11 @@ static int check_case(const case_desc *d) {
       memcpy(&g, got + at * es, es);
       harness_failures++;
       fprintf(stderr, "mismatch: %s a=%s b=%s bias=%s c=%s m=%lld n=%lld k=%lld lda=%lld ldb=%lld "
-                "ldc=%lld tiling %d: element %zu (row %lld col %lld) want 0x%x got 0x%x\n",
+                "ldc=%lld tiling %d%s: element %zu (row %lld col %lld) want 0x%x got 0x%x\n",
                 sk__isa_name(sk__cpu_isa()), dn(d->a), dn(d->b),
                 d->bias ? dn(d->bias) : "none", dn(d->c), (long long)d->m, (long long)d->n,
-                (long long)d->k, (long long)lda, (long long)ldb, (long long)ldc, t, at,
+                (long long)d->k, (long long)lda, (long long)ldb, (long long)ldc, t,
+                p.b_packed ? " (B packed once)" : "", at,
                 (long long)(at / (size_t)ldc), (long long)(at % (size_t)ldc), w, g);
       ok = 0;
     }
@@ -168,6 +176,7 @@ static int check_case(const case_desc *d) {
   free(bias);
   free(want);
   free(got);
+  sk__aligned_free(packed);
   return ok;
 }
 
@@ -182,7 +191,7 @@ static void test_reference_hand(void) {
   const float bias[3] = {0.5f, -1.0f, 2.0f};
   const float want[6] = {21.5f, 23.0f, 29.0f, 47.5f, 53.0f, 63.0f};
   float c[6];
-  sk__gemm_problem p = {2, 3, 2, a, SK_FP32, 2, b, SK_FP32, 3, bias, SK_FP32, c, SK_FP32, 3};
+  sk__gemm_problem p = {2, 3, 2, a, SK_FP32, 2, b, SK_FP32, 3, bias, SK_FP32, c, SK_FP32, 3, NULL};
   sk__gemm_reference(&p);
   CHECK(memcmp(c, want, sizeof c) == 0);
 
@@ -199,7 +208,7 @@ static void test_reference_hand(void) {
   const float a2[2] = {x, x}, b2[2] = {x, -x};
   float c2;
   sk__gemm_problem q = {1, 1, 2, a2, SK_FP32, 2, b2, SK_FP32, 1, NULL, SK_DTYPE_INVALID,
-                        &c2, SK_FP32, 1};
+                        &c2, SK_FP32, 1, NULL};
   sk__gemm_reference(&q);
   CHECK(c2 == -0x1p-24f);
   uint16_t h;
@@ -212,7 +221,7 @@ static void test_reference_hand(void) {
   const float nan_in[1] = {bits_f32(0xFFA00001u)}, one[1] = {1.0f};
   float cn;
   sk__gemm_problem r = {1, 1, 1, nan_in, SK_FP32, 1, one, SK_FP32, 1, NULL,
-                        SK_DTYPE_INVALID, &cn, SK_FP32, 1};
+                        SK_DTYPE_INVALID, &cn, SK_FP32, 1, NULL};
   sk__gemm_reference(&r);
   uint32_t u;
   memcpy(&u, &cn, sizeof u);
@@ -299,7 +308,7 @@ static void test_k_zero(void) {
   float c[6] = {9, 9, 9, 9, 9, 9};
   const float dummy[1] = {0};
   sk__gemm_problem p = {3, 2, 0, dummy, SK_FP32, 1, dummy, SK_FP32, 2, bias, SK_FP32,
-                        c, SK_FP32, 2};
+                        c, SK_FP32, 2, NULL};
   void *ws = sk__aligned_alloc(sk__gemm_workspace_size(3, 2, 0));
   sk__gemm_tile(&p, 0, 3, 0, 2, ws, sk__cpu_isa());
   sk__aligned_free(ws);

@@ -40,6 +40,11 @@ sk_status sk_program_describe(const sk_program *p, char **text_out) {
   snprintf(line, sizeof line, "program: %zu steps, executor %s, planned for %d cores\n", p->n_steps,
            executor_name(p->executor), p->tiled_cores);
   ok = append(&buf, &len, line);
+  if (ok && p->n_constants) {
+    snprintf(line, sizeof line, "constants: %zu (%zu bytes); packed at compile: %zu bytes\n", p->n_constants,
+             p->constant_bytes, p->packed_bytes);
+    ok = append(&buf, &len, line);
+  }
   for (size_t s = 0; ok && s < p->n_steps; s++) {
     if (p->steps[s].plan) {
       char *plan = sk__plan_format(p->steps[s].plan, p);

@@ -29,8 +29,37 @@ static sk_status copy_bindings(const sk__named_value *src, size_t n, const sk_gr
   return SK_STATUS_OK;
 }
 
-/* Builds the executable node: flattened input tensors and io views. */
-static sk_status prepare_node(const sk_graph *g, const sk__node *src, int n_cores, sk__exec_node *dst) {
+/* The graph's constants: owned copies the program keeps (the graph may go
+ * first), borrowed ones as they are. */
+static sk_status copy_constants(const sk_graph *g, sk_program *p) {
+  p->constants = calloc(g->n_constants ? g->n_constants : 1, sizeof *p->constants);
+  if (!p->constants) return fail_oom();
+  p->n_constants = g->n_constants;
+  for (size_t i = 0; i < g->n_constants; i++) {
+    const sk__constant *c = &g->constants[i];
+    size_t bytes = sk__tensor_bytes(&g->values[c->value].desc);
+    p->constants[i] = (sk__program_constant){c->data, false, bytes};
+    p->constant_bytes += bytes;
+    if (!c->owned) continue;
+    void *copy = malloc(bytes ? bytes : 1);
+    if (!copy) return fail_oom();
+    if (bytes) memcpy(copy, c->data, bytes);
+    p->constants[i] = (sk__program_constant){copy, true, bytes};
+  }
+  return SK_STATUS_OK;
+}
+
+/* The data of value v when it is a constant, else NULL (what a pack hook
+ * sees of inputs that change from run to run). */
+static void *constant_data(const sk_graph *g, const sk_program *p, sk_value v) {
+  int c = g->values[v].constant_index;
+  return c >= 0 ? (void *)p->constants[c].data : NULL;
+}
+
+/* Builds the executable node: flattened input tensors and io views; tiles
+ * it and lets its op pack its constants. */
+static sk_status prepare_node(const sk_graph *g, const sk_program *p, const sk__node *src, int n_cores,
+                              sk__exec_node *dst) {
   dst->def = src->def;
   dst->name = sk__strdup(src->name);
   dst->scope = src->scope;
@@ -59,6 +88,7 @@ static sk_status prepare_node(const sk_graph *g, const sk__node *src, int n_core
     for (size_t j = 0; j < src->slot_count[s]; j++, used++) {
       dst->in_values[used] = src->slot_values[s][j];
       dst->in_tensors[used] = g->values[src->slot_values[s][j]].desc;
+      dst->in_tensors[used].data = constant_data(g, p, src->slot_values[s][j]);
     }
   }
   dst->n_in_tensors = total;
@@ -76,6 +106,10 @@ static sk_status prepare_node(const sk_graph *g, const sk__node *src, int n_core
   SK_RETURN_IF_ERROR(src->def->tile(&dst->io, n_cores, &dst->tiling));
   dst->io.plan = dst->tiling.plan;
   dst->io.n_blocks = dst->tiling.n_blocks;
+  if (src->def->pack) {
+    SK_RETURN_IF_ERROR(src->def->pack(&dst->io, &dst->packed, &dst->packed_bytes));
+    dst->io.packed = dst->packed;
+  }
   if (src->def->barriers_per_block > 0 && dst->tiling.n_blocks > 0) {
     /* Blocks that meet at a barrier must run at once: one per core. */
     if (dst->tiling.n_blocks > n_cores)
@@ -118,6 +152,11 @@ static sk_status plan_storage(const sk_graph *g, sk_program *p) {
     p->storage[r] = (sk__storage){SK_STORE_INPUT, i};
     placed[r] = true;
   }
+  for (size_t i = 0; i < g->n_constants; i++) { /* an output that is a constant is copied out */
+    sk_value r = g->constants[i].value;
+    p->storage[r] = (sk__storage){SK_STORE_CONSTANT, i};
+    placed[r] = true;
+  }
   for (size_t j = 0; j < g->n_outputs; j++) {
     sk_value r = p->root[g->outputs[j].value];
     if (placed[r]) continue;
@@ -151,7 +190,11 @@ void sk_program_destroy(sk_program *p) {
     free(n->waits);
     sk__aligned_free(n->eager_barrier);
     free(n->watch_label);
+    sk__aligned_free(n->packed);
   }
+  for (size_t i = 0; p->constants && i < p->n_constants; i++)
+    if (p->constants[i].owned) free((void *)p->constants[i].data);
+  free(p->constants);
   for (size_t i = 0; i < p->n_steps; i++) {
     sk__jit_step_free(&p->steps[i]);
     sk__plan_destroy(p->steps[i].plan);
@@ -221,10 +264,12 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   p->n_inputs = g->n_inputs;
   if (st == SK_STATUS_OK) st = copy_bindings(g->outputs, g->n_outputs, g, &p->outputs);
   p->n_outputs = g->n_outputs;
+  if (st == SK_STATUS_OK) st = copy_constants(g, p);
   if (st == SK_STATUS_OK && !(p->nodes = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *p->nodes))) st = fail_oom();
   for (size_t i = 0; st == SK_STATUS_OK && i < g->n_nodes; i++) {
     p->n_nodes = i + 1;
-    st = prepare_node(g, &g->nodes[i], p->tiled_cores, &p->nodes[i]);
+    st = prepare_node(g, p, &g->nodes[i], p->tiled_cores, &p->nodes[i]);
+    p->packed_bytes += p->nodes[i].packed_bytes;
     if (p->nodes[i].tiling.workspace_bytes > p->workspace_bytes) p->workspace_bytes = p->nodes[i].tiling.workspace_bytes;
   }
   for (size_t i = 0; st == SK_STATUS_OK && i < p->n_nodes; i++) st = sk__watch_eager_barrier(p, &p->nodes[i]);

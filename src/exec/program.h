@@ -15,11 +15,19 @@
 #include "graph/graph.h"
 #include "runtime/watchdog.h"
 
-typedef enum sk__storage_kind { SK_STORE_INPUT, SK_STORE_OUTPUT, SK_STORE_ARENA } sk__storage_kind;
+typedef enum sk__storage_kind { SK_STORE_INPUT, SK_STORE_OUTPUT, SK_STORE_ARENA, SK_STORE_CONSTANT } sk__storage_kind;
+
+/* A graph constant as the program holds it: its own copy (owned) or the
+ * caller's borrowed buffer. */
+typedef struct sk__program_constant {
+  const void *data;
+  bool owned;
+  size_t bytes;
+} sk__program_constant;
 
 typedef struct sk__storage {
   sk__storage_kind kind;
-  size_t index; /* input / output index, or arena byte offset */
+  size_t index; /* input / output / constant index, or arena byte offset */
 } sk__storage;
 
 typedef struct sk__exec_node {
@@ -37,6 +45,8 @@ typedef struct sk__exec_node {
   int *waits;              /* event edges: nodes this one waits for */
   size_t n_waits;
   struct sk__barrier *eager_barrier; /* ops with barriers: over the launch's blocks */
+  void *packed;            /* the op's pack of its constants (io.packed), aligned */
+  size_t packed_bytes;
   char *watch_label;       /* "op 'name' (type)": names it in watchdog messages */
 } sk__exec_node;
 
@@ -69,6 +79,10 @@ struct sk_program {
   sk__storage *storage;    /* per root value */
   size_t arena_bytes;
   void *arena;
+  sk__program_constant *constants; /* the graph's constants, by index */
+  size_t n_constants;
+  size_t constant_bytes;   /* their data */
+  size_t packed_bytes;     /* what ops packed from them at compile */
   size_t workspace_bytes;  /* per core, max over nodes */
   void **workspaces;       /* one per core of the largest team seen */
   int n_workspaces;

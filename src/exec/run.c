@@ -80,6 +80,8 @@ static void *value_data(const sk_program *p, sk_value v, void *const *in, void *
   switch (s->kind) {
     case SK_STORE_INPUT: return in[s->index];
     case SK_STORE_OUTPUT: return out[s->index];
+    case SK_STORE_CONSTANT:
+      return p->constants[s->index].data ? (void *)p->constants[s->index].data : (void *)empty_arena;
     default: return (p->arena ? (char *)p->arena : (char *)empty_arena) + s->index;
   }
 }

@@ -122,6 +122,7 @@ static sk_status commit_node(sk_graph *g, sk__build_ctx *ctx, const char *name) 
     v->producer = (int)g->n_nodes;
     v->producer_output = (int)i;
     v->input_index = -1;
+    v->constant_index = -1;
     node.outputs[i] = (sk_value)g->n_values++;
   }
   g->nodes[g->n_nodes++] = node;

@@ -49,6 +49,11 @@ void sk_graph_destroy(sk_graph *g) {
   for (size_t i = 0; i < g->n_nodes; i++) sk__node_free(&g->nodes[i]);
   for (size_t i = 0; i < g->n_inputs; i++) free(g->inputs[i].name);
   for (size_t i = 0; i < g->n_outputs; i++) free(g->outputs[i].name);
+  for (size_t i = 0; i < g->n_constants; i++) {
+    free(g->constants[i].name);
+    if (g->constants[i].owned) free((void *)g->constants[i].data);
+  }
+  free(g->constants);
   for (size_t i = 0; i < g->n_scopes; i++) {
     free(g->scopes[i].name);
     free(g->scopes[i].options);
@@ -70,6 +75,15 @@ static bool name_taken(const sk__named_value *list, size_t n, const char *name) 
   return false;
 }
 
+/* Inputs and constants share one namespace: both name a graph value whose
+ * data comes from outside the graph's ops. */
+static bool source_name_taken(const sk_graph *g, const char *name) {
+  if (name_taken(g->inputs, g->n_inputs, name)) return true;
+  for (size_t i = 0; i < g->n_constants; i++)
+    if (strcmp(g->constants[i].name, name) == 0) return true;
+  return false;
+}
+
 sk_status sk_graph_add_input(sk_graph *g, const char *name, sk_dtype dtype, int rank,
                              const int64_t *shape, sk_value *value_out) {
   sk__clear_error();
@@ -82,7 +96,7 @@ sk_status sk_graph_add_input(sk_graph *g, const char *name, sk_dtype dtype, int 
   char why[128];
   if (!sk__shape_check(dtype, rank, shape, why, sizeof why))
     return sk__fail(SK_STATUS_INVALID_SHAPE, "graph input '%s': %s", name, why);
-  if (name_taken(g->inputs, g->n_inputs, name))
+  if (source_name_taken(g, name))
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "graph input '%s' is declared twice", name);
   SK_RETURN_IF_ERROR(sk__grow((void **)&g->values, &g->cap_values, g->n_values + 1, sizeof *g->values));
   SK_RETURN_IF_ERROR(sk__grow((void **)&g->inputs, &g->cap_inputs, g->n_inputs + 1, sizeof *g->inputs));
@@ -93,7 +107,54 @@ sk_status sk_graph_add_input(sk_graph *g, const char *name, sk_dtype dtype, int 
   v->producer = -1;
   v->producer_output = 0;
   v->input_index = (int)g->n_inputs;
+  v->constant_index = -1;
   g->inputs[g->n_inputs++] = (sk__named_value){copy, (sk_value)g->n_values};
+  *value_out = (sk_value)g->n_values++;
+  return SK_STATUS_OK;
+}
+
+sk_status sk_graph_add_constant(sk_graph *g, const char *name, sk_dtype dtype, int rank, const int64_t *shape,
+                                const void *data, sk_constant_flags flags, sk_value *value_out) {
+  sk__clear_error();
+  if (!g || !name || !value_out)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_add_constant: %s is NULL",
+                    !g ? "graph" : !name ? "name" : "value_out");
+  if (!*name) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_add_constant: empty constant name");
+  if (flags != SK_CONSTANT_COPY && flags != SK_CONSTANT_BORROW)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "graph constant '%s': flags %d: expected SK_CONSTANT_COPY (0) or SK_CONSTANT_BORROW (1)", name,
+                    (int)flags);
+  if (sk_dtype_size(dtype) == 0)
+    return sk__fail(SK_STATUS_INVALID_DTYPE, "graph constant '%s': invalid dtype %d", name, (int)dtype);
+  char why[128];
+  if (!sk__shape_check(dtype, rank, shape, why, sizeof why))
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "graph constant '%s': %s", name, why);
+  if (source_name_taken(g, name))
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "graph constant '%s': the name is already an input or constant", name);
+  sk__tensor desc;
+  sk__tensor_init(&desc, dtype, rank, shape);
+  size_t bytes = sk__tensor_bytes(&desc);
+  if (bytes && !data) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "graph constant '%s': data is NULL", name);
+  SK_RETURN_IF_ERROR(sk__grow((void **)&g->values, &g->cap_values, g->n_values + 1, sizeof *g->values));
+  SK_RETURN_IF_ERROR(sk__grow((void **)&g->constants, &g->cap_constants, g->n_constants + 1, sizeof *g->constants));
+  sk__constant c = {sk__strdup(name), (sk_value)g->n_values, data, flags == SK_CONSTANT_COPY};
+  if (c.owned) {
+    void *copy = malloc(bytes ? bytes : 1);
+    if (copy && bytes) memcpy(copy, data, bytes);
+    c.data = copy;
+  }
+  if (!c.name || (c.owned && !c.data)) {
+    free(c.name);
+    if (c.owned) free((void *)c.data);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "graph constant '%s': out of memory (%zu bytes)", name, bytes);
+  }
+  sk__value *v = &g->values[g->n_values];
+  v->desc = desc;
+  v->producer = -1;
+  v->producer_output = 0;
+  v->input_index = -1;
+  v->constant_index = (int)g->n_constants;
+  g->constants[g->n_constants++] = c;
   *value_out = (sk_value)g->n_values++;
   return SK_STATUS_OK;
 }

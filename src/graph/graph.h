@@ -16,7 +16,16 @@ typedef struct sk__value {
   int producer;         /* node index, or -1 for a graph input */
   int producer_output;  /* output index within the producer */
   int input_index;      /* index among graph inputs, or -1 */
+  int constant_index;   /* index among graph constants, or -1 */
 } sk__value;
+
+/* A constant's data: a private copy (owned) or the caller's (borrowed). */
+typedef struct sk__constant {
+  char *name;
+  sk_value value;
+  const void *data;
+  bool owned;
+} sk__constant;
 
 typedef struct sk__node {
   const sk__op_def *def;
@@ -56,6 +65,8 @@ struct sk_graph {
   size_t n_inputs, cap_inputs;
   sk__named_value *outputs;
   size_t n_outputs, cap_outputs;
+  sk__constant *constants;
+  size_t n_constants, cap_constants;
   sk__scope *scopes;
   size_t n_scopes, cap_scopes;
   int open_scope;                /* index of the open scope, -1 when none */

@@ -302,6 +302,7 @@ gmm_group sk__gmm_group(const sk__node_io *io, int64_t g) {
   const sk__slot *xs = &io->in[GMM_X], *ws = &io->in[GMM_WEIGHT];
   gmm_group q = {0};
   q.bias = group_vec(&io->in[GMM_BIAS], g);
+  q.w_packed = sk__gmm_packed_weight(io, g);
   q.scale = group_vec(&io->in[GMM_SCALE], g);
   q.offset = group_vec(&io->in[GMM_OFFSET], g);
   q.y_dtype = p->out_dtype;
@@ -346,7 +347,7 @@ sk__gemm_problem sk__gmm_float_problem(const gmm_group *q) {
                             .a = q->x, .a_dtype = q->x_dtype, .lda = q->k,
                             .b = q->w, .b_dtype = q->w_dtype, .ldb = q->n,
                             .bias = q->bias.data, .bias_dtype = q->bias.dtype,
-                            .c = q->y, .c_dtype = q->y_dtype, .ldc = q->n};
+                            .c = q->y, .c_dtype = q->y_dtype, .ldc = q->n, .b_packed = q->w_packed};
 }
 
 /* Reference: every group through the plain GEMM, then the zero tail. */
@@ -379,6 +380,7 @@ const sk__op_def sk__op_grouped_matmul = {
     .tile = sk__gmm_tile,
     .run_block = sk__gmm_run_block,
     .footprint = sk__gmm_footprint,
+    .pack = sk__gmm_pack,
     .reference = reference,
     .params_size = sizeof(gmm_params),
     .clone_params = clone_params,

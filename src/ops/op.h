@@ -45,6 +45,10 @@ typedef struct sk__node_io {
    * (sk__barrier_wait), over every block of a launch, or in a super kernel
    * over the sub-kernel's cores (idle ones complement it, feed-sync-all). */
   struct sk__barrier *barrier;
+  /* What the op's pack hook made of its constant inputs at compile (e.g.
+   * weights in micro-kernel panels), or NULL: run_block then works from the
+   * tensors as given. */
+  const void *packed;
 } sk__node_io;
 
 typedef struct sk__build_ctx sk__build_ctx;
@@ -97,6 +101,14 @@ typedef struct sk__op_def {
    * An op with barriers must tile into at most as many blocks as cores. */
   bool unfusable;
   int barriers_per_block;
+  /* Packs constant operands once, at compile, into the layout run_block
+   * reads, so no run repeats it. Called after tile with the data of
+   * constant inputs bound and every other input's data NULL; sets *packed
+   * (sk__aligned_alloc'd; the program frees it) and *bytes, or leaves them
+   * NULL / 0 when nothing is worth packing. The result must not depend on
+   * the tiling (the planner re-tiles nodes for their core sets). run_block
+   * finds it in io->packed; the reference never reads it. NULL: no packing. */
+  sk_status (*pack)(const sk__node_io *io, void **packed, size_t *bytes);
   /* Deep-copies params into dst (params_size bytes); NULL = memcpy. On
    * failure dst is left for free_params. */
   sk_status (*clone_params)(void *dst, const void *src);

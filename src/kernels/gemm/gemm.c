@@ -79,6 +79,16 @@ size_t sk__gemm_workspace_size(int64_t tile_m, int64_t tile_n, int64_t k) {
   return best;
 }
 
+size_t sk__gemm_packed_b_size(sk__isa isa, int64_t k, int64_t n) {
+  if (k <= 0 || n <= 0) return 0;
+  return round_up((size_t)n, (size_t)config_for(isa)->nr) * (size_t)k * sizeof(float);
+}
+
+void sk__gemm_pack_b(sk__isa isa, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k, int64_t n, float *dst) {
+  if (k <= 0 || n <= 0) return;
+  config_for(isa)->pack_b((size_t)k, (size_t)n, b, (size_t)ldb, b_dtype, dst);
+}
+
 void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0,
                    int64_t n1, void *workspace, sk__isa isa) {
   if (m1 <= m0 || n1 <= n0) return;
@@ -86,7 +96,7 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
   const size_t m = (size_t)(m1 - m0), n = (size_t)(n1 - n0), k = (size_t)p->k;
   const size_t mr_max = (size_t)cfg->mr, nr_max = (size_t)cfg->nr;
   const ws_layout l = layout_for(cfg, m, n, k);
-  float *packed_b = (float *)workspace;
+  float *pack_buf = (float *)workspace;
   float *bias_f32 = (float *)((char *)workspace + l.bias_offset);
   float *a_rows = (float *)((char *)workspace + l.a_offset);
   const size_t a_stride = sk__gemm_a_stride(k);
@@ -97,10 +107,14 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
   const char *a_tile = (const char *)p->a + (size_t)m0 * lda * a_size;
   char *c_tile = (char *)p->c + ((size_t)m0 * ldc + (size_t)n0) * c_size;
 
+  /* Panels packed once at compile start at column 0: usable when the tile
+   * starts on a panel boundary (tilings make widths multiples of NR). */
+  const float *b_prepacked = p->b_packed && (size_t)n0 % nr_max == 0 ? p->b_packed + (size_t)n0 * k : NULL;
   for (size_t jc = 0; jc < n; jc += l.nc) {
     const size_t nc = n - jc < l.nc ? n - jc : l.nc;
-    cfg->pack_b(k, nc, (const char *)p->b + ((size_t)n0 + jc) * b_size, ldb, p->b_dtype,
-                packed_b);
+    const float *packed_b = pack_buf;
+    if (b_prepacked) packed_b = b_prepacked + jc * k;
+    else cfg->pack_b(k, nc, (const char *)p->b + ((size_t)n0 + jc) * b_size, ldb, p->b_dtype, pack_buf);
     const float *bias = NULL;
     if (p->bias) {
       /* Padded with zeros to whole panels; the padding is never stored. */

@@ -1,0 +1,175 @@
+/* Graph constants (sk_graph_add_constant): copied vs borrowed, packed at
+ * compile (grouped_matmul weights, reported by sk_program_describe), the
+ * same bits as the weights given as inputs on every executor, constants
+ * as outputs and behind views, and the errors. */
+#include <string.h>
+
+#include "graph_builders.h"
+
+#define M 37
+#define K 64
+#define N 80
+
+static uint16_t x_data[M * K], w_data[K * N], b_data[N];
+
+/* y = grouped_matmul(x, w, bias b) in a scope; w and b constants (with
+ * flags) or inputs (flags < 0). */
+static sk_graph *gmm_graph(int flags) {
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x = input(g, "x", SK_FP16, 2, (int64_t[]){M, K}), w, b;
+  if (flags < 0) {
+    w = input(g, "w", SK_FP16, 2, (int64_t[]){K, N});
+    b = input(g, "b", SK_FP16, 1, (int64_t[]){N});
+  } else {
+    CHECK_OK(sk_graph_add_constant(g, "w", SK_FP16, 2, (int64_t[]){K, N}, w_data, (sk_constant_flags)flags, &w));
+    CHECK_OK(sk_graph_add_constant(g, "b", SK_FP16, 1, (int64_t[]){N}, b_data, (sk_constant_flags)flags, &b));
+  }
+  CHECK_OK(sk_graph_begin_scope(g, "s", NULL));
+  sk_op_input in[] = {{"x", &x, 1}, {"weight", &w, 1}, {"bias", &b, 1}};
+  sk_value y;
+  op(g, "grouped_matmul", "gmm", in, 3, NULL, 0, &y, 1);
+  sk_value z = unary(g, "square", "sq", y);
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, z, "z"));
+  return g;
+}
+
+static void fill_data(uint32_t salt) {
+  uint64_t seed = 99 + salt;
+  rr_fill(x_data, SK_FP16, M * K, -1, 1, &seed);
+  rr_fill(w_data, SK_FP16, K * N, -1, 1, &seed);
+  rr_fill(b_data, SK_FP16, N, -1, 1, &seed);
+}
+
+/* z of the graph with weights as inputs (the reference behaviour). */
+static void run_with_inputs(uint16_t *z) {
+  sk_graph *g = gmm_graph(-1);
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .executor = SK_EXECUTOR_EAGER};
+  sk_program *p;
+  CHECK_OK(sk_compile(g, &cfg, &p));
+  sk_buffer in[] = {{"x", x_data, sizeof x_data}, {"w", w_data, sizeof w_data}, {"b", b_data, sizeof b_data}};
+  sk_buffer out = {"z", z, M * N * 2};
+  CHECK_OK(sk_program_run(p, NULL, in, 3, &out, 1));
+  sk_program_destroy(p);
+  sk_graph_destroy(g);
+}
+
+static void test_constants_match_inputs_on_every_executor(void) {
+  static uint16_t want[M * N], got[M * N];
+  fill_data(0);
+  run_with_inputs(want);
+  sk_team *team;
+  sk_team_config tc = {.struct_size = sizeof tc, .num_cores = 2, .pin_threads = -1};
+  CHECK_OK(sk_team_create(&tc, &team));
+  static const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT,
+                                          SK_EXECUTOR_REFERENCE};
+  for (int flags = 0; flags < 2; flags++)
+    for (size_t e = 0; e < 4; e++) {
+      sk_graph *g = gmm_graph(flags);
+      sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team, .executor = executors[e]};
+      sk_program *p;
+      CHECK_OK(sk_compile(g, &cfg, &p));
+      sk_graph_destroy(g); /* copied and borrowed constants outlive the graph */
+      CHECK(sk_program_num_inputs(p) == 1); /* constants are not inputs */
+      char *text = NULL;
+      CHECK_OK(sk_program_describe(p, &text));
+      CHECK_MSG(text && strstr(text, "constants: 2 (10400 bytes); packed at compile: "),
+                "describe: %s", text ? text : "(null)");
+      CHECK_MSG(text && !strstr(text, "packed at compile: 0 bytes"), "the weights were not packed: %s", text);
+      sk_free(text);
+      memset(got, 0, sizeof got);
+      sk_buffer in = {"x", x_data, sizeof x_data}, out = {"z", got, sizeof got};
+      sk_team *t = executors[e] == SK_EXECUTOR_REFERENCE ? NULL : team;
+      for (int rep = 0; rep < 2; rep++) {
+        CHECK_OK(sk_program_run(p, t, &in, 1, &out, 1));
+        CHECK_MSG(memcmp(got, want, sizeof got) == 0, "flags %d executor %d: differs from weights as inputs", flags,
+                  (int)executors[e]);
+      }
+      sk_program_destroy(p);
+    }
+  sk_team_destroy(team);
+}
+
+/* A copied constant is immune to later changes of the caller's buffer; a
+ * borrowed one reads the buffer as it is when compiled. */
+static void test_copied_and_borrowed(void) {
+  static uint16_t want[M * N], got[M * N], saved_w[K * N];
+  fill_data(1);
+  run_with_inputs(want);
+  memcpy(saved_w, w_data, sizeof w_data);
+  sk_graph *copied = gmm_graph(SK_CONSTANT_COPY), *borrowed = gmm_graph(SK_CONSTANT_BORROW);
+  for (int i = 0; i < K * N; i++) w_data[i] ^= 0x0100; /* changed after add_constant, before compile */
+  sk_program *pc, *pb;
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .executor = SK_EXECUTOR_EAGER};
+  CHECK_OK(sk_compile(copied, &cfg, &pc));
+  CHECK_OK(sk_compile(borrowed, &cfg, &pb));
+  sk_buffer in = {"x", x_data, sizeof x_data}, out = {"z", got, sizeof got};
+  CHECK_OK(sk_program_run(pc, NULL, &in, 1, &out, 1));
+  CHECK_MSG(memcmp(got, want, sizeof got) == 0, "a copied constant followed its caller's buffer");
+  static uint16_t changed[M * N];
+  run_with_inputs(changed); /* with the changed weights */
+  CHECK_OK(sk_program_run(pb, NULL, &in, 1, &out, 1));
+  CHECK_MSG(memcmp(got, changed, sizeof got) == 0, "a borrowed constant did not read its caller's buffer");
+  CHECK(memcmp(want, changed, sizeof want) != 0);
+  memcpy(w_data, saved_w, sizeof w_data);
+  sk_program_destroy(pc);
+  sk_program_destroy(pb);
+  sk_graph_destroy(copied);
+  sk_graph_destroy(borrowed);
+}
+
+/* A constant marked as an output, and one behind a view, with no packing op. */
+static void test_constant_outputs_and_views(void) {
+  static const float c[6] = {1, 2, 3, 4, 5, 6};
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value k, x = input(g, "x", SK_FP32, 2, (int64_t[]){3, 2});
+  CHECK_OK(sk_graph_add_constant(g, "k", SK_FP32, 1, (int64_t[]){6}, c, SK_CONSTANT_COPY, &k));
+  int64_t shape[] = {3, 2};
+  sk_attr a = SK_ATTR_INTS("shape", shape, 2);
+  sk_op_input in[] = {{"x", &k, 1}};
+  sk_value kv;
+  op(g, "reshape", "kv", in, 1, &a, 1, &kv, 1);
+  sk_value y = binary(g, "add", "y", x, kv);
+  CHECK_OK(sk_graph_mark_output(g, y, "y"));
+  CHECK_OK(sk_graph_mark_output(g, k, "k_out"));
+  sk_program *p;
+  CHECK_OK(sk_compile(g, NULL, &p));
+  sk_graph_destroy(g);
+  float xs[6] = {10, 20, 30, 40, 50, 60}, ys[6], ks[6];
+  sk_buffer ib = {"x", xs, sizeof xs};
+  sk_buffer ob[] = {{"y", ys, sizeof ys}, {"k_out", ks, sizeof ks}};
+  CHECK_OK(sk_program_run(p, NULL, &ib, 1, ob, 2));
+  for (int i = 0; i < 6; i++) CHECK(ys[i] == xs[i] + c[i] && ks[i] == c[i]);
+  sk_program_destroy(p);
+}
+
+static void test_errors(void) {
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value v;
+  float d[4] = {0};
+  input(g, "x", SK_FP32, 1, (int64_t[]){4});
+  CHECK_FAILS(sk_graph_add_constant(g, "x", SK_FP32, 1, (int64_t[]){4}, d, SK_CONSTANT_COPY, &v),
+              SK_STATUS_INVALID_ARGUMENT, "'x'", "already an input or constant");
+  CHECK_OK(sk_graph_add_constant(g, "c", SK_FP32, 1, (int64_t[]){4}, d, SK_CONSTANT_COPY, &v));
+  CHECK_FAILS(sk_graph_add_input(g, "c", SK_FP32, 1, (int64_t[]){4}, &v), SK_STATUS_INVALID_ARGUMENT, "'c'");
+  CHECK_FAILS(sk_graph_add_constant(g, "n", SK_FP32, 1, (int64_t[]){4}, NULL, SK_CONSTANT_COPY, &v),
+              SK_STATUS_INVALID_ARGUMENT, "'n'", "data is NULL");
+  CHECK_OK(sk_graph_add_constant(g, "empty", SK_FP32, 1, (int64_t[]){0}, NULL, SK_CONSTANT_BORROW, &v));
+  CHECK_FAILS(sk_graph_add_constant(g, "f", SK_FP32, 1, (int64_t[]){4}, d, (sk_constant_flags)5, &v),
+              SK_STATUS_INVALID_ARGUMENT, "'f'", "flags 5");
+  CHECK_FAILS(sk_graph_add_constant(g, "t", (sk_dtype)99, 1, (int64_t[]){4}, d, SK_CONSTANT_COPY, &v),
+              SK_STATUS_INVALID_DTYPE, "'t'", "99");
+  CHECK_FAILS(sk_graph_add_constant(g, "s", SK_FP32, 1, (int64_t[]){-4}, d, SK_CONSTANT_COPY, &v),
+              SK_STATUS_INVALID_SHAPE, "'s'");
+  CHECK_FAILS(sk_graph_add_constant(g, "", SK_FP32, 1, (int64_t[]){4}, d, SK_CONSTANT_COPY, &v),
+              SK_STATUS_INVALID_ARGUMENT, "empty constant name");
+  CHECK_FAILS(sk_graph_add_constant(NULL, "z", SK_FP32, 1, (int64_t[]){4}, d, SK_CONSTANT_COPY, &v),
+              SK_STATUS_INVALID_ARGUMENT, "graph is NULL");
+  sk_graph_destroy(g);
+}
+
+TEST_MAIN(TEST_CASE(test_constants_match_inputs_on_every_executor), TEST_CASE(test_copied_and_borrowed),
+          TEST_CASE(test_constant_outputs_and_views), TEST_CASE(test_errors))
