@@ -94,6 +94,7 @@ enum {
 /* A builder that stops at the first error and remembers it. */
 typedef struct builder {
   sk_graph *g;
+  const skm_io *weights; /* non-NULL: weights become constants with these values */
   sk_status st;
   char *msg;
   size_t msg_size;
@@ -105,9 +106,32 @@ static void fail(builder *b, sk_status st, const char *what) {
   set_msg(b->msg, b->msg_size, "%s: %s: %s", what, sk_status_string(st), sk_last_error());
 }
 
+static const char *const weight_names[] = {
+    "gmm1_weight_0", "gmm1_weight_1", "gmm1_bias_0", "gmm1_bias_1", "gmm2_weight_0", "gmm2_weight_1", "moe1_bias",
+    "dsq_input_0", "dsq_input_2", "data2", "scale", "w", "b", "dsq_scale", NULL};
+
+int skm_is_weight(const char *name) {
+  for (int i = 0; weight_names[i]; i++)
+    if (strcmp(weight_names[i], name) == 0) return 1;
+  return 0;
+}
+
+/* A graph input, or with b->weights a constant when the name is a weight. */
 static void input(builder *b, const char *name, sk_dtype dtype, int rank, const int64_t *shape, sk_value *out) {
   if (b->st != SK_STATUS_OK) return;
-  sk_status st = sk_graph_add_input(b->g, name, dtype, rank, shape, out);
+  sk_status st;
+  const skm_tensor *w = NULL;
+  if (b->weights && skm_is_weight(name)) {
+    w = skm_io_find_input((skm_io *)b->weights, name);
+    if (!w) {
+      b->st = SK_STATUS_NOT_FOUND;
+      set_msg(b->msg, b->msg_size, "%s: no values for this weight", name);
+      return;
+    }
+    st = sk_graph_add_constant(b->g, name, dtype, rank, shape, w->data, SK_CONSTANT_COPY, out);
+  } else {
+    st = sk_graph_add_input(b->g, name, dtype, rank, shape, out);
+  }
   if (st != SK_STATUS_OK) fail(b, st, name);
 }
 
@@ -284,7 +308,7 @@ sk_status skm_build(const char *model, const skm_config *cfg, sk_graph **graph_o
     set_msg(msg, msg_size, "unknown model '%s' (known: %s)", model ? model : "(null)", skm_model_list());
     return SK_STATUS_NOT_FOUND;
   }
-  builder b = {.st = SK_STATUS_OK, .msg = msg, .msg_size = msg_size};
+  builder b = {.st = SK_STATUS_OK, .msg = msg, .msg_size = msg_size, .weights = cfg ? cfg->weights : NULL};
   sk_status st = sk_graph_create(&b.g);
   if (st != SK_STATUS_OK) {
     fail(&b, st, "sk_graph_create");
@@ -379,6 +403,7 @@ sk_status skm_io_alloc(const sk_program *program, skm_io *io, char *msg, size_t 
 
 void skm_io_free(skm_io *io) {
   if (!io) return;
+  sk_program_destroy(io->owner);
   for (size_t i = 0; io->inputs && i < io->n_inputs; i++) free(io->inputs[i].data);
   for (size_t i = 0; io->outputs && i < io->n_outputs; i++) free(io->outputs[i].data);
   free(io->inputs);
@@ -516,4 +541,43 @@ const char *skm_format_shape(int rank, const int64_t *shape, char *buf, size_t s
     len += (size_t)snprintf(buf + len, size - len, d ? ", %lld" : "%lld", (long long)shape[d]);
   if (len < size) snprintf(buf + len, size - len, "]");
   return buf;
+}
+
+sk_status skm_values(const char *model, const skm_config *cfg, uint64_t seed, skm_io *values, char *msg,
+                     size_t msg_size) {
+  memset(values, 0, sizeof *values);
+  skm_config all_inputs = {.options = cfg ? cfg->options : NULL};
+  sk_graph *g = NULL;
+  sk_status st = skm_build(model, &all_inputs, &g, NULL, msg, msg_size);
+  if (st != SK_STATUS_OK) return st;
+  /* Compiled only to name and size its inputs: eager, nothing to JIT. */
+  sk_compile_config cc = {.struct_size = sizeof cc, .executor = SK_EXECUTOR_EAGER};
+  sk_program *p = NULL;
+  st = sk_compile(g, &cc, &p);
+  sk_graph_destroy(g);
+  if (st != SK_STATUS_OK) {
+    set_msg(msg, msg_size, "model %s: compiling for its values: %s", model, sk_last_error());
+    return st;
+  }
+  st = skm_io_alloc(p, values, msg, msg_size);
+  if (st != SK_STATUS_OK) {
+    sk_program_destroy(p);
+    return st;
+  }
+  values->owner = p;
+  skm_fill_inputs(values, seed);
+  return SK_STATUS_OK;
+}
+
+sk_status skm_fill_from(skm_io *io, const skm_io *values, char *msg, size_t msg_size) {
+  for (size_t i = 0; i < io->n_inputs; i++) {
+    skm_tensor *t = &io->inputs[i];
+    const skm_tensor *v = skm_io_find_input((skm_io *)values, t->name);
+    if (!v || v->bytes != t->bytes) {
+      set_msg(msg, msg_size, "input %s: %s", t->name, v ? "size differs from its values" : "no values for it");
+      return v ? SK_STATUS_INVALID_SHAPE : SK_STATUS_NOT_FOUND;
+    }
+    memcpy(t->data, v->data, t->bytes);
+  }
+  return SK_STATUS_OK;
 }

@@ -33,6 +33,12 @@ typedef struct skm_config {
    * sk6, its sk5 keeping its own "early-start=0"); NULL = none (the scopes
    * then take the compile config's default_options). */
   const char *options;
+  /* NULL: every tensor is a graph input. Else the model's weights (the
+   * grouped_matmul weights and biases, moe1_bias, dequant_swiglu_quant's
+   * weight and quant scales, quant_matmul's data2 and scale; example02's
+   * w, b and dsq_scale) are graph constants (copied) holding the data of
+   * the same-named tensors here (skm_values), and not program inputs. */
+  const struct skm_io *weights;
 } skm_config;
 
 /* What a model is. */
@@ -92,6 +98,7 @@ typedef struct skm_io {
   size_t n_inputs, n_outputs;
   skm_tensor *inputs, *outputs;
   sk_buffer *in_buffers, *out_buffers;
+  sk_program *owner; /* skm_values: the program the names belong to, freed with io */
 } skm_io;
 
 /* Allocates buffers for every input and output of a program. On failure io
@@ -110,6 +117,18 @@ skm_tensor *skm_io_find_input(skm_io *io, const char *name);
  * example01's. Inputs of unknown names get a range from their dtype. */
 #define SKM_DEFAULT_SEED 20261129u
 void skm_fill_inputs(skm_io *io, uint64_t seed);
+
+/* The values skm_fill_inputs(seed) gives every input of `model` built with
+ * every tensor an input (cfg->weights ignored): the source of both the
+ * weights as constants (skm_config.weights) and the inputs of a program
+ * built either way (skm_fill_from), so both give the same outputs. */
+sk_status skm_values(const char *model, const skm_config *cfg, uint64_t seed, skm_io *values, char *msg,
+                     size_t msg_size);
+/* Fills each input of io from the same-named tensor of values (all of
+ * them must be there, with the same size). */
+sk_status skm_fill_from(skm_io *io, const skm_io *values, char *msg, size_t msg_size);
+/* Whether a tensor of the model is a weight (see skm_config.weights). */
+int skm_is_weight(const char *name);
 
 /* Sum of a tensor's values as double (fp16 / bf16 / ints converted). */
 double skm_checksum(const skm_tensor *t);

@@ -18,7 +18,8 @@
 
 static const char synopsis[] = "bench [SCENARIO ...] [options]";
 static const char full_synopsis[] =
-    "bench [SCENARIO ...] [--iters N] [--threads LIST] [--json] [--options STRING] [--no-floor]";
+    "bench [SCENARIO ...] [--iters N] [--threads LIST] [--json] [--options STRING] [--no-floor]\n"
+    "                [--weights-as-inputs]";
 
 enum { N_MODES = 3, BATCH = 10, MAX_SCENARIOS = 32, MAX_THREADS = 32 };
 static const sk_executor mode_executor[N_MODES] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
@@ -47,6 +48,8 @@ static void usage(void) {
          "  --json             print one JSON document instead of the table\n"
          "  --options STRING   super-kernel options for every scope (see 'sk options')\n"
          "  --no-floor         skip the OpenBLAS floor\n"
+         "  --weights-as-inputs  the weights are program inputs bound at every run;\n"
+         "                     default: graph constants, packed once at compile\n"
          "  -h, --help         this help\n\n"
          "Exit status 1 also when the modes' outputs differ (the times are still printed).\n",
          full_synopsis, BATCH, skm_model_list());
@@ -58,7 +61,7 @@ typedef struct bench_args {
   int threads[MAX_THREADS]; /* 0 = every available core */
   int n_threads;
   long iters;
-  bool json, no_floor;
+  bool json, no_floor, weights_as_inputs;
   const char *options;
 } bench_args;
 
@@ -108,6 +111,8 @@ static int parse(int argc, char **argv, bench_args *a) {
       a->json = true;
     } else if (strcmp(arg, "--no-floor") == 0) {
       a->no_floor = true;
+    } else if (strcmp(arg, "--weights-as-inputs") == 0) {
+      a->weights_as_inputs = true;
     } else if (VALUE_OPTION("--iters")) {
       if (r < 0 || !cli_parse_int("bench", synopsis, "--iters", val, 1, 10000000, &a->iters)) return SK_EXIT_USAGE;
     } else if (VALUE_OPTION("--threads")) {
@@ -207,6 +212,7 @@ static int bench_one(const bench_args *a, const char *scenario, int threads, ben
   sk_session s;
   int rc = sk_session_open_team(&s, "bench", synopsis, scenario, a->options, threads);
   if (rc != SK_EXIT_OK) return rc;
+  s.weights_as_inputs = a->weights_as_inputs;
   res->threads = sk_team_num_cores(s.team);
 
   sk_program *p[N_MODES] = {0};
@@ -227,7 +233,8 @@ static int bench_one(const bench_args *a, const char *scenario, int threads, ben
       rc = SK_EXIT_FAIL;
       break;
     }
-    skm_fill_inputs(&io[m], SKM_DEFAULT_SEED);
+    rc = sk_session_fill_inputs(&s, "bench", &io[m]);
+    if (rc != SK_EXIT_OK) break;
     t[m] = malloc(sizeof(double) * (size_t)res->iters);
     if (!t[m]) {
       fprintf(stderr, "sk bench: out of memory\n");
@@ -291,6 +298,7 @@ static void print_header(const bench_args *a) {
          "ratios of the medians (< 1: faster)\n",
          BATCH);
   if (a->options) printf("options %s\n", a->options);
+  printf("weights %s\n", a->weights_as_inputs ? "as inputs (bound at every run)" : "as constants (packed at compile)");
   printf("%-10s %7s %6s", "scenario", "threads", "iters");
   for (int m = 0; m < N_MODES; m++) printf("  %9s %-18s", mode_name[m], "[p10, p90]");
   printf(" %12s %9s %10s  %s  %9s %-18s %9s\n", "interp/eager", "jit/eager", "jit/interp", "outputs       ", "floor",
@@ -325,8 +333,9 @@ static int machine_cores(void) {
   return n > 0 ? (int)n : 1;
 }
 
-static void print_json(const bench_result *res, int n) {
-  printf("{\n  \"machine\": {\"cores\": %d},\n  \"results\": [", machine_cores());
+static void print_json(const bench_args *a, const bench_result *res, int n) {
+  printf("{\n  \"machine\": {\"cores\": %d},\n  \"weights\": \"%s\",\n  \"results\": [", machine_cores(),
+         a->weights_as_inputs ? "inputs" : "constants");
   for (int i = 0; i < n; i++) {
     const bench_result *r = &res[i];
     printf("%s\n    {\"scenario\": \"%s\", \"threads\": %d, \"iters\": %d,\n     \"modes\": {", i ? "," : "",
@@ -399,7 +408,7 @@ int sk_cmd_bench(int argc, char **argv) {
       if (!a.json) print_row(&res[done]);
       done++;
     }
-  if (rc == SK_EXIT_OK && a.json) print_json(res, done);
+  if (rc == SK_EXIT_OK && a.json) print_json(&a, res, done);
   free(res);
   if (rc != SK_EXIT_OK) return rc;
   return equal ? SK_EXIT_OK : SK_EXIT_FAIL;

@@ -234,7 +234,7 @@ int sk_cmd_profile(int argc, char **argv) {
     if (rc == SK_EXIT_OK) {
       char how[256];
       printf("%-12s executor %s\n", m[k].name, sk_compile_stats_format(&m[k].stats, how, sizeof how));
-      skm_fill_inputs(&m[k].io, SKM_DEFAULT_SEED);
+      rc = sk_session_fill_inputs(&s, "profile", &m[k].io);
     }
   }
   for (int k = 0; k < 2 && rc == SK_EXIT_OK; k++) rc = profile_runs(&s, &m[k], iters, dirs[k]);

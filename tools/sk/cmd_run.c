@@ -18,7 +18,8 @@
 static const char synopsis[] = "run MODEL [options]";
 static const char full_synopsis[] =
     "run MODEL [--executor NAME | --no-sk] [--threads N] [--options STRING] [--iters N]\n"
-    "              [--seed N] [--inputs DIR] [--save-inputs DIR] [--save-outputs DIR]";
+    "              [--seed N] [--weights-as-inputs] [--inputs DIR] [--save-inputs DIR]\n"
+    "              [--save-outputs DIR]";
 
 static void usage(void) {
   printf("usage: sk %s\n\n"
@@ -39,9 +40,14 @@ static void usage(void) {
          "  --options STRING     super-kernel options for every scope (see 'sk options')\n"
          "  --iters N            total runs, the first a warm-up (default 20)\n"
          "  --seed N             seed of the built-in inputs (default %u)\n"
+         "  --weights-as-inputs  the weights are program inputs bound at every run, as\n"
+         "                       before constants; default: graph constants, packed once at\n"
+         "                       compile (the same values, the same outputs)\n"
          "  --inputs DIR         read DIR/<input>.npy for each graph input; a missing file\n"
          "                       keeps the built-in values, a wrong dtype or shape is an error\n"
-         "  --save-inputs DIR    write DIR/<input>.npy for every input (DIR is created)\n"
+         "                       (implies --weights-as-inputs: the files may hold weights)\n"
+         "  --save-inputs DIR    write DIR/<input>.npy for every input and weight (DIR is\n"
+         "                       created)\n"
          "  --save-outputs DIR   write DIR/<output>.npy for every output (DIR is created)\n"
          "  -h, --help           this help\n\n"
          "The summary line names the executor that ran and how many super kernels the JIT\n"
@@ -56,7 +62,7 @@ static void usage(void) {
 
 typedef struct run_args {
   const char *model, *options, *inputs_dir, *save_inputs_dir, *save_outputs_dir;
-  bool no_sk, has_executor;
+  bool no_sk, has_executor, weights_as_inputs;
   sk_executor executor;
   long threads, iters, seed;
 } run_args;
@@ -72,6 +78,8 @@ static int parse(int argc, char **argv, run_args *a) {
       return -1;
     } else if (strcmp(arg, "--no-sk") == 0) {
       a->no_sk = true;
+    } else if (strcmp(arg, "--weights-as-inputs") == 0) {
+      a->weights_as_inputs = true;
     } else if (VALUE_OPTION("--executor")) {
       if (r < 0) return SK_EXIT_USAGE;
       if (!sk_executor_parse(val, &a->executor))
@@ -232,8 +240,15 @@ int sk_cmd_run(int argc, char **argv) {
 
   sk_executor executor = a.has_executor ? a.executor : a.no_sk ? SK_EXECUTOR_EAGER : SK_EXECUTOR_DEFAULT;
   sk_session s;
-  rc = sk_session_open(&s, "run", synopsis, a.model, a.options, (int)a.threads, executor);
+  rc = sk_session_open_team(&s, "run", synopsis, a.model, a.options, (int)a.threads);
   if (rc != SK_EXIT_OK) return rc;
+  s.seed = (uint64_t)a.seed;
+  s.weights_as_inputs = a.weights_as_inputs || a.inputs_dir;
+  rc = sk_session_compile(&s, "run", executor, a.options, 0, &s.program, &s.stats);
+  if (rc != SK_EXIT_OK) {
+    sk_session_close(&s);
+    return rc;
+  }
 
   skm_io io;
   char msg[1024];
@@ -242,14 +257,19 @@ int sk_cmd_run(int argc, char **argv) {
     sk_session_close(&s);
     return SK_EXIT_FAIL;
   }
-  skm_fill_inputs(&io, (uint64_t)a.seed);
+  rc = sk_session_fill_inputs(&s, "run", &io);
 
   printf("model %s: %s\n", s.model, s.description);
   char how[256];
-  printf("executor %s, team of %d cores, options %s\n", sk_compile_stats_format(&s.stats, how, sizeof how),
-         sk_team_num_cores(s.team), a.options ? a.options : "(defaults)");
-  if (a.inputs_dir) rc = read_inputs(a.inputs_dir, &io, s.model);
-  if (rc == SK_EXIT_OK && a.save_inputs_dir) rc = save_all("--save-inputs", a.save_inputs_dir, io.inputs, io.n_inputs);
+  printf("executor %s, team of %d cores, options %s, weights %s\n",
+         sk_compile_stats_format(&s.stats, how, sizeof how), sk_team_num_cores(s.team),
+         a.options ? a.options : "(defaults)", s.weights_as_inputs ? "as inputs" : "as constants");
+  if (rc == SK_EXIT_OK && a.inputs_dir) rc = read_inputs(a.inputs_dir, &io, s.model);
+  /* Every tensor the model reads, weights included, whichever way they were
+   * built: with constants the weights are not program inputs. */
+  const skm_io *all = s.weights_as_inputs ? &io : &s.values;
+  if (rc == SK_EXIT_OK && a.save_inputs_dir)
+    rc = save_all("--save-inputs", a.save_inputs_dir, all->inputs, all->n_inputs);
   if (rc == SK_EXIT_OK) rc = run_and_report(&s, &io, a.iters);
   if (rc == SK_EXIT_OK && a.save_outputs_dir)
     rc = save_all("--save-outputs", a.save_outputs_dir, io.outputs, io.n_outputs);

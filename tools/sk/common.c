@@ -236,6 +236,7 @@ int sk_session_open_team(sk_session *s, const char *cmd, const char *synopsis, c
     return SK_EXIT_USAGE;
   }
   snprintf(s->model, sizeof s->model, "%s", info.name);
+  s->seed = SKM_DEFAULT_SEED;
   snprintf(s->description, sizeof s->description, "%s", info.description);
   sk_team_config tc = {.struct_size = sizeof tc, .num_cores = threads};
   sk_status st = sk_team_create(&tc, &s->team);
@@ -253,7 +254,13 @@ int sk_session_compile(sk_session *s, const char *cmd, sk_executor executor, con
   *out = NULL;
   char msg[1024];
   sk_graph *g;
-  sk_status st = skm_build(s->model, NULL, &g, NULL, msg, sizeof msg);
+  sk_status st = SK_STATUS_OK;
+  if (!s->have_values) {
+    st = skm_values(s->model, NULL, s->seed, &s->values, msg, sizeof msg);
+    s->have_values = st == SK_STATUS_OK;
+  }
+  skm_config mc = {.weights = s->weights_as_inputs ? NULL : &s->values};
+  if (st == SK_STATUS_OK) st = skm_build(s->model, &mc, &g, NULL, msg, sizeof msg);
   if (st != SK_STATUS_OK) {
     fprintf(stderr, "sk %s: %s\n", cmd, msg);
     return SK_EXIT_FAIL;
@@ -298,7 +305,16 @@ int sk_session_open(sk_session *s, const char *cmd, const char *synopsis, const 
   return rc;
 }
 
+int sk_session_fill_inputs(sk_session *s, const char *cmd, skm_io *io) {
+  char msg[512];
+  if (skm_fill_from(io, &s->values, msg, sizeof msg) == SK_STATUS_OK) return SK_EXIT_OK;
+  fprintf(stderr, "sk %s: %s\n", cmd, msg);
+  return SK_EXIT_FAIL;
+}
+
 void sk_session_close(sk_session *s) {
+  skm_io_free(&s->values);
+  s->have_values = false;
   sk_program_destroy(s->program);
   sk_team_destroy(s->team);
   s->program = NULL;

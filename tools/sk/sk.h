@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "models.h"
 #include "superkernel.h"
 
 enum { SK_EXIT_OK = 0, SK_EXIT_FAIL = 1, SK_EXIT_USAGE = 2 };
@@ -89,6 +90,13 @@ typedef struct sk_session {
   sk_compile_stats stats; /* of program */
   char model[32];
   char description[128];
+  /* Set between sk_session_open_team and sk_session_compile: the seed of
+   * the model's values (SKM_DEFAULT_SEED) and whether the weights stay
+   * program inputs (--weights-as-inputs) instead of graph constants. */
+  uint64_t seed;
+  bool weights_as_inputs;
+  skm_io values; /* skm_values of the model, made at the first compile */
+  bool have_values;
 } sk_session;
 
 /* Validates the options string, builds `model`, creates a team of `threads`
@@ -111,6 +119,9 @@ int sk_session_open_team(sk_session *s, const char *cmd, const char *synopsis, c
 int sk_session_compile(sk_session *s, const char *cmd, sk_executor executor, const char *options, int profile,
                        sk_program **out, sk_compile_stats *stats);
 void sk_session_close(sk_session *s);
+/* Fills a program's inputs (io from skm_io_alloc) with the session's model
+ * values, whichever way the weights were built; errors as sk_session_open. */
+int sk_session_fill_inputs(sk_session *s, const char *cmd, skm_io *io);
 
 /* "eager", "interp", "jit", "auto", "reference", "default". */
 const char *sk_executor_label(sk_executor executor);
