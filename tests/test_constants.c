@@ -145,6 +145,45 @@ static void test_constant_outputs_and_views(void) {
   sk_program_destroy(p);
 }
 
+/* The int8 paths pack too: quant_matmul's x2 and int8 grouped_matmul's
+ * weights, with the same results as unpacked. */
+static void test_int8_weights_are_packed(void) {
+  static int8_t a[33 * 96], w[96 * 40];
+  static int32_t want[33 * 40], got[33 * 40];
+  uint64_t seed = 5;
+  rr_fill(a, SK_INT8, sizeof a, -128, 128, &seed);
+  rr_fill(w, SK_INT8, sizeof w, -128, 128, &seed);
+  for (int use_gmm = 0; use_gmm < 2; use_gmm++)
+    for (int constant = 1; constant >= 0; constant--) {
+      sk_graph *g;
+      CHECK_OK(sk_graph_create(&g));
+      sk_value x = input(g, "a", SK_INT8, 2, (int64_t[]){33, 96}), wv, y;
+      if (constant) CHECK_OK(sk_graph_add_constant(g, "w", SK_INT8, 2, (int64_t[]){96, 40}, w, SK_CONSTANT_BORROW, &wv));
+      else wv = input(g, "w", SK_INT8, 2, (int64_t[]){96, 40});
+      sk_attr i32 = SK_ATTR_INT("output_dtype", SK_INT32);
+      if (use_gmm) {
+        sk_op_input in[] = {{"x", &x, 1}, {"weight", &wv, 1}};
+        op(g, "grouped_matmul", "gmm", in, 2, NULL, 0, &y, 1);
+      } else {
+        sk_op_input in[] = {{"x1", &x, 1}, {"x2", &wv, 1}};
+        op(g, "quant_matmul", "qmm", in, 2, &i32, 1, &y, 1);
+      }
+      CHECK_OK(sk_graph_mark_output(g, y, "y"));
+      sk_program *p;
+      CHECK_OK(sk_compile(g, NULL, &p));
+      char *text = NULL;
+      CHECK_OK(sk_program_describe(p, &text));
+      CHECK_MSG(!constant || (text && !strstr(text, "packed at compile: 0 bytes")), "not packed: %s", text);
+      sk_free(text);
+      sk_buffer in[] = {{"a", a, sizeof a}, {"w", w, sizeof w}};
+      sk_buffer out = {"y", constant ? got : want, sizeof got};
+      CHECK_OK(sk_program_run(p, NULL, in, constant ? 1 : 2, &out, 1));
+      if (!constant) CHECK_MSG(memcmp(got, want, sizeof got) == 0, "%s: packed int8 weights differ", use_gmm ? "gmm" : "qmm");
+      sk_program_destroy(p);
+      sk_graph_destroy(g);
+    }
+}
+
 static void test_errors(void) {
   sk_graph *g;
   CHECK_OK(sk_graph_create(&g));
@@ -172,4 +211,4 @@ static void test_errors(void) {
 }
 
 TEST_MAIN(TEST_CASE(test_constants_match_inputs_on_every_executor), TEST_CASE(test_copied_and_borrowed),
-          TEST_CASE(test_constant_outputs_and_views), TEST_CASE(test_errors))
+          TEST_CASE(test_constant_outputs_and_views), TEST_CASE(test_int8_weights_are_packed), TEST_CASE(test_errors))

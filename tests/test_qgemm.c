@@ -76,12 +76,22 @@ static int check_case(const case_desc *d) {
   size_t c_count = (size_t)(d->m * ldc);
   int32_t *want = malloc(c_count * 4 + 4), *got = malloc(c_count * 4 + 4);
   memset(want, 0x5A, c_count * 4);
-  sk__qgemm_problem p = {d->m, d->n, d->k, a, lda, b, ldb};
+  sk__qgemm_problem p = {d->m, d->n, d->k, a, lda, b, ldb, NULL};
   sk__qgemm_reference(&p, want, ldc);
   const sk__qgemm_config *cfgs[2];
   int n_cfg = configs(cfgs), ok = 1;
+  /* Each configuration and tiling also runs from B packed once (constant
+   * weights); tiles that start off a panel boundary pack for themselves. */
   for (int ci = 0; ci < n_cfg; ci++)
-    for (int t = 0; t < d->tilings && ok; t++) {
+    for (int run = 0; run < 2 * d->tilings && ok; run++) {
+      int t = run / 2;
+      void *whole = NULL;
+      if (run % 2) {
+        size_t bytes = sk__qgemm_packed_b_size_config(cfgs[ci], d->k, d->n);
+        whole = sk__aligned_alloc(bytes ? bytes : 1);
+        sk__qgemm_pack_b_config(cfgs[ci], b, ldb, d->k, d->n, whole);
+      }
+      p.b_packed = whole;
       memset(got, 0x5A, c_count * 4); /* the same sentinel: gaps must stay untouched */
       int64_t mc[4] = {d->m}, nc[4] = {d->n};
       int nm = 1, nn = 1;
@@ -106,6 +116,7 @@ static int check_case(const case_desc *d) {
                 (long long)(at % (size_t)ldc), want[at], got[at]);
         ok = 0;
       }
+      sk__aligned_free(whole);
     }
   free(a), free(b), free(want), free(got);
   return ok;
@@ -119,7 +130,7 @@ static void test_reference_hand(void) {
   /* row 0: 4 - 12 - 384 = -392, -5 - 14 + 381 = 362
    * row 1: -512 + 762 + 0 = 250, 640 + 889 + 0 = 1529 */
   int32_t c[4];
-  sk__qgemm_problem p = {2, 2, 3, a, 3, b, 2};
+  sk__qgemm_problem p = {2, 2, 3, a, 3, b, 2, NULL};
   sk__qgemm_reference(&p, c, 2);
   CHECK(c[0] == -392 && c[1] == 362 && c[2] == 250 && c[3] == 1529);
   int64_t mr = 0, nr = 0;
@@ -168,7 +179,7 @@ static void test_extremes(void) {
   int8_t *a = make_matrix(1, SK_QGEMM_MAX_K, SK_QGEMM_MAX_K, FILL_MIN);
   int8_t *b = make_matrix(SK_QGEMM_MAX_K, 1, 1, FILL_MIN);
   int32_t c = 0;
-  sk__qgemm_problem p = {1, 1, SK_QGEMM_MAX_K, a, SK_QGEMM_MAX_K, b, 1};
+  sk__qgemm_problem p = {1, 1, SK_QGEMM_MAX_K, a, SK_QGEMM_MAX_K, b, 1, NULL};
   sk__qgemm_reference(&p, &c, 1);
   CHECK(c == 2147467264);
   free(a), free(b);

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "kernels/gemm/gemm.h"
 #include "ops/op_util.h"
+#include "ops/packed_weights.h"
 
 static const sk_op_slot_info inputs[] = {
     SK__IN_LIST("x", "fp16, bf16, fp32 or int8: G tensors [..., K_i] (group_type -1) or one [M, K] (0)"),
@@ -260,6 +261,20 @@ static sk_status build(sk__build_ctx *ctx) {
   return p->quant ? sk__gmm_check_quant(ctx, p) : SK_STATUS_OK;
 }
 
+sk_status sk__gmm_pack(const sk__node_io *io, void **packed, size_t *bytes) {
+  const gmm_params *p = io->params;
+  sk__weight_matrix *mats = calloc((size_t)p->n_groups + 1, sizeof *mats);
+  if (!mats) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory");
+  for (int64_t g = 0; g < p->n_groups; g++) {
+    gmm_group q = sk__gmm_group(io, g);
+    mats[g] = (sk__weight_matrix){q.w, q.w_dtype, q.k, q.n, q.n};
+  }
+  sk_status st = sk__pack_weights(p->quant ? SK_PACK_INT8 : SK_PACK_FLOAT, mats, p->n_groups, "grouped_matmul",
+                                  packed, bytes);
+  free(mats);
+  return st;
+}
+
 static sk_status clone_params(void *dst, const void *src) {
   const gmm_params *s = src;
   gmm_params *d = dst;
@@ -302,7 +317,7 @@ gmm_group sk__gmm_group(const sk__node_io *io, int64_t g) {
   const sk__slot *xs = &io->in[GMM_X], *ws = &io->in[GMM_WEIGHT];
   gmm_group q = {0};
   q.bias = group_vec(&io->in[GMM_BIAS], g);
-  q.w_packed = sk__gmm_packed_weight(io, g);
+  q.w_packed = sk__packed_weight(io->packed, g);
   q.scale = group_vec(&io->in[GMM_SCALE], g);
   q.offset = group_vec(&io->in[GMM_OFFSET], g);
   q.y_dtype = p->out_dtype;

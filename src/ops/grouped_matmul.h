@@ -38,7 +38,7 @@ typedef struct gmm_group {
   void *y;
   sk_dtype x_dtype, w_dtype, y_dtype;
   gmm_vec bias, scale, offset, per_token_scale; /* per_token_scale: [m] */
-  const float *w_packed; /* float path: w packed at compile, or NULL */
+  const void *w_packed; /* w packed at compile (packed_weights.h), or NULL */
 } gmm_group;
 
 /* Group g of a node whose tensors may or may not have data yet. */
@@ -59,10 +59,8 @@ void sk__gmm_quant_reference(const gmm_group *q);
 
 sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out);
 
-/* The pack hook (grouped_matmul_pack.c): constant float weights into GEMM
- * panels once; and group g's panels in a packed node, or NULL. */
+/* The pack hook: constant weights (every group's) into GEMM panels once. */
 sk_status sk__gmm_pack(const sk__node_io *io, void **packed, size_t *bytes);
-const float *sk__gmm_packed_weight(const sk__node_io *io, int64_t g);
 void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace);
 void sk__gmm_footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes);
 

@@ -135,7 +135,8 @@ void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
     int64_t tn = tile->n1 - tile->n0;
     int32_t *acc = workspace;
     void *panels = (char *)workspace + sk__align_up((size_t)((tile->m1 - tile->m0) * tn) * sizeof(int32_t));
-    sk__qgemm_problem qp = {.m = q.m, .n = q.n, .k = q.k, .a = q.x, .lda = q.k, .b = q.w, .ldb = q.n};
+    sk__qgemm_problem qp = {.m = q.m, .n = q.n, .k = q.k, .a = q.x, .lda = q.k, .b = q.w, .ldb = q.n,
+                            .b_packed = q.w_packed};
     sk__qgemm_tile(&qp, tile->m0, tile->m1, tile->n0, tile->n1, acc, tn, panels, sk__cpu_isa());
     sk__gmm_quant_epilogue(&q, acc, tn, tile->m0, tile->m1, tile->n0, tile->n1);
     return;

@@ -285,6 +285,7 @@ const sk__op_def sk__op_quant_matmul = {
     .tile = sk__qmm_tile,
     .run_block = sk__qmm_run_block,
     .footprint = sk__qmm_footprint,
+    .pack = sk__qmm_pack,
     .reference = reference,
     .params_size = sizeof(qmm_params),
 };

@@ -40,6 +40,8 @@ void sk__qmm_column_params(const sk__node_io *io, int64_t j, float *scale, float
 
 sk_status sk__qmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out);
 void sk__qmm_run_block(const sk__node_io *io, int64_t block, void *workspace);
+/* The pack hook: a constant x2's matrices into int8 GEMM panels once. */
+sk_status sk__qmm_pack(const sk__node_io *io, void **packed, size_t *bytes);
 void sk__qmm_footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes);
 
 #endif

@@ -17,6 +17,7 @@
 #include "kernels/convert/convert.h"
 #include "kernels/qgemm/qgemm.h"
 #include "ops/op_util.h"
+#include "ops/packed_weights.h"
 #include "ops/quant_matmul.h"
 
 #define TILE_M_MAX 256
@@ -111,6 +112,21 @@ static void epilogue_float(const int32_t *acc, const int32_t *bias, const float 
   else epilogue_float_impl(acc, bias, scale, NULL, NULL, row, n, false, false);
 }
 
+/* The pack hook: every batch matrix of a constant x2, once. */
+sk_status sk__qmm_pack(const sk__node_io *io, void **packed, size_t *bytes) {
+  const qmm_params *p = io->params;
+  const sk__tensor *x2 = &io->in[QMM_X2].tensors[0];
+  int64_t n_mats = p->k > 0 && p->n > 0 ? sk__tensor_numel(x2) / (p->k * p->n) : 0;
+  sk__weight_matrix *mats = calloc((size_t)n_mats + 1, sizeof *mats);
+  if (!mats) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "quant_matmul: out of memory");
+  for (int64_t i = 0; i < n_mats; i++)
+    mats[i] = (sk__weight_matrix){x2->data ? (const int8_t *)x2->data + i * p->k * p->n : NULL, SK_INT8, p->k, p->n,
+                                  p->n};
+  sk_status st = sk__pack_weights(SK_PACK_INT8, mats, n_mats, "quant_matmul", packed, bytes);
+  free(mats);
+  return st;
+}
+
 void sk__qmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const qmm_params *p = io->params;
   const qmm_plan *plan = io->plan;
@@ -122,7 +138,8 @@ void sk__qmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   int64_t i1, i2;
   sk__qmm_batch_index(p, b, &i1, &i2);
   sk__qgemm_problem q = {p->m, p->n, p->k, (const int8_t *)io->in[QMM_X1].tensors[0].data + i1 * p->m * p->k, p->k,
-                         (const int8_t *)io->in[QMM_X2].tensors[0].data + i2 * p->k * p->n, p->n};
+                         (const int8_t *)io->in[QMM_X2].tensors[0].data + i2 * p->k * p->n, p->n,
+                         sk__packed_weight(io->packed, i2)};
   const sk__tensor *bias = io->in[QMM_BIAS].count ? &io->in[QMM_BIAS].tensors[0] : NULL;
   const int64_t bias_at = (p->bias_batched ? b * p->n : 0) + n0;
   const bool int_bias = bias && p->bias_dtype == SK_INT32;

@@ -74,6 +74,44 @@ size_t sk__qgemm_workspace_size(int64_t tile_m, int64_t tile_n, int64_t k) {
   return best;
 }
 
+/* One K block of B packed whole: kcp rows of panels for n columns, then
+ * their column sums; the next block follows. */
+static size_t whole_block_panels(const sk__qgemm_config *cfg, size_t kc, size_t n) {
+  return align64(sk__qgemm_round_up(n, (size_t)cfg->nr) * sk__qgemm_round_up(kc, (size_t)cfg->kgroup) *
+                 (size_t)cfg->elem_bytes);
+}
+static size_t whole_block_colsums(const sk__qgemm_config *cfg, size_t n) {
+  return align64(sk__qgemm_round_up(n, (size_t)cfg->nr) * sizeof(int32_t));
+}
+
+size_t sk__qgemm_packed_b_size(sk__isa isa, int64_t k, int64_t n) {
+  return sk__qgemm_packed_b_size_config(sk__qgemm_config_for(isa), k, n);
+}
+
+void sk__qgemm_pack_b(sk__isa isa, const int8_t *b, int64_t ldb, int64_t k, int64_t n, void *dst) {
+  sk__qgemm_pack_b_config(sk__qgemm_config_for(isa), b, ldb, k, n, dst);
+}
+
+size_t sk__qgemm_packed_b_size_config(const sk__qgemm_config *cfg, int64_t k, int64_t n) {
+  size_t total = 0;
+  for (size_t pc = 0; n > 0 && pc < (size_t)k; pc += (size_t)cfg->kc) {
+    size_t kc = (size_t)k - pc < (size_t)cfg->kc ? (size_t)k - pc : (size_t)cfg->kc;
+    total += whole_block_panels(cfg, kc, (size_t)n) + whole_block_colsums(cfg, (size_t)n);
+  }
+  return total;
+}
+
+void sk__qgemm_pack_b_config(const sk__qgemm_config *cfg, const int8_t *b, int64_t ldb, int64_t k, int64_t n,
+                             void *dst) {
+  char *at = dst;
+  for (size_t pc = 0; n > 0 && pc < (size_t)k; pc += (size_t)cfg->kc) {
+    size_t kc = (size_t)k - pc < (size_t)cfg->kc ? (size_t)k - pc : (size_t)cfg->kc;
+    size_t panels = whole_block_panels(cfg, kc, (size_t)n);
+    cfg->pack_b(kc, (size_t)n, b + pc * (size_t)ldb, (size_t)ldb, at, (int32_t *)(void *)(at + panels));
+    at += panels + whole_block_colsums(cfg, (size_t)n);
+  }
+}
+
 void sk__qgemm_tile_config(const sk__qgemm_config *cfg, const sk__qgemm_problem *p, int64_t m0, int64_t m1,
                            int64_t n0, int64_t n1, int32_t *c, int64_t ldc, void *workspace) {
   if (m1 <= m0 || n1 <= n0) return;
@@ -90,22 +128,34 @@ void sk__qgemm_tile_config(const sk__qgemm_config *cfg, const sk__qgemm_problem 
   char *a_rows = (char *)workspace + l.a_offset;
   const int8_t *a_tile = p->a + (size_t)m0 * lda;
 
+  /* B packed once at compile (whole K blocks of all columns): usable when
+   * the tile starts on a panel boundary, as tilings make it. */
+  const char *whole = p->b_packed && (size_t)n0 % nr_max == 0 ? p->b_packed : NULL;
   for (size_t pc = 0; pc < k; pc += (size_t)cfg->kc) {
     const size_t kc = k - pc < (size_t)cfg->kc ? k - pc : (size_t)cfg->kc;
     const size_t kcp = sk__qgemm_round_up(kc, (size_t)cfg->kgroup);
+    const size_t whole_panels = whole_block_panels(cfg, kc, (size_t)p->n);
     for (size_t jc = 0; jc < n; jc += l.nc) {
       const size_t nc = n - jc < l.nc ? n - jc : l.nc;
-      cfg->pack_b(kc, nc, p->b + pc * ldb + (size_t)n0 + jc, ldb, packed_b, colsum);
+      const char *panels = packed_b;
+      const int32_t *sums = colsum;
+      if (whole) {
+        panels = whole + ((size_t)n0 + jc) * kcp * es;
+        sums = (const int32_t *)(const void *)(whole + whole_panels) + n0 + jc;
+      } else {
+        cfg->pack_b(kc, nc, p->b + pc * ldb + (size_t)n0 + jc, ldb, packed_b, colsum);
+      }
       for (size_t ir = 0; ir < m; ir += mr_max) {
         const size_t mr = m - ir < mr_max ? m - ir : mr_max;
         cfg->pack_a(mr, kc, a_tile + ir * lda + pc, lda, a_rows, l.a_stride);
         for (size_t jr = 0; jr < nc; jr += nr_max) {
           const size_t nr = nc - jr < nr_max ? nc - jr : nr_max;
-          cfg->ukernel(mr, nr, kcp, a_rows, l.a_stride, packed_b + jr * kcp * es, colsum + jr,
+          cfg->ukernel(mr, nr, kcp, a_rows, l.a_stride, panels + jr * kcp * es, sums + jr,
                        c + ir * ldcu + jc + jr, ldcu, pc > 0);
         }
       }
     }
+    if (whole) whole += whole_panels + whole_block_colsums(cfg, (size_t)p->n);
   }
 }
 

@@ -22,7 +22,17 @@ typedef struct sk__qgemm_problem {
   int64_t m, n, k;
   const int8_t *a; int64_t lda; /* A [m, k] */
   const int8_t *b; int64_t ldb; /* B [k, n] */
+  /* B already packed whole by sk__qgemm_pack_b for the ISA the tile runs
+   * with, or NULL: the tile then packs its columns itself. */
+  const void *b_packed;
 } sk__qgemm_problem;
+
+/* Packing B once (constant weights, at compile): every K block's panels and
+ * column sums for all n columns, in the layout sk__qgemm_tile builds per
+ * tile; reading it gives the same integers. dst: sk__qgemm_packed_b_size
+ * bytes, 64-byte aligned. */
+size_t sk__qgemm_packed_b_size(sk__isa isa, int64_t k, int64_t n);
+void sk__qgemm_pack_b(sk__isa isa, const int8_t *b, int64_t ldb, int64_t k, int64_t n, void *dst);
 
 /* Bytes of workspace sk__qgemm_tile needs for a tile of at most tile_m rows
  * and tile_n columns with this k (packed panels), for any ISA. */

@@ -76,4 +76,10 @@ static inline size_t sk__qgemm_a_stride(size_t bytes) {
 
 static inline size_t sk__qgemm_round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
+/* sk__qgemm_packed_b_size / sk__qgemm_pack_b for one configuration (the
+ * tests pack for each configuration of an ISA). */
+size_t sk__qgemm_packed_b_size_config(const sk__qgemm_config *cfg, int64_t k, int64_t n);
+void sk__qgemm_pack_b_config(const sk__qgemm_config *cfg, const int8_t *b, int64_t ldb, int64_t k, int64_t n,
+                             void *dst);
+
 #endif

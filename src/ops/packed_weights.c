@@ -1,0 +1,59 @@
+/* Packing constant weights at compile (packed_weights.h). */
+#include "ops/packed_weights.h"
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/qgemm/qgemm.h"
+
+/* The block: which path and kind it was packed for, each matrix's byte
+ * offset from the block's start (0: an empty matrix), then the panels. */
+typedef struct packed_block {
+  sk__isa isa;
+  sk__pack_kind kind;
+  int64_t n;
+  size_t offset[];
+} packed_block;
+
+static size_t packed_size(sk__pack_kind kind, sk__isa isa, const sk__weight_matrix *m) {
+  return kind == SK_PACK_FLOAT ? sk__gemm_packed_b_size(isa, m->k, m->n) : sk__qgemm_packed_b_size(isa, m->k, m->n);
+}
+
+sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, int64_t n, const char *op,
+                           void **packed, size_t *bytes) {
+  *packed = NULL;
+  *bytes = 0;
+  sk__isa isa = sk__cpu_isa();
+  size_t header = sk__align_up(sizeof(packed_block) + (size_t)n * sizeof(size_t)), total = header;
+  for (int64_t i = 0; i < n; i++) {
+    size_t size = packed_size(kind, isa, &mats[i]);
+    if (size && !mats[i].data) return SK_STATUS_OK; /* not a constant: nothing to pack */
+    total += sk__align_up(size);
+  }
+  packed_block *block = sk__aligned_alloc(total);
+  if (!block) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory packing %zu bytes of weights", op, total);
+  *block = (packed_block){.isa = isa, .kind = kind, .n = n};
+  size_t at = header;
+  for (int64_t i = 0; i < n; i++) {
+    const sk__weight_matrix *m = &mats[i];
+    size_t size = packed_size(kind, isa, m);
+    block->offset[i] = size ? at : 0;
+    if (size && kind == SK_PACK_FLOAT)
+      sk__gemm_pack_b(isa, m->data, m->dtype, m->ldb, m->k, m->n, (float *)(void *)((char *)block + at));
+    else if (size)
+      sk__qgemm_pack_b(isa, m->data, m->ldb, m->k, m->n, (char *)block + at);
+    at += sk__align_up(size);
+  }
+  *packed = block;
+  *bytes = total;
+  return SK_STATUS_OK;
+}
+
+const void *sk__packed_weight(const void *packed, int64_t i) {
+  const packed_block *block = packed;
+  /* Panels of another path's width would be read wrongly. $SK_ISA is read
+   * once per process, so this holds in practice; the check keeps a
+   * mismatch merely slower. */
+  if (!block || block->isa != sk__cpu_isa() || i < 0 || i >= block->n || !block->offset[i]) return NULL;
+  return (const char *)block + block->offset[i];
+}
