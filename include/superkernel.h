@@ -102,10 +102,14 @@ typedef enum sk_dtype {
   SK_INT8,
   SK_INT32,
   SK_INT64,
+  /* One byte each. bool holds 0 or 1 where the library writes it; wherever
+   * it is read, any nonzero byte means true. */
+  SK_BOOL,
+  SK_UINT8,
   SK_DTYPE_COUNT_
 } sk_dtype;
 
-/* "fp32", "fp16", ...; "invalid" for anything else. */
+/* "fp32", "fp16", ..., "bool", "uint8"; "invalid" for anything else. */
 SK_API const char *sk_dtype_name(sk_dtype dtype);
 /* Bytes per element; 0 for an invalid dtype. */
 SK_API size_t sk_dtype_size(sk_dtype dtype);
