@@ -218,7 +218,8 @@ typedef struct sk_attr {
  *
  *   reshape        x;                 shape (ints, one -1 allowed)   a view
  *   square         x
- *   add, mul       x, y               (equal shapes and dtypes)
+ *   add, mul       x, y (or the float attribute scalar instead of y)
+ *                  (one dtype; shapes broadcast as in numpy / torch)
  *   cast           x;                 dtype (int, an sk_dtype)
  *   concat         x (list);          dim (int, may be negative)
  *   grouped_matmul x (list), weight (list), bias, scale, offset,

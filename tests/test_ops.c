@@ -45,7 +45,7 @@ static sk_value op1(sk_graph *g, const char *op, const sk_op_input *in, size_t n
 static void test_elementwise(void) {
   static const char *ops[] = {"square", "add", "mul"};
   for (size_t o = 0; o < 3; o++)
-    for (size_t d = 0; d < 6; d++)
+    for (size_t d = 0; d < N_DTYPES; d++)
       for (size_t s = 0; s < 8; s++) {
         int64_t shape[3] = {s < 6 ? odd_sizes[s] : s == 6 ? 100003 : 3, 5, 7};
         int rank = s == 7 ? 3 : 1;
