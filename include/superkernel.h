@@ -217,6 +217,12 @@ typedef struct sk_attr {
  * (docs/ops.md has the exact maths and every rule):
  *
  *   reshape        x;                 shape (ints, one -1 allowed)   a view
+ *   slice          x;                 start, end (ints, Python rules:
+ *                                     negative from the end, clamped)
+ *                                     rows of dim 0: a view at an offset
+ *   squeeze        x;                 dims (ints; absent: every size-1
+ *                                     dim; a dim not of size 1 is kept) a view
+ *   unsqueeze      x;                 dim (int, in [-(rank+1), rank]) a view
  *   square         x
  *   add, mul       x, y (or the float attribute scalar instead of y)
  *                  (one dtype; shapes broadcast as in numpy / torch)

@@ -607,6 +607,41 @@ static sk_status at_add_no_y(void) {
   sk_op_input i[] = {{"x", &x, 1}};
   return op("add", i, 1, NULL, 0);
 }
+static sk_status at_slice_rank0(void) {
+  sk_value x = in("x", SK_FP32, 0, NULL);
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_INT("start", 1)};
+  return op("slice", i, 1, a, 1);
+}
+static sk_status at_squeeze_dims_range(void) {
+  sk_value x = f32("x", 1, 8);
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_INTS("dims", SH(2), 1)};
+  return op("squeeze", i, 1, a, 1);
+}
+static sk_status at_squeeze_dims_twice(void) {
+  sk_value x = f32("x", 1, 8);
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_INTS("dims", SH(1, -1), 2)};
+  return op("squeeze", i, 1, a, 1);
+}
+static sk_status at_unsqueeze_dim(void) {
+  sk_value x = f32("x", 4, 8);
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_INT("dim", -4)};
+  return op("unsqueeze", i, 1, a, 1);
+}
+static sk_status at_unsqueeze_missing(void) {
+  sk_value x = f32("x", 4, 8);
+  sk_op_input i[] = {{"x", &x, 1}};
+  return op("unsqueeze", i, 1, NULL, 0);
+}
+static sk_status sh_unsqueeze_rank8(void) {
+  sk_value x = in("x", SK_FP32, 8, SH(1, 2, 1, 2, 1, 2, 1, 2));
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_INT("dim", 0)};
+  return op("unsqueeze", i, 1, a, 1);
+}
 static sk_status at_reshape_rank9(void) {
   sk_value x = in("x", SK_FP32, 1, SH(1));
   sk_op_input i[] = {{"x", &x, 1}};
@@ -1000,6 +1035,12 @@ static const row ROWS[] = {
     R("attr", at_mul_scalar_range, ATTR, "mul", "[0, 255]", "256"),
     R("attr", at_add_y_and_scalar, ARG, "add", "scalar", "both"),
     R("attr", at_add_no_y, ARG, "add", "input y", "scalar"),
+    R("attr", at_slice_rank0, SHAPE, "slice", "input x", "rank 0"),
+    R("attr", at_squeeze_dims_range, ATTR, "squeeze", "dims[0]", "got 2"),
+    R("attr", at_squeeze_dims_twice, ATTR, "squeeze", "dims[1]", "twice"),
+    R("attr", at_unsqueeze_dim, ATTR, "unsqueeze", "dim", "got -4"),
+    R("attr", at_unsqueeze_missing, ATTR, "unsqueeze", "dim", "required"),
+    R("attr", sh_unsqueeze_rank8, SHAPE, "unsqueeze", "rank 8"),
     R("attr", at_reshape_rank9, SHAPE, "reshape", "shape", "9"),
     R("attr", at_reshape_zero_infer, SHAPE, "reshape", "-1"),
     R("attr", at_attr_twice, ATTR, "cast", "dtype", "twice"),

@@ -41,9 +41,15 @@ typedef struct conf_case {
 static const int64_t reshape_to[] = {3, -1};
 static const int64_t counts_5_5_10[] = {5, 5, 10};
 static const int64_t ends_8_20[] = {8, 20};
+static const int64_t dim_minus_2[] = {-2};
 
 static const conf_case CASES[] = {
     {"reshape", "fp32 [4,6] -> [3,-1]", {ONE("x", T(SK_FP32, 4, 6))}, {SK_ATTR_INTS("shape", reshape_to, 2)}, 1},
+    {"slice", "fp16 [9,5] rows 2:-3", {ONE("x", T(SK_FP16, 9, 5))}, {SK_ATTR_INT("start", 2), SK_ATTR_INT("end", -3)}, 2},
+    {"slice", "int32 [4,3,2] rows -1:", {ONE("x", T(SK_INT32, 4, 3, 2))}, {SK_ATTR_INT("start", -1)}, 1},
+    {"squeeze", "bool [1,6,1] every 1", {ONE("x", T(SK_BOOL, 1, 6, 1))}, {{0}}, 0},
+    {"squeeze", "fp32 [3,1,4] dims [-2]", {ONE("x", T(SK_FP32, 3, 1, 4))}, {SK_ATTR_INTS("dims", dim_minus_2, 1)}, 1},
+    {"unsqueeze", "uint8 [5,7] dim 1", {ONE("x", T(SK_UINT8, 5, 7))}, {SK_ATTR_INT("dim", 1)}, 1},
     {"square", "fp16 [37,5]", {ONE("x", T(SK_FP16, 37, 5))}, {{0}}, 0},
     {"square", "int32 [3000]", {ONE("x", T(SK_INT32, 3000))}, {{0}}, 0},
     {"add", "bf16 [3,50]", {ONE("x", T(SK_BF16, 3, 50)), ONE("y", T(SK_BF16, 3, 50))}, {{0}}, 0},

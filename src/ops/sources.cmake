@@ -1,6 +1,8 @@
 list(APPEND SK_SOURCES
   ops/registry.c
   ops/reshape.c
+  ops/squeeze.c
+  ops/slice.c
   ops/broadcast.c
   ops/elementwise.c
   ops/elementwise_kernel.c
