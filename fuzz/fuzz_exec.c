@@ -100,6 +100,8 @@ static void fill_input(const gen_input *in, sk_dtype dt, void *data, size_t n, u
         ((int32_t *)data)[i] = mode >= 3 ? (int32_t)z : (int32_t)(z % 2001) - 1000;
         break;
       case SK_INT64: ((int64_t *)data)[i] = mode >= 3 ? (int64_t)z : (int64_t)(z % 2001) - 1000; break;
+      case SK_UINT8: ((uint8_t *)data)[i] = (uint8_t)z; break;
+      case SK_BOOL: ((uint8_t *)data)[i] = mode >= 3 ? (uint8_t)z : (uint8_t)(z & 1); break; /* any byte reads */
       default: {
         float v = fill_float(s, mode);
         if (in->role == ROLE_SCALE && mode < 3) v = fabsf(v) * 0.0625f + 0x1p-10f;

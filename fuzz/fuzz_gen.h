@@ -193,7 +193,7 @@ static sk_dtype gen_dt(gen *G, sk_dtype v) { return (sk_dtype)gen_i(G, v); }
 
 static const sk_dtype GEN_FLOATS[] = {SK_FP32, SK_FP16, SK_BF16};
 static sk_dtype gen_float_dt(gen *G) { return GEN_FLOATS[gen_u8(G) % 3]; }
-static sk_dtype gen_any_dt(gen *G) { return (sk_dtype)(1 + gen_u8(G) % 6); }
+static sk_dtype gen_any_dt(gen *G) { return (sk_dtype)(1 + gen_u8(G) % (SK_DTYPE_COUNT_ - 1)); }
 static bool gen_is_float(sk_dtype d) { return d == SK_FP32 || d == SK_FP16 || d == SK_BF16; }
 
 /* A dimension: mostly 1..8, sometimes up to 64, rarely 0. */

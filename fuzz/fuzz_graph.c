@@ -69,7 +69,8 @@ static int64_t interesting_int(fuzz_reader *r) {
   static const int64_t v[] = {0, 1, 2, 3, 4, 7, 8, 16, 63, 64, 65, 255, 1024, 1025, 2048, 2049, 65535, 65536,
                               -1, -2, -3, -8, INT32_MAX, INT32_MIN, (int64_t)INT32_MAX + 1, INT64_MAX, INT64_MIN,
                               (int64_t)1 << 40, (int64_t)1 << 46, (int64_t)1 << 48, (int64_t)1 << 62, SK_FP32,
-                              SK_FP16, SK_BF16, SK_INT8, SK_INT32, SK_INT64, SK_DTYPE_COUNT_};
+                              SK_FP16, SK_BF16, SK_INT8, SK_INT32, SK_INT64, SK_BOOL, SK_UINT8,
+                              SK_DTYPE_COUNT_};
   unsigned c = fr_u8(r);
   if (c < 200) return v[c % (sizeof v / sizeof v[0])];
   return (int64_t)fr_u64(r);

@@ -125,10 +125,14 @@ typedef enum sk_dtype {
   SK_INT8,
   SK_INT32,
   SK_INT64,
+  /* One byte each. bool holds 0 or 1 where the library writes it; wherever
+   * it is read, any nonzero byte means true. */
+  SK_BOOL,
+  SK_UINT8,
   SK_DTYPE_COUNT_
 } sk_dtype;
 
-/* "fp32", "fp16", ...; "invalid" for anything else. */
+/* "fp32", "fp16", ..., "bool", "uint8"; "invalid" for anything else. */
 SK_API const char *sk_dtype_name(sk_dtype dtype);
 /* Bytes per element; 0 for an invalid dtype. */
 SK_API size_t sk_dtype_size(sk_dtype dtype);
@@ -247,8 +251,15 @@ typedef struct sk_attr {
  * (docs/ops.md has the exact maths and every rule):
  *
  *   reshape        x;                 shape (ints, one -1 allowed)   a view
+ *   slice          x;                 start, end (ints, Python rules:
+ *                                     negative from the end, clamped)
+ *                                     rows of dim 0: a view at an offset
+ *   squeeze        x;                 dims (ints; absent: every size-1
+ *                                     dim; a dim not of size 1 is kept) a view
+ *   unsqueeze      x;                 dim (int, in [-(rank+1), rank]) a view
  *   square         x
- *   add, mul       x, y               (equal shapes and dtypes)
+ *   add, mul       x, y (or the float attribute scalar instead of y)
+ *                  (one dtype; shapes broadcast as in numpy / torch)
  *   cast           x;                 dtype (int, an sk_dtype)
  *   concat         x (list);          dim (int, may be negative)
  *   grouped_matmul x (list), weight (list), bias, scale, offset,

@@ -101,4 +101,41 @@ static inline void check_feed_sync_all(sk_graph *g, sk_team *two, sk_team *three
   }
 }
 
+/* The flags core `core` waits for before sub-kernel `sub` in a program's
+ * description (sk_program_describe: "  core 1: wait for flags 0 2 (before
+ * sub)"), into flags[0..max); returns how many (all waits added up). */
+static inline int plan_wait_flags(const char *text, int core, const char *sub, int *flags, int max) {
+  char head[32], tail[96];
+  snprintf(head, sizeof head, "  core %d: wait for flag", core);
+  snprintf(tail, sizeof tail, " (before %s)\n", sub);
+  int n = 0;
+  for (const char *line = text; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line + 1) : strlen(line);
+    size_t tl = strlen(tail);
+    if (strncmp(line, head, strlen(head)) == 0 && len >= tl && strncmp(line + len - tl, tail, tl) == 0) {
+      const char *p = line + strlen(head);
+      while (*p && *p != ' ') p++; /* "flag" or "flags" */
+      while (p < line + len - tl) {
+        char *next;
+        long f = strtol(p, &next, 10);
+        if (next == p) break;
+        if (n < max) flags[n] = (int)f;
+        n++;
+        p = next;
+      }
+    }
+    line = end ? end + 1 : NULL;
+  }
+  return n;
+}
+
+/* The flag that core `core`'s run of block `block` of `sub` signals, or -1. */
+static inline int plan_block_flag(const char *text, int core, const char *sub, int block) {
+  char want[128];
+  snprintf(want, sizeof want, "  core %d: run %s block %d, signal flag ", core, sub, block);
+  const char *at = strstr(text, want);
+  return at ? atoi(at + strlen(want)) : -1;
+}
+
 #endif

@@ -26,6 +26,9 @@ void rr_fill(void *data, sk_dtype dtype, size_t n, double lo, double hi, uint64_
       case SK_INT8: ((int8_t *)data)[i] = (int8_t)(int)floor(v); break;
       case SK_INT32: ((int32_t *)data)[i] = (int32_t)floor(v); break;
       case SK_INT64: ((int64_t *)data)[i] = (int64_t)floor(v); break;
+      case SK_UINT8: ((uint8_t *)data)[i] = (uint8_t)(int64_t)floor(v); break;
+      /* 2 and 3 too: readers must take any nonzero byte as true. */
+      case SK_BOOL: ((uint8_t *)data)[i] = (uint8_t)((int64_t)floor(v) & 3); break;
       default: sk__store_f32(data, dtype, i, (float)v); break;
     }
   }
@@ -71,7 +74,8 @@ void rr_fill_dtype_range(void *data, sk_dtype dt, size_t n, uint64_t *seed) {
       sk_trans_quant_param(&scale, &offset, 1, (int64_t *)data + j);
     }
   } else {
-    double lo = dt == SK_INT8 ? -128 : dt == SK_INT32 ? -1000 : -1, hi = dt == SK_INT8 ? 128 : dt == SK_INT32 ? 1000 : 1;
+    double lo = dt == SK_INT8 ? -128 : dt == SK_INT32 ? -1000 : dt == SK_UINT8 || dt == SK_BOOL ? 0 : -1;
+    double hi = dt == SK_INT8 ? 128 : dt == SK_INT32 ? 1000 : dt == SK_UINT8 ? 256 : dt == SK_BOOL ? 4 : 1;
     rr_fill(data, dt, n, lo, hi, seed);
   }
 }

@@ -14,7 +14,8 @@ uint64_t rr_next(uint64_t *state);
 /* Uniform in [lo, hi). */
 double rr_uniform(uint64_t *state, double lo, double hi);
 
-/* Fills n elements of dtype with values from [lo, hi) (integers rounded). */
+/* Fills n elements of dtype with values from [lo, hi) (integers rounded
+ * down; uint8 wraps; bool gets floor(v) & 3, so also non-canonical trues). */
 void rr_fill(void *data, sk_dtype dtype, size_t n, double lo, double hi, uint64_t *state);
 
 /* Buffers for every program input (filled by rr_fill over [lo, hi)) and
@@ -28,8 +29,9 @@ bool rr_alloc(const sk_program *p, rr_buffers *b, double lo, double hi, uint64_t
 void rr_free(rr_buffers *b);
 
 /* Refills every input with a range fit for its dtype: floats [-1, 1), int8
- * [-128, 127], int32 [-1000, 1000), int64 packed quant scales (fp32 scales
- * in [2^-12, 2^-8) with offsets in [-20, 20]). */
+ * [-128, 127], int32 [-1000, 1000), uint8 [0, 255], bool bytes 0..3 (2 and
+ * 3 are true too), int64 packed quant scales (fp32 scales in [2^-12, 2^-8)
+ * with offsets in [-20, 20]). */
 void rr_fill_by_dtype(rr_buffers *b, const sk_program *p, uint64_t seed);
 /* The same ranges for one buffer of n elements of dt. */
 void rr_fill_dtype_range(void *data, sk_dtype dt, size_t n, uint64_t *seed);

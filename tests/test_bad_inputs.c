@@ -374,6 +374,12 @@ static sk_status dt_qmm_bias(void) {
   sk_op_input i[] = {{"x1", &x1, 1}, {"x2", &x2, 1}, {"scale", &s, 1}, {"bias", &b, 1}};
   return op("quant_matmul", i, 4, NULL, 0); /* int8 output takes an int32 bias only */
 }
+static sk_status dt_add_bool_scalar(void) {
+  sk_value x = in("x", SK_BOOL, 1, SH(4));
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_FLOAT("scalar", 1.0)};
+  return op("add", i, 1, a, 1);
+}
 static sk_status dt_add_input_invalid(void) {
   sk_value v;
   return grab(sk_graph_add_input(G, "q", SK_DTYPE_COUNT_, 1, SH(4), &v));
@@ -385,6 +391,11 @@ static sk_status sh_add_transposed(void) {
   sk_value a = f32("a", 4, 8), b = f32("b", 8, 4);
   sk_op_input i[] = {{"x", &a, 1}, {"y", &b, 1}};
   return op("add", i, 2, NULL, 0);
+}
+static sk_status sh_mul_broadcast(void) {
+  sk_value a = in("a", SK_FP16, 3, SH(2, 3, 4)), b = in("b", SK_FP16, 2, SH(2, 4));
+  sk_op_input i[] = {{"x", &a, 1}, {"y", &b, 1}};
+  return op("mul", i, 2, NULL, 0);
 }
 static sk_status sh_concat_rank(void) {
   sk_value xs[2] = {f32("a", 4, 8), in("b", SK_FP32, 1, SH(8))};
@@ -572,6 +583,64 @@ static sk_status at_cast_kind(void) {
   sk_op_input i[] = {{"x", &x, 1}};
   sk_attr a[] = {SK_ATTR_FLOAT("dtype", 2.0)};
   return op("cast", i, 1, a, 1);
+}
+static sk_status at_add_scalar_fraction(void) {
+  sk_value x = in("x", SK_INT32, 1, SH(4));
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_FLOAT("scalar", 0.5)};
+  return op("add", i, 1, a, 1);
+}
+static sk_status at_mul_scalar_range(void) {
+  sk_value x = in("x", SK_UINT8, 1, SH(4));
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_FLOAT("scalar", 256)};
+  return op("mul", i, 1, a, 1);
+}
+static sk_status at_add_y_and_scalar(void) {
+  sk_value x = f32("x", 4, 8), y = f32("y", 4, 8);
+  sk_op_input i[] = {{"x", &x, 1}, {"y", &y, 1}};
+  sk_attr a[] = {SK_ATTR_FLOAT("scalar", 1.0)};
+  return op("add", i, 2, a, 1);
+}
+static sk_status at_add_no_y(void) {
+  sk_value x = f32("x", 4, 8);
+  sk_op_input i[] = {{"x", &x, 1}};
+  return op("add", i, 1, NULL, 0);
+}
+static sk_status at_slice_rank0(void) {
+  sk_value x = in("x", SK_FP32, 0, NULL);
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_INT("start", 1)};
+  return op("slice", i, 1, a, 1);
+}
+static sk_status at_squeeze_dims_range(void) {
+  sk_value x = f32("x", 1, 8);
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_INTS("dims", SH(2), 1)};
+  return op("squeeze", i, 1, a, 1);
+}
+static sk_status at_squeeze_dims_twice(void) {
+  sk_value x = f32("x", 1, 8);
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_INTS("dims", SH(1, -1), 2)};
+  return op("squeeze", i, 1, a, 1);
+}
+static sk_status at_unsqueeze_dim(void) {
+  sk_value x = f32("x", 4, 8);
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_INT("dim", -4)};
+  return op("unsqueeze", i, 1, a, 1);
+}
+static sk_status at_unsqueeze_missing(void) {
+  sk_value x = f32("x", 4, 8);
+  sk_op_input i[] = {{"x", &x, 1}};
+  return op("unsqueeze", i, 1, NULL, 0);
+}
+static sk_status sh_unsqueeze_rank8(void) {
+  sk_value x = in("x", SK_FP32, 8, SH(1, 2, 1, 2, 1, 2, 1, 2));
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_INT("dim", 0)};
+  return op("unsqueeze", i, 1, a, 1);
 }
 static sk_status at_reshape_rank9(void) {
   sk_value x = in("x", SK_FP32, 1, SH(1));
@@ -936,9 +1005,11 @@ static const row ROWS[] = {
     R("dtype", dt_qmm_x1, DTYPE, "quant_matmul", "x1", "fp16"),
     R("dtype", dt_qmm_scale, DTYPE, "quant_matmul", "scale", "fp16"),
     R("dtype", dt_qmm_bias, DTYPE, "quant_matmul", "bias", "fp32"),
+    R("dtype", dt_add_bool_scalar, DTYPE, "add", "bool", "scalar"),
     R("dtype", dt_add_input_invalid, DTYPE, "'q'"),
     /* C. Shape mismatches */
     R("shape", sh_add_transposed, SHAPE, "add", "[4, 8]", "[8, 4]"),
+    R("shape", sh_mul_broadcast, SHAPE, "[2, 4]", "[2, 3, 4]", "dimension 1: 2 vs 3"),
     R("shape", sh_concat_rank, SHAPE, "concat", "x[1]", "[8]"),
     R("shape", sh_gmm_weight_rank1, SHAPE, "grouped_matmul", "weight[0]"),
     R("shape", sh_moe_rank3, SHAPE, "moe_gating_topk", "x", "rank"),
@@ -983,6 +1054,16 @@ static const row ROWS[] = {
     R("attr", at_concat_dim, ATTR, "concat", "dim", "got -3"),
     R("attr", at_cast_invalid, ATTR, "cast", "dtype", "got 0"),
     R("attr", at_cast_kind, ATTR, "cast", "dtype", "expected kind int, got float"),
+    R("attr", at_add_scalar_fraction, ATTR, "add", "int32", "0.5"),
+    R("attr", at_mul_scalar_range, ATTR, "mul", "[0, 255]", "256"),
+    R("attr", at_add_y_and_scalar, ARG, "add", "scalar", "both"),
+    R("attr", at_add_no_y, ARG, "add", "input y", "scalar"),
+    R("attr", at_slice_rank0, SHAPE, "slice", "input x", "rank 0"),
+    R("attr", at_squeeze_dims_range, ATTR, "squeeze", "dims[0]", "got 2"),
+    R("attr", at_squeeze_dims_twice, ATTR, "squeeze", "dims[1]", "twice"),
+    R("attr", at_unsqueeze_dim, ATTR, "unsqueeze", "dim", "got -4"),
+    R("attr", at_unsqueeze_missing, ATTR, "unsqueeze", "dim", "required"),
+    R("attr", sh_unsqueeze_rank8, SHAPE, "unsqueeze", "rank 8"),
     R("attr", at_reshape_rank9, SHAPE, "reshape", "shape", "9"),
     R("attr", at_reshape_zero_infer, SHAPE, "reshape", "-1"),
     R("attr", at_attr_twice, ATTR, "cast", "dtype", "twice"),

@@ -43,16 +43,32 @@ typedef struct conf_case {
 static const int64_t reshape_to[] = {3, -1};
 static const int64_t counts_5_5_10[] = {5, 5, 10};
 static const int64_t ends_8_20[] = {8, 20};
+static const int64_t dim_minus_2[] = {-2};
 
 static const conf_case CASES[] = {
     {"reshape", "fp32 [4,6] -> [3,-1]", {ONE("x", T(SK_FP32, 4, 6))}, {SK_ATTR_INTS("shape", reshape_to, 2)}, 1},
+    {"slice", "fp16 [9,5] rows 2:-3", {ONE("x", T(SK_FP16, 9, 5))}, {SK_ATTR_INT("start", 2), SK_ATTR_INT("end", -3)}, 2},
+    {"slice", "int32 [4,3,2] rows -1:", {ONE("x", T(SK_INT32, 4, 3, 2))}, {SK_ATTR_INT("start", -1)}, 1},
+    {"squeeze", "bool [1,6,1] every 1", {ONE("x", T(SK_BOOL, 1, 6, 1))}, {{0}}, 0},
+    {"squeeze", "fp32 [3,1,4] dims [-2]", {ONE("x", T(SK_FP32, 3, 1, 4))}, {SK_ATTR_INTS("dims", dim_minus_2, 1)}, 1},
+    {"unsqueeze", "uint8 [5,7] dim 1", {ONE("x", T(SK_UINT8, 5, 7))}, {SK_ATTR_INT("dim", 1)}, 1},
     {"square", "fp16 [37,5]", {ONE("x", T(SK_FP16, 37, 5))}, {{0}}, 0},
     {"square", "int32 [3000]", {ONE("x", T(SK_INT32, 3000))}, {{0}}, 0},
     {"add", "bf16 [3,50]", {ONE("x", T(SK_BF16, 3, 50)), ONE("y", T(SK_BF16, 3, 50))}, {{0}}, 0},
     {"add", "int8 [40000]", {ONE("x", T(SK_INT8, 40000)), ONE("y", T(SK_INT8, 40000))}, {{0}}, 0},
     {"mul", "fp32 [1000]", {ONE("x", T(SK_FP32, 1000)), ONE("y", T(SK_FP32, 1000))}, {{0}}, 0},
+    {"add", "fp16 [4,1,33] + [5,1]", {ONE("x", T(SK_FP16, 4, 1, 33)), ONE("y", T(SK_FP16, 5, 1))}, {{0}}, 0},
+    {"mul", "bool [3,7000] * [7000]", {ONE("x", T(SK_BOOL, 3, 7000)), ONE("y", T(SK_BOOL, 7000))}, {{0}}, 0},
+    {"add", "int32 [40000,1] + [1,3]", {ONE("x", T(SK_INT32, 40000, 1)), ONE("y", T(SK_INT32, 1, 3))}, {{0}}, 0},
+    {"add", "uint8 + scalar 7", {ONE("x", T(SK_UINT8, 300))}, {SK_ATTR_FLOAT("scalar", 7)}, 1},
+    {"mul", "bf16 * scalar -1.5", {ONE("x", T(SK_BF16, 3, 17000))}, {SK_ATTR_FLOAT("scalar", -1.5)}, 1},
     {"cast", "fp32 -> fp16", {ONE("x", T(SK_FP32, 7, 9))}, {SK_ATTR_INT("dtype", SK_FP16)}, 1},
     {"cast", "int32 -> bf16", {ONE("x", T(SK_INT32, 33))}, {SK_ATTR_INT("dtype", SK_BF16)}, 1},
+    {"cast", "fp32 -> bool", {ONE("x", T(SK_FP32, 3, 41))}, {SK_ATTR_INT("dtype", SK_BOOL)}, 1},
+    {"cast", "bool -> fp16", {ONE("x", T(SK_BOOL, 20000))}, {SK_ATTR_INT("dtype", SK_FP16)}, 1},
+    {"cast", "uint8 -> bf16", {ONE("x", T(SK_UINT8, 77))}, {SK_ATTR_INT("dtype", SK_BF16)}, 1},
+    {"cast", "int64 -> uint8", {ONE("x", T(SK_INT64, 5, 9))}, {SK_ATTR_INT("dtype", SK_UINT8)}, 1},
+    {"cast", "bf16 -> uint8", {ONE("x", T(SK_BF16, 40000))}, {SK_ATTR_INT("dtype", SK_UINT8)}, 1},
     {"concat", "fp16 dim -1", {{"x", 2, {T(SK_FP16, 2, 3), T(SK_FP16, 2, 5)}}}, {SK_ATTR_INT("dim", -1)}, 1},
     {"grouped_matmul", "fp16 lists", {{"x", 2, {T(SK_FP16, 16, 32), T(SK_FP16, 3, 8)}},
                                       {"weight", 2, {T(SK_FP16, 32, 24), T(SK_FP16, 8, 40)}}}, {{0}}, 0},

@@ -10,7 +10,7 @@
 #include "harness.h"
 #include "kernels/convert/convert.h"
 
-static const sk_dtype all_dtypes[] = {SK_FP32, SK_FP16, SK_BF16, SK_INT8, SK_INT32, SK_INT64};
+static const sk_dtype all_dtypes[] = {SK_FP32, SK_FP16, SK_BF16, SK_INT8, SK_INT32, SK_INT64, SK_BOOL, SK_UINT8};
 #define N_DTYPES (sizeof all_dtypes / sizeof all_dtypes[0])
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15u;
@@ -110,6 +110,9 @@ static void fill(void *p, sk_dtype d, size_t n) {
       case SK_INT8: ((int8_t *)p)[i] = (int8_t)random_int(); break;
       case SK_INT32: ((int32_t *)p)[i] = (int32_t)random_int(); break;
       case SK_INT64: ((int64_t *)p)[i] = random_int(); break;
+      case SK_UINT8: ((uint8_t *)p)[i] = (uint8_t)random_int(); break;
+      /* Mostly 0 / 1, sometimes any byte: every nonzero one reads as true. */
+      case SK_BOOL: ((uint8_t *)p)[i] = (r & 4) ? (uint8_t)(r >> 16) : (uint8_t)((r >> 16) & 1); break;
       default: break;
     }
   }
@@ -184,17 +187,21 @@ static void test_isa_matches_reference(void) {
   }
 }
 
-/* Every fp16 / bf16 pattern and every int8 to every dtype. */
+/* Every fp16 / bf16 pattern and every byte as int8, uint8 and bool to every
+ * dtype. */
 static void test_exhaustive_16bit_sources(void) {
   uint16_t *all16 = malloc(65536 * sizeof *all16);
   int8_t all8[256];
+  uint8_t bytes[256];
   if (!all16) return;
   for (uint32_t i = 0; i < 65536; i++) all16[i] = (uint16_t)i;
-  for (int i = 0; i < 256; i++) all8[i] = (int8_t)(i - 128);
+  for (int i = 0; i < 256; i++) all8[i] = (int8_t)(i - 128), bytes[i] = (uint8_t)i;
   for (size_t di = 0; di < N_DTYPES; di++) {
     compare_paths(all16, SK_FP16, all_dtypes[di], 65536, "all fp16");
     compare_paths(all16, SK_BF16, all_dtypes[di], 65536, "all bf16");
     compare_paths(all8, SK_INT8, all_dtypes[di], 256, "all int8");
+    compare_paths(bytes, SK_UINT8, all_dtypes[di], 256, "all uint8");
+    compare_paths(bytes, SK_BOOL, all_dtypes[di], 256, "all bool bytes");
   }
   free(all16);
 }
@@ -252,6 +259,8 @@ static void expect(sk_dtype s, const void *src, sk_dtype d, uint64_t want, int l
 #define I8(x, d, want) do { int8_t v_ = (x); expect(SK_INT8, &v_, d, (uint64_t)(want), __LINE__); } while (0)
 #define I32(x, d, want) do { int32_t v_ = (x); expect(SK_INT32, &v_, d, (uint64_t)(want), __LINE__); } while (0)
 #define I64(x, d, want) do { int64_t v_ = (x); expect(SK_INT64, &v_, d, (uint64_t)(want), __LINE__); } while (0)
+#define U8(x, d, want) do { uint8_t v_ = (x); expect(SK_UINT8, &v_, d, (uint64_t)(want), __LINE__); } while (0)
+#define B8(x, d, want) do { uint8_t v_ = (x); expect(SK_BOOL, &v_, d, (uint64_t)(want), __LINE__); } while (0)
 #define U32(i) ((uint64_t)(uint32_t)(i))
 #define FB(f) ((uint64_t)fbits(f))
 
@@ -382,6 +391,70 @@ static void test_float_to_float_rules(void) {
   BF16(0x7FC0, SK_FP16, 0x7E00);
 }
 
+/* uint8: float sources truncate and saturate to [0, 255] (NaN -> 0);
+ * integers wrap to the low byte; uint8 widens as unsigned. */
+static void test_uint8_rules(void) {
+  F32(2.7f, SK_UINT8, 2);
+  F32(-0.5f, SK_UINT8, 0);   /* truncates to 0 */
+  F32(-1.0f, SK_UINT8, 0);   /* saturates */
+  F32(-300.0f, SK_UINT8, 0);
+  F32(255.9f, SK_UINT8, 255);
+  F32(256.0f, SK_UINT8, 255);
+  F32(1e10f, SK_UINT8, 255);
+  F32(INFINITY, SK_UINT8, 255);
+  F32(-INFINITY, SK_UINT8, 0);
+  F32(NAN, SK_UINT8, 0);
+  F16(0x5BFF, SK_UINT8, 255);  /* 255.875 */
+  F16(0x7E00, SK_UINT8, 0);
+  BF16(0x4380, SK_UINT8, 255); /* 256 */
+  BF16(0xBF80, SK_UINT8, 0);   /* -1 */
+  I32(300, SK_UINT8, 44);
+  I32(-1, SK_UINT8, 255);
+  I8(-128, SK_UINT8, 128);
+  I64(0x1234567890ABCDEF, SK_UINT8, 0xEF);
+  U8(255, SK_INT8, 0xFF);
+  U8(255, SK_INT32, 255);
+  U8(200, SK_INT64, 200);
+  U8(255, SK_FP32, FB(255.0f));
+  U8(255, SK_FP16, 0x5BF8);
+  U8(255, SK_BF16, 0x437F);
+  U8(7, SK_BOOL, 1);
+  U8(0, SK_BOOL, 0);
+}
+
+/* bool: anything -> bool is != 0 (NaN true, -0.0 false, no truncation
+ * first); bool -> anything is 0 or 1, any nonzero byte being 1; bool ->
+ * bool is a copy. */
+static void test_bool_rules(void) {
+  F32(0.0f, SK_BOOL, 0);
+  F32(-0.0f, SK_BOOL, 0);
+  F32(0.5f, SK_BOOL, 1);
+  F32(bitsf(0x00000001u), SK_BOOL, 1); /* smallest subnormal */
+  F32(NAN, SK_BOOL, 1);
+  F32(-INFINITY, SK_BOOL, 1);
+  F16(0x8000, SK_BOOL, 0);
+  F16(0x0001, SK_BOOL, 1);
+  F16(0x7E00, SK_BOOL, 1);
+  BF16(0x8000, SK_BOOL, 0);
+  BF16(0xFFC0, SK_BOOL, 1);
+  I32(0, SK_BOOL, 0);
+  I32(-1, SK_BOOL, 1);
+  I32(256, SK_BOOL, 1);
+  I64(0x100000000, SK_BOOL, 1); /* not the low byte */
+  I8(-128, SK_BOOL, 1);
+  for (unsigned b = 0; b < 256; b += 85) { /* 0, 85, 170, 255 */
+    unsigned t = b != 0;
+    B8((uint8_t)b, SK_INT8, t);
+    B8((uint8_t)b, SK_INT32, t);
+    B8((uint8_t)b, SK_INT64, t);
+    B8((uint8_t)b, SK_UINT8, t);
+    B8((uint8_t)b, SK_FP32, t ? FB(1.0f) : 0);
+    B8((uint8_t)b, SK_FP16, t ? 0x3C00 : 0);
+    B8((uint8_t)b, SK_BF16, t ? 0x3F80 : 0);
+    B8((uint8_t)b, SK_BOOL, b); /* a copy */
+  }
+}
+
 /* sk__load_f32 / sk__store_f32 agree with a one-element conversion. */
 static void test_load_store_f32(void) {
   for (size_t di = 0; di < N_DTYPES; di++) {
@@ -415,4 +488,5 @@ TEST_MAIN(TEST_CASE(test_isa_matches_reference), TEST_CASE(test_exhaustive_16bit
           TEST_CASE(test_fp32_and_int32_sample), TEST_CASE(test_same_dtype_copy),
           TEST_CASE(test_float_to_int_rules), TEST_CASE(test_int_to_float_rules),
           TEST_CASE(test_int_to_int_rules), TEST_CASE(test_float_to_float_rules),
+          TEST_CASE(test_uint8_rules), TEST_CASE(test_bool_rules),
           TEST_CASE(test_load_store_f32))

@@ -92,8 +92,12 @@ static void test_names_and_sizes(void) {
     const char *name;
     size_t size;
   } want[] = {{SK_FP32, "fp32", 4}, {SK_FP16, "fp16", 2}, {SK_BF16, "bf16", 2},
-              {SK_INT8, "int8", 1}, {SK_INT32, "int32", 4}, {SK_INT64, "int64", 8}};
+              {SK_INT8, "int8", 1}, {SK_INT32, "int32", 4}, {SK_INT64, "int64", 8},
+              {SK_BOOL, "bool", 1}, {SK_UINT8, "uint8", 1}};
   CHECK(sizeof want / sizeof want[0] == SK_DTYPE_COUNT_ - 1);
+  /* The values are ABI (front ends pass them as ints): new dtypes append. */
+  CHECK(SK_FP32 == 1 && SK_FP16 == 2 && SK_BF16 == 3 && SK_INT8 == 4 && SK_INT32 == 5 && SK_INT64 == 6);
+  CHECK(SK_BOOL == 7 && SK_UINT8 == 8);
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     CHECK_MSG(strcmp(sk_dtype_name(want[i].d), want[i].name) == 0, "%s", want[i].name);
     CHECK_MSG(sk_dtype_size(want[i].d) == want[i].size, "%s", want[i].name);

@@ -109,7 +109,7 @@ static void round_trip(sk_dtype dtype, int rank, const int64_t *shape) {
 }
 
 static void test_round_trip_every_dtype(void) {
-  const sk_dtype dtypes[] = {SK_FP32, SK_FP16, SK_BF16, SK_INT8, SK_INT32, SK_INT64};
+  const sk_dtype dtypes[] = {SK_FP32, SK_FP16, SK_BF16, SK_INT8, SK_INT32, SK_INT64, SK_BOOL, SK_UINT8};
   const int64_t s1[] = {5}, s2[] = {3, 4}, s3[] = {6, 48, 64}, s_big[] = {257, 300};
   for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++) {
     round_trip(dtypes[k], 1, s1);
@@ -180,6 +180,30 @@ static void test_bf16_mapping(void) {
     CHECK_NPY_FAILS(skm_npy_read_into(path, SK_FP16, 1, (int64_t[]){2}, back, sizeof back, msg, sizeof msg),
                     SK_STATUS_INVALID_DTYPE, path, "expected fp16", "got bf16");
   }
+  remove(path);
+}
+
+/* numpy's one-byte dtypes: bool '|b1' and uint8 '|u1' (any byte order is
+ * fine for one byte; uint8 is not int8). */
+static void test_one_byte_mapping(void) {
+  CHECK(strcmp(skm_npy_descr(SK_BOOL), "|b1") == 0);
+  CHECK(strcmp(skm_npy_descr(SK_UINT8), "|u1") == 0);
+  const char *path = path_of("u1.npy");
+  uint8_t v[2] = {1, 255}, back[2];
+  const struct {
+    const char *descr;
+    sk_dtype dtype;
+  } cases[] = {{"|b1", SK_BOOL}, {"<b1", SK_BOOL}, {"|u1", SK_UINT8}, {">u1", SK_UINT8}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char dict[128];
+    snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (2,), }", cases[k].descr);
+    make_npy(path, 1, dict, v, sizeof v);
+    memset(back, 0, sizeof back);
+    CHECK_NPY_OK(skm_npy_read_into(path, cases[k].dtype, 1, (int64_t[]){2}, back, sizeof back, msg, sizeof msg));
+    CHECK_MSG(memcmp(back, v, sizeof v) == 0, "%s", cases[k].descr);
+  }
+  CHECK_NPY_FAILS(skm_npy_read_into(path, SK_INT8, 1, (int64_t[]){2}, back, sizeof back, msg, sizeof msg),
+                  SK_STATUS_INVALID_DTYPE, path, "expected int8", "got uint8");
   remove(path);
 }
 
@@ -312,7 +336,7 @@ static void test_bad_headers(void) {
   } bad[] = {
       {"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", SK_STATUS_UNSUPPORTED, "fortran_order is True"},
       {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", SK_STATUS_INVALID_DTYPE, "'<f8'"},
-      {"{'descr': '<u1', 'fortran_order': False, 'shape': (2, 3), }", SK_STATUS_INVALID_DTYPE, "unsupported dtype"},
+      {"{'descr': '<u4', 'fortran_order': False, 'shape': (2, 3), }", SK_STATUS_INVALID_DTYPE, "unsupported dtype"},
       {"{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", SK_STATUS_UNSUPPORTED, "big-endian"},
       {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 3), }", SK_STATUS_INVALID_DTYPE,
        "structured"},
@@ -392,6 +416,7 @@ int main(void) {
   static const harness_case cases[] = {
       TEST_CASE(test_round_trip_every_dtype), TEST_CASE(test_round_trip_special_shapes),
       TEST_CASE(test_header_text),            TEST_CASE(test_bf16_mapping),
+      TEST_CASE(test_one_byte_mapping),
       TEST_CASE(test_accepted_header_variants), TEST_CASE(test_missing_and_not_npy),
       TEST_CASE(test_truncated),              TEST_CASE(test_mismatch),
       TEST_CASE(test_bad_headers),            TEST_CASE(test_write_errors),

@@ -156,5 +156,25 @@ static void test_infer_without_a_graph(void) {
   CHECK(out[1].shape[0] == 7 && out[1].shape[1] == 8 && out[2].shape[1] == 64);
 }
 
+/* The one-byte dtypes through sk_op_supported: the ops that take any dtype
+ * accept them, the others say which dtypes they take, naming the one given. */
+static void test_supported_one_byte_dtypes(void) {
+  sk_value v[2] = {0, 0};
+  sk_op_input xy[] = {{"x", &v[0], 1}, {"y", &v[1], 1}}, x1[] = {{"x", &v[0], 1}, {"weight", &v[1], 1}};
+  sk_tensor_meta b[2] = {{SK_BOOL, 2, {4, 8}}, {SK_BOOL, 1, {8}}}, u[2] = {{SK_UINT8, 2, {4, 8}}, {SK_UINT8, 2, {8, 4}}};
+  sk_attr to_bool = SK_ATTR_INT("dtype", SK_BOOL), scalar = SK_ATTR_FLOAT("scalar", 1.0);
+  sk_op_desc add = {.op = "add", .inputs = xy, .n_inputs = 2};
+  sk_op_desc cast = {.op = "cast", .inputs = xy, .n_inputs = 1, .attrs = &to_bool, .n_attrs = 1};
+  sk_op_desc mul_scalar = {.op = "mul", .inputs = xy, .n_inputs = 1, .attrs = &scalar, .n_attrs = 1};
+  sk_op_desc gmm = {.op = "grouped_matmul", .inputs = x1, .n_inputs = 2};
+  CHECK_OK(sk_op_supported(&add, b, 2));
+  CHECK_OK(sk_op_supported(&cast, u, 1));
+  CHECK_OK(sk_op_supported(&mul_scalar, u, 1));
+  CHECK_FAILS(sk_op_supported(&mul_scalar, b, 1), SK_STATUS_INVALID_DTYPE, "mul", "bool");
+  CHECK_FAILS(sk_op_supported(&gmm, u, 2), SK_STATUS_INVALID_DTYPE, "grouped_matmul", "got uint8");
+  b[1].dtype = SK_UINT8;
+  CHECK_FAILS(sk_op_supported(&add, b, 2), SK_STATUS_INVALID_DTYPE, "add", "expected dtype bool", "uint8");
+}
+
 TEST_MAIN(TEST_CASE(test_schemas_are_complete), TEST_CASE(test_attributes_round_trip), TEST_CASE(test_slots_round_trip),
-          TEST_CASE(test_infer_without_a_graph))
+          TEST_CASE(test_infer_without_a_graph), TEST_CASE(test_supported_one_byte_dtypes))

@@ -6,7 +6,8 @@
 
 static sk_team *teams[3];
 
-static const sk_dtype all_dtypes[] = {SK_FP32, SK_FP16, SK_BF16, SK_INT8, SK_INT32, SK_INT64};
+static const sk_dtype all_dtypes[] = {SK_FP32, SK_FP16, SK_BF16, SK_INT8, SK_INT32, SK_INT64, SK_BOOL, SK_UINT8};
+#define N_DTYPES (sizeof all_dtypes / sizeof all_dtypes[0])
 static const sk_dtype float_dtypes[] = {SK_FP32, SK_FP16, SK_BF16};
 static const int64_t odd_sizes[] = {1, 7, 17, 63, 65, 257};
 
@@ -44,7 +45,7 @@ static sk_value op1(sk_graph *g, const char *op, const sk_op_input *in, size_t n
 static void test_elementwise(void) {
   static const char *ops[] = {"square", "add", "mul"};
   for (size_t o = 0; o < 3; o++)
-    for (size_t d = 0; d < 6; d++)
+    for (size_t d = 0; d < N_DTYPES; d++)
       for (size_t s = 0; s < 8; s++) {
         int64_t shape[3] = {s < 6 ? odd_sizes[s] : s == 6 ? 100003 : 3, 5, 7};
         int rank = s == 7 ? 3 : 1;
@@ -59,8 +60,8 @@ static void test_elementwise(void) {
 }
 
 static void test_cast(void) {
-  for (size_t a = 0; a < 6; a++)
-    for (size_t b = 0; b < 6; b++)
+  for (size_t a = 0; a < N_DTYPES; a++)
+    for (size_t b = 0; b < N_DTYPES; b++)
       for (size_t s = 0; s < 7; s++) {
         int64_t n = s < 6 ? odd_sizes[s] : 50001;
         sk_graph *g;
@@ -74,7 +75,7 @@ static void test_cast(void) {
 }
 
 static void test_concat(void) {
-  for (size_t d = 0; d < 6; d++)
+  for (size_t d = 0; d < N_DTYPES; d++)
     for (int dim = -3; dim < 3; dim++)
       for (size_t s = 0; s < 6; s++) {
         sk_graph *g;

@@ -13,6 +13,8 @@ const char *sk_dtype_name(sk_dtype dtype) {
     case SK_INT8: return "int8";
     case SK_INT32: return "int32";
     case SK_INT64: return "int64";
+    case SK_BOOL: return "bool";
+    case SK_UINT8: return "uint8";
     default: return "invalid";
   }
 }
@@ -25,6 +27,8 @@ size_t sk_dtype_size(sk_dtype dtype) {
     case SK_INT8: return 1;
     case SK_INT32: return 4;
     case SK_INT64: return 8;
+    case SK_BOOL: return 1;
+    case SK_UINT8: return 1;
     default: return 0;
   }
 }

@@ -135,17 +135,20 @@ sk_status sk__watch_eager_barrier(sk_program *p, sk__exec_node *n) {
 /* Alias classes and storage (program.h). */
 static sk_status plan_storage(const sk_graph *g, sk_program *p) {
   p->root = malloc((g->n_values ? g->n_values : 1) * sizeof(sk_value));
+  p->view_offset = calloc(g->n_values ? g->n_values : 1, sizeof(int64_t));
   p->storage = calloc(g->n_values ? g->n_values : 1, sizeof(sk__storage));
   bool *placed = calloc(g->n_values ? g->n_values : 1, sizeof(bool));
-  if (!p->root || !p->storage || !placed) {
+  if (!p->root || !p->view_offset || !p->storage || !placed) {
     free(placed);
     return fail_oom();
   }
   for (size_t v = 0; v < g->n_values; v++) p->root[v] = (sk_value)v;
   for (size_t i = 0; i < g->n_nodes; i++) /* nodes are in topological order */
     if (g->nodes[i].def->is_view) {
-      sk_value in = g->nodes[i].slot_values[0][0];
-      p->root[g->nodes[i].outputs[0]] = p->root[in];
+      const sk__op_def *def = g->nodes[i].def;
+      sk_value in = g->nodes[i].slot_values[0][0], out = g->nodes[i].outputs[0];
+      p->root[out] = p->root[in];
+      p->view_offset[out] = p->view_offset[in] + (def->view_offset ? def->view_offset(&p->nodes[i].io) : 0);
     }
   for (size_t i = 0; i < g->n_inputs; i++) {
     sk_value r = g->inputs[i].value;
@@ -158,8 +161,11 @@ static sk_status plan_storage(const sk_graph *g, sk_program *p) {
     placed[r] = true;
   }
   for (size_t j = 0; j < g->n_outputs; j++) {
-    sk_value r = p->root[g->outputs[j].value];
+    sk_value v = g->outputs[j].value, r = p->root[v];
     if (placed[r]) continue;
+    /* A part of its root (a slice) cannot hold the whole: it is copied out. */
+    if (p->view_offset[v] != 0 || sk__tensor_bytes(&g->values[v].desc) != sk__tensor_bytes(&g->values[r].desc))
+      continue;
     p->storage[r] = (sk__storage){SK_STORE_OUTPUT, j};
     placed[r] = true;
   }
@@ -209,6 +215,7 @@ void sk_program_destroy(sk_program *p) {
   free(p->inputs);
   free(p->outputs);
   free(p->root);
+  free(p->view_offset);
   free(p->storage);
   sk__aligned_free(p->arena);
   free(p->bound[SK_IO_INPUT]); /* one allocation for inputs and outputs */

@@ -1,12 +1,14 @@
 /* A compiled program: the graph's nodes with their tilings, and a storage
  * plan that maps every value to a caller buffer or an internal arena.
  *
- * Storage: a reshape output aliases its input, so values form alias classes
- * with one root. A class rooted at a graph input lives in the caller's input
- * buffer; a class holding a graph output lives in that output's buffer; any
- * other class gets a slice of the arena. Outputs that cannot be placed
- * directly (an output that is a view of an input, or a value marked twice)
- * are copied after the run. */
+ * Storage: a view's output (reshape, squeeze, slice) aliases its input, so
+ * values form alias classes with one root; each value sits at a byte offset
+ * from its root (nonzero only below a slice). A class rooted at a graph
+ * input lives in the caller's input buffer; a class holding a graph output
+ * that covers the whole root (offset 0, same size) lives in that output's
+ * buffer; any other class gets a slice of the arena. Outputs that cannot be
+ * placed directly (a view of an input, a part of a larger value, or a value
+ * marked twice) are copied after the run. */
 #ifndef SK_EXEC_PROGRAM_H
 #define SK_EXEC_PROGRAM_H
 
@@ -76,6 +78,7 @@ struct sk_program {
   size_t n_inputs, n_outputs;
   size_t n_values;
   sk_value *root;          /* alias-class root of each value */
+  int64_t *view_offset;    /* bytes from its root's start, per value */
   sk__storage *storage;    /* per root value */
   size_t arena_bytes;
   void *arena;

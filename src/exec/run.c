@@ -75,14 +75,17 @@ void sk_program_reset_profile(sk_program *p) {
  * kernels do pointer arithmetic on data (NULL + 0 is undefined). */
 static _Alignas(64) unsigned char empty_arena[64];
 
+/* A value's data: its root's storage plus its view offset (a slice). */
 static void *value_data(const sk_program *p, sk_value v, void *const *in, void *const *out) {
   const sk__storage *s = &p->storage[p->root[v]];
   switch (s->kind) {
-    case SK_STORE_INPUT: return in[s->index];
-    case SK_STORE_OUTPUT: return out[s->index];
-    case SK_STORE_CONSTANT:
-      return p->constants[s->index].data ? (void *)p->constants[s->index].data : (void *)empty_arena;
-    default: return (p->arena ? (char *)p->arena : (char *)empty_arena) + s->index;
+    case SK_STORE_INPUT: return (char *)in[s->index] + p->view_offset[v];
+    case SK_STORE_OUTPUT: return (char *)out[s->index] + p->view_offset[v];
+    case SK_STORE_CONSTANT: {
+      const sk__program_constant *c = &p->constants[s->index];
+      return c->data ? (char *)(uintptr_t)c->data + p->view_offset[v] : (void *)empty_arena;
+    }
+    default: return (p->arena ? (char *)p->arena : (char *)empty_arena) + s->index + p->view_offset[v];
   }
 }
 

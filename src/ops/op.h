@@ -79,8 +79,12 @@ typedef struct sk__op_def {
   size_t n_outputs;
   const char *doc;
   sk__kernel_kind kind;
-  /* A view op (reshape) launches nothing: its output aliases its input. */
+  /* A view op (reshape, squeeze, slice) launches nothing: its output
+   * aliases its input (slot 0, tensor 0). */
   bool is_view;
+  /* A view's first byte within its input: slice along dim 0 starts inside
+   * it. NULL = 0 (the view starts where the input does). */
+  int64_t (*view_offset)(const sk__node_io *io);
   sk_status (*build)(sk__build_ctx *ctx);
   /* Fills *out; a view op has none. Tiling may depend on the team size;
    * results never do (every op computes each element in a fixed order). */

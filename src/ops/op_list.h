@@ -2,7 +2,8 @@
  * entry X(name) is the op type "name", defined as sk__op_<name> in its
  * file of src/ops/. The registry, sk_op_count / sk_op_info, the fuzzer and
  * the conformance test all read this list (through sk_op_info outside the
- * library). Adding an op: docs/adding-an-op.md. */
+ * library). New ops go at the end, so the numbers of the others stay.
+ * Adding an op: docs/adding-an-op.md. */
 #ifndef SK_OPS_OP_LIST_H
 #define SK_OPS_OP_LIST_H
 
@@ -16,6 +17,9 @@
   X(grouped_matmul)        \
   X(moe_gating_topk)       \
   X(dequant_swiglu_quant)  \
-  X(quant_matmul)
+  X(quant_matmul)          \
+  X(slice)                 \
+  X(squeeze)               \
+  X(unsqueeze)
 
 #endif

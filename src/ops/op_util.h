@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ops/op.h"
 
@@ -34,6 +35,13 @@ static inline void sk__flat_block_range(int64_t n, int64_t n_blocks, int64_t b, 
   int64_t bs = sk__ceil_div(n, n_blocks);
   *begin = b * bs < n ? b * bs : n;
   *end = *begin + bs < n ? *begin + bs : n;
+}
+
+/* The reference of a view op: a copy of the bytes it views, from byte
+ * offset on in its input (the executors alias instead of copying). */
+static inline void sk__view_reference(const sk__node_io *io, int64_t offset) {
+  const char *from = (const char *)io->in[0].tensors[0].data + offset;
+  if (io->out[0].data != from) memcpy(io->out[0].data, from, sk__tensor_bytes(&io->out[0]));
 }
 
 #endif

@@ -1,7 +1,11 @@
 list(APPEND SK_SOURCES
   ops/registry.c
   ops/reshape.c
+  ops/squeeze.c
+  ops/slice.c
+  ops/broadcast.c
   ops/elementwise.c
+  ops/elementwise_kernel.c
   ops/cast.c
   ops/concat.c
   ops/grouped_matmul.c

@@ -133,6 +133,11 @@ static sk_status block_dependencies(scheduler *s, size_t ci, int64_t cb, sk__spa
   for (size_t i = 0; i < ex->n_in_tensors; i++) {
     if (reads[i].begin >= reads[i].end) continue;
     sk_value root = p->root[ex->in_values[i]];
+    /* Spans are within the read value; a slice starts inside its root, where
+     * producers' spans are measured (their outputs are roots). */
+    int64_t shift = p->view_offset ? p->view_offset[ex->in_values[i]] : 0;
+    reads[i].begin += shift;
+    reads[i].end += shift;
     for (size_t pi = ci; pi-- > 0;) { /* the producer: at most one (values are written once) */
       const sk__exec_node *px = &p->nodes[plan->subs[pi].node];
       size_t o = 0;

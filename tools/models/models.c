@@ -467,6 +467,8 @@ static void range_of(const skm_tensor *t, double *lo, double *hi) {
   switch (t->dtype) {
     case SK_INT8: *lo = -128, *hi = 128; break;
     case SK_INT32: case SK_INT64: *lo = 0, *hi = 1024; break;
+    case SK_UINT8: *lo = 0, *hi = 256; break;
+    case SK_BOOL: *lo = 0, *hi = 2; break;
     default: *lo = -1, *hi = 1; break;
   }
 }
@@ -492,6 +494,7 @@ void skm_fill_inputs(skm_io *io, uint64_t seed) {
         case SK_INT32: ((int32_t *)t->data)[i] = (int32_t)floor(v); break;
         case SK_INT8: ((int8_t *)t->data)[i] = (int8_t)floor(v); break;
         case SK_INT64: if (!packed_scale) ((int64_t *)t->data)[i] = (int64_t)floor(v); break;
+        case SK_UINT8: case SK_BOOL: ((uint8_t *)t->data)[i] = (uint8_t)floor(v); break;
         default: break;
       }
     }
@@ -516,6 +519,8 @@ double skm_checksum(const skm_tensor *t) {
       case SK_INT8: sum += ((const int8_t *)t->data)[i]; break;
       case SK_INT32: sum += ((const int32_t *)t->data)[i]; break;
       case SK_INT64: sum += (double)((const int64_t *)t->data)[i]; break;
+      case SK_UINT8: sum += ((const uint8_t *)t->data)[i]; break;
+      case SK_BOOL: sum += ((const uint8_t *)t->data)[i] != 0; break;
       default: break;
     }
   }

@@ -34,6 +34,8 @@ const char *skm_npy_descr(sk_dtype dtype) {
     case SK_INT8: return "|i1";
     case SK_INT32: return "<i4";
     case SK_INT64: return "<i8";
+    case SK_BOOL: return "|b1";
+    case SK_UINT8: return "|u1";
     default: return NULL;
   }
 }
@@ -176,14 +178,14 @@ static sk_status descr_dtype(const char *descr, sk_dtype *dtype, const char **wh
     const char *code;
     sk_dtype dtype;
   } codes[] = {{"f4", SK_FP32}, {"f2", SK_FP16}, {"i1", SK_INT8}, {"i4", SK_INT32},
-               {"i8", SK_INT64}, {"u2", SK_BF16}, {"V2", SK_BF16}};
+               {"i8", SK_INT64}, {"u2", SK_BF16}, {"V2", SK_BF16}, {"b1", SK_BOOL}, {"u1", SK_UINT8}};
   char order = descr[0];
   const char *code = descr;
   if (order == '<' || order == '>' || order == '|' || order == '=') code = descr + 1;
   else order = '=';
   for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
     if (strcmp(code, codes[i].code) != 0) continue;
-    bool single = codes[i].dtype == SK_INT8;
+    bool single = sk_dtype_size(codes[i].dtype) == 1;
     if (order == '>' && !single) {
       *why = "big-endian data is not supported";
       return SK_STATUS_UNSUPPORTED;
@@ -196,7 +198,7 @@ static sk_status descr_dtype(const char *descr, sk_dtype *dtype, const char **wh
     return SK_STATUS_OK;
   }
   *why = "unsupported dtype (supported: '<f4' fp32, '<f2' fp16, '|i1' int8, '<i4' int32, '<i8' int64, "
-         "'<u2' or '<V2' bf16)";
+         "'<u2' or '<V2' bf16, '|b1' bool, '|u1' uint8)";
   return SK_STATUS_INVALID_DTYPE;
 }
 

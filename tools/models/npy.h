@@ -10,13 +10,14 @@
  * and trailing bytes are errors).
  *
  * dtypes:   fp32 '<f4'   fp16 '<f2'   int8 '|i1'   int32 '<i4'   int64 '<i8'
+ *           bool '|b1'   uint8 '|u1'
  *   bf16:   numpy has no bfloat16. bf16 arrays are written as their raw bit
  *           patterns with descr '<u2' (np.load gives uint16; view it with
  *           ml_dtypes: a.view(ml_dtypes.bfloat16)). Reading maps '<u2' and
  *           '<V2' / '|V2' (what np.save writes for an ml_dtypes bfloat16
  *           array) to bf16; no other dtype reads as '<u2'.
  *   '=' (native = little on the hosts we support) is read like '<'; '>' (big
- *   endian) is refused for multi-byte dtypes; any other descr is refused,
+ *   endian) is refused for multi-byte dtypes (one-byte ones take any order); any other descr is refused,
  *   naming it and the supported list.
  *
  * Every function returns an sk_status and writes a one-line message naming

@@ -8,14 +8,18 @@
 #include "kernels/convert/convert_isa.h"
 #include "kernels/convert/convert_scalar.h"
 
-/* X(dtype enum, C element type, name used in the sk__ld_ / sk__*_to_ helpers) */
+/* X(dtype enum, C element type, name used in the sk__ld_ / sk__*_to_ helpers;
+ * "boolean", since stdbool.h makes "bool" a macro that would expand inside
+ * these macros) */
 #define SK__CONVERT_DTYPES(X)   \
   X(SK_FP32, float, fp32)       \
   X(SK_FP16, uint16_t, fp16)    \
   X(SK_BF16, uint16_t, bf16)    \
   X(SK_INT8, int8_t, int8)      \
   X(SK_INT32, int32_t, int32)   \
-  X(SK_INT64, int64_t, int64)
+  X(SK_INT64, int64_t, int64)     \
+  X(SK_BOOL, uint8_t, boolean)    \
+  X(SK_UINT8, uint8_t, uint8)
 
 /* One loop per (src, dst) pair, so the per-element switch is hoisted. */
 #define SK__REF_LOOP(stype, sname, dtype, dname)                 \
@@ -50,6 +54,10 @@
   case denum: SK__REF_LOOP(int32_t, int32, dtype, dname); return;
 #define SK__REF_DST_CASE_int64(denum, dtype, dname) \
   case denum: SK__REF_LOOP(int64_t, int64, dtype, dname); return;
+#define SK__REF_DST_CASE_boolean(denum, dtype, dname) \
+  case denum: SK__REF_LOOP(uint8_t, boolean, dtype, dname); return;
+#define SK__REF_DST_CASE_uint8(denum, dtype, dname) \
+  case denum: SK__REF_LOOP(uint8_t, uint8, dtype, dname); return;
 
 SK__REF_FROM(float, fp32)
 SK__REF_FROM(uint16_t, fp16)
@@ -57,6 +65,8 @@ SK__REF_FROM(uint16_t, bf16)
 SK__REF_FROM(int8_t, int8)
 SK__REF_FROM(int32_t, int32)
 SK__REF_FROM(int64_t, int64)
+SK__REF_FROM(uint8_t, boolean)
+SK__REF_FROM(uint8_t, uint8)
 
 static int valid_dtype(sk_dtype d) { return d > SK_DTYPE_INVALID && d < SK_DTYPE_COUNT_; }
 
@@ -76,6 +86,8 @@ void sk__convert_reference(const void *src, sk_dtype src_dtype, void *dst,
     case SK_INT8: ref_from_int8(src, dst, dst_dtype, n); return;
     case SK_INT32: ref_from_int32(src, dst, dst_dtype, n); return;
     case SK_INT64: ref_from_int64(src, dst, dst_dtype, n); return;
+    case SK_BOOL: ref_from_boolean(src, dst, dst_dtype, n); return;
+    case SK_UINT8: ref_from_uint8(src, dst, dst_dtype, n); return;
     default: return;
   }
 }
@@ -109,6 +121,8 @@ float sk__load_f32(const void *p, sk_dtype dtype, size_t i) {
     case SK_INT8: return (float)((const int8_t *)p)[i];
     case SK_INT32: return (float)((const int32_t *)p)[i];
     case SK_INT64: return (float)((const int64_t *)p)[i];
+    case SK_BOOL: return ((const uint8_t *)p)[i] != 0 ? 1.0f : 0.0f;
+    case SK_UINT8: return (float)((const uint8_t *)p)[i];
     default: return 0.0f;
   }
 }
@@ -121,6 +135,8 @@ void sk__store_f32(void *p, sk_dtype dtype, size_t i, float v) {
     case SK_INT8: ((int8_t *)p)[i] = sk__f32_to_int8(v); return;
     case SK_INT32: ((int32_t *)p)[i] = sk__f32_to_int32(v); return;
     case SK_INT64: ((int64_t *)p)[i] = sk__f32_to_int64(v); return;
+    case SK_BOOL: ((uint8_t *)p)[i] = sk__f32_to_boolean(v); return;
+    case SK_UINT8: ((uint8_t *)p)[i] = sk__f32_to_uint8(v); return;
     default: return;
   }
 }

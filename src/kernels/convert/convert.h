@@ -10,7 +10,10 @@
  *   float -> int     truncated toward zero (C, numpy astype), saturated to the
  *                    target range, NaN -> 0
  *   int   -> int     two's-complement wrap (keep the low bits), as numpy
- *   same  -> same    a copy
+ *   x     -> bool    x != 0 (NaN is true, -0.0 false), stored as 0 / 1
+ *   bool  -> x       0 or 1 (any nonzero byte reads as 1)
+ *   same  -> same    a copy (bool bytes other than 0 / 1 are kept)
+ * uint8 is an int here: float -> uint8 saturates to [0, 255].
  */
 #ifndef SK_KERNELS_CONVERT_H
 #define SK_KERNELS_CONVERT_H

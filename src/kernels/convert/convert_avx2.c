@@ -4,7 +4,12 @@
  * Same scheme as convert_avx512.c: float-ish pairs through 8 fp32 lanes
  * (not int32 -> bf16, which would round twice), integer pairs through 8 int32
  * lanes, NaN lanes of float -> float pairs redone with the scalar definition.
- * int64 <-> float has no AVX2 instruction and is left to the reference. */
+ * int64 <-> float has no AVX2 instruction and is left to the reference, as
+ * is int64 -> bool (the int32 lanes hold only the low half).
+ *
+ * The one-byte dtypes are also served here for AVX-512 (its file has no
+ * pairs of them: sk__convert falls back to this one). "boolean" names bool
+ * in the macros below, where stdbool.h's bool macro would expand. */
 #include <immintrin.h>
 #include <stdint.h>
 
@@ -29,6 +34,15 @@ static inline __m256i ldi_int8(const void *src, size_t i) {
 static inline __m256i ldi_int32(const void *src, size_t i) {
   return _mm256_loadu_si256((const __m256i *)((const int32_t *)src + i));
 }
+/* uint8 zero-extends; bool reads any nonzero byte as 1 (unsigned min). */
+static inline __m256i ldi_uint8(const void *src, size_t i) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)((const uint8_t *)src + i)));
+}
+static inline __m256i ldi_boolean(const void *src, size_t i) {
+  return _mm256_min_epu32(ldi_uint8(src, i), _mm256_set1_epi32(1));
+}
+static inline __m256 ld_uint8(const void *src, size_t i) { return _mm256_cvtepi32_ps(ldi_uint8(src, i)); }
+static inline __m256 ld_boolean(const void *src, size_t i) { return _mm256_cvtepi32_ps(ldi_boolean(src, i)); }
 static inline __m256 ld_int8(const void *src, size_t i) {
   return _mm256_cvtepi32_ps(ldi_int8(src, i));
 }
@@ -90,6 +104,11 @@ static inline void sti_int8(void *dst, size_t i, __m256i v) {
   b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1));
   _mm_storel_epi64((__m128i *)((int8_t *)dst + i), _mm256_castsi256_si128(b));
 }
+static inline void sti_uint8(void *dst, size_t i, __m256i v) { sti_int8(dst, i, v); } /* the low byte too */
+static inline void sti_boolean(void *dst, size_t i, __m256i v) {
+  __m256i zero = _mm256_cmpeq_epi32(v, _mm256_setzero_si256());
+  sti_int8(dst, i, _mm256_andnot_si256(zero, _mm256_set1_epi32(1)));
+}
 static inline void sti_int32(void *dst, size_t i, __m256i v) {
   _mm256_storeu_si256((__m256i *)((int32_t *)dst + i), v);
 }
@@ -97,6 +116,21 @@ static inline void sti_int64(void *dst, size_t i, __m256i v) {
   __m256i *p = (__m256i *)((int64_t *)dst + i);
   _mm256_storeu_si256(p, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)));
   _mm256_storeu_si256(p + 1, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1)));
+}
+
+/* ---- one-byte storers from 8 fp32 lanes ------------------------------------ */
+
+/* Truncate, then saturating packs: int32 -> int16 (signed), int16 -> uint8
+ * (unsigned): negatives become 0, anything above 255 becomes 255, NaN 0. */
+static inline void st_uint8(void *dst, size_t i, __m256 v) {
+  __m256i r = f32_to_i32(v);
+  __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  _mm_storel_epi64((__m128i *)((uint8_t *)dst + i), _mm_packus_epi16(w, w));
+}
+/* v != 0: the unordered compare makes NaN true; -0.0 equals 0. */
+static inline void st_boolean(void *dst, size_t i, __m256 v) {
+  __m256 ne = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NEQ_UQ);
+  sti_int8(dst, i, _mm256_and_si256(_mm256_castps_si256(ne), _mm256_set1_epi32(1)));
 }
 
 /* ---- loops ----------------------------------------------------------------- */
@@ -107,11 +141,15 @@ static inline void sti_int64(void *dst, size_t i, __m256i v) {
 #define DT_int8 SK_INT8
 #define DT_int32 SK_INT32
 #define DT_int64 SK_INT64
+#define DT_boolean SK_BOOL
+#define DT_uint8 SK_UINT8
 #define ISFLOAT_fp32 1
 #define ISFLOAT_fp16 1
 #define ISFLOAT_bf16 1
 #define ISFLOAT_int8 0
 #define ISFLOAT_int32 0
+#define ISFLOAT_boolean 0
+#define ISFLOAT_uint8 0
 
 static void fix_nan_lanes(const void *src, sk_dtype s, void *dst, sk_dtype d, size_t i,
                           unsigned bits) {
@@ -172,6 +210,32 @@ INT_PAIR(int32, int8)
 INT_PAIR(int32, int64)
 INT_PAIR(int64, int8)
 INT_PAIR(int64, int32)
+/* The one-byte dtypes: every value of theirs is exact in fp32, fp16 and bf16. */
+FLOAT_PAIR(uint8, fp32)
+FLOAT_PAIR(uint8, fp16)
+FLOAT_PAIR(uint8, bf16)
+FLOAT_PAIR(boolean, fp32)
+FLOAT_PAIR(boolean, fp16)
+FLOAT_PAIR(boolean, bf16)
+FLOAT_PAIR(fp32, uint8)
+FLOAT_PAIR(fp16, uint8)
+FLOAT_PAIR(bf16, uint8)
+FLOAT_PAIR(fp32, boolean)
+FLOAT_PAIR(fp16, boolean)
+FLOAT_PAIR(bf16, boolean)
+INT_PAIR(uint8, int8)
+INT_PAIR(uint8, int32)
+INT_PAIR(uint8, int64)
+INT_PAIR(uint8, boolean)
+INT_PAIR(boolean, int8)
+INT_PAIR(boolean, int32)
+INT_PAIR(boolean, int64)
+INT_PAIR(boolean, uint8)
+INT_PAIR(int8, uint8)
+INT_PAIR(int32, uint8)
+INT_PAIR(int64, uint8)
+INT_PAIR(int8, boolean)
+INT_PAIR(int32, boolean)
 
 typedef void (*cvt_fn)(const void *src, void *dst, size_t n);
 
@@ -183,6 +247,11 @@ static const cvt_fn table[SK_DTYPE_COUNT_][SK_DTYPE_COUNT_] = {
     E(int8, fp32), E(int8, fp16), E(int8, bf16), E(int8, int32), E(int8, int64),
     E(int32, fp32), E(int32, fp16), E(int32, int8), E(int32, int64),
     E(int64, int8), E(int64, int32),
+    E(uint8, fp32), E(uint8, fp16), E(uint8, bf16), E(uint8, int8), E(uint8, int32), E(uint8, int64), E(uint8, boolean),
+    E(boolean, fp32), E(boolean, fp16), E(boolean, bf16), E(boolean, int8), E(boolean, int32), E(boolean, int64),
+    E(boolean, uint8),
+    E(fp32, uint8), E(fp16, uint8), E(bf16, uint8), E(int8, uint8), E(int32, uint8), E(int64, uint8),
+    E(fp32, boolean), E(fp16, boolean), E(bf16, boolean), E(int8, boolean), E(int32, boolean),
 };
 #undef E
 

@@ -8,9 +8,11 @@
  *
  * Two families:
  *   sk__ld_<dtype>(x)    widens a stored element exactly: float sources to
- *                        float, integer sources to int64_t
- *   sk__f32_to_<dtype>   stores a float per the rules (RNE / trunc+saturate)
- *   sk__i64_to_<dtype>   stores an integer per the rules (RNE / wrap)
+ *                        float, integer and bool sources to int64_t (bool:
+ *                        any nonzero byte is 1)
+ *   sk__f32_to_<dtype>   stores a float per the rules (RNE / trunc+saturate /
+ *                        != 0 for bool)
+ *   sk__i64_to_<dtype>   stores an integer per the rules (RNE / wrap / != 0)
  * and SK__TO(dtype, x) picks the f32_ or i64_ variant from x's type.
  */
 #ifndef SK_KERNELS_CONVERT_SCALAR_H
@@ -28,6 +30,9 @@ static inline float sk__ld_bf16(uint16_t x) { return sk_bf16_to_fp32(x); }
 static inline int64_t sk__ld_int8(int8_t x) { return x; }
 static inline int64_t sk__ld_int32(int32_t x) { return x; }
 static inline int64_t sk__ld_int64(int64_t x) { return x; }
+/* Any nonzero byte reads as true (1). */
+static inline int64_t sk__ld_boolean(uint8_t x) { return x != 0; }
+static inline int64_t sk__ld_uint8(uint8_t x) { return x; }
 
 /* ---- float -> dtype ------------------------------------------------------ */
 
@@ -57,6 +62,17 @@ static inline int64_t sk__f32_to_int64(float v) {
   if (v < -9223372036854775808.0f) return INT64_MIN;
   return (int64_t)v;
 }
+
+/* Unsigned: the same rule with range [0, 255]; (-1, 0) truncates to 0. */
+static inline uint8_t sk__f32_to_uint8(float v) {
+  if (v != v) return 0;
+  if (v >= 256.0f) return UINT8_MAX;
+  if (v <= -1.0f) return 0;
+  return (uint8_t)(int)v;
+}
+
+/* v != 0: NaN is true (as in torch), -0.0 false. */
+static inline uint8_t sk__f32_to_boolean(float v) { return v != 0.0f; }
 
 /* ---- integer -> dtype ---------------------------------------------------- */
 
@@ -92,6 +108,8 @@ static inline uint16_t sk__i64_to_bf16(int64_t v) {
 static inline int8_t sk__i64_to_int8(int64_t v) { return (int8_t)(uint8_t)(uint64_t)v; }
 static inline int32_t sk__i64_to_int32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
 static inline int64_t sk__i64_to_int64(int64_t v) { return v; }
+static inline uint8_t sk__i64_to_uint8(int64_t v) { return (uint8_t)(uint64_t)v; }
+static inline uint8_t sk__i64_to_boolean(int64_t v) { return v != 0; }
 
 /* SK__TO(fp16, x): sk__f32_to_fp16(x) for a float x, sk__i64_to_fp16(x) for
  * an int64_t x. */
