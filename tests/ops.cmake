@@ -8,3 +8,4 @@ sk_add_test(NAME test_dequant_swiglu_quant SOURCES test_dequant_swiglu_quant.c L
 sk_add_test(NAME test_quant_matmul SOURCES test_quant_matmul.c LIBS sk_reference_runner ISA_VARIANTS)
 sk_add_test(NAME test_moe_gating_topk SOURCES test_moe_gating_topk.c LIBS sk_reference_runner ISA_VARIANTS)
 sk_add_test(NAME test_conformance SOURCES test_conformance.c LIBS sk_reference_runner ISA_VARIANTS)
+sk_add_test(NAME test_runtime_group_list SOURCES test_runtime_group_list.c LIBS sk_reference_runner)

@@ -3,6 +3,7 @@ list(APPEND SK_SOURCES
   core/cpu.c
   core/dtype.c
   core/log.c
+  core/run_error.c
   core/status.c
   core/tensor.c
   core/text.c

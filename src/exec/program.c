@@ -58,7 +58,7 @@ static void *constant_data(const sk_graph *g, const sk_program *p, sk_value v) {
 
 /* Builds the executable node: flattened input tensors and io views; tiles
  * it and lets its op pack its constants. */
-static sk_status prepare_node(const sk_graph *g, const sk_program *p, const sk__node *src, int n_cores,
+static sk_status prepare_node(const sk_graph *g, sk_program *p, const sk__node *src, int n_cores,
                               sk__exec_node *dst) {
   dst->def = src->def;
   dst->name = sk__strdup(src->name);
@@ -98,6 +98,8 @@ static sk_status prepare_node(const sk_graph *g, const sk_program *p, const sk__
     dst->io.out[i] = g->values[src->outputs[i]].desc;
   }
   dst->io.params = dst->params;
+  dst->io.name = dst->name;
+  dst->io.run_error = &p->run_error;
   if (src->def->is_view) return SK_STATUS_OK;
   /* No output element: nothing to compute, so no blocks and no workspace
    * (an op would otherwise size its scratch by the other dims: fp32

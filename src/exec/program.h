@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 
+#include "core/run_error.h"
 #include "graph/graph.h"
 #include "runtime/watchdog.h"
 
@@ -104,6 +105,7 @@ struct sk_program {
   size_t n_bound[2];
   bool nodes_hold_bound;
   sk__watchdog watchdog;   /* watches every wait inside this program's launches */
+  sk__run_error run_error; /* what a block found wrong in a run's data */
 };
 
 /* Runs the program with input i in in[i] and output j in out[j] (checked

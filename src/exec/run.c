@@ -105,6 +105,7 @@ static sk_status run_locked(sk_program *p, sk_team *team, void *const *in, void 
     if (p->steps[s].plan) { /* a super kernel: JIT-compiled, else interpreted */
       if (p->steps[s].jit) SK_RETURN_IF_ERROR(sk__jit_run(&p->steps[s], p, team));
       else SK_RETURN_IF_ERROR(sk__plan_run(p->steps[s].plan, p, team));
+      SK_RETURN_IF_ERROR(sk__run_error_take(&p->run_error));
       if (launches) sk__profile_add(launches, launches->n_cores, SK_PROF_LAUNCH, (int32_t)s, 0, 0, t0, sk__tsc());
       continue;
     }
@@ -115,6 +116,7 @@ static sk_status run_locked(sk_program *p, sk_team *team, void *const *in, void 
       n->def->reference(&n->io);
       sk__watchdog_set_current(NULL);
       SK_RETURN_IF_ERROR(sk__watchdog_take(&p->watchdog));
+      SK_RETURN_IF_ERROR(sk__run_error_take(&p->run_error));
       continue;
     }
     if (n->tiling.n_blocks == 0) continue;
@@ -128,6 +130,7 @@ static sk_status run_locked(sk_program *p, sk_team *team, void *const *in, void 
       for (int64_t b = 0; b < n->tiling.n_blocks; b++) run_block(&ctx, b, 0);
     }
     SK_RETURN_IF_ERROR(sk__settle_eager_barrier(p, &p->nodes[p->steps[s].node]));
+    SK_RETURN_IF_ERROR(sk__run_error_take(&p->run_error));
     if (launches) sk__profile_add(launches, launches->n_cores, SK_PROF_LAUNCH, (int32_t)s, 0, 0, t0, sk__tsc());
   }
   /* Outputs not computed in place (program.h) are copied now. */

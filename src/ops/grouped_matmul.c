@@ -26,6 +26,8 @@ static const sk_op_slot_info inputs[] = {
     SK__IN_LIST_OPT("scale", "int8 path: per-channel weight scale, one [N] per group or [E, N]"),
     SK__IN_LIST_OPT("offset", "int8 path: fp32 offset, one [N] per group or [E, N]"),
     SK__IN_LIST_OPT("per_token_scale", "int8 path: fp32 [M] (group_type 0) or [m_i] per group"),
+    SK__IN_OPT("group_list", "int64 [E], read at run time: rows per expert as the group_list attribute "
+                             "(group_type 0, split_item 2 or 3)"),
 };
 static const sk_op_attr_info attrs[] = {
     SK__ATTR_INT("group_type", -1, -1, 0, "-1: lists of independent matmuls; 0: rows of x split by group_list"),
@@ -39,7 +41,7 @@ static const sk_op_output_info outputs[] = {
     SK__OUT_LIST("y", "one [..., N_i] per group, or one [M, N] (split_item 2/3)"),
 };
 
-#define MAX_GROUPS 1024
+#define MAX_GROUPS GMM_MAX_GROUPS
 
 /* Weight: x's dtype. Bias: x's dtype or fp32 on the float path; int32
  * (added before scaling) or fp32 / fp16 / bf16 (after) on the int8 path. */
@@ -92,6 +94,8 @@ static sk_status build_lists(sk__build_ctx *ctx, gmm_params *p) {
                     xs->count, bs->count);
   if (sk__ctx_has_attr(ctx, "group_list"))
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list must be absent with group_type -1", op);
+  if (sk__ctx_slot(ctx, GMM_GROUP_LIST)->count)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input group_list must be absent with group_type -1", op);
   if (p->split_item > 1)
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute split_item: expected 0 or 1 with group_type -1, got %d",
                     op, p->split_item);
@@ -164,6 +168,67 @@ static sk_status parse_group_list(sk__build_ctx *ctx, gmm_params *p, int64_t m) 
   return SK_STATUS_OK;
 }
 
+/* group_type 0 with a group_list tensor: its rows are read by every run
+ * (sk__gmm_runtime_rows), so only its form is checked here. */
+static sk_status check_runtime_list(sk__build_ctx *ctx, gmm_params *p, const sk__tensor *list) {
+  const char *op = sk__ctx_op(ctx);
+  char s[SK_SHAPE_STR_MAX];
+  int64_t list_type;
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_list_type", &list_type));
+  if (sk__ctx_has_attr(ctx, "group_list"))
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: give group_list as an attribute or an input, not both", op);
+  if (list->dtype != SK_INT64)
+    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input group_list: expected dtype int64, got %s", op,
+                    sk_dtype_name(list->dtype));
+  if (list->rank != 1 || list->shape[0] != p->n_groups)
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input group_list: expected shape [%lld] (one entry per expert), got %s",
+                    op, (long long)p->n_groups, sk__shape_str(list->rank, list->shape, s, sizeof s));
+  if (p->split_item < 2)
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE,
+                    "%s: attribute split_item: a group_list input needs 2 or 3 (one [M, N] output; per-expert "
+                    "outputs would have shapes known only at run time), got %d",
+                    op, p->split_item);
+  p->runtime_groups = true;
+  p->list_type = (int)list_type;
+  return SK_STATUS_OK;
+}
+
+bool sk__gmm_runtime_rows(const sk__node_io *io, int64_t *row_begin, int64_t *row_end, int64_t *rows_used) {
+  const gmm_params *p = io->params;
+  const int64_t *list = io->in[GMM_GROUP_LIST].tensors[0].data;
+  const int64_t m = io->in[GMM_X].tensors[0].shape[0];
+  int64_t end = 0;
+  for (int64_t e = 0; e < p->n_groups; e++) {
+    int64_t next = list[e];
+    if (p->list_type == 0 && next < end) {
+      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
+                        "%s (grouped_matmul): input group_list: cumulative ends must be non-decreasing, but entry "
+                        "%lld is %lld after %lld", io->name, (long long)e, (long long)next, (long long)end);
+      return false;
+    }
+    if (p->list_type == 1) {
+      if (list[e] < 0) {
+        sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
+                          "%s (grouped_matmul): input group_list: count %lld is negative (%lld)", io->name,
+                          (long long)e, (long long)list[e]);
+        return false;
+      }
+      next = list[e] > m - end ? m + 1 : end + list[e]; /* past M either way; no overflow */
+    }
+    if (next > m) {
+      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
+                        "%s (grouped_matmul): input group_list: entry %lld reaches past M = %lld", io->name,
+                        (long long)e, (long long)m);
+      return false;
+    }
+    row_begin[e] = end;
+    row_end[e] = next;
+    end = next;
+  }
+  *rows_used = end;
+  return true;
+}
+
 static sk_status build_moe(sk__build_ctx *ctx, gmm_params *p) {
   const char *op = sk__ctx_op(ctx);
   const sk__tensor *x;
@@ -207,9 +272,15 @@ static sk_status build_moe(sk__build_ctx *ctx, gmm_params *p) {
                       (long long)p->n_groups, bs->count);
     for (size_t e = 0; e < bs->count; e++) SK_RETURN_IF_ERROR(check_bias(op, e, &bs->tensors[e], n, x->dtype));
   }
-  if (!sk__ctx_has_attr(ctx, "group_list"))
-    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list is required with group_type 0", op);
-  SK_RETURN_IF_ERROR(parse_group_list(ctx, p, m));
+  const sk__slot *runtime = sk__ctx_slot(ctx, GMM_GROUP_LIST);
+  if (runtime->count) {
+    SK_RETURN_IF_ERROR(check_runtime_list(ctx, p, &runtime->tensors[0]));
+  } else {
+    if (!sk__ctx_has_attr(ctx, "group_list"))
+      return sk__fail(SK_STATUS_INVALID_ATTRIBUTE,
+                      "%s: group_type 0 needs the group_list attribute or the group_list input", op);
+    SK_RETURN_IF_ERROR(parse_group_list(ctx, p, m));
+  }
   sk__tensor *outs;
   if (p->split_item >= 2) {
     SK_RETURN_IF_ERROR(sk__ctx_set_outputs(ctx, 1, &outs));
@@ -338,10 +409,23 @@ gmm_group sk__gmm_group(const sk__node_io *io, int64_t g) {
     }
     return q;
   }
+  /* With a run-time group list the rows are unknown here: no rows. */
+  if (!p->row_begin) return sk__gmm_group_rows(io, g, 0, 0);
+  return sk__gmm_group_rows(io, g, p->row_begin[g], p->row_end[g] - p->row_begin[g]);
+}
+
+gmm_group sk__gmm_group_rows(const sk__node_io *io, int64_t g, int64_t row0, int64_t m) {
+  const gmm_params *p = io->params;
+  const sk__slot *xs = &io->in[GMM_X], *ws = &io->in[GMM_WEIGHT];
+  gmm_group q = {0};
+  q.bias = group_vec(&io->in[GMM_BIAS], g);
+  q.scale = group_vec(&io->in[GMM_SCALE], g);
+  q.offset = group_vec(&io->in[GMM_OFFSET], g);
+  q.y_dtype = p->out_dtype;
+  q.w_packed = sk__packed_weight(io->packed, g);
   const sk__tensor *x = &xs->tensors[0];
-  int64_t row0 = p->row_begin[g];
   q.k = x->shape[1];
-  q.m = p->row_end[g] - row0;
+  q.m = m;
   q.x = at(x->data, row0 * q.k * (int64_t)sk_dtype_size(x->dtype));
   q.x_dtype = x->dtype;
   const sk__tensor *w = &ws->tensors[ws->count == 1 && ws->tensors[0].rank == 3 ? 0 : g];
@@ -368,8 +452,19 @@ sk__gemm_problem sk__gmm_float_problem(const gmm_group *q) {
 /* Reference: every group through the plain GEMM, then the zero tail. */
 static void reference(const sk__node_io *io) {
   const gmm_params *p = io->params;
+  int64_t *rb = p->row_begin, *re = p->row_end, rows_used = p->rows_used;
+  if (p->runtime_groups) { /* the rows come from this run's group_list */
+    rb = malloc((size_t)p->n_groups * sizeof *rb);
+    re = malloc((size_t)p->n_groups * sizeof *re);
+    bool ok = rb && re && sk__gmm_runtime_rows(io, rb, re, &rows_used);
+    if (!rb || !re) sk__run_error_set(io->run_error, SK_STATUS_OUT_OF_MEMORY, "%s (grouped_matmul): out of memory", io->name);
+    if (!ok) {
+      free(rb), free(re);
+      return;
+    }
+  }
   for (int64_t g = 0; g < p->n_groups; g++) {
-    gmm_group q = sk__gmm_group(io, g);
+    gmm_group q = p->group_type == 0 ? sk__gmm_group_rows(io, g, rb[g], re[g] - rb[g]) : sk__gmm_group(io, g);
     if (p->quant) {
       sk__gmm_quant_reference(&q);
     } else {
@@ -380,8 +475,9 @@ static void reference(const sk__node_io *io) {
   if (p->group_type == 0 && p->split_item >= 2) {
     const sk__tensor *y = &io->out[0];
     size_t row = (size_t)y->shape[1] * sk_dtype_size(y->dtype);
-    memset((char *)y->data + (size_t)p->rows_used * row, 0, (size_t)(y->shape[0] - p->rows_used) * row);
+    memset((char *)y->data + (size_t)rows_used * row, 0, (size_t)(y->shape[0] - rows_used) * row);
   }
+  if (p->runtime_groups) free(rb), free(re);
 }
 
 const sk__op_def sk__op_grouped_matmul = {

@@ -6,10 +6,14 @@
 
 #include <stdbool.h>
 
+#include "core/run_error.h"
 #include "kernels/gemm/gemm.h"
 #include "ops/op.h"
 
-enum { GMM_X, GMM_WEIGHT, GMM_BIAS, GMM_SCALE, GMM_OFFSET, GMM_PER_TOKEN_SCALE };
+enum { GMM_X, GMM_WEIGHT, GMM_BIAS, GMM_SCALE, GMM_OFFSET, GMM_PER_TOKEN_SCALE, GMM_GROUP_LIST };
+
+/* Groups (experts) of one node, at most. */
+#define GMM_MAX_GROUPS 1024
 
 typedef struct gmm_params {
   int group_type;      /* -1: lists; 0: one x split by group_list rows */
@@ -20,6 +24,10 @@ typedef struct gmm_params {
   int64_t *row_begin;  /* group_type 0: rows of each expert, from group_list */
   int64_t *row_end;
   int64_t rows_used;   /* group_type 0: rows covered by groups; the rest are zero */
+  /* group_type 0 with the group_list input: the rows of each expert are
+   * known only when a run reads the tensor (row_begin / row_end NULL). */
+  bool runtime_groups;
+  int list_type;       /* group_list_type: 0 cumulative ends, 1 counts */
 } gmm_params;
 
 /* A per-group vector operand (bias, scale, offset, per-token scale): len
@@ -43,6 +51,13 @@ typedef struct gmm_group {
 
 /* Group g of a node whose tensors may or may not have data yet. */
 gmm_group sk__gmm_group(const sk__node_io *io, int64_t g);
+/* group_type 0: rows [row0, row0 + m) of x and y taken as group g's. */
+gmm_group sk__gmm_group_rows(const sk__node_io *io, int64_t g, int64_t row0, int64_t m);
+
+/* A run-time group list read and checked: each expert's rows. Fails (into
+ * io's run error, naming the op and the entry) on a decreasing cumulative
+ * list, a negative count, or rows past M; returns false then. */
+bool sk__gmm_runtime_rows(const sk__node_io *io, int64_t *row_begin, int64_t *row_end, int64_t *rows_used);
 
 /* Float path: the group as a GEMM problem. */
 sk__gemm_problem sk__gmm_float_problem(const gmm_group *q);

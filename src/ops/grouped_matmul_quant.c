@@ -93,7 +93,7 @@ sk_status sk__gmm_check_quant(sk__build_ctx *ctx, const gmm_params *p) {
       m[g] = 1;
       for (int d = 0; d + 1 < x->rank; d++) m[g] *= x->shape[d];
     } else {
-      m[g] = p->row_end[g] - p->row_begin[g];
+      m[g] = p->row_begin ? p->row_end[g] - p->row_begin[g] : 0; /* unknown until run time: unused */
     }
   }
   sk_status st = check_vec(ctx, p, GMM_SCALE, "scale", n, true, scale_dtype, "fp32, bf16 or int64");

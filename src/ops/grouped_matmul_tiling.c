@@ -5,7 +5,13 @@
  * panel, so more, smaller tiles than cores would pay that packing again and
  * again. Tile heights are multiples of the micro-kernel's MR, capped so
  * packed panels stay cache-sized. Results never depend on the tiling (the
- * GEMM contract fixes every element's summation order). */
+ * GEMM contract fixes every element's summation order).
+ *
+ * With a run-time group list (the group_list input) the experts' rows are
+ * unknown at compile: tiles then cut the whole [M, N] output, and each
+ * block reads the list, checks it and computes the part of every expert
+ * that falls in its rows (an empty expert falls in none and costs nothing),
+ * zero-filling rows past the last expert. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,9 +27,14 @@
 #define TILE_N_MAX 512
 
 typedef struct gmm_tile {
-  int64_t group; /* -1: zero-fill rows [m0, m1) of the single output */
+  int64_t group; /* >= 0: that group's rows; ZERO_TILE; RUNTIME_TILE */
   int64_t m0, m1, n0, n1;
 } gmm_tile;
+
+enum {
+  ZERO_TILE = -1,   /* zero-fill rows [m0, m1) of the single output */
+  RUNTIME_TILE = -2 /* rows [m0, m1) of x and y, experts found at run time */
+};
 
 typedef struct gmm_tiles {
   int64_t count, cap;
@@ -79,11 +90,31 @@ static void split_group(int64_t m, int64_t n, int64_t want, int64_t mr, int64_t 
   *tn_out = best_tn;
 }
 
+/* A run-time group list: about one tile of the whole output per core. */
+static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, sk__tiling *out) {
+  const gmm_params *p = io->params;
+  gmm_group q = sk__gmm_group_rows(io, 0, 0, io->in[GMM_X].tensors[0].shape[0]);
+  int64_t tm, tn;
+  split_group(q.m, q.n, n_cores, mr, nr, &tm, &tn);
+  gmm_tiles t = {0};
+  for (int64_t m0 = 0; m0 < q.m; m0 += tm)
+    for (int64_t n0 = 0; n0 < q.n; n0 += tn)
+      if (!push(&t, (gmm_tile){RUNTIME_TILE, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n})) {
+        free(t.tiles);
+        return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
+      }
+  out->n_blocks = t.count;
+  out->workspace_bytes = p->quant ? quant_workspace(tm, tn, q.k) : sk__gemm_workspace_size(tm, tn, q.k);
+  out->plan = t.tiles;
+  return SK_STATUS_OK;
+}
+
 sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const gmm_params *p = io->params;
   int64_t mr, nr;
   if (p->quant) sk__qgemm_micro_tile(sk__cpu_isa(), &mr, &nr);
   else sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  if (p->runtime_groups) return tile_runtime(io, n_cores, mr, nr, out);
   double total = 0;
   for (int64_t g = 0; g < p->n_groups; g++) {
     gmm_group q = sk__gmm_group(io, g);
@@ -111,7 +142,7 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
         }
   }
   if (p->group_type == 0 && p->split_item >= 2 && p->rows_used < io->out[0].shape[0]) {
-    if (!push(&t, (gmm_tile){-1, p->rows_used, io->out[0].shape[0], 0, io->out[0].shape[1]})) {
+    if (!push(&t, (gmm_tile){ZERO_TILE, p->rows_used, io->out[0].shape[0], 0, io->out[0].shape[1]})) {
       free(t.tiles);
       return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
     }
@@ -122,27 +153,53 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   return SK_STATUS_OK;
 }
 
+/* Output [m0, m1) x [n0, n1) of one group. */
+static void compute(const sk__node_io *io, const gmm_group *q, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                    void *workspace) {
+  if (((const gmm_params *)io->params)->quant) {
+    int64_t tn = n1 - n0;
+    int32_t *acc = workspace;
+    void *panels = (char *)workspace + sk__align_up((size_t)((m1 - m0) * tn) * sizeof(int32_t));
+    sk__qgemm_problem qp = {.m = q->m, .n = q->n, .k = q->k, .a = q->x, .lda = q->k, .b = q->w, .ldb = q->n,
+                            .b_packed = q->w_packed};
+    sk__qgemm_tile(&qp, m0, m1, n0, n1, acc, tn, panels, sk__cpu_isa());
+    sk__gmm_quant_epilogue(q, acc, tn, m0, m1, n0, n1);
+    return;
+  }
+  sk__gemm_problem f = sk__gmm_float_problem(q);
+  sk__gemm_tile(&f, m0, m1, n0, n1, workspace, sk__cpu_isa());
+}
+
+/* Zeroes rows [m0, m1), columns [n0, n1) of the single [M, N] output. */
+static void zero_rows(const sk__node_io *io, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const sk__tensor *y = &io->out[0];
+  size_t es = sk_dtype_size(y->dtype), row = (size_t)y->shape[1] * es;
+  for (int64_t r = m0; r < m1; r++) memset((char *)y->data + (size_t)r * row + (size_t)n0 * es, 0, (size_t)(n1 - n0) * es);
+}
+
+static void run_runtime_tile(const sk__node_io *io, const gmm_tile *tile, void *workspace) {
+  const gmm_params *p = io->params;
+  int64_t begin[GMM_MAX_GROUPS], end[GMM_MAX_GROUPS], rows_used;
+  if (!sk__gmm_runtime_rows(io, begin, end, &rows_used)) return; /* the run fails, naming the entry */
+  for (int64_t e = 0; e < p->n_groups; e++) {
+    int64_t lo = begin[e] > tile->m0 ? begin[e] : tile->m0, hi = end[e] < tile->m1 ? end[e] : tile->m1;
+    if (lo >= hi) continue;
+    gmm_group q = sk__gmm_group_rows(io, e, lo, hi - lo);
+    compute(io, &q, 0, hi - lo, tile->n0, tile->n1, workspace);
+  }
+  if (rows_used < tile->m1) zero_rows(io, rows_used > tile->m0 ? rows_used : tile->m0, tile->m1, tile->n0, tile->n1);
+}
+
 void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const gmm_tile *tile = &((const gmm_tile *)io->plan)[block];
-  if (tile->group < 0) {
-    const sk__tensor *y = &io->out[0];
-    size_t row = (size_t)y->shape[1] * sk_dtype_size(y->dtype);
-    memset((char *)y->data + (size_t)tile->m0 * row, 0, (size_t)(tile->m1 - tile->m0) * row);
-    return;
+  if (tile->group == RUNTIME_TILE) {
+    run_runtime_tile(io, tile, workspace);
+  } else if (tile->group == ZERO_TILE) {
+    zero_rows(io, tile->m0, tile->m1, 0, io->out[0].shape[1]);
+  } else {
+    gmm_group q = sk__gmm_group(io, tile->group);
+    compute(io, &q, tile->m0, tile->m1, tile->n0, tile->n1, workspace);
   }
-  gmm_group q = sk__gmm_group(io, tile->group);
-  if (((const gmm_params *)io->params)->quant) {
-    int64_t tn = tile->n1 - tile->n0;
-    int32_t *acc = workspace;
-    void *panels = (char *)workspace + sk__align_up((size_t)((tile->m1 - tile->m0) * tn) * sizeof(int32_t));
-    sk__qgemm_problem qp = {.m = q.m, .n = q.n, .k = q.k, .a = q.x, .lda = q.k, .b = q.w, .ldb = q.n,
-                            .b_packed = q.w_packed};
-    sk__qgemm_tile(&qp, tile->m0, tile->m1, tile->n0, tile->n1, acc, tn, panels, sk__cpu_isa());
-    sk__gmm_quant_epilogue(&q, acc, tn, tile->m0, tile->m1, tile->n0, tile->n1);
-    return;
-  }
-  sk__gemm_problem f = sk__gmm_float_problem(&q);
-  sk__gemm_tile(&f, tile->m0, tile->m1, tile->n0, tile->n1, workspace, sk__cpu_isa());
 }
 
 /* A tile reads its rows of its group's x (and its group's other operands
@@ -151,6 +208,13 @@ void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
 void sk__gmm_footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
   const gmm_params *p = io->params;
   const gmm_tile *tile = &((const gmm_tile *)io->plan)[block];
+  if (tile->group == RUNTIME_TILE) { /* rows of x and y; every expert's operands may be read */
+    const sk__tensor *x = &io->in[GMM_X].tensors[0], *y = &io->out[0];
+    int64_t xrow = x->shape[1] * (int64_t)sk_dtype_size(x->dtype), yrow = y->shape[1] * (int64_t)sk_dtype_size(y->dtype);
+    reads[sk__io_input_index(io, GMM_X, 0)] = (sk__span){tile->m0 * xrow, tile->m1 * xrow};
+    writes[0] = (sk__span){tile->m0 * yrow, tile->m1 * yrow};
+    return;
+  }
   for (int s = 0; s < SK__MAX_SLOTS; s++)
     for (size_t j = 0; j < io->in[s].count; j++) {
       bool mine = tile->group >= 0 && (io->in[s].count == 1 || (int64_t)j == tile->group);

@@ -49,6 +49,10 @@ typedef struct sk__node_io {
    * weights in micro-kernel panels), or NULL: run_block then works from the
    * tensors as given. */
   const void *packed;
+  /* The node's name, and where a block reports an error in data only a run
+   * can see (core/run_error.h; NULL: nowhere, outside a program). */
+  const char *name;
+  struct sk__run_error *run_error;
 } sk__node_io;
 
 typedef struct sk__build_ctx sk__build_ctx;
