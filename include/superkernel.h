@@ -263,9 +263,11 @@ typedef struct sk_attr {
  *   cast           x;                 dtype (int, an sk_dtype)
  *   concat         x (list);          dim (int, may be negative)
  *   grouped_matmul x (list), weight (list), bias, scale, offset,
- *                  per_token_scale (lists, optional); group_type (-1 or 0,
- *                  default -1), group_list (ints), group_list_type (0
- *                  cumulative, 1 counts), split_item (0..3), output_dtype
+ *                  per_token_scale (lists, optional), group_list (int64
+ *                  [E] read at run time, optional); group_type (-1 or 0,
+ *                  default -1), group_list (ints, fixed at build),
+ *                  group_list_type (0 cumulative, 1 counts), split_item
+ *                  (0..3), output_dtype
  *   moe_gating_topk x, bias; k, k_group, group_count, group_select_mode,
  *                  renorm, norm_type, out_flag, routed_scaling_factor (float),
  *                  eps (float)                   -> y, expert_idx, out
