@@ -651,21 +651,37 @@ SK_API void sk_fused_kernel_destroy(sk_fused_kernel *fk);
 
 typedef struct sk_program sk_program;
 
-/* How a compiled program runs. */
-/* How a compiled program runs. SK_EXECUTOR_DEFAULT takes $SK_EXECUTOR
- * (eager, interp, jit or auto) when it is set, else auto. */
+/* How a compiled program runs: the one list XX(NAME, "name"), which makes
+ * the enum and sk_executor_name / sk_executor_parse.
+ *   DEFAULT    $SK_EXECUTOR (eager, interp, jit or auto) when set, else auto
+ *   EAGER      super kernels off: every op its own launch
+ *   REFERENCE  every op's plain reference implementation, on the calling
+ *              thread: slow, for checking results
+ *   INTERP     each scope one launch; cores walk task lists
+ *   JIT        each scope's plan compiled to C by the system compiler
+ *              ($SK_CC or cc), cached, loaded; any failure falls back to
+ *              INTERP with a warning
+ *   AUTO       JIT with fallback (the default) */
+#define SK_EXECUTOR_MAP(XX) \
+  XX(DEFAULT, "default")    \
+  XX(EAGER, "eager")        \
+  XX(REFERENCE, "reference") \
+  XX(INTERP, "interp")      \
+  XX(JIT, "jit")            \
+  XX(AUTO, "auto")
+
 typedef enum sk_executor {
-  SK_EXECUTOR_DEFAULT = 0,
-  SK_EXECUTOR_EAGER,       /* super kernels off: every op its own launch */
-  SK_EXECUTOR_REFERENCE,   /* every op's plain reference implementation, on
-                            * the calling thread: slow, for checking results */
-  SK_EXECUTOR_INTERP,      /* each scope one launch; cores walk task lists */
-  SK_EXECUTOR_JIT,         /* each scope's plan compiled to C by the system
-                            * compiler ($SK_CC or cc), cached, loaded; any
-                            * failure falls back to INTERP with a warning */
-  SK_EXECUTOR_AUTO,        /* JIT with fallback (the default) */
+#define SK__EXECUTOR_ENUM(name, text) SK_EXECUTOR_##name,
+  SK_EXECUTOR_MAP(SK__EXECUTOR_ENUM)
+#undef SK__EXECUTOR_ENUM
   SK_EXECUTOR_COUNT_
 } sk_executor;
+
+/* "eager", "jit", ...; "invalid" for a value outside the enum. */
+SK_API const char *sk_executor_name(sk_executor executor);
+/* The executor named name (as sk_executor_name gives it);
+ * SK_STATUS_INVALID_ARGUMENT naming the accepted names otherwise. */
+SK_API sk_status sk_executor_parse(const char *name, sk_executor *executor_out);
 
 typedef struct sk_compile_config {
   size_t struct_size; /* sizeof(sk_compile_config) */

@@ -272,7 +272,21 @@ static void test_log_from_threads(void) {
   restore_logging();
 }
 
-TEST_MAIN(TEST_CASE(test_default_level), TEST_CASE(test_status_strings),
+/* Executor names come from one list: every value round-trips. */
+static void test_executor_names(void) {
+  for (int e = 0; e < SK_EXECUTOR_COUNT_; e++) {
+    sk_executor back = SK_EXECUTOR_COUNT_;
+    CHECK_OK(sk_executor_parse(sk_executor_name((sk_executor)e), &back));
+    CHECK(back == (sk_executor)e);
+  }
+  CHECK(strcmp(sk_executor_name(SK_EXECUTOR_JIT), "jit") == 0);
+  CHECK(strcmp(sk_executor_name((sk_executor)99), "invalid") == 0);
+  sk_executor e;
+  CHECK_FAILS(sk_executor_parse("fast", &e), SK_STATUS_INVALID_ARGUMENT, "'fast'", "eager", "auto");
+  CHECK_FAILS(sk_executor_parse(NULL, &e), SK_STATUS_INVALID_ARGUMENT, "name is NULL");
+}
+
+TEST_MAIN(TEST_CASE(test_default_level), TEST_CASE(test_status_strings), TEST_CASE(test_executor_names),
           TEST_CASE(test_last_error), TEST_CASE(test_last_error_per_thread),
           TEST_CASE(test_log_handler_levels), TEST_CASE(test_log_level_clamping),
           TEST_CASE(test_default_handler), TEST_CASE(test_log_from_threads))

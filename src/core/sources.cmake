@@ -2,6 +2,7 @@ list(APPEND SK_SOURCES
   core/alloc.c
   core/cpu.c
   core/dtype.c
+  core/executor.c
   core/log.c
   core/run_error.c
   core/status.c

@@ -24,6 +24,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/executor.h"
 #include "custom/custom.h"
 #include "exec/program.h"
 #include "jit/jit.h"
@@ -176,21 +177,6 @@ static sk_status alloc_workspaces(sk_program *p, int n_cores) {
   return SK_STATUS_OK;
 }
 
-/* $SK_EXECUTOR, as program.c reads it for SK_EXECUTOR_DEFAULT. */
-static sk_status executor_from_env(sk_executor *out) {
-  static const char *const names[] = {"eager", "interp", "jit", "auto"};
-  static const sk_executor values[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT, SK_EXECUTOR_AUTO};
-  const char *s = getenv("SK_EXECUTOR");
-  *out = SK_EXECUTOR_AUTO;
-  if (!s || !*s) return SK_STATUS_OK;
-  for (int i = 0; i < 4; i++)
-    if (strcmp(s, names[i]) == 0) {
-      *out = values[i];
-      return SK_STATUS_OK;
-    }
-  return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_create: SK_EXECUTOR=%s: expected eager, interp, jit or auto",
-                  s);
-}
 
 static sk_status parse_options(const char *options, sk__options *o) {
   sk_status st = sk__options_parse(options, o);
@@ -227,7 +213,7 @@ sk_status sk_fused_kernel_create(sk_kernel *const *kernels, size_t n, const char
   for (size_t i = 0; i < n; i++)
     if (!kernels[i]) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_create: kernels[%zu] is NULL", i);
   sk_executor executor;
-  SK_RETURN_IF_ERROR(executor_from_env(&executor));
+  SK_RETURN_IF_ERROR(sk__executor_resolve(SK_EXECUTOR_DEFAULT, "sk_fused_kernel_create", &executor));
   sk__options o;
   SK_RETURN_IF_ERROR(parse_options(options, &o));
   int n_cores = team ? sk_team_num_cores(team) : 1;

@@ -20,7 +20,7 @@ static bool append(char **buf, size_t *len, const char *piece) {
   return true;
 }
 
-static const char *executor_name(sk_executor e) {
+static const char *executor_summary(sk_executor e) {
   switch (e) {
     case SK_EXECUTOR_EAGER: return "eager";
     case SK_EXECUTOR_REFERENCE: return "reference";
@@ -38,7 +38,7 @@ sk_status sk_program_describe(const sk_program *p, char **text_out) {
   size_t len = 0;
   bool ok = true;
   snprintf(line, sizeof line, "program: %zu steps, executor %s, planned for %d cores\n", p->n_steps,
-           executor_name(p->executor), p->tiled_cores);
+           executor_summary(p->executor), p->tiled_cores);
   ok = append(&buf, &len, line);
   if (ok && p->n_constants) {
     snprintf(line, sizeof line, "constants: %zu (%zu bytes); packed at compile: %zu bytes\n", p->n_constants,

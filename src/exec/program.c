@@ -9,6 +9,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/executor.h"
 #include "jit/jit.h"
 #include "runtime/barrier.h"
 #include "profile/profile.h"
@@ -225,20 +226,6 @@ void sk_program_destroy(sk_program *p) {
   free(p);
 }
 
-/* $SK_EXECUTOR for configs that leave the choice to the environment. */
-static sk_status executor_from_env(sk_executor *out) {
-  static const char *const names[] = {"eager", "interp", "jit", "auto"};
-  static const sk_executor values[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT, SK_EXECUTOR_AUTO};
-  const char *s = getenv("SK_EXECUTOR");
-  *out = SK_EXECUTOR_AUTO;
-  if (!s || !*s) return SK_STATUS_OK;
-  for (int i = 0; i < 4; i++)
-    if (strcmp(s, names[i]) == 0) {
-      *out = values[i];
-      return SK_STATUS_OK;
-    }
-  return sk__fail(SK_STATUS_INVALID_ARGUMENT, "SK_EXECUTOR=%s: expected eager, interp, jit or auto", s);
-}
 
 sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program **program_out) {
   sk__clear_error();
@@ -258,7 +245,7 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
     executor = cfg->executor;
   if (executor < SK_EXECUTOR_DEFAULT || executor >= SK_EXECUTOR_COUNT_)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: cfg->executor = %d: expected an sk_executor", (int)executor);
-  if (executor == SK_EXECUTOR_DEFAULT) SK_RETURN_IF_ERROR(executor_from_env(&executor));
+  SK_RETURN_IF_ERROR(sk__executor_resolve(executor, "sk_compile", &executor));
   sk_program *p = calloc(1, sizeof *p);
   if (!p) return fail_oom();
   p->executor = executor;

@@ -82,8 +82,9 @@ static int parse(int argc, char **argv, run_args *a) {
       a->weights_as_inputs = true;
     } else if (VALUE_OPTION("--executor")) {
       if (r < 0) return SK_EXIT_USAGE;
-      if (!sk_executor_parse(val, &a->executor))
-        return cli_usage_error("run", synopsis, "--executor: expected one of %s, got '%s'", sk_executor_names(), val);
+      if (!sk_cli_executor_parse(val, &a->executor))
+        return cli_usage_error("run", synopsis, "--executor: expected one of %s, got '%s'", sk_cli_executor_names(),
+                               val);
       a->has_executor = true;
     } else if (VALUE_OPTION("--threads")) {
       if (r < 0 || !cli_parse_int("run", synopsis, "--threads", val, 1, 1024, &a->threads)) return SK_EXIT_USAGE;
@@ -115,7 +116,7 @@ static int parse(int argc, char **argv, run_args *a) {
   if (!a->model) return cli_usage_error("run", synopsis, "missing MODEL (one of %s)", skm_model_list());
   if (a->no_sk && a->has_executor && a->executor != SK_EXECUTOR_EAGER)
     return cli_usage_error("run", synopsis, "--no-sk (eager) conflicts with --executor %s",
-                           sk_executor_label(a->executor));
+                           sk_executor_name(a->executor));
   const char *dirs[] = {a->inputs_dir, a->save_inputs_dir, a->save_outputs_dir};
   const char *flags[] = {"--inputs", "--save-inputs", "--save-outputs"};
   for (int k = 0; k < 3; k++)

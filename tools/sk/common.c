@@ -109,30 +109,12 @@ double cli_median(double *values, int n) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-const char *sk_executor_label(sk_executor executor) {
-  switch (executor) {
-    case SK_EXECUTOR_EAGER: return "eager";
-    case SK_EXECUTOR_INTERP: return "interp";
-    case SK_EXECUTOR_JIT: return "jit";
-    case SK_EXECUTOR_AUTO: return "auto";
-    case SK_EXECUTOR_REFERENCE: return "reference";
-    default: return "default";
-  }
+bool sk_cli_executor_parse(const char *text, sk_executor *out) {
+  /* The library's names, less "default" (leaving --executor out is that). */
+  return sk_executor_parse(text, out) == SK_STATUS_OK && *out != SK_EXECUTOR_DEFAULT;
 }
 
-static const sk_executor cli_executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT, SK_EXECUTOR_AUTO,
-                                            SK_EXECUTOR_REFERENCE};
-
-bool sk_executor_parse(const char *text, sk_executor *out) {
-  for (size_t i = 0; i < sizeof cli_executors / sizeof cli_executors[0]; i++)
-    if (strcmp(text, sk_executor_label(cli_executors[i])) == 0) {
-      *out = cli_executors[i];
-      return true;
-    }
-  return false;
-}
-
-const char *sk_executor_names(void) { return "eager, interp, jit, auto, reference"; }
+const char *sk_cli_executor_names(void) { return "eager, interp, jit, auto, reference"; }
 
 sk_executor sk_executor_resolve(sk_executor requested, bool *from_env) {
   if (from_env) *from_env = false;
@@ -143,13 +125,13 @@ sk_executor sk_executor_resolve(sk_executor requested, bool *from_env) {
   if (from_env) *from_env = true;
   static const sk_executor from[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT, SK_EXECUTOR_AUTO};
   for (size_t i = 0; i < sizeof from / sizeof from[0]; i++)
-    if (strcmp(env, sk_executor_label(from[i])) == 0) return from[i];
+    if (strcmp(env, sk_executor_name(from[i])) == 0) return from[i];
   return SK_EXECUTOR_DEFAULT;
 }
 
 const char *sk_compile_stats_format(const sk_compile_stats *st, char *buf, size_t size) {
   const char *how = st->requested != SK_EXECUTOR_DEFAULT ? "" : st->from_env ? "$SK_EXECUTOR; " : "default; ";
-  const char *label = sk_executor_label(st->executor);
+  const char *label = sk_executor_name(st->executor);
   switch (st->executor) {
     case SK_EXECUTOR_EAGER: snprintf(buf, size, "%s (%ssuper kernels off)", label, how); break;
     case SK_EXECUTOR_REFERENCE:

@@ -123,13 +123,12 @@ void sk_session_close(sk_session *s);
  * values, whichever way the weights were built; errors as sk_session_open. */
 int sk_session_fill_inputs(sk_session *s, const char *cmd, skm_io *io);
 
-/* "eager", "interp", "jit", "auto", "reference", "default". */
-const char *sk_executor_label(sk_executor executor);
-/* Parses an --executor value (eager, interp, jit, auto, reference); false
+/* Executor names are the library's (sk_executor_name / sk_executor_parse).
+ * Parses an --executor value (eager, interp, jit, auto, reference); false
  * when it is none of them. */
-bool sk_executor_parse(const char *text, sk_executor *out);
+bool sk_cli_executor_parse(const char *text, sk_executor *out);
 /* "eager, interp, jit, auto, reference" */
-const char *sk_executor_names(void);
+const char *sk_cli_executor_names(void);
 /* What executor runs for `requested`: SK_EXECUTOR_DEFAULT becomes
  * $SK_EXECUTOR (eager, interp, jit, auto) or auto when unset (*from_env,
  * may be NULL, says which); an invalid $SK_EXECUTOR stays
