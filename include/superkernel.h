@@ -34,6 +34,14 @@ extern "C" {
 #define SK_API
 #endif
 
+/* Structs that may grow (sk_team_config, sk_op_desc, sk_kernel_desc,
+ * sk_compile_config) start with `size_t struct_size`, one rule for all: set
+ * it to sizeof the struct as your header has it, or leave it 0 for this
+ * header's size. Fields past it take their defaults, so a program built
+ * against an older header keeps working; a size larger than this library
+ * knows (a newer header) or too small to hold the struct's first release
+ * is an error naming the accepted range. */
+
 /* ------------------------------------------------------------------------ */
 /* Version                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -169,8 +177,7 @@ SK_API void sk_decode_quant_param(int64_t packed, float *scale_out, float *offse
 typedef struct sk_team sk_team;
 
 typedef struct sk_team_config {
-  /* sizeof(sk_team_config); lets the struct grow without new entry points. */
-  size_t struct_size;
+  size_t struct_size; /* sizeof(sk_team_config) or 0: the struct_size rule above */
   /* Number of cores (threads, the caller included). 0 = the CPUs available
    * to the process (sched_getaffinity), or $SK_NUM_THREADS when set. */
   int num_cores;
@@ -278,7 +285,7 @@ typedef struct sk_attr {
  *                  output_dtype (default int8)
  */
 typedef struct sk_op_desc {
-  size_t struct_size;        /* 0 or sizeof(sk_op_desc) */
+  size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */
   const char *op;            /* op type, e.g. "grouped_matmul" */
   const char *name;          /* optional node name for messages; NULL = auto */
   const sk_op_input *inputs; /* n_inputs named slots */
@@ -554,8 +561,8 @@ SK_API sk_status sk_kernel_arg_info(const sk_kernel_ctx *ctx, int i, sk_dtype *d
 #define SK_KERNEL_MAX_OUTPUTS 16
 
 typedef struct sk_kernel_desc {
-  /* sizeof(sk_kernel_desc); lets the struct grow without new entry points.
-   * A size that ends before `infer` is accepted (no infer, no user). */
+  /* sizeof(sk_kernel_desc) or 0: the struct_size rule. A size that ends
+   * before `infer` is accepted (no infer, no user). */
   size_t struct_size;
   /* Unique among kernels and ops (letters, digits, '_', '-', '.'; at most
    * 63 characters); the op type in graphs and in option lists such as
@@ -684,7 +691,7 @@ SK_API const char *sk_executor_name(sk_executor executor);
 SK_API sk_status sk_executor_parse(const char *name, sk_executor *executor_out);
 
 typedef struct sk_compile_config {
-  size_t struct_size; /* sizeof(sk_compile_config) */
+  size_t struct_size; /* sizeof(sk_compile_config) or 0: the struct_size rule */
   /* The team the program will run on: kernels are tiled and super kernels
    * planned for its size. NULL = one core. An eager program runs on any
    * team; a program with super kernels only on a team of this size. */

@@ -838,7 +838,7 @@ static sk_status mu_jit_source_unknown(void) {
 static sk_status mu_empty_scope_name(void) { return grab(sk_graph_begin_scope(G, "", NULL)); }
 static sk_status mu_compile_struct_size(void) {
   square_graph(0);
-  sk_compile_config cfg = {.struct_size = 0};
+  sk_compile_config cfg = {.struct_size = 2}; /* shorter than its first release */
   sk_program *p = NULL;
   return grab(sk_compile(G, &cfg, &p));
 }
@@ -1108,7 +1108,7 @@ static const row ROWS[] = {
     R("misuse", mu_team_mismatch, ARG, "2 cores", "1"),
     R("misuse", mu_team_negative, ARG, "num_cores", "-3"),
     R("misuse", mu_team_pin, ARG, "pin_threads", "7"),
-    R("misuse", mu_team_struct_size, ARG, "struct_size = 64", "expected 1.."),
+    R("misuse", mu_team_struct_size, ARG, "struct_size = 64", "expected "),
     R("misuse", mu_launch_negative, ARG, "n_blocks", "-5"),
     R("misuse", mu_executor, ARG, "executor = 6"),
     R("misuse", mu_wait_unknown, NOTF, "event 42"),

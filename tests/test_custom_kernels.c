@@ -167,8 +167,10 @@ static void test_register_errors(void) {
   sk_kernel_desc d;
   CHECK_FAILS(sk_kernel_register(NULL, &k), SK_STATUS_INVALID_ARGUMENT, "desc is NULL");
   CHECK_FAILS(sk_kernel_register(&ok, NULL), SK_STATUS_INVALID_ARGUMENT, "kernel_out is NULL");
-  d = ok, d.struct_size = 0;
-  CHECK_FAILS(sk_kernel_register(&d, &k), SK_STATUS_INVALID_ARGUMENT, "struct_size = 0", "sizeof(sk_kernel_desc)");
+  d = ok, d.struct_size = 4;
+  CHECK_FAILS(sk_kernel_register(&d, &k), SK_STATUS_INVALID_ARGUMENT, "struct_size = 4", "sizeof(sk_kernel_desc)");
+  d = ok, d.struct_size = sizeof d + 8; /* a newer header */
+  CHECK_FAILS(sk_kernel_register(&d, &k), SK_STATUS_INVALID_ARGUMENT, "struct_size", "expected");
   d = ok, d.name = NULL;
   CHECK_FAILS(sk_kernel_register(&d, &k), SK_STATUS_INVALID_ARGUMENT, "name is NULL");
   d = ok, d.name = "";

@@ -182,8 +182,12 @@ static void test_bad_arguments(void) {
   sk_team_destroy(team);
 
   sk_team *t = (sk_team *)&t; /* must be overwritten with NULL on failure */
-  sk_team_config cfg = {.struct_size = 0, .num_cores = 2};
-  CHECK_FAILS(sk_team_create(&cfg, &t), SK_STATUS_INVALID_ARGUMENT, "struct_size", "0");
+  sk_team_config cfg = {.struct_size = 0, .num_cores = 2}; /* 0: this header's size */
+  CHECK_OK(sk_team_create(&cfg, &t));
+  CHECK(sk_team_num_cores(t) == 2);
+  sk_team_destroy(t);
+  cfg.struct_size = 2; /* shorter than num_cores */
+  CHECK_FAILS(sk_team_create(&cfg, &t), SK_STATUS_INVALID_ARGUMENT, "struct_size = 2", "expected");
   CHECK(t == NULL);
   cfg.struct_size = sizeof cfg + 8;
   CHECK_FAILS(sk_team_create(&cfg, &t), SK_STATUS_INVALID_ARGUMENT, "struct_size");

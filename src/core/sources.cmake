@@ -6,6 +6,7 @@ list(APPEND SK_SOURCES
   core/log.c
   core/run_error.c
   core/status.c
+  core/struct_size.c
   core/tensor.c
   core/text.c
   core/version.c

@@ -8,6 +8,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/struct_size.h"
 #include "custom/custom.h"
 
 /* One lock over find-and-add, so two threads cannot both register a name. */
@@ -235,10 +236,9 @@ static bool name_char_ok(char c) {
 /* Checks every field; copies desc into k (name included). */
 static sk_status check_desc(const sk_kernel_desc *desc, sk_kernel *k) {
   const char *fn = "sk_kernel_register";
-  if (desc->struct_size < MIN_DESC_SIZE)
-    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
-                    "%s: desc->struct_size = %zu is too small: set it to sizeof(sk_kernel_desc) (%zu)", fn,
-                    desc->struct_size, sizeof(sk_kernel_desc));
+  size_t size;
+  SK_RETURN_IF_ERROR(sk__struct_size(fn, "desc->struct_size", "sk_kernel_desc", desc->struct_size, MIN_DESC_SIZE,
+                                     sizeof(sk_kernel_desc), &size));
   if (!desc->name) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: desc->name is NULL", fn);
   size_t len = strlen(desc->name);
   if (len == 0) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: desc->name is empty", fn);
@@ -273,9 +273,9 @@ static sk_status check_desc(const sk_kernel_desc *desc, sk_kernel *k) {
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: kernel '%s': workspace_bytes = %zu is implausibly large", fn, nm,
                     desc->workspace_bytes);
   memset(&k->desc, 0, sizeof k->desc);
-  memcpy(&k->desc, desc, desc->struct_size < sizeof k->desc ? desc->struct_size : sizeof k->desc);
+  memcpy(&k->desc, desc, size);
   k->desc.struct_size = sizeof k->desc;
-  if (desc->struct_size < FULL_DESC_SIZE) k->desc.infer = NULL, k->desc.user = NULL;
+  if (size < FULL_DESC_SIZE) k->desc.infer = NULL, k->desc.user = NULL;
   memcpy(k->name, desc->name, len + 1);
   k->desc.name = k->name;
   return SK_STATUS_OK;

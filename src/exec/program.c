@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/executor.h"
+#include "core/struct_size.h"
 #include "jit/jit.h"
 #include "runtime/barrier.h"
 #include "profile/profile.h"
@@ -232,28 +233,29 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   if (!g || !program_out)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: %s is NULL", !g ? "graph" : "program_out");
   *program_out = NULL;
-  if (cfg && cfg->struct_size < offsetof(sk_compile_config, team) + sizeof(cfg->team))
-    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: cfg->struct_size %zu is too small (set it to sizeof(sk_compile_config))",
-                    cfg->struct_size);
+  size_t size = 0; /* no cfg: every field its default */
+  if (cfg)
+    SK_RETURN_IF_ERROR(sk__struct_size("sk_compile", "cfg->struct_size", "sk_compile_config", cfg->struct_size,
+                                       offsetof(sk_compile_config, team) + sizeof(cfg->team),
+                                       sizeof(sk_compile_config), &size));
+#define HAS(field) (cfg && SK__HAS_FIELD(size, sk_compile_config, field))
   if (g->open_scope >= 0)
     return sk__fail(SK_STATUS_INVALID_STATE, "sk_compile: scope '%s' is still open (end it with sk_graph_end_scope)",
                     g->scopes[g->open_scope].name);
   if (g->n_outputs == 0)
     return sk__fail(SK_STATUS_INVALID_STATE, "sk_compile: the graph has no outputs (mark one with sk_graph_mark_output)");
   sk_executor executor = SK_EXECUTOR_DEFAULT;
-  if (cfg && cfg->struct_size >= offsetof(sk_compile_config, executor) + sizeof(cfg->executor))
-    executor = cfg->executor;
+  if (HAS(executor)) executor = cfg->executor;
   if (executor < SK_EXECUTOR_DEFAULT || executor >= SK_EXECUTOR_COUNT_)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: cfg->executor = %d: expected an sk_executor", (int)executor);
   SK_RETURN_IF_ERROR(sk__executor_resolve(executor, "sk_compile", &executor));
   sk_program *p = calloc(1, sizeof *p);
   if (!p) return fail_oom();
   p->executor = executor;
-  if (cfg && cfg->struct_size >= offsetof(sk_compile_config, profile) + sizeof(cfg->profile))
-    p->profile_launches = cfg->profile != 0;
+  if (HAS(profile)) p->profile_launches = cfg->profile != 0;
   pthread_mutex_init(&p->run_lock, NULL);
   sk__watchdog_init(&p->watchdog, sk__watchdog_resolve_ms(
-      cfg && cfg->struct_size >= offsetof(sk_compile_config, watchdog_ms) + sizeof(cfg->watchdog_ms) ? cfg->watchdog_ms : 0));
+      HAS(watchdog_ms) ? cfg->watchdog_ms : 0));
   p->tiled_cores = cfg && cfg->team ? sk_team_num_cores(cfg->team) : 1;
   p->n_values = g->n_values;
   sk_status st = copy_bindings(g->inputs, g->n_inputs, g, &p->inputs);
@@ -270,19 +272,20 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   }
   for (size_t i = 0; st == SK_STATUS_OK && i < p->n_nodes; i++) st = sk__watch_eager_barrier(p, &p->nodes[i]);
   if (st == SK_STATUS_OK) st = plan_storage(g, p);
-  if (st == SK_STATUS_OK) st = sk__program_build_steps(p, g, cfg && cfg->struct_size >= offsetof(sk_compile_config, default_options) + sizeof(cfg->default_options) ? cfg->default_options : NULL);
+  if (st == SK_STATUS_OK) st = sk__program_build_steps(p, g, HAS(default_options) ? cfg->default_options : NULL);
   if (st != SK_STATUS_OK) {
     sk_program_destroy(p);
     return st;
   }
   /* Compile the super kernels; any that cannot be stay interpreted. */
   if (p->executor == SK_EXECUTOR_JIT || p->executor == SK_EXECUTOR_AUTO) {
-    bool has_hook = cfg && cfg->struct_size >= offsetof(sk_compile_config, on_jit_user) + sizeof(cfg->on_jit_user);
+    bool has_hook = HAS(on_jit_user);
     sk__program_jit_progress(p, has_hook ? cfg->on_jit : NULL, has_hook ? cfg->on_jit_user : NULL);
   }
   *program_out = p;
   return SK_STATUS_OK;
 }
+#undef HAS
 
 size_t sk_program_num_inputs(const sk_program *p) { return p ? p->n_inputs : 0; }
 size_t sk_program_num_outputs(const sk_program *p) { return p ? p->n_outputs : 0; }

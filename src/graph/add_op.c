@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/struct_size.h"
 #include "graph/build_ctx.h"
 #include "graph/graph.h"
 
@@ -63,8 +64,9 @@ static sk_status resolve_inputs(sk__build_ctx *ctx, const tensor_source *src, sk
  * On success ctx holds the params and outputs. */
 static sk_status build(const sk_op_desc *desc, const tensor_source *src, sk__build_ctx *ctx, sk__tensor **scratch) {
   if (!desc) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "op description is NULL");
-  if (desc->struct_size != 0 && desc->struct_size < offsetof(sk_op_desc, n_attrs) + sizeof(size_t))
-    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "op description: struct_size %zu is too small", desc->struct_size);
+  size_t size;
+  SK_RETURN_IF_ERROR(sk__struct_size("op description", "struct_size", "sk_op_desc", desc->struct_size,
+                                     offsetof(sk_op_desc, n_attrs) + sizeof(size_t), sizeof(sk_op_desc), &size));
   if (!desc->op) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "op description: op is NULL");
   const sk__op_def *def = sk__op_find(desc->op);
   if (!def) return sk__fail(SK_STATUS_NOT_FOUND, "unknown op type '%s'", desc->op);

@@ -37,6 +37,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/struct_size.h"
 #include "runtime/wait.h"
 
 typedef struct sk__worker {
@@ -203,22 +204,15 @@ static int pin_from_env(void) {
   return 0;
 }
 
-/* Whether field f of an sk_team_config lies within the caller's struct_size
- * (older callers pass a smaller struct; fields past its end are defaults). */
-#define CFG_HAS(cfg, f) \
-  (offsetof(sk_team_config, f) + sizeof((cfg)->f) <= (cfg)->struct_size)
-
 static sk_status read_config(const sk_team_config *cfg, int *num_cores, int *pin) {
   *num_cores = 0;
   *pin = 0;
   if (!cfg) return SK_STATUS_OK;
-  if (cfg->struct_size == 0 || cfg->struct_size > sizeof(sk_team_config))
-    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
-                    "sk_team_create: cfg->struct_size = %zu: expected 1..%zu "
-                    "(set it to sizeof(sk_team_config))",
-                    cfg->struct_size, sizeof(sk_team_config));
-  if (CFG_HAS(cfg, num_cores)) *num_cores = cfg->num_cores;
-  if (CFG_HAS(cfg, pin_threads)) *pin = cfg->pin_threads;
+  size_t size;
+  SK_RETURN_IF_ERROR(sk__struct_size("sk_team_create", "cfg->struct_size", "sk_team_config", cfg->struct_size,
+                                     offsetof(sk_team_config, num_cores) + sizeof(int), sizeof(sk_team_config), &size));
+  if (SK__HAS_FIELD(size, sk_team_config, num_cores)) *num_cores = cfg->num_cores;
+  if (SK__HAS_FIELD(size, sk_team_config, pin_threads)) *pin = cfg->pin_threads;
   if (*num_cores < 0 || *num_cores > SK_TEAM_MAX_CORES)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT,
                     "sk_team_create: cfg->num_cores = %d: expected 0 (all available "
