@@ -54,6 +54,11 @@ gmm_group sk__gmm_group(const sk__node_io *io, int64_t g);
 /* group_type 0: rows [row0, row0 + m) of x and y taken as group g's. */
 gmm_group sk__gmm_group_rows(const sk__node_io *io, int64_t g, int64_t row0, int64_t m);
 
+/* The group_list attribute into row_begin / row_end (build time); the form
+ * of a group_list input (its rows are read by each run). */
+sk_status sk__gmm_parse_group_list(sk__build_ctx *ctx, gmm_params *p, int64_t m);
+sk_status sk__gmm_check_runtime_list(sk__build_ctx *ctx, gmm_params *p, const sk__tensor *list);
+
 /* A run-time group list read and checked: each expert's rows. Fails (into
  * io's run error, naming the op and the entry) on a decreasing cumulative
  * list, a negative count, or rows past M; returns false then. */

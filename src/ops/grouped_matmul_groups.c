@@ -1,0 +1,115 @@
+/* grouped_matmul, group_type 0: which rows of x belong to which expert,
+ * from the group_list attribute (fixed when the graph is built) or the
+ * group_list input (read by every run). Both lists mean the same:
+ * group_list_type 0 gives each expert's cumulative row end (non-decreasing,
+ * at most M), 1 its row count (>= 0, summing to at most M). */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "ops/grouped_matmul.h"
+#include "ops/op_util.h"
+
+/* group_type 0: fills row_begin / row_end per expert from group_list. */
+sk_status sk__gmm_parse_group_list(sk__build_ctx *ctx, gmm_params *p, int64_t m) {
+  const char *op = sk__ctx_op(ctx);
+  const int64_t *list;
+  size_t n;
+  int64_t list_type;
+  SK_RETURN_IF_ERROR(sk__ctx_attr_ints(ctx, "group_list", &list, &n));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_list_type", &list_type));
+  if ((int64_t)n != p->n_groups)
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list: expected %lld entries (one per expert), got %zu",
+                    op, (long long)p->n_groups, n);
+  p->row_begin = malloc(n * sizeof(int64_t));
+  p->row_end = malloc(n * sizeof(int64_t));
+  if (!p->row_begin || !p->row_end) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", op);
+  int64_t end = 0;
+  for (size_t e = 0; e < n; e++) {
+    int64_t next;
+    if (list_type == 0) {
+      if (list[e] < end)
+        return sk__fail(SK_STATUS_INVALID_ATTRIBUTE,
+                        "%s: attribute group_list: cumulative ends must be non-decreasing, but entry %zu is %lld after %lld",
+                        op, e, (long long)list[e], (long long)end);
+      next = list[e];
+    } else {
+      if (list[e] < 0)
+        return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list: count %zu is negative (%lld)", op, e,
+                        (long long)list[e]);
+      if (list[e] > INT64_MAX - end) /* end + list[e] would overflow */
+        return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list: entry %zu (count %lld) reaches past M = %lld",
+                        op, e, (long long)list[e], (long long)m);
+      next = end + list[e];
+    }
+    if (next > m)
+      return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list: entry %zu reaches row %lld, past M = %lld",
+                      op, e, (long long)next, (long long)m);
+    p->row_begin[e] = end;
+    p->row_end[e] = next;
+    end = next;
+  }
+  p->rows_used = end;
+  return SK_STATUS_OK;
+}
+
+/* group_type 0 with a group_list tensor: its rows are read by every run
+ * (sk__gmm_runtime_rows), so only its form is checked here. */
+sk_status sk__gmm_check_runtime_list(sk__build_ctx *ctx, gmm_params *p, const sk__tensor *list) {
+  const char *op = sk__ctx_op(ctx);
+  char s[SK_SHAPE_STR_MAX];
+  int64_t list_type;
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_list_type", &list_type));
+  if (sk__ctx_has_attr(ctx, "group_list"))
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: give group_list as an attribute or an input, not both", op);
+  if (list->dtype != SK_INT64)
+    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input group_list: expected dtype int64, got %s", op,
+                    sk_dtype_name(list->dtype));
+  if (list->rank != 1 || list->shape[0] != p->n_groups)
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input group_list: expected shape [%lld] (one entry per expert), got %s",
+                    op, (long long)p->n_groups, sk__shape_str(list->rank, list->shape, s, sizeof s));
+  if (p->split_item < 2)
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE,
+                    "%s: attribute split_item: a group_list input needs 2 or 3 (one [M, N] output; per-expert "
+                    "outputs would have shapes known only at run time), got %d",
+                    op, p->split_item);
+  p->runtime_groups = true;
+  p->list_type = (int)list_type;
+  return SK_STATUS_OK;
+}
+
+bool sk__gmm_runtime_rows(const sk__node_io *io, int64_t *row_begin, int64_t *row_end, int64_t *rows_used) {
+  const gmm_params *p = io->params;
+  const int64_t *list = io->in[GMM_GROUP_LIST].tensors[0].data;
+  const int64_t m = io->in[GMM_X].tensors[0].shape[0];
+  int64_t end = 0;
+  for (int64_t e = 0; e < p->n_groups; e++) {
+    int64_t next = list[e];
+    if (p->list_type == 0 && next < end) {
+      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
+                        "%s (grouped_matmul): input group_list: cumulative ends must be non-decreasing, but entry "
+                        "%lld is %lld after %lld", io->name, (long long)e, (long long)next, (long long)end);
+      return false;
+    }
+    if (p->list_type == 1) {
+      if (list[e] < 0) {
+        sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
+                          "%s (grouped_matmul): input group_list: count %lld is negative (%lld)", io->name,
+                          (long long)e, (long long)list[e]);
+        return false;
+      }
+      next = list[e] > m - end ? m + 1 : end + list[e]; /* past M either way; no overflow */
+    }
+    if (next > m) {
+      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
+                        "%s (grouped_matmul): input group_list: entry %lld reaches past M = %lld", io->name,
+                        (long long)e, (long long)m);
+      return false;
+    }
+    row_begin[e] = end;
+    row_end[e] = next;
+    end = next;
+  }
+  *rows_used = end;
+  return true;
+}
+
