@@ -1,8 +1,10 @@
 /* The per-run overhead of a one-op program (square of fp32 [16], eager, on
  * the calling thread): buffers by name (sk_program_run), by declaration
- * index (sk_program_run_by_index) and bound once (sk_program_bind +
- * sk_program_run_bound). Each median is over --reps batches of 1000 runs,
- * measured in one process, interleaved so drift hits all three alike.
+ * index (sk_program_run_by_index), bound once (sk_program_bind +
+ * sk_program_run_bound), and bound in a run context of its own
+ * (sk_run_context_bind + sk_run_context_run: no program lock). Each median
+ * is over --reps batches of 1000 runs, measured in one process,
+ * interleaved so drift hits all four alike.
  *
  *   build/bin/bench_run_overhead [--reps N] [--inputs K]
  *
@@ -48,8 +50,12 @@ int main(int argc, char **argv) {
   sk_buffer ob = {"y", y, sizeof y};
   for (int i = 0; i < n_in; i++) CHECK(sk_program_bind(p, SK_IO_INPUT, (size_t)i, data[i], sizeof data[i]));
   CHECK(sk_program_bind(p, SK_IO_OUTPUT, 0, y, sizeof y));
+  sk_run_context *ctx;
+  CHECK(sk_run_context_create(p, &ctx));
+  for (int i = 0; i < n_in; i++) CHECK(sk_run_context_bind(ctx, SK_IO_INPUT, (size_t)i, data[i], sizeof data[i]));
+  CHECK(sk_run_context_bind(ctx, SK_IO_OUTPUT, 0, y, sizeof y));
 
-  double t_name[reps], t_index[reps], t_bound[reps];
+  double t_name[reps], t_index[reps], t_bound[reps], t_ctx[reps];
   for (int r = 0; r < reps; r++) {
     double t0 = now_us();
     for (int k = 0; k < BATCH; k++) CHECK(sk_program_run(p, NULL, in, (size_t)n_in, &ob, 1));
@@ -58,14 +64,20 @@ int main(int argc, char **argv) {
     double t2 = now_us();
     for (int k = 0; k < BATCH; k++) CHECK(sk_program_run_bound(p, NULL));
     double t3 = now_us();
+    for (int k = 0; k < BATCH; k++) CHECK(sk_run_context_run(ctx, NULL));
+    double t4 = now_us();
     t_name[r] = (t1 - t0) * 1e3 / BATCH, t_index[r] = (t2 - t1) * 1e3 / BATCH, t_bound[r] = (t3 - t2) * 1e3 / BATCH;
+    t_ctx[r] = (t4 - t3) * 1e3 / BATCH;
   }
   double by_name = median(t_name, reps), by_index = median(t_index, reps), bound = median(t_bound, reps);
+  double in_ctx = median(t_ctx, reps);
   printf("one-op program (square fp32[16], %d inputs), eager, calling thread; median of %d x %d runs\n", n_in, reps,
          BATCH);
   printf("  %-28s %8.1f ns/run\n", "by name (sk_program_run)", by_name);
   printf("  %-28s %8.1f ns/run  %.2fx faster\n", "by index", by_index, by_name / by_index);
   printf("  %-28s %8.1f ns/run  %.2fx faster\n", "bound (run_bound)", bound, by_name / bound);
+  printf("  %-28s %8.1f ns/run  %.2fx faster\n", "run context (context_run)", in_ctx, by_name / in_ctx);
+  sk_run_context_destroy(ctx);
   sk_program_destroy(p);
   return 0;
 }

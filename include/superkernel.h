@@ -735,7 +735,12 @@ typedef struct sk_buffer {
  * exactly once. Outputs must not overlap inputs. Blocks the calling thread
  * until the run is over: that thread works as core 0 of the team (it runs
  * core 0's share of every launch), so a team of N cores is the caller plus
- * N - 1 workers. */
+ * N - 1 workers.
+ *
+ * Threads: sk_program_run, sk_program_run_by_index and the sk_program_bind
+ * family use the program's default run context; calls from several threads
+ * are safe and take turns (one at a time per program). For runs of one
+ * program in parallel, give each thread a run context of its own (below). */
 SK_API sk_status sk_program_run(sk_program *program, sk_team *team,
                                 const sk_buffer *inputs, size_t n_inputs,
                                 const sk_buffer *outputs, size_t n_outputs);
@@ -767,8 +772,8 @@ SK_API sk_status sk_program_run_by_index(sk_program *program, sk_team *team, con
  * data may be NULL only for a 0-byte tensor) until it is bound again or
  * unbound. The buffer must stay valid while runs use it. Fails, leaving the
  * old binding, on a wrong size or when an output would overlap another
- * bound buffer. Not to be called while a run of the program is in
- * progress. */
+ * bound buffer. The bindings are the default context's: a call made while
+ * another thread runs the program waits for that run. */
 SK_API sk_status sk_program_bind(sk_program *program, sk_io_kind kind, size_t index, void *data, size_t bytes);
 /* Forgets every binding. */
 SK_API void sk_program_unbind_all(sk_program *program);
@@ -777,6 +782,46 @@ SK_API void sk_program_unbind_all(sk_program *program);
  * check (done at bind time), and nothing is rebound inside the program
  * when no binding changed since its last bound run. */
 SK_API sk_status sk_program_run_bound(sk_program *program, sk_team *team);
+
+/* ---- Run contexts: one program, runs in parallel ---------------------------
+ * A compiled program is immutable; a run context holds what a run changes:
+ * its bindings, the node tensors' data pointers, the arena of intermediate
+ * values, per-core workspaces, the super kernels' flags and barriers, the
+ * watchdog. Each thread runs the program in a context of its own, on a team
+ * of its own (launches on one team take turns), without waiting for the
+ * others:
+ *
+ *   sk_run_context *ctx;                         // per thread
+ *   sk_run_context_create(program, &ctx);
+ *   sk_run_context_bind(ctx, SK_IO_INPUT, 0, x, x_bytes);
+ *   sk_run_context_bind(ctx, SK_IO_OUTPUT, 0, y, y_bytes);
+ *   sk_run_context_run(ctx, my_team);            // as often as needed
+ *   sk_run_context_destroy(ctx);                 // before the program
+ *
+ * What may run concurrently: contexts of one program, on different teams
+ * (or on one team, taking turns per launch); any context with the
+ * program's own sk_program_run family; sk_run_context_create with runs.
+ * One context is one thread's at a time: a bind or run while another thread
+ * is inside one on the same context is refused (SK_STATUS_INVALID_STATE).
+ * When the program profiles (cfg.profile, or a scope with profiling=1),
+ * the runs of all its contexts take turns, since they record into one
+ * profile. A context runs on any team the program could run on: a program
+ * with super kernels only on a team of the size it was compiled for. */
+typedef struct sk_run_context sk_run_context;
+
+/* A context for program, with nothing bound. Its memory: the program's
+ * intermediate values and workspaces, once per context. */
+SK_API sk_status sk_run_context_create(const sk_program *program, sk_run_context **ctx_out);
+/* Frees the context; NULL is accepted. Destroy every context before its
+ * program (a program destroyed first logs a warning and stays allocated
+ * until its last context is destroyed). */
+SK_API void sk_run_context_destroy(sk_run_context *ctx);
+/* sk_program_bind for this context: its own bindings, checked the same
+ * way (size, overlap), kept until bound again. */
+SK_API sk_status sk_run_context_bind(sk_run_context *ctx, sk_io_kind kind, size_t index, void *data, size_t bytes);
+/* sk_program_run_bound for this context: runs with what is bound
+ * (SK_STATUS_INVALID_STATE naming the first unbound input or output). */
+SK_API sk_status sk_run_context_run(sk_run_context *ctx, sk_team *team);
 
 /* The program's run in readable form: each step (an op's own launch, or a
  * super kernel with its type, sub-kernels and one line per task of every

@@ -10,11 +10,13 @@
  *     and its own eager, interpreted and JIT programs compiled at once from
  *     one shared graph, 30 runs each, bitwise equal to the reference
  *     executor;
- *   - one program run from several threads: 4 threads run the same program
- *     on the same team at once with their own inputs and outputs (runs of a
- *     program serialize on its lock, launches on the team's), and 2 threads
+ *   - one program run from several threads through sk_program_run: 4
+ *     threads run the same program on the same team at once with their own
+ *     inputs and outputs (sk_program_run takes turns in the program's
+ *     default run context, launches take turns on the team), and 2 threads
  *     run it on two different teams of the same size; every output equals
- *     what that thread's inputs give.
+ *     what that thread's inputs give. Runs in parallel, each thread in a
+ *     run context of its own, are test_run_context.c's.
  *
  * The harness's CHECK counters are plain ints: worker threads never CHECK,
  * they count their failures and the main thread checks the counts.
@@ -345,7 +347,7 @@ static void test_many_teams(void) {
   sk_graph_destroy(g);
 }
 
-/* ---- one program from several threads ---- */
+/* ---- one program from several threads, through sk_program_run ---- */
 
 typedef struct shared_worker {
   sk_program *p;

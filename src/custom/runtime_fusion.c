@@ -7,8 +7,9 @@
  * superkernel/fuse.c builds a scope's: one super kernel planned by
  * sk__plan_build, or, around unfusable kernels, runs of fusable ones plus
  * own launches (strict-scope-check). A launch stores each kernel's argument
- * list in its node's params (custom.h) and runs the steps; the interpreter
- * and the planner see ordinary nodes.
+ * list in its node's params (custom.h) and runs the steps through the
+ * program run loop (exec/run.c) in the program's default run context; the
+ * interpreter and the planner see ordinary nodes.
  *
  * Nodes without tensors have no footprints, so the planner cannot see any
  * data flow between kernels; early-start=0 is therefore forced, which puts a
@@ -26,7 +27,7 @@
 #include "core/error.h"
 #include "core/executor.h"
 #include "custom/custom.h"
-#include "exec/program.h"
+#include "exec/run_context.h"
 #include "jit/jit.h"
 #include "superkernel/plan.h"
 
@@ -36,7 +37,7 @@ struct sk_fused_kernel {
   sk__custom_params *params; /* per node: its kernel and the launch's args */
   size_t n_kernels;
   sk_team *team;
-  pthread_mutex_t lock;    /* one launch at a time: params are per launch */
+  pthread_mutex_t lock;    /* one launch at a time: params and the context are per launch */
 };
 
 static void *const no_args[1] = {NULL};
@@ -93,11 +94,8 @@ static sk_status prepare_node(sk_fused_kernel *fk, sk_kernel *const *kernels, si
       return sk__fail(SK_STATUS_UNSUPPORTED,
                       "sk_fused_kernel_create: kernel %s uses a team barrier but has %lld blocks for %d cores", name,
                       (long long)k->desc.block_count, n_cores);
-    node->eager_barrier = sk__aligned_alloc(sizeof(sk__barrier_t));
-    if (!node->eager_barrier) return oom();
-    SK_RETURN_IF_ERROR(sk__barrier_init(node->eager_barrier, (int)k->desc.block_count));
-    node->io.barrier = node->eager_barrier;
-    SK_RETURN_IF_ERROR(sk__watch_eager_barrier(fk->p, node));
+    node->eager_barrier = true; /* the run context makes it */
+    SK_RETURN_IF_ERROR(sk__label_eager_barrier(node));
   }
   return SK_STATUS_OK;
 }
@@ -167,16 +165,6 @@ static sk_status build_steps(sk_fused_kernel *fk, const sk__options *o) {
   return SK_STATUS_OK;
 }
 
-static sk_status alloc_workspaces(sk_program *p, int n_cores) {
-  if (p->workspace_bytes == 0) return SK_STATUS_OK;
-  if (!(p->workspaces = calloc((size_t)n_cores, sizeof *p->workspaces))) return oom();
-  for (int c = 0; c < n_cores; c++) {
-    if (!(p->workspaces[c] = sk__aligned_alloc(p->workspace_bytes))) return oom();
-    p->n_workspaces = c + 1;
-  }
-  return SK_STATUS_OK;
-}
-
 
 static sk_status parse_options(const char *options, sk__options *o) {
   sk_status st = sk__options_parse(options, o);
@@ -218,16 +206,13 @@ sk_status sk_fused_kernel_create(sk_kernel *const *kernels, size_t n, const char
   SK_RETURN_IF_ERROR(parse_options(options, &o));
   int n_cores = team ? sk_team_num_cores(team) : 1;
   sk_fused_kernel *fk = calloc(1, sizeof *fk);
-  sk_program *p = calloc(1, sizeof *p);
+  sk_program *p = fk ? sk__program_new() : NULL; /* watchdog: $SK_WATCHDOG_MS or 60 s */
   if (!fk || !p) {
     free(fk);
-    free(p);
     sk__options_free(&o);
     return oom();
   }
   pthread_mutex_init(&fk->lock, NULL);
-  pthread_mutex_init(&p->run_lock, NULL);
-  sk__watchdog_init(&p->watchdog, sk__watchdog_resolve_ms(0)); /* $SK_WATCHDOG_MS or 60 s */
   fk->p = p;
   fk->team = team;
   fk->n_kernels = n;
@@ -242,48 +227,14 @@ sk_status sk_fused_kernel_create(sk_kernel *const *kernels, size_t n, const char
     st = prepare_node(fk, kernels, i, n_cores);
   }
   if (st == SK_STATUS_OK) st = build_steps(fk, &o);
-  if (st == SK_STATUS_OK) st = alloc_workspaces(p, n_cores);
   sk__options_free(&o);
   if (st == SK_STATUS_OK && (executor == SK_EXECUTOR_JIT || executor == SK_EXECUTOR_AUTO)) sk__program_jit(p);
+  if (st == SK_STATUS_OK) st = sk__program_finish(p);
   if (st != SK_STATUS_OK) {
     sk_fused_kernel_destroy(fk);
     return st;
   }
   *out = fk;
-  return SK_STATUS_OK;
-}
-
-/* An unfusable kernel's own launch. */
-typedef struct own_launch {
-  const sk__exec_node *node;
-  void *const *workspaces;
-} own_launch;
-
-static void own_block(void *arg, int64_t block, int core) {
-  const own_launch *l = arg;
-  l->node->def->run_block(&l->node->io, block, l->workspaces ? l->workspaces[core] : NULL);
-}
-
-static sk_status run_steps(sk_fused_kernel *fk) {
-  sk_program *p = fk->p;
-  for (size_t s = 0; s < p->n_steps; s++) {
-    if (p->steps[s].jit) {
-      SK_RETURN_IF_ERROR(sk__jit_run(&p->steps[s], p, fk->team));
-      continue;
-    }
-    if (p->steps[s].plan) {
-      SK_RETURN_IF_ERROR(sk__plan_run(p->steps[s].plan, p, fk->team));
-      continue;
-    }
-    sk__exec_node *node = &p->nodes[p->steps[s].node];
-    own_launch l = {node, p->workspaces};
-    if (fk->team) {
-      SK_RETURN_IF_ERROR(sk_team_launch(fk->team, own_block, &l, node->tiling.n_blocks));
-    } else {
-      for (int64_t b = 0; b < node->tiling.n_blocks; b++) own_block(&l, b, 0);
-    }
-    SK_RETURN_IF_ERROR(sk__settle_eager_barrier(p, node));
-  }
   return SK_STATUS_OK;
 }
 
@@ -298,7 +249,8 @@ sk_status sk_fused_kernel_launch(sk_fused_kernel *fk, void *const *const *args) 
   }
   pthread_mutex_lock(&fk->lock);
   for (size_t i = 0; i < fk->n_kernels; i++) fk->params[i].args = args && args[i] ? args[i] : no_args;
-  sk_status st = run_steps(fk);
+  /* No buffers: the kernels' data is in their argument lists. */
+  sk_status st = sk__run_context_run(fk->p->default_ctx, fk->team, NULL, NULL, false, "sk_fused_kernel_launch");
   pthread_mutex_unlock(&fk->lock);
   return st;
 }

@@ -1,12 +1,16 @@
 /* Handing a run its buffers: by name (sk_program_run), by declaration index
  * (sk_program_run_by_index), or bound once for many runs (sk_program_bind +
- * sk_program_run_bound). All three check a buffer the same way, then run
- * through sk__program_run_buffers. */
+ * sk_program_run_bound, or a run context's sk_run_context_bind +
+ * sk_run_context_run). All check a buffer the same way, then run through
+ * sk__run_context_run: the sk_program_* calls in the program's default
+ * context, one at a time under its default_lock; a run context's calls in
+ * that context, which one thread at a time may use (a second one gets
+ * SK_STATUS_INVALID_STATE). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "exec/program.h"
+#include "exec/run_context.h"
 
 static const char *const KIND_NAME[2] = {"input", "output"};
 
@@ -125,7 +129,11 @@ static sk_status run_given(const char *fn, sk_program *p, sk_team *team, const s
   sk_status st = gather(fn, p, SK_IO_INPUT, inputs, n_inputs, by_name, in);
   if (st == SK_STATUS_OK) st = gather(fn, p, SK_IO_OUTPUT, outputs, n_outputs, by_name, out);
   for (size_t j = 0; st == SK_STATUS_OK && j < p->n_outputs; j++) st = check_output_overlap(fn, p, in, out, j);
-  if (st == SK_STATUS_OK) st = sk__program_run_buffers(p, team, in, out, false);
+  if (st == SK_STATUS_OK) {
+    pthread_mutex_lock(&p->default_lock);
+    st = sk__run_context_run(p->default_ctx, team, in, out, false, fn);
+    pthread_mutex_unlock(&p->default_lock);
+  }
   if (in != stack) free(in);
   return st;
 }
@@ -140,62 +148,102 @@ sk_status sk_program_run_by_index(sk_program *p, sk_team *team, const sk_buffer 
   return run_given("sk_program_run_by_index", p, team, inputs, n_inputs, outputs, n_outputs, false);
 }
 
-sk_status sk_program_bind(sk_program *p, sk_io_kind kind, size_t index, void *data, size_t bytes) {
-  sk__clear_error();
-  if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_bind: program is NULL");
+/* Binds in ctx (used by this thread alone), checking what the public
+ * calls promise: kind, index, size, overlap; the old binding stays on
+ * failure. */
+static sk_status bind(const char *fn, sk_run_context *ctx, sk_io_kind kind, size_t index, void *data, size_t bytes) {
+  const sk_program *p = ctx->p;
   if (kind != SK_IO_INPUT && kind != SK_IO_OUTPUT)
-    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_bind: kind %d: expected SK_IO_INPUT or SK_IO_OUTPUT",
-                    (int)kind);
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: kind %d: expected SK_IO_INPUT or SK_IO_OUTPUT", fn, (int)kind);
   size_t n;
   io_of(p, kind, &n);
   if (index >= n)
-    return sk__fail(SK_STATUS_NOT_FOUND, "sk_program_bind: %s %zu does not exist (the program has %zu)",
-                    KIND_NAME[kind], index, n);
+    return sk__fail(SK_STATUS_NOT_FOUND, "%s: %s %zu does not exist (the program has %zu)", fn, KIND_NAME[kind], index, n);
   void *checked;
-  SK_RETURN_IF_ERROR(check_buffer("sk_program_bind", p, kind, index, data, bytes, &checked));
-  pthread_mutex_lock(&p->run_lock);
+  SK_RETURN_IF_ERROR(check_buffer(fn, p, kind, index, data, bytes, &checked));
+  void *old = ctx->bound[kind][index];
+  ctx->bound[kind][index] = checked;
+  /* An output must not overlap anything bound; an input no bound output. */
   sk_status st = SK_STATUS_OK;
-  if (!p->bound[SK_IO_INPUT]) { /* first binding: room for every input and output */
-    void **all = calloc(p->n_inputs + p->n_outputs + 1, sizeof(void *));
-    if (all) p->bound[SK_IO_INPUT] = all, p->bound[SK_IO_OUTPUT] = all + p->n_inputs;
-    else st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_program_bind: out of memory");
+  if (kind == SK_IO_OUTPUT) {
+    st = check_output_overlap(fn, p, ctx->bound[SK_IO_INPUT], ctx->bound[SK_IO_OUTPUT], index);
+  } else {
+    for (size_t j = 0; st == SK_STATUS_OK && j < p->n_outputs; j++)
+      if (ctx->bound[SK_IO_OUTPUT][j])
+        st = check_output_overlap(fn, p, ctx->bound[SK_IO_INPUT], ctx->bound[SK_IO_OUTPUT], j);
   }
-  if (st == SK_STATUS_OK) {
-    void *old = p->bound[kind][index];
-    p->bound[kind][index] = checked;
-    /* An output must not overlap anything bound; an input no bound output. */
-    if (kind == SK_IO_OUTPUT) {
-      st = check_output_overlap("sk_program_bind", p, p->bound[SK_IO_INPUT], p->bound[SK_IO_OUTPUT], index);
-    } else {
-      for (size_t j = 0; st == SK_STATUS_OK && j < p->n_outputs; j++)
-        if (p->bound[SK_IO_OUTPUT][j])
-          st = check_output_overlap("sk_program_bind", p, p->bound[SK_IO_INPUT], p->bound[SK_IO_OUTPUT], j);
-    }
-    if (st != SK_STATUS_OK) p->bound[kind][index] = old;
-    else if (old != checked) p->nodes_hold_bound = false;
+  if (st != SK_STATUS_OK) ctx->bound[kind][index] = old;
+  else if (old != checked) ctx->nodes_hold_bound = false;
+  return st;
+}
+
+/* Runs ctx with what is bound, after checking that everything is. */
+static sk_status run_bound(const char *fn, sk_run_context *ctx, sk_team *team) {
+  const sk_program *p = ctx->p;
+  for (int kind = 0; kind < 2; kind++) {
+    size_t n;
+    const sk__io_binding *io = io_of(p, (sk_io_kind)kind, &n);
+    for (size_t i = 0; i < n; i++)
+      if (!ctx->bound[kind][i])
+        return sk__fail(SK_STATUS_INVALID_STATE, "%s: %s '%s' (index %zu) is not bound", fn, KIND_NAME[kind],
+                        io[i].name, i);
   }
-  pthread_mutex_unlock(&p->run_lock);
+  return sk__run_context_run(ctx, team, ctx->bound[SK_IO_INPUT], ctx->bound[SK_IO_OUTPUT], true, fn);
+}
+
+sk_status sk_program_bind(sk_program *p, sk_io_kind kind, size_t index, void *data, size_t bytes) {
+  sk__clear_error();
+  if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_bind: program is NULL");
+  pthread_mutex_lock(&p->default_lock);
+  sk_status st = bind("sk_program_bind", p->default_ctx, kind, index, data, bytes);
+  pthread_mutex_unlock(&p->default_lock);
   return st;
 }
 
 void sk_program_unbind_all(sk_program *p) {
-  if (!p || !p->bound[SK_IO_INPUT]) return;
-  pthread_mutex_lock(&p->run_lock);
-  memset(p->bound[SK_IO_INPUT], 0, (p->n_inputs + p->n_outputs) * sizeof(void *));
-  p->nodes_hold_bound = false;
-  pthread_mutex_unlock(&p->run_lock);
+  if (!p) return;
+  pthread_mutex_lock(&p->default_lock);
+  sk_run_context *ctx = p->default_ctx;
+  memset(ctx->bound[SK_IO_INPUT], 0, (p->n_inputs + p->n_outputs) * sizeof(void *));
+  ctx->nodes_hold_bound = false;
+  pthread_mutex_unlock(&p->default_lock);
 }
 
 sk_status sk_program_run_bound(sk_program *p, sk_team *team) {
   sk__clear_error();
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run_bound: program is NULL");
-  for (int kind = 0; kind < 2; kind++) {
-    size_t n;
-    const sk__io_binding *io = io_of(p, (sk_io_kind)kind, &n);
-    for (size_t i = 0; i < n; i++)
-      if (!p->bound[kind] || !p->bound[kind][i])
-        return sk__fail(SK_STATUS_INVALID_STATE, "sk_program_run_bound: %s '%s' (index %zu) is not bound",
-                        KIND_NAME[kind], io[i].name, i);
-  }
-  return sk__program_run_buffers(p, team, p->bound[SK_IO_INPUT], p->bound[SK_IO_OUTPUT], true);
+  pthread_mutex_lock(&p->default_lock);
+  sk_status st = run_bound("sk_program_run_bound", p->default_ctx, team);
+  pthread_mutex_unlock(&p->default_lock);
+  return st;
+}
+
+/* ---- run contexts ---- */
+
+/* A context is one thread's at a time: a second thread's call is refused
+ * rather than racing (one atomic exchange per call). */
+static sk_status enter(const char *fn, sk_run_context *ctx) {
+  if (!ctx) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: context is NULL", fn);
+  if (atomic_flag_test_and_set_explicit(&ctx->busy, memory_order_acquire))
+    return sk__fail(SK_STATUS_INVALID_STATE,
+                    "%s: the context is in use by another thread (one context per thread: create one for each)", fn);
+  return SK_STATUS_OK;
+}
+
+static void leave(sk_run_context *ctx) { atomic_flag_clear_explicit(&ctx->busy, memory_order_release); }
+
+sk_status sk_run_context_bind(sk_run_context *ctx, sk_io_kind kind, size_t index, void *data, size_t bytes) {
+  sk__clear_error();
+  SK_RETURN_IF_ERROR(enter("sk_run_context_bind", ctx));
+  sk_status st = bind("sk_run_context_bind", ctx, kind, index, data, bytes);
+  leave(ctx);
+  return st;
+}
+
+sk_status sk_run_context_run(sk_run_context *ctx, sk_team *team) {
+  sk__clear_error();
+  SK_RETURN_IF_ERROR(enter("sk_run_context_run", ctx));
+  sk_status st = run_bound("sk_run_context_run", ctx, team);
+  leave(ctx);
+  return st;
 }

@@ -11,9 +11,10 @@
 #include "core/error.h"
 #include "core/executor.h"
 #include "core/struct_size.h"
+#include "exec/run_context.h"
 #include "jit/jit.h"
-#include "runtime/barrier.h"
 #include "profile/profile.h"
+#include "runtime/watchdog.h"
 #include "superkernel/fuse.h"
 #include "superkernel/plan.h"
 
@@ -101,7 +102,7 @@ static sk_status prepare_node(const sk_graph *g, sk_program *p, const sk__node *
   }
   dst->io.params = dst->params;
   dst->io.name = dst->name;
-  dst->io.run_error = &p->run_error;
+  dst->io.run_error = NULL; /* each run context points it at its own */
   if (src->def->is_view) return SK_STATUS_OK;
   /* No output element: nothing to compute, so no blocks and no workspace
    * (an op would otherwise size its scratch by the other dims: fp32
@@ -119,20 +120,16 @@ static sk_status prepare_node(const sk_graph *g, sk_program *p, const sk__node *
     if (dst->tiling.n_blocks > n_cores)
       return sk__fail(SK_STATUS_UNSUPPORTED, "%s (%s): uses a team barrier but tiled into %lld blocks for %d cores",
                       src->name, src->def->type, (long long)dst->tiling.n_blocks, n_cores);
-    dst->eager_barrier = sk__aligned_alloc(sizeof(sk__barrier_t));
-    if (!dst->eager_barrier) return fail_oom();
-    SK_RETURN_IF_ERROR(sk__barrier_init(dst->eager_barrier, (int)dst->tiling.n_blocks));
-    dst->io.barrier = dst->eager_barrier;
+    dst->eager_barrier = true;
   }
   return SK_STATUS_OK;
 }
 
-sk_status sk__watch_eager_barrier(sk_program *p, sk__exec_node *n) {
+sk_status sk__label_eager_barrier(sk__exec_node *n) {
   if (!n->eager_barrier) return SK_STATUS_OK;
   size_t len = strlen(n->name) + strlen(n->def->type) + 16;
   if (!(n->watch_label = malloc(len))) return fail_oom();
   snprintf(n->watch_label, len, "op '%s' (%s)", n->name, n->def->type);
-  sk__barrier_watch(n->eager_barrier, &p->watchdog, n->watch_label, "at its team barrier");
   return SK_STATUS_OK;
 }
 
@@ -181,12 +178,22 @@ static sk_status plan_storage(const sk_graph *g, sk_program *p) {
     }
   free(placed);
   p->arena_bytes = arena;
-  if (arena && !(p->arena = sk__aligned_alloc(arena))) return fail_oom();
   return SK_STATUS_OK;
 }
 
-void sk_program_destroy(sk_program *p) {
-  if (!p) return;
+sk_program *sk__program_new(void) {
+  sk_program *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  pthread_mutex_init(&p->default_lock, NULL);
+  pthread_mutex_init(&p->profile_lock, NULL);
+  atomic_init(&p->refs, 1);
+  p->watchdog_ms = sk__watchdog_resolve_ms(0);
+  return p;
+}
+
+sk_status sk__program_finish(sk_program *p) { return sk__run_context_create(p, &p->default_ctx); }
+
+static void program_free(sk_program *p) {
   for (size_t i = 0; i < p->n_nodes; i++) {
     sk__exec_node *n = &p->nodes[i];
     if (n->params && n->def->free_params) n->def->free_params(n->params);
@@ -198,7 +205,6 @@ void sk_program_destroy(sk_program *p) {
     free(n->out_values);
     free(n->io.out);
     free(n->waits);
-    sk__aligned_free(n->eager_barrier);
     free(n->watch_label);
     sk__aligned_free(n->packed);
   }
@@ -213,18 +219,30 @@ void sk_program_destroy(sk_program *p) {
   free(p->steps);
   for (size_t i = 0; i < p->n_inputs; i++) free(p->inputs[i].name);
   for (size_t i = 0; i < p->n_outputs; i++) free(p->outputs[i].name);
-  for (int c = 0; c < p->n_workspaces; c++) sk__aligned_free(p->workspaces[c]);
-  free(p->workspaces);
   free(p->nodes);
   free(p->inputs);
   free(p->outputs);
   free(p->root);
   free(p->view_offset);
   free(p->storage);
-  sk__aligned_free(p->arena);
-  free(p->bound[SK_IO_INPUT]); /* one allocation for inputs and outputs */
-  pthread_mutex_destroy(&p->run_lock);
+  pthread_mutex_destroy(&p->default_lock);
+  pthread_mutex_destroy(&p->profile_lock);
   free(p);
+}
+
+void sk__program_release(sk_program *p) {
+  if (atomic_fetch_sub(&p->refs, 1) == 1) program_free(p);
+}
+
+void sk_program_destroy(sk_program *p) {
+  if (!p) return;
+  sk__run_context_free(p->default_ctx); /* owned: it holds no reference */
+  p->default_ctx = NULL;
+  int contexts = atomic_load(&p->refs) - 1;
+  if (contexts > 0)
+    sk__log(SK_LOG_WARN, "sk_program_destroy: %d run context%s of the program still exist%s: destroy them first "
+            "(the program is freed with the last)", contexts, contexts == 1 ? "" : "s", contexts == 1 ? "s" : "");
+  sk__program_release(p);
 }
 
 
@@ -249,13 +267,11 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   if (executor < SK_EXECUTOR_DEFAULT || executor >= SK_EXECUTOR_COUNT_)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: cfg->executor = %d: expected an sk_executor", (int)executor);
   SK_RETURN_IF_ERROR(sk__executor_resolve(executor, "sk_compile", &executor));
-  sk_program *p = calloc(1, sizeof *p);
+  sk_program *p = sk__program_new();
   if (!p) return fail_oom();
   p->executor = executor;
   if (HAS(profile)) p->profile_launches = cfg->profile != 0;
-  pthread_mutex_init(&p->run_lock, NULL);
-  sk__watchdog_init(&p->watchdog, sk__watchdog_resolve_ms(
-      HAS(watchdog_ms) ? cfg->watchdog_ms : 0));
+  p->watchdog_ms = sk__watchdog_resolve_ms(HAS(watchdog_ms) ? cfg->watchdog_ms : 0);
   p->tiled_cores = cfg && cfg->team ? sk_team_num_cores(cfg->team) : 1;
   p->n_values = g->n_values;
   sk_status st = copy_bindings(g->inputs, g->n_inputs, g, &p->inputs);
@@ -270,7 +286,7 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
     p->packed_bytes += p->nodes[i].packed_bytes;
     if (p->nodes[i].tiling.workspace_bytes > p->workspace_bytes) p->workspace_bytes = p->nodes[i].tiling.workspace_bytes;
   }
-  for (size_t i = 0; st == SK_STATUS_OK && i < p->n_nodes; i++) st = sk__watch_eager_barrier(p, &p->nodes[i]);
+  for (size_t i = 0; st == SK_STATUS_OK && i < p->n_nodes; i++) st = sk__label_eager_barrier(&p->nodes[i]);
   if (st == SK_STATUS_OK) st = plan_storage(g, p);
   if (st == SK_STATUS_OK) st = sk__program_build_steps(p, g, HAS(default_options) ? cfg->default_options : NULL);
   if (st != SK_STATUS_OK) {
@@ -281,6 +297,11 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   if (p->executor == SK_EXECUTOR_JIT || p->executor == SK_EXECUTOR_AUTO) {
     bool has_hook = HAS(on_jit_user);
     sk__program_jit_progress(p, has_hook ? cfg->on_jit : NULL, has_hook ? cfg->on_jit_user : NULL);
+  }
+  st = sk__program_finish(p);
+  if (st != SK_STATUS_OK) {
+    sk_program_destroy(p);
+    return st;
   }
   *program_out = p;
   return SK_STATUS_OK;
@@ -318,10 +339,4 @@ bool sk__node_has_output(const sk__exec_node *n) {
   for (size_t i = 0; i < n->io.n_out; i++)
     if (sk__tensor_numel(&n->io.out[i]) > 0) return true;
   return false;
-}
-
-sk_status sk__settle_eager_barrier(sk_program *p, sk__exec_node *n) {
-  if (!n->eager_barrier || !sk__watchdog_tripped(&p->watchdog)) return SK_STATUS_OK;
-  sk__barrier_reset(n->eager_barrier); /* a block never reached it */
-  return sk__watchdog_take(&p->watchdog);
 }

@@ -1,6 +1,13 @@
 /* A compiled program: the graph's nodes with their tilings, and a storage
  * plan that maps every value to a caller buffer or an internal arena.
  *
+ * Immutable after sk_compile (but for its profile, under profile_lock, and
+ * its count of run contexts): what a run changes (the nodes' data
+ * pointers, the arena, workspaces, the super kernels' flags and barriers,
+ * the watchdog, errors found in a run's data) is a run context's
+ * (exec/run_context.h). The program owns a default context, behind
+ * default_lock, for sk_program_run and the sk_program_bind family.
+ *
  * Storage: a view's output (reshape, squeeze, slice) aliases its input, so
  * values form alias classes with one root; each value sits at a byte offset
  * from its root (nonzero only below a slice). A class rooted at a graph
@@ -13,10 +20,10 @@
 #define SK_EXEC_PROGRAM_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "core/run_error.h"
 #include "graph/graph.h"
-#include "runtime/watchdog.h"
 
 typedef enum sk__storage_kind { SK_STORE_INPUT, SK_STORE_OUTPUT, SK_STORE_ARENA, SK_STORE_CONSTANT } sk__storage_kind;
 
@@ -36,7 +43,9 @@ typedef struct sk__storage {
 typedef struct sk__exec_node {
   const sk__op_def *def;
   char *name;
-  sk__node_io io;          /* tensors' data bound at each run */
+  /* Shapes, params and tiling; data NULL and no barrier: each run context
+   * has a copy with its own data pointers and barrier. */
+  sk__node_io io;
   sk__tensor *in_tensors;  /* all slots' tensors, slot after slot */
   sk_value *in_values;     /* the value of each in_tensors entry */
   size_t n_in_tensors;
@@ -47,10 +56,13 @@ typedef struct sk__exec_node {
   int stream;
   int *waits;              /* event edges: nodes this one waits for */
   size_t n_waits;
-  struct sk__barrier *eager_barrier; /* ops with barriers: over the launch's blocks */
+  /* An op with a team barrier: its own launch needs one over its blocks
+   * (each run context makes it), named by watch_label, "op 'name' (type)",
+   * in watchdog messages. */
+  bool eager_barrier;
+  char *watch_label;
   void *packed;            /* the op's pack of its constants (io.packed), aligned */
   size_t packed_bytes;
-  char *watch_label;       /* "op 'name' (type)": names it in watchdog messages */
 } sk__exec_node;
 
 struct sk__plan;
@@ -60,8 +72,8 @@ struct sk__jit_step;
 typedef struct sk__step {
   size_t node;             /* an eager step's node */
   struct sk__plan *plan;   /* a super kernel's plan, NULL for an eager step */
-  /* A super kernel the JIT compiled (src/jit/): its loaded entry and state;
-   * NULL when the plan is interpreted. */
+  /* A super kernel the JIT compiled (src/jit/): its loaded entry and
+   * object; NULL when the plan is interpreted. */
   void *jit_entry;
   struct sk__jit_step *jit;
 } sk__step;
@@ -81,47 +93,50 @@ struct sk_program {
   sk_value *root;          /* alias-class root of each value */
   int64_t *view_offset;    /* bytes from its root's start, per value */
   sk__storage *storage;    /* per root value */
-  size_t arena_bytes;
-  void *arena;
+  size_t arena_bytes;      /* each run context has an arena of this size */
   sk__program_constant *constants; /* the graph's constants, by index */
   size_t n_constants;
   size_t constant_bytes;   /* their data */
   size_t packed_bytes;     /* what ops packed from them at compile */
   size_t workspace_bytes;  /* per core, max over nodes */
-  void **workspaces;       /* one per core of the largest team seen */
-  int n_workspaces;
   sk__step *steps;
   size_t n_steps;
   int tiled_cores;         /* team size the tiling was made for */
   sk_executor executor;    /* never SK_EXECUTOR_DEFAULT */
+  int64_t watchdog_ms;     /* resolved: each run context's watchdog limit */
   int profile_launches;    /* cfg.profile: time every launch */
   bool profile_subkernels; /* some super kernel has profiling=1 */
-  struct sk__profile *profile; /* created at the first profiled run */
-  pthread_mutex_t run_lock; /* one run at a time: the arena is shared */
-  /* sk_program_bind: the bound buffer of each input ([0]) and output ([1]),
-   * NULL while unbound; their count; whether the nodes' tensors already
-   * point into exactly these buffers (a bound run then rebinds nothing). */
-  void **bound[2];
-  size_t n_bound[2];
-  bool nodes_hold_bound;
-  sk__watchdog watchdog;   /* watches every wait inside this program's launches */
-  sk__run_error run_error; /* what a block found wrong in a run's data */
+  /* Created at the first profiled run. One per program: runs of different
+   * contexts serialize on profile_lock while profiling is on. */
+  struct sk__profile *profile;
+  pthread_mutex_t profile_lock;
+  /* sk_program_run, sk_program_bind...: the default context, one run or
+   * binding at a time under default_lock. */
+  struct sk_run_context *default_ctx;
+  pthread_mutex_t default_lock;
+  /* 1 for the program itself + 1 per sk_run_context_create'd context: the
+   * last to go (sk_program_destroy or the last context's destroy) frees it,
+   * so a program destroyed before its contexts is not freed under them. */
+  atomic_int refs;
 };
-
-/* Runs the program with input i in in[i] and output j in out[j] (checked
- * by the caller); bound: in and out are p->bound (the nodes are not
- * rebound when the last run used them too). Takes the run lock. */
-sk_status sk__program_run_buffers(sk_program *p, sk_team *team, void *const *in, void *const *out, bool bound);
 
 /* Whether the node has an output element to compute: one without gets no
  * blocks, no workspace and no reference run. */
 bool sk__node_has_output(const sk__exec_node *n);
 
-/* An op with a team barrier, launched on its own, waits under the
- * program's watchdog; its messages name it "op 'name' (type)". */
-sk_status sk__watch_eager_barrier(sk_program *p, sk__exec_node *n);
-/* After such an op's own launch: SK_STATUS_TIMEOUT (its barrier reset)
- * when the watchdog abandoned it, else SK_STATUS_OK. */
-sk_status sk__settle_eager_barrier(sk_program *p, sk__exec_node *n);
+/* An op with a team barrier, launched on its own, waits under the run
+ * context's watchdog; its messages name it by the node's watch_label,
+ * made here ("op 'name' (type)"). */
+sk_status sk__label_eager_barrier(sk__exec_node *n);
+
+/* A zeroed program with its locks, one reference and the default
+ * watchdog limit; NULL when out of memory. */
+sk_program *sk__program_new(void);
+/* The end of sk_compile (and sk_fused_kernel_create), once the steps are
+ * final (JIT included): the program's default context and its count. */
+sk_status sk__program_finish(sk_program *p);
+/* Drops one reference (the program's own, or a context's); the last frees
+ * the program. */
+void sk__program_release(sk_program *p);
 
 #endif

@@ -3,4 +3,5 @@ list(APPEND SK_SOURCES
   exec/program.c
   exec/run.c
   exec/bind.c
+  exec/run_context.c
 )

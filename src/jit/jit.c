@@ -1,8 +1,9 @@
 /* The library side of the JIT: at compile time, each super-kernel step gets
- * its object (cache.c) and an env built once; at run time one team launch
- * calls the object's entry on every core with the env, whose epoch is
- * bumped per run exactly as the interpreter's is. The env's callbacks are
- * the runtime's own waits and barriers, so generated and interpreted code
+ * its object (cache.c); each run context builds one env per step, pointing
+ * at its own flags, io and barriers, and a run launches the object's entry
+ * on every core with that env through sk__launch, which bumps the epoch
+ * exactly as for the interpreter. The env's callbacks are the launch
+ * services (superkernel/launch.h), so generated and interpreted code
  * synchronize identically. */
 #include <stddef.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 #include "jit/jit_internal.h"
 #include "profile/profile.h"
 #include "runtime/team.h"
-#include "superkernel/plan_build.h"
+#include "superkernel/launch.h"
 
 /* The generated code sees a flag as sk_jit_flag: the same bytes; and the
  * profile kinds it passes are the recorder's. */
@@ -22,52 +23,51 @@ _Static_assert(sizeof(sk_jit_flag) == sizeof(sk__wait_word), "sk_jit_flag must b
 _Static_assert(offsetof(sk_jit_flag, value) == offsetof(sk__wait_word, value), "flag value offset");
 _Static_assert(offsetof(sk_jit_flag, sleepers) == offsetof(sk__wait_word, sleepers), "flag sleepers offset");
 
-/* A step's JIT state; env.lib points back here. */
+/* A step's compiled code, shared by every run context of its program. */
 typedef struct sk__jit_step {
-  sk_jit_env env;
   sk__jit_object *object;
   sk_jit_entry_fn entry;
-  sk__plan *plan;
-  const sk_program *p;
-  const struct sk__node_io **io;
-  sk_jit_run_fn *run_block;
+  sk_jit_run_fn *run_block; /* per sub-kernel: its op's */
 } sk__jit_step;
 
-static sk__plan *plan_of(const sk_jit_env *env) { return ((const sk__jit_step *)env->lib)->plan; }
+/* The step in one run context; env.lib is the context's launch state. */
+struct sk__jit_launch {
+  sk_jit_env env;
+  sk_jit_entry_fn entry;
+  sk__launch_state *st;
+};
+
+static sk__launch_state *state_of(const sk_jit_env *env) { return env->lib; }
 
 /* Waits return nonzero when the watchdog tripped: the generated core
  * function then returns at once, abandoning the rest of its task list.
  * The generated code names no sub-kernel, so a flag wait names the scope. */
 static int32_t cb_wait(const sk_jit_env *env, int32_t flag) {
-  const sk__jit_step *js = env->lib;
-  return !sk__plan_wait_flag(js->plan, js->p, flag, env->epoch, sk__team_current_core(), js->plan->scope_label);
+  sk__launch_state *st = state_of(env);
+  return !sk__launch_wait_flag(st, flag, sk__team_current_core(), st->plan->scope_label);
 }
-static void cb_wake(const sk_jit_env *env, int32_t flag) { sk__wait_wake(&plan_of(env)->flags[flag]); }
+static void cb_wake(const sk_jit_env *env, int32_t flag) { sk__wait_wake(&state_of(env)->flags[flag]); }
 static int32_t cb_barrier(const sk_jit_env *env, int32_t i) {
-  const sk__jit_step *js = env->lib;
-  return !sk__plan_barrier(js->plan, js->p, i, sk__team_current_core());
+  return !sk__launch_barrier(state_of(env), i, sk__team_current_core());
 }
-static int32_t cb_sub_barrier(const sk_jit_env *env, int32_t i) { return !sk__barrier_wait(&plan_of(env)->sub_barriers[i]); }
-static int32_t cb_aborted(const sk_jit_env *env) { return sk__watchdog_tripped(plan_of(env)->wd); }
+static int32_t cb_sub_barrier(const sk_jit_env *env, int32_t i) { return !sk__launch_sub_barrier(state_of(env), i); }
+static int32_t cb_aborted(const sk_jit_env *env) { return sk__watchdog_tripped(state_of(env)->wd); }
 
 /* profiling=1: the generated code times each RUN, WAIT and BARRIER and
  * hands the record to the program's profile, as the interpreter does. */
 static void cb_prof(const sk_jit_env *env, int32_t core, int32_t kind, int32_t sub, int64_t block, uint64_t t0,
                     uint64_t t1) {
-  const sk__jit_step *js = env->lib;
-  if (js->p->profile)
-    sk__profile_add(js->p->profile, core, (sk__prof_kind)kind, js->plan->step, (uint16_t)sub, block, t0, t1);
+  const sk__launch_state *st = state_of(env);
+  if (st->profile) sk__profile_add(st->profile, core, (sk__prof_kind)kind, st->plan->step, (uint16_t)sub, block, t0, t1);
 }
 
 /* PRELOAD and FLUSH: the interpreter's own routines. */
 static void cb_preload(const sk_jit_env *env, int32_t sub, int32_t core) {
-  const sk__jit_step *js = env->lib;
-  sk__plan_preload_request(js->plan, js->p, (size_t)sub, core);
+  sk__launch_preload(state_of(env), (size_t)sub, core);
 }
 
 static void cb_flush(const sk_jit_env *env, int32_t sub, int64_t block, int32_t outputs) {
-  const sk__jit_step *js = env->lib;
-  sk__plan_flush(js->plan, js->p, (size_t)sub, block, outputs);
+  sk__launch_flush(state_of(env), (size_t)sub, block, outputs);
 }
 
 /* A comment naming the scope and its sub-kernels' nodes: shown by `sk
@@ -114,32 +114,19 @@ static sk_status step_create(sk_program *p, sk__step *step) {
   char *body = NULL;
   SK_RETURN_IF_ERROR(sk__jit_codegen(plan, p, &body));
   sk__jit_step *js = calloc(1, sizeof *js);
-  if (js) {
-    js->io = calloc(plan->n_subs + 1, sizeof *js->io);
-    js->run_block = calloc(plan->n_subs + 1, sizeof *js->run_block);
-  }
-  if (!js || !js->io || !js->run_block) {
+  if (js) js->run_block = calloc(plan->n_subs + 1, sizeof *js->run_block);
+  if (!js || !js->run_block) {
     free(body);
-    if (js) free(js->io), free(js->run_block), free(js);
+    if (js) free(js);
     return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
   }
   sk_status st = sk__jit_acquire(plan->name, body, &plan->options, &js->object, &js->entry);
   free(body);
   if (st != SK_STATUS_OK) {
-    free(js->io), free(js->run_block), free(js);
+    free(js->run_block), free(js);
     return st;
   }
-  for (size_t i = 0; i < plan->n_subs; i++) {
-    const sk__exec_node *ex = &p->nodes[plan->subs[i].node];
-    js->io[i] = &ex->io; /* nodes never move after compile; run binds data inside io */
-    js->run_block[i] = ex->def->run_block;
-  }
-  js->plan = plan;
-  js->p = p;
-  js->env = (sk_jit_env){
-      .n_cores = plan->n_cores, .flags = (sk_jit_flag *)(void *)plan->flags, .io = js->io,
-      .run_block = js->run_block, .wait = cb_wait, .wake = cb_wake, .barrier = cb_barrier, .aborted = cb_aborted,
-      .sub_barrier = cb_sub_barrier, .preload = cb_preload, .flush = cb_flush, .prof = cb_prof, .lib = js};
+  for (size_t i = 0; i < plan->n_subs; i++) js->run_block[i] = p->nodes[plan->subs[i].node].def->run_block;
   step->jit = js;
   memcpy(&step->jit_entry, &js->entry, sizeof step->jit_entry);
   return SK_STATUS_OK;
@@ -169,41 +156,40 @@ void sk__jit_step_free(sk__step *step) {
   sk__jit_step *js = step->jit;
   if (!js) return;
   sk__jit_release(js->object);
-  free(js->io);
   free(js->run_block);
   free(js);
   step->jit = NULL;
   step->jit_entry = NULL;
 }
 
-static void core_main(void *arg, int64_t block, int core) {
-  (void)block; /* one block per core: block == core, as in the interpreter */
-  const sk__jit_step *js = arg;
-  js->entry(&js->env, core);
+sk_status sk__jit_launch_create(const sk__step *step, sk__launch_state *st, sk__jit_launch **out) {
+  *out = NULL;
+  const sk__jit_step *js = step->jit;
+  sk__jit_launch *l = calloc(1, sizeof *l);
+  if (!l) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: scope '%s': out of memory for its env", step->plan->name);
+  l->entry = js->entry;
+  l->st = st;
+  l->env = (sk_jit_env){
+      .n_cores = step->plan->n_cores, .flags = (sk_jit_flag *)(void *)st->flags,
+      .io = (const struct sk__node_io *const *)st->sub_io, .run_block = js->run_block, .wait = cb_wait,
+      .wake = cb_wake, .barrier = cb_barrier, .aborted = cb_aborted, .sub_barrier = cb_sub_barrier,
+      .preload = cb_preload, .flush = cb_flush, .prof = cb_prof, .lib = st};
+  *out = l;
+  return SK_STATUS_OK;
 }
 
-sk_status sk__jit_run(sk__step *step, const sk_program *p, sk_team *team) {
-  sk__jit_step *js = step->jit;
-  sk__plan *plan = step->plan;
-  int n_cores = team ? sk_team_num_cores(team) : 1;
-  if (n_cores != plan->n_cores)
-    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
-                    "super kernel '%s' was planned for a team of %d cores, run on %d (compile with that team)",
-                    plan->name, plan->n_cores, n_cores);
+void sk__jit_launch_destroy(sk__jit_launch *launch) { free(launch); }
+
+static void core_main(void *arg, int64_t block, int core) {
+  (void)block; /* one block per core: block == core, as in the interpreter */
+  const sk__jit_launch *l = arg;
+  l->entry(&l->env, core);
+}
+
+sk_status sk__jit_run(sk__jit_launch *launch, sk_team *team) {
   /* Written before the launch, which orders it before every core's reads. */
-  sk__plan_preload_reset(plan);
-  js->env.epoch = ++plan->epoch;
-  js->env.workspace = p->workspaces; /* may have been reallocated for a larger team */
-  if (!team) {
-    core_main(js, 0, 0);
-  } else {
-    sk_status st = sk_team_launch(team, core_main, js, n_cores);
-    if (st != SK_STATUS_OK) {
-      js->env.epoch = --plan->epoch; /* refused (a nested launch): no core ran, no flag reached this epoch */
-      return st;
-    }
-  }
-  return sk__plan_settle(plan);
+  launch->env.workspace = launch->st->workspaces;
+  return sk__launch(launch->st, team, core_main, launch, &launch->env.epoch);
 }
 
 /* ---- public ---- */

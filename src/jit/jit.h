@@ -31,8 +31,17 @@ void sk__program_jit(sk_program *p);
 void sk__program_jit_progress(sk_program *p, void (*progress)(const char *scope, size_t index, size_t total, void *user),
                               void *user);
 
-/* Runs a step whose jit is set: one team launch, like sk__plan_run. */
-sk_status sk__jit_run(sk__step *step, const sk_program *p, sk_team *team);
+/* A JIT-compiled step in one run context: the env its generated code
+ * reads, pointing at that context's flags, io and barriers (st). Built
+ * when the context is created; st must outlive it. */
+typedef struct sk__jit_launch sk__jit_launch;
+struct sk__launch_state;
+sk_status sk__jit_launch_create(const sk__step *step, struct sk__launch_state *st, sk__jit_launch **out);
+void sk__jit_launch_destroy(sk__jit_launch *launch);
+
+/* One launch of the step's entry on every core, through sk__launch (as
+ * the interpreter's sk__interp_run). */
+sk_status sk__jit_run(sk__jit_launch *launch, sk_team *team);
 
 /* Releases a step's JIT state (the shared object when no program uses it
  * any longer). Safe on a step without one. */

@@ -14,11 +14,12 @@
  * resets what the abandoned launch left half-done (barrier counts, flags)
  * so the next run starts clean.
  *
- * One watchdog belongs to one program (its runs are serialized). Waits that
- * are legitimately long are not watched: an idle worker waiting for the next
- * launch, and a launcher waiting for its blocks to return (a block that loops
- * in its own code cannot be abandoned: it may still write the caller's
- * buffers; the launcher only logs a warning then, see team.c).
+ * One watchdog belongs to one run context (exec/run_context.h), whose runs
+ * are one at a time; contexts of one program trip and recover on their own.
+ * Waits that are legitimately long are not watched: an idle worker waiting
+ * for the next launch, and a launcher waiting for its blocks to return (a
+ * block that loops in its own code cannot be abandoned: it may still write
+ * the caller's buffers; the launcher only logs a warning then, see team.c).
  */
 #ifndef SK_RUNTIME_WATCHDOG_H
 #define SK_RUNTIME_WATCHDOG_H

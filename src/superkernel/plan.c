@@ -45,11 +45,7 @@ void sk__plan_destroy(sk__plan *plan) {
   free(plan->tasks);
   free(plan->core_begin);
   free(plan->deps);
-  sk__aligned_free(plan->barriers);
-  sk__aligned_free(plan->sub_barriers);
   free(plan->barrier_sets);
-  sk__aligned_free(plan->flags);
-  free(plan->pending_preload);
   for (size_t i = 0; i < plan->n_labels; i++) free(plan->labels[i]);
   free(plan->labels);
   free(plan->sub_labels);
@@ -84,33 +80,6 @@ static sk_status plan_labels(sk__plan *plan, const sk_program *p) {
     if (!plan->sub_labels[i]) return SK_STATUS_OUT_OF_MEMORY;
   }
   return SK_STATUS_OK;
-}
-
-sk_status sk__plan_settle(sk__plan *plan) {
-  if (!sk__watchdog_tripped(plan->wd)) return SK_STATUS_OK;
-  /* No core is inside the launch any more: put back what it left half-done.
-   * A flag counts completed launches, so "done in every launch so far" is
-   * the epoch; barriers restart their episode count. */
-  for (int b = 0; b < plan->n_barriers; b++) sk__barrier_reset(&plan->barriers[b]);
-  for (size_t i = 0; plan->sub_barriers && i < plan->n_subs; i++) sk__barrier_reset(&plan->sub_barriers[i]);
-  for (int32_t f = 0; f < plan->n_flags; f++) {
-    atomic_store(&plan->flags[f].value, plan->epoch);
-    atomic_store(&plan->flags[f].sleepers, 0);
-  }
-  return sk__watchdog_take(plan->wd);
-}
-
-void sk__plan_trip_flag(sk__plan *plan, const sk_program *p, const char *who, int32_t flag, int core) {
-  char what[320] = "for an early-start flag";
-  for (size_t t = 0; t < plan->n_tasks; t++) {
-    const sk__task *task = &plan->tasks[t];
-    if (task->kind == SK_TASK_RUN && task->flag == flag) {
-      snprintf(what, sizeof what, "for block %lld of sub-kernel '%s' (early-start flag %d)", (long long)task->block,
-               p->nodes[plan->subs[task->sub].node].name, (int)flag);
-      break;
-    }
-  }
-  sk__watchdog_trip(plan->wd, who, what, core);
 }
 
 /* A sub-kernel running on fewer cores than the program was tiled for (a
@@ -213,17 +182,15 @@ static sk_status plan_subkernels(sk__plan *plan, sk_program *p, const size_t *no
 /* Sub-kernels whose blocks meet at a team barrier: every core of the
  * sub-kernel's set must take part. With fewer blocks than cores the idle
  * ones complement it (feed-sync-all=1); without the option that would hang,
- * so it is a compile error. The barrier replaces the eager one in the node. */
-static sk_status plan_sub_barriers(sk__plan *plan, sk_program *p) {
-  bool any = false;
-  for (size_t i = 0; i < plan->n_subs; i++) any |= plan->subs[i].barriers_per_block > 0;
-  if (!any) return SK_STATUS_OK;
-  plan->sub_barriers = sk__aligned_calloc(plan->n_subs * sizeof *plan->sub_barriers);
-  if (!plan->sub_barriers) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", plan->name);
+ * so it is a compile error. Each run context gives such a sub-kernel a
+ * barrier over its cores (superkernel/launch_state.c), in place of the
+ * one its own launch would use. */
+static sk_status check_sub_barriers(sk__plan *plan, const sk_program *p) {
   for (size_t i = 0; i < plan->n_subs; i++) {
-    sk__subkernel *s = &plan->subs[i];
+    const sk__subkernel *s = &plan->subs[i];
     if (s->barriers_per_block == 0) continue;
-    sk__exec_node *ex = &p->nodes[s->node];
+    plan->any_sub_barrier = true;
+    const sk__exec_node *ex = &p->nodes[s->node];
     if (s->n_blocks > s->n_cores)
       return sk__fail(SK_STATUS_UNSUPPORTED, "scope '%s': %s uses a team barrier over %lld blocks but has %d cores",
                       plan->name, ex->name, (long long)s->n_blocks, s->n_cores);
@@ -232,9 +199,6 @@ static sk_status plan_sub_barriers(sk__plan *plan, sk_program *p) {
                       "scope '%s': %s uses a team barrier but has %lld blocks for %d cores: it would hang; set "
                       "feed-sync-all=1 so the idle cores join its barriers",
                       plan->name, ex->name, (long long)s->n_blocks, s->n_cores);
-    SK_RETURN_IF_ERROR(sk__barrier_init(&plan->sub_barriers[i], s->n_cores));
-    sk__barrier_watch(&plan->sub_barriers[i], plan->wd, plan->sub_labels[i], "at its team barrier");
-    ex->io.barrier = &plan->sub_barriers[i];
   }
   return SK_STATUS_OK;
 }
@@ -245,21 +209,14 @@ sk_status sk__plan_build(sk_program *p, const size_t *nodes, size_t n, const cha
   sk__plan *plan = calloc(1, sizeof *plan);
   if (!plan) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", name);
   plan->n_cores = n_cores;
-  plan->wd = &p->watchdog;
   plan->preload_bytes = 256 * 1024;
-  plan->pending_preload = malloc((size_t)(n_cores > 0 ? n_cores : 1) * sizeof *plan->pending_preload);
-  if (!plan->pending_preload) {
-    free(plan);
-    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", name);
-  }
-  for (int c = 0; c < n_cores; c++) plan->pending_preload[c] = -1;
   sk__options_init_defaults(&plan->options);
   plan->name = sk__strdup(name);
   sk_status st = plan->name ? sk__options_copy(&plan->options, options)
                             : sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", name);
   if (st == SK_STATUS_OK) st = plan_subkernels(plan, p, nodes, n);
   if (st == SK_STATUS_OK) st = plan_labels(plan, p);
-  if (st == SK_STATUS_OK) st = plan_sub_barriers(plan, p);
+  if (st == SK_STATUS_OK) st = check_sub_barriers(plan, p);
   if (st == SK_STATUS_OK) st = mark_external_inputs(plan, p);
   if (st == SK_STATUS_OK) st = sk__plan_schedule(plan, p);
   if (st != SK_STATUS_OK) {

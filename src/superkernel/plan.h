@@ -17,6 +17,10 @@
  *            its barrier as often as each block calls it (feed-sync-all).
  * A flag counts completed launches, so "signalled in this launch" is
  * "equals the launch epoch" and nothing is reset between launches.
+ *
+ * A plan is immutable after sk_compile: what a launch changes (flags,
+ * epoch, barriers, pending preloads) is a run context's, one
+ * sk__launch_state per super kernel (superkernel/launch.h).
  */
 #ifndef SK_SUPERKERNEL_PLAN_H
 #define SK_SUPERKERNEL_PLAN_H
@@ -70,6 +74,7 @@ typedef struct sk__subkernel {
 
 typedef struct sk__barrier_set {
   int core_first, n_cores;
+  int after_sub; /* the sub-kernel it follows: names it in watchdog messages */
 } sk__barrier_set;
 
 typedef struct sk__plan {
@@ -88,44 +93,23 @@ typedef struct sk__plan {
   size_t *core_begin;      /* n_cores + 1 */
   int32_t *deps;
   size_t n_deps;
-  sk__barrier_t *barriers; /* n_barriers, 64-byte aligned */
-  sk__barrier_set *barrier_sets;
+  sk__barrier_set *barrier_sets; /* per barrier: its cores */
   int n_barriers;
-  sk__barrier_t *sub_barriers; /* per sub-kernel, for ops with barriers */
-  sk__wait_word *flags;    /* n_flags, 64-byte aligned */
+  bool any_sub_barrier;    /* some sub-kernel's op uses a team barrier */
   int32_t n_flags;
-  uint32_t epoch;          /* launches so far */
-  sk__watchdog *wd;        /* the program's: every wait of a launch is watched */
   const char *scope_label; /* "scope 'sk1'", for the watchdog's messages */
   const char **sub_labels; /* per sub: "scope 'sk1', sub-kernel 'gmm2' (grouped_matmul)" */
   char **labels;           /* owns every label string above and the barriers' */
   size_t n_labels;
   size_t preload_bytes;    /* cap per PRELOAD task */
-  /* preload-code=per-func: per core, the sub-kernel whose operands a
-   * PRELOAD task asked for and no wait has prefetched yet (-1: none). Each
-   * core reads and writes only its own entry; reset before every launch. */
-  int32_t *pending_preload;
 } sk__plan;
 
 /* Plans the sub-kernels nodes[0..n) of program p (in graph order, all
  * fusable, views skipped by the caller) for a team of n_cores. p is being
- * compiled: the planner re-tiles its nodes for their core sets and gives
- * barrier-using nodes the plan's barriers. */
+ * compiled: the planner re-tiles its nodes for their core sets. */
 sk_status sk__plan_build(sk_program *p, const size_t *nodes, size_t n, const char *name,
                          const sk__options *options, int n_cores, sk__plan **plan_out);
 void sk__plan_destroy(sk__plan *plan);
-
-/* Runs the plan on the team: one launch. */
-sk_status sk__plan_run(sk__plan *plan, const sk_program *p, sk_team *team);
-
-/* After a launch (interpreted or JIT): when the watchdog abandoned it,
- * resets the plan's barriers and flags for the next run and returns
- * SK_STATUS_TIMEOUT with the watchdog's message; else SK_STATUS_OK. */
-sk_status sk__plan_settle(sk__plan *plan);
-
-/* A wait for `flag` on core `core` timed out: trips the watchdog, naming
- * `who` and the producer block the flag belongs to. */
-void sk__plan_trip_flag(sk__plan *plan, const sk_program *p, const char *who, int32_t flag, int core);
 
 /* A label for watchdog messages, printf-style, owned by the plan; NULL
  * (with the error set) when out of memory. */

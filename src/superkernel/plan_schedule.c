@@ -71,23 +71,14 @@ static sk_status place_barriers(scheduler *s) {
     for (size_t j = i + 1; j < plan->n_subs && !later; j++)
       later = o->debug_sync_all || !plan->stream_fused || plan->subs[j].chain == sub->chain;
     if (!later) continue;
-    sk__barrier_set set = {0, plan->n_cores};
-    if (o->debug_sync_all) set = (sk__barrier_set){0, plan->n_cores};
-    else if (plan->stream_fused) set = (sk__barrier_set){sub->core_first, sub->n_cores};
-    else if (plan->type == SK_SK_MIX_AIC_1_0) set = (sk__barrier_set){0, plan->aic_cores};
-    else if (plan->type == SK_SK_MIX_AIV_1_0) set = (sk__barrier_set){0, plan->aiv_cores};
+    sk__barrier_set set = {0, plan->n_cores, (int)i};
+    if (o->debug_sync_all) set = (sk__barrier_set){0, plan->n_cores, (int)i};
+    else if (plan->stream_fused) set = (sk__barrier_set){sub->core_first, sub->n_cores, (int)i};
+    else if (plan->type == SK_SK_MIX_AIC_1_0) set = (sk__barrier_set){0, plan->aic_cores, (int)i};
+    else if (plan->type == SK_SK_MIX_AIV_1_0) set = (sk__barrier_set){0, plan->aiv_cores, (int)i};
     if (set.n_cores <= 1) continue; /* one core is already in order with itself */
     s->barrier_after[i] = plan->n_barriers;
     plan->barrier_sets[plan->n_barriers++] = set;
-  }
-  if (plan->n_barriers) {
-    plan->barriers = sk__aligned_calloc((size_t)plan->n_barriers * sizeof *plan->barriers);
-    if (!plan->barriers) return oom(s);
-    for (int b = 0; b < plan->n_barriers; b++)
-      SK_RETURN_IF_ERROR(sk__barrier_init(&plan->barriers[b], plan->barrier_sets[b].n_cores));
-    for (size_t i = 0; i < plan->n_subs; i++)
-      if (s->barrier_after[i] >= 0)
-        sk__barrier_watch(&plan->barriers[s->barrier_after[i]], plan->wd, plan->sub_labels[i], "at the barrier after it");
   }
   return SK_STATUS_OK;
 }
@@ -309,10 +300,6 @@ static sk_status assign_flags(scheduler *s) {
   for (size_t d = 0; d < s->n_deps; d++) s->deps[d] = id[s->deps[d]];
   free(id);
   plan->n_flags = n;
-  if (n) {
-    plan->flags = sk__aligned_calloc((size_t)n * sizeof *plan->flags);
-    if (!plan->flags) return oom(s);
-  }
   return SK_STATUS_OK;
 }
 

@@ -1,0 +1,67 @@
+/* A run context (superkernel.h, sk_run_context): everything a run of a
+ * program changes, so that one compiled program runs in several contexts at
+ * once, one run per context at a time:
+ *   - every node's io with this context's data pointers (the program's
+ *     nodes hold shapes only) and barrier;
+ *   - the arena of intermediate values and the per-core workspaces;
+ *   - per super kernel, its launch state (flags, epoch, barriers, pending
+ *     preloads: superkernel/launch.h) and, when JIT-compiled, its env;
+ *   - the barriers of eager ops that use one;
+ *   - the watchdog every wait of its launches is watched by;
+ *   - the bindings of sk_run_context_bind / sk_program_bind.
+ * The program's default context serves sk_program_run and friends. */
+#ifndef SK_EXEC_RUN_CONTEXT_H
+#define SK_EXEC_RUN_CONTEXT_H
+
+#include <stdatomic.h>
+
+#include "exec/program.h"
+#include "runtime/barrier.h"
+#include "runtime/watchdog.h"
+
+struct sk__launch_state;
+struct sk__jit_launch;
+
+typedef struct sk__ctx_step {
+  struct sk__launch_state *launch; /* a super kernel's state; NULL for an eager step */
+  struct sk__jit_launch *jit;      /* its env when the JIT compiled it, else NULL */
+} sk__ctx_step;
+
+struct sk_run_context {
+  sk_program *p;
+  sk__node_io *io;               /* per node */
+  sk__tensor *tensors;           /* io's tensors: per node its inputs (slot after slot), then outputs */
+  sk__barrier_t *eager_barriers; /* one per eager step whose op uses a team barrier */
+  void *arena;                   /* p->arena_bytes */
+  void **workspaces;             /* per core of the largest team seen */
+  int n_workspaces;
+  sk__ctx_step *steps;           /* per program step */
+  sk__watchdog watchdog;
+  sk__run_error run_error;       /* what a block of this context's run found wrong in its data */
+  /* The bound buffer of each input ([0]) and output ([1]), NULL while
+   * unbound; whether io already points into exactly these (a bound run
+   * then rebinds nothing). */
+  void **bound[2];
+  bool nodes_hold_bound;
+  bool holds_program;            /* sk_run_context_create's: holds a program reference */
+  atomic_flag busy;              /* a public run or bind is in progress */
+};
+
+/* A context for p (no program reference taken: the default context's). */
+sk_status sk__run_context_create(sk_program *p, sk_run_context **out);
+/* Frees the context (NULL accepted), not releasing the program. */
+void sk__run_context_free(sk_run_context *ctx);
+/* Per-core workspaces for a team of n_cores (grown, never shrunk); fn
+ * names the entry point in the out-of-memory message. */
+sk_status sk__run_context_workspaces(sk_run_context *ctx, int n_cores, const char *fn);
+
+/* run.c: runs the program in ctx with input i in in[i] and output j in
+ * out[j] (checked by the caller); bound: in and out are ctx->bound (the
+ * nodes are not rebound when the last run used them too). The caller makes
+ * sure no other thread uses ctx meanwhile; fn names the entry point in
+ * messages. While the program profiles, runs of all its contexts take
+ * turns on its profile_lock. */
+sk_status sk__run_context_run(sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool bound,
+                              const char *fn);
+
+#endif
