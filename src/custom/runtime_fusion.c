@@ -120,6 +120,7 @@ static sk_status push_plan(sk_program *p, size_t begin, size_t end, const char *
   sk_status st = sk__plan_build(p, nodes, end - begin, name, o, p->tiled_cores, &plan);
   free(nodes);
   if (st != SK_STATUS_OK) return prefixed(st);
+  if (plan->workspace_bytes > p->workspace_bytes) p->workspace_bytes = plan->workspace_bytes; /* retiled subs */
   plan->step = (int32_t)p->n_steps;
   return push_step(p, (sk__step){.plan = plan});
 }

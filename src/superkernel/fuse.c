@@ -60,6 +60,7 @@ static sk_status push_plan(fuse_ctx *c, const size_t *nodes, size_t n, const cha
   sk_program *p = c->p;
   sk__plan *plan = NULL;
   SK_RETURN_IF_ERROR(sk__plan_build(p, nodes, n, name, options, p->tiled_cores, &plan));
+  if (plan->workspace_bytes > p->workspace_bytes) p->workspace_bytes = plan->workspace_bytes; /* retiled subs */
   plan->step = (int32_t)p->n_steps;
   if (plan->options.profiling) p->profile_subkernels = true;
   return push_step(c, (sk__step){.plan = plan});

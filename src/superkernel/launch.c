@@ -124,7 +124,7 @@ static void prefetch_operands(const sk__launch_state *st, size_t sub, int core) 
   if (ex->n_in_tensors > 64 || ex->io.n_out > 64) return; /* a hint only: skip huge lists */
   size_t budget = st->plan->preload_bytes;
   for (int64_t b = core - s->core_first; b < s->n_blocks && budget; b += s->n_cores) {
-    sk__block_footprint(ex, b, reads, writes);
+    sk__block_footprint(ex, &s->io, b, reads, writes);
     for (size_t i = 0; i < ex->n_in_tensors && budget; i++)
       if (s->external[i]) budget -= prefetch_span(input_at(st->sub_io[sub], i)->data, reads[i], budget);
   }
@@ -147,7 +147,7 @@ void sk__launch_flush(const sk__launch_state *st, size_t sub, int64_t block, int
   const sk__node_io *io = st->sub_io[sub];
   sk__span reads[64], writes[64];
   if (ex->n_in_tensors > 64 || ex->io.n_out > 64) return;
-  sk__block_footprint(ex, block, reads, writes);
+  sk__block_footprint(ex, &st->plan->subs[sub].io, block, reads, writes);
   size_t n = outputs ? io->n_out : ex->n_in_tensors;
   for (size_t i = 0; i < n; i++) {
     const sk__span *sp = outputs ? &writes[i] : &reads[i];

@@ -58,7 +58,13 @@ sk_status sk__launch_state_create(const sk__plan *plan, const sk_program *p, sk_
     sk__launch_state_destroy(st);
     return status;
   }
-  for (size_t i = 0; i < plan->n_subs; i++) st->sub_io[i] = &node_io[plan->subs[i].node];
+  for (size_t i = 0; i < plan->n_subs; i++) {
+    /* The node's io in this context runs with the plan's tiling of it. */
+    sk__node_io *io = &node_io[plan->subs[i].node];
+    io->plan = plan->subs[i].io.plan;
+    io->n_blocks = plan->subs[i].io.n_blocks;
+    st->sub_io[i] = io;
+  }
   for (int c = 0; c < plan->n_cores; c++) st->pending_preload[c] = -1;
   *out = st;
   return SK_STATUS_OK;

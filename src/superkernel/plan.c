@@ -40,7 +40,10 @@ void sk__plan_destroy(sk__plan *plan) {
   if (!plan) return;
   free(plan->name);
   sk__options_free(&plan->options);
-  for (size_t i = 0; plan->subs && i < plan->n_subs; i++) free(plan->subs[i].external);
+  for (size_t i = 0; plan->subs && i < plan->n_subs; i++) {
+    free(plan->subs[i].external);
+    if (plan->subs[i].retiled) free(plan->subs[i].tiling.plan);
+  }
   free(plan->subs);
   free(plan->tasks);
   free(plan->core_begin);
@@ -84,11 +87,10 @@ static sk_status plan_labels(sk__plan *plan, const sk_program *p) {
 
 /* A sub-kernel running on fewer cores than the program was tiled for (a
  * stream chain, debug-aic-num / debug-aiv-num) is tiled again for its own
- * core count, so its blocks spread evenly over the cores it has. The node
- * belongs to this plan alone, so its tiling can change; the program's
- * per-core workspace grows if the new tiles need more. */
-static sk_status retile(sk__plan *plan, sk_program *p, sk__subkernel *s) {
-  sk__exec_node *ex = &p->nodes[s->node];
+ * core count, so its blocks spread evenly over the cores it has. The new
+ * tiling is the plan's; the node keeps its own. */
+static sk_status retile(sk__plan *plan, const sk_program *p, sk__subkernel *s) {
+  const sk__exec_node *ex = &p->nodes[s->node];
   if (s->n_cores == p->tiled_cores || ex->def->barriers_per_block > 0) return SK_STATUS_OK;
   sk__tiling t = {0};
   SK_RETURN_IF_ERROR(ex->def->tile(&ex->io, s->n_cores, &t));
@@ -96,12 +98,12 @@ static sk_status retile(sk__plan *plan, sk_program *p, sk__subkernel *s) {
     free(t.plan);
     return SK_STATUS_OK;
   }
-  free(ex->tiling.plan);
-  ex->tiling = t;
-  ex->io.plan = t.plan;
-  ex->io.n_blocks = t.n_blocks;
+  s->tiling = t;
+  s->retiled = true;
+  s->io.plan = t.plan;
+  s->io.n_blocks = t.n_blocks;
   s->n_blocks = t.n_blocks;
-  if (t.workspace_bytes > p->workspace_bytes) p->workspace_bytes = t.workspace_bytes;
+  if (t.workspace_bytes > plan->workspace_bytes) plan->workspace_bytes = t.workspace_bytes;
   if (s->n_blocks > plan->block_dim) plan->block_dim = s->n_blocks;
   return SK_STATUS_OK;
 }
@@ -126,7 +128,7 @@ static sk_status mark_external_inputs(sk__plan *plan, const sk_program *p) {
 }
 
 /* Step 1: sub-kernels, type, core sets. */
-static sk_status plan_subkernels(sk__plan *plan, sk_program *p, const size_t *nodes, size_t n) {
+static sk_status plan_subkernels(sk__plan *plan, const sk_program *p, const size_t *nodes, size_t n) {
   int n_cores = plan->n_cores;
   const sk__options *o = &plan->options;
   if (o->debug_aic_num > n_cores || o->debug_aiv_num > n_cores)
@@ -146,6 +148,8 @@ static sk_status plan_subkernels(sk__plan *plan, sk_program *p, const size_t *no
     sk__subkernel *s = &plan->subs[plan->n_subs++];
     s->node = nodes[i];
     s->kind = ex->def->kind;
+    s->tiling = ex->tiling; /* the node's: not owned */
+    s->io = ex->io;
     s->n_blocks = ex->tiling.n_blocks;
     s->chain = ex->stream;
     s->barriers_per_block = ex->def->barriers_per_block;
@@ -203,7 +207,7 @@ static sk_status check_sub_barriers(sk__plan *plan, const sk_program *p) {
   return SK_STATUS_OK;
 }
 
-sk_status sk__plan_build(sk_program *p, const size_t *nodes, size_t n, const char *name,
+sk_status sk__plan_build(const sk_program *p, const size_t *nodes, size_t n, const char *name,
                          const sk__options *options, int n_cores, sk__plan **plan_out) {
   *plan_out = NULL;
   sk__plan *plan = calloc(1, sizeof *plan);

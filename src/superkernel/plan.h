@@ -70,6 +70,13 @@ typedef struct sk__subkernel {
   int barriers_per_block; /* team barriers each block calls (the op's) */
   bool *external;         /* per input tensor: produced outside this super
                            * kernel (what PRELOAD may prefetch) */
+  /* Its tiling in this plan: the node's own, or (retiled, owned by the
+   * plan) one for its core count; io is the node's io with that tiling
+   * (shapes only), what footprints are asked with. Run contexts give the
+   * node's io the same tiling. The program's node is never changed. */
+  sk__tiling tiling;
+  bool retiled;
+  sk__node_io io;
 } sk__subkernel;
 
 typedef struct sk__barrier_set {
@@ -84,6 +91,7 @@ typedef struct sk__plan {
   sk__sk_type type;
   int n_cores;             /* team size planned for */
   int64_t block_dim;       /* the seed's block count: the largest sub-kernel's */
+  size_t workspace_bytes;  /* per core, the most its sub-kernels' own tilings need */
   int aic_cores, aiv_cores;
   int stream_fused;        /* 1 when two chains run on disjoint cores */
   sk__subkernel *subs;
@@ -105,9 +113,11 @@ typedef struct sk__plan {
 } sk__plan;
 
 /* Plans the sub-kernels nodes[0..n) of program p (in graph order, all
- * fusable, views skipped by the caller) for a team of n_cores. p is being
- * compiled: the planner re-tiles its nodes for their core sets. */
-sk_status sk__plan_build(sk_program *p, const size_t *nodes, size_t n, const char *name,
+ * fusable, views skipped by the caller) for a team of n_cores. A sub-kernel
+ * on fewer cores than the program was tiled for gets a tiling of its own,
+ * kept in the plan (sk__subkernel.tiling); plan->workspace_bytes is the
+ * per-core scratch those tilings need, for the caller to provide. */
+sk_status sk__plan_build(const sk_program *p, const size_t *nodes, size_t n, const char *name,
                          const sk__options *options, int n_cores, sk__plan **plan_out);
 void sk__plan_destroy(sk__plan *plan);
 

@@ -30,7 +30,7 @@ char *sk__plan_format(const sk__plan *plan, const sk_program *p) {
     const sk__exec_node *ex = &p->nodes[s->node];
     sk__text_put(&t, "  sub %zu: %s (%s, %s), %lld blocks on cores %d-%d, workspace %zu bytes%s\n", i, ex->name, ex->def->type,
         kind_name(s->kind), (long long)s->n_blocks, s->core_first, s->core_first + s->n_cores - 1,
-        ex->tiling.workspace_bytes, plan->stream_fused ? (s->chain ? ", stream 1" : ", stream 0") : "");
+        s->tiling.workspace_bytes, plan->stream_fused ? (s->chain ? ", stream 1" : ", stream 0") : "");
   }
   for (int c = 0; c < plan->n_cores; c++)
     for (size_t k = plan->core_begin[c]; k < plan->core_begin[c + 1]; k++) {

@@ -7,11 +7,12 @@
 #include "core/error.h"
 #include "superkernel/plan_build.h"
 
-void sk__block_footprint(const sk__exec_node *ex, int64_t block, sk__span *reads, sk__span *writes) {
+void sk__block_footprint(const sk__exec_node *ex, const sk__node_io *io, int64_t block, sk__span *reads,
+                         sk__span *writes) {
   for (size_t i = 0; i < ex->n_in_tensors; i++)
     reads[i] = (sk__span){0, (int64_t)sk__tensor_bytes(&ex->in_tensors[i])};
   for (size_t o = 0; o < ex->io.n_out; o++) writes[o] = (sk__span){0, (int64_t)sk__tensor_bytes(&ex->io.out[o])};
-  if (ex->def->footprint) ex->def->footprint(&ex->io, block, reads, writes);
+  if (ex->def->footprint) ex->def->footprint(io, block, reads, writes);
 }
 
 typedef struct task_list {
@@ -120,7 +121,7 @@ static sk_status block_dependencies(scheduler *s, size_t ci, int64_t cb, sk__spa
   const sk__exec_node *ex = &p->nodes[plan->subs[ci].node];
   int cc = sk__sub_core(&plan->subs[ci], cb);
   s->n_pending = 0;
-  sk__block_footprint(ex, cb, reads, writes);
+  sk__block_footprint(ex, &plan->subs[ci].io, cb, reads, writes);
   for (size_t i = 0; i < ex->n_in_tensors; i++) {
     if (reads[i].begin >= reads[i].end) continue;
     sk_value root = p->root[ex->in_values[i]];
@@ -177,7 +178,7 @@ static sk_status footprints(scheduler *s) {
       return oom(s);
     }
     for (int64_t b = 0; b < plan->subs[i].n_blocks; b++)
-      sk__block_footprint(ex, b, reads, &s->writes[i][b * (int64_t)ex->io.n_out]);
+      sk__block_footprint(ex, &plan->subs[i].io, b, reads, &s->writes[i][b * (int64_t)ex->io.n_out]);
     free(reads);
   }
   s->n_entries = total;
