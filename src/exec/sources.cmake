@@ -1,5 +1,6 @@
 list(APPEND SK_SOURCES
   exec/describe.c
+  exec/compile.c
   exec/program.c
   exec/run.c
   exec/bind.c
