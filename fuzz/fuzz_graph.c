@@ -157,7 +157,11 @@ static void raw_add_op(gen *G) {
       a->name = info->name;
       a->kind = info->kind;
       if (info->has_range) {
-        int64_t edges[] = {info->min, info->max, info->min - 1, info->max + 1, info->min + (info->max - info->min) / 2};
+        /* Ranges may span all of int64 (slice's start and end): the
+         * outside edges saturate and the midpoint is taken in uint64. */
+        int64_t lo = info->min, hi = info->max;
+        int64_t edges[] = {lo, hi, lo > INT64_MIN ? lo - 1 : lo, hi < INT64_MAX ? hi + 1 : hi,
+                           lo + (int64_t)(((uint64_t)hi - (uint64_t)lo) / 2)};
         a->i = edges[fr_u8(r) % 5];
       }
     }
