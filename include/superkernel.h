@@ -870,6 +870,24 @@ SK_API sk_status sk_program_output_info(const sk_program *program, size_t i,
                                         const char **name_out, sk_dtype *dtype_out,
                                         int *rank_out, int64_t *shape_out);
 
+/* What a compiled program holds and needs, as numbers (sk_program_describe
+ * gives the same as text). */
+typedef struct sk_program_stats {
+  size_t struct_size;       /* sizeof(sk_program_stats) or 0: the struct_size rule */
+  sk_executor executor;     /* what runs (never SK_EXECUTOR_DEFAULT) */
+  size_t n_inputs, n_outputs;
+  size_t n_constants;
+  size_t constant_bytes;    /* the constants' data (borrowed ones included) */
+  size_t packed_bytes;      /* what ops packed from constants at compile */
+  size_t n_steps;           /* launches per run: ops on their own plus super kernels */
+  size_t n_super_kernels;
+  size_t n_jit_compiled;    /* of those, running JIT-compiled code */
+  size_t arena_bytes;       /* intermediate values, per run context */
+  size_t workspace_bytes;   /* scratch per core, per run context */
+} sk_program_stats;
+
+SK_API sk_status sk_program_get_stats(const sk_program *program, sk_program_stats *stats_out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -78,6 +78,14 @@ static void test_constants_match_inputs_on_every_executor(void) {
                 "describe: %s", text ? text : "(null)");
       CHECK_MSG(text && !strstr(text, "packed at compile: 0 bytes"), "the weights were not packed: %s", text);
       sk_free(text);
+      sk_program_stats stats = {.struct_size = sizeof stats};
+      CHECK_OK(sk_program_get_stats(p, &stats));
+      CHECK(stats.n_constants == 2 && stats.constant_bytes == 10400 && stats.n_inputs == 1 && stats.n_outputs == 1);
+      /* fp16 weights become fp32 panels: at least twice their bytes */
+      CHECK_MSG(stats.packed_bytes >= 2 * K * N * 2, "packed %zu bytes", stats.packed_bytes);
+      CHECK(stats.executor == executors[e]);
+      CHECK(stats.n_super_kernels == (executors[e] == SK_EXECUTOR_INTERP || executors[e] == SK_EXECUTOR_JIT));
+      CHECK(stats.n_jit_compiled == (executors[e] == SK_EXECUTOR_JIT));
       memset(got, 0, sizeof got);
       sk_buffer in = {"x", x_data, sizeof x_data}, out = {"z", got, sizeof got};
       sk_team *t = executors[e] == SK_EXECUTOR_REFERENCE ? NULL : team;
@@ -185,6 +193,8 @@ static void test_int8_weights_are_packed(void) {
 }
 
 static void test_errors(void) {
+  sk_program_stats bad = {.struct_size = 1};
+  CHECK_FAILS(sk_program_get_stats(NULL, &bad), SK_STATUS_INVALID_ARGUMENT, "program is NULL");
   sk_graph *g;
   CHECK_OK(sk_graph_create(&g));
   sk_value v;

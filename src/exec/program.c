@@ -9,6 +9,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/struct_size.h"
 #include "exec/run_context.h"
 #include "jit/jit.h"
 #include "profile/profile.h"
@@ -105,6 +106,25 @@ sk_status sk_program_output_info(const sk_program *p, size_t i, const char **nam
   sk__clear_error();
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_output_info: program is NULL");
   return binding_info(p->outputs, p->n_outputs, i, "output", name_out, dtype_out, rank_out, shape_out);
+}
+
+sk_status sk_program_get_stats(const sk_program *p, sk_program_stats *out) {
+  sk__clear_error();
+  if (!p || !out)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_get_stats: %s is NULL", !p ? "program" : "stats_out");
+  size_t size;
+  SK_RETURN_IF_ERROR(sk__struct_size("sk_program_get_stats", "stats_out->struct_size", "sk_program_stats",
+                                     out->struct_size, sizeof(size_t), sizeof(sk_program_stats), &size));
+  sk_program_stats s = {.struct_size = size, .executor = p->executor, .n_inputs = p->n_inputs,
+                        .n_outputs = p->n_outputs, .n_constants = p->n_constants,
+                        .constant_bytes = p->constant_bytes, .packed_bytes = p->packed_bytes, .n_steps = p->n_steps,
+                        .arena_bytes = p->arena_bytes, .workspace_bytes = p->workspace_bytes};
+  for (size_t i = 0; i < p->n_steps; i++) {
+    s.n_super_kernels += p->steps[i].plan != NULL;
+    s.n_jit_compiled += p->steps[i].jit != NULL;
+  }
+  memcpy(out, &s, size); /* a caller's older, shorter struct gets what fits */
+  return SK_STATUS_OK;
 }
 
 bool sk__node_has_output(const sk__exec_node *n) {
