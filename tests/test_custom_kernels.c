@@ -576,7 +576,7 @@ static void test_runtime_errors(void) {
               "r_sum2", "2 blocks", "1 cores");
   sk_kernel *unf[3] = {r_pow, r_neg, r_isinf};
   CHECK_FAILS(sk_fused_kernel_create(unf, 3, "strict-scope-check=abort", teams[1], &fk), SK_STATUS_UNSUPPORTED,
-              "r_neg", "unfusable", "strict-scope-check=abort");
+              "r_neg", "cannot be fused", "strict-scope-check=abort");
   CHECK(fk == NULL);
   /* Launch errors. */
   CHECK_OK(sk_fused_kernel_create(two, 2, NULL, teams[1], &fk));

@@ -29,6 +29,7 @@
 #include "custom/custom.h"
 #include "exec/run_context.h"
 #include "jit/jit.h"
+#include "superkernel/fuse.h"
 #include "superkernel/plan.h"
 
 struct sk_fused_kernel {
@@ -100,72 +101,20 @@ static sk_status prepare_node(sk_fused_kernel *fk, sk_kernel *const *kernels, si
   return SK_STATUS_OK;
 }
 
-static sk_status push_step(sk_program *p, sk__step step) {
-  sk__step *grown = realloc(p->steps, (p->n_steps + 1) * sizeof *grown);
-  if (!grown) {
-    sk__plan_destroy(step.plan);
-    return oom();
-  }
-  p->steps = grown;
-  p->steps[p->n_steps++] = step;
-  return SK_STATUS_OK;
-}
-
-/* One super kernel over nodes [begin, end). */
-static sk_status push_plan(sk_program *p, size_t begin, size_t end, const char *name, const sk__options *o) {
-  size_t *nodes = malloc((end - begin) * sizeof *nodes);
-  if (!nodes) return oom();
-  for (size_t i = begin; i < end; i++) nodes[i - begin] = i;
-  sk__plan *plan = NULL;
-  sk_status st = sk__plan_build(p, nodes, end - begin, name, o, p->tiled_cores, &plan);
-  free(nodes);
-  if (st != SK_STATUS_OK) return prefixed(st);
-  if (plan->workspace_bytes > p->workspace_bytes) p->workspace_bytes = plan->workspace_bytes; /* retiled subs */
-  plan->step = (int32_t)p->n_steps;
-  return push_step(p, (sk__step){.plan = plan});
-}
-
-/* The steps, with strict-scope-check as superkernel/fuse.c applies it. */
+/* The steps, by the step builder sk_compile uses: the kernels are one
+ * scope named after the fused kernel, each depending on the one before
+ * (the library cannot see their data flow), so strict-scope-check splits,
+ * bypasses or refuses around unfusable kernels as it does in graphs. */
 static sk_status build_steps(sk_fused_kernel *fk, const sk__options *o) {
   sk_program *p = fk->p;
-  if (p->executor == SK_EXECUTOR_EAGER) { /* super kernels off: the baseline */
-    for (size_t i = 0; i < p->n_nodes; i++) SK_RETURN_IF_ERROR(push_step(p, (sk__step){.node = i}));
-    return SK_STATUS_OK;
-  }
-  size_t first_unfusable = p->n_nodes;
-  for (size_t i = 0; i < p->n_nodes && first_unfusable == p->n_nodes; i++)
-    if (p->nodes[i].def->unfusable) first_unfusable = i;
-  if (first_unfusable == p->n_nodes) return push_plan(p, 0, p->n_nodes, fk->name, o);
-  const sk__exec_node *bad = &p->nodes[first_unfusable];
-  if (o->strict_scope_check == SK_STRICT_ABORT)
-    return sk__fail(SK_STATUS_UNSUPPORTED,
-                    "sk_fused_kernel_create: '%s': kernel %s is unfusable (strict-scope-check=abort)", fk->name,
-                    bad->name);
-  if (o->strict_scope_check == SK_STRICT_BYPASS) {
-    sk__log(SK_LOG_WARN, "fused kernel '%s': kernel %s is unfusable; every kernel runs as its own launch "
-            "(strict-scope-check=bypass)", fk->name, bad->name);
-    for (size_t i = 0; i < p->n_nodes; i++) SK_RETURN_IF_ERROR(push_step(p, (sk__step){.node = i}));
-    return SK_STATUS_OK;
-  }
-  int part = 0;
-  size_t run = 0;
-  for (size_t i = 0; i <= p->n_nodes; i++) {
-    if (i < p->n_nodes && !p->nodes[i].def->unfusable) continue;
-    if (i > run) {
-      char name[300];
-      snprintf(name, sizeof name, "%s.%d", fk->name, part++);
-      SK_RETURN_IF_ERROR(push_plan(p, run, i, name, o));
-    }
-    if (i < p->n_nodes) {
-      sk__log(SK_LOG_INFO, "fused kernel '%s': kernel %s is unfusable; it runs as its own launch", fk->name,
-              p->nodes[i].name);
-      SK_RETURN_IF_ERROR(push_step(p, (sk__step){.node = i}));
-    }
-    run = i + 1;
-  }
-  return SK_STATUS_OK;
+  for (size_t i = 0; i < p->n_nodes; i++) p->nodes[i].scope = 0;
+  sk__node_deps chain;
+  SK_RETURN_IF_ERROR(sk__node_deps_chain(p->n_nodes, &chain));
+  const char *names[1] = {fk->name};
+  sk_status st = sk__build_steps(p, 1, names, o, &chain);
+  sk__node_deps_free(&chain);
+  return st == SK_STATUS_OK ? st : prefixed(st);
 }
-
 
 static sk_status parse_options(const char *options, sk__options *o) {
   sk_status st = sk__options_parse(options, o);

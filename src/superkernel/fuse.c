@@ -29,9 +29,9 @@
 
 typedef struct fuse_ctx {
   sk_program *p;
-  const sk_graph *g;
   size_t n_scopes;
-  sk__options *options;  /* per scope: its string layered over the defaults */
+  const char *const *names;     /* per scope */
+  const sk__options *options;   /* per scope: its string layered over the defaults */
   bool *split_explained; /* per scope: a warning or info already said why it splits */
   int *fused_scope;      /* per node: the scope it is fused in, or -1 */
   size_t *member_begin;  /* n_scopes + 1: scope s's non-view nodes are */
@@ -70,7 +70,7 @@ static sk_status push_plan(fuse_ctx *c, const size_t *nodes, size_t n, const cha
 static const char *node_label(const fuse_ctx *c, size_t node, char *buf, size_t size) {
   const sk__exec_node *n = &c->p->nodes[node];
   if (n->scope < 0) snprintf(buf, size, "%s (%s)", n->name, n->def->type);
-  else snprintf(buf, size, "%s (%s, in scope '%s')", n->name, n->def->type, c->g->scopes[n->scope].name);
+  else snprintf(buf, size, "%s (%s, in scope '%s')", n->name, n->def->type, c->names[n->scope]);
   return buf;
 }
 
@@ -80,7 +80,7 @@ static void run_unfused(fuse_ctx *c, size_t s) {
 
 /* What strict-scope-check says about scope s's unfusable ops. */
 static sk_status check_unfusable(fuse_ctx *c, size_t s, bool *bypassed) {
-  const sk__scope *sc = &c->g->scopes[s];
+  const char *name = c->names[s];
   sk__strict_scope_check policy = c->options[s].strict_scope_check;
   *bypassed = false;
   for (size_t k = c->member_begin[s]; k < c->member_begin[s + 1]; k++) {
@@ -89,16 +89,16 @@ static sk_status check_unfusable(fuse_ctx *c, size_t s, bool *bypassed) {
     if (!bad->def->unfusable) continue;
     if (policy == SK_STRICT_ABORT)
       return sk__fail(SK_STATUS_UNSUPPORTED, "scope '%s': op %s (%s) cannot be fused (strict-scope-check=abort)",
-                      sc->name, bad->name, bad->def->type);
+                      name, bad->name, bad->def->type);
     if (policy == SK_STRICT_BYPASS) {
       sk__log(SK_LOG_WARN, "scope '%s': op %s (%s) cannot be fused; the scope runs unfused (strict-scope-check=bypass)",
-              sc->name, bad->name, bad->def->type);
+              name, bad->name, bad->def->type);
       run_unfused(c, s);
       *bypassed = true;
       return SK_STATUS_OK;
     }
     sk__log(SK_LOG_INFO, "scope '%s': op %s (%s) cannot be fused; it runs on its own launch and the scope is fused around it",
-            sc->name, bad->name, bad->def->type);
+            name, bad->name, bad->def->type);
     c->fused_scope[node] = -1;
     c->split_explained[s] = true;
   }
@@ -108,7 +108,7 @@ static sk_status check_unfusable(fuse_ctx *c, size_t s, bool *bypassed) {
 /* What strict-scope-check says when scope s is not convex. Its unfusable
  * ops count as members here: the scope as declared is what is checked. */
 static sk_status check_convex(fuse_ctx *c, size_t s, const sk__node_deps *d) {
-  const sk__scope *sc = &c->g->scopes[s];
+  const char *name = c->names[s];
   bool found = false;
   size_t outside = 0, fed = 0;
   SK_RETURN_IF_ERROR(sk__node_deps_find_detour(d, c->members + c->member_begin[s],
@@ -122,19 +122,19 @@ static sk_status check_convex(fuse_ctx *c, size_t s, const sk__node_deps *d) {
       return sk__fail(SK_STATUS_INVALID_ARGUMENT,
                       "scope '%s' is not convex: node %s is outside it, depends on the scope and feeds its node %s, so the "
                       "scope cannot run as one launch (strict-scope-check=abort)",
-                      sc->name, out_label, fed_label);
+                      name, out_label, fed_label);
     case SK_STRICT_BYPASS:
       sk__log(SK_LOG_WARN,
               "scope '%s' is not convex: node %s is outside it, depends on the scope and feeds its node %s; the scope "
               "runs unfused (strict-scope-check=bypass)",
-              sc->name, out_label, fed_label);
+              name, out_label, fed_label);
       run_unfused(c, s);
       return SK_STATUS_OK;
     default:
       sk__log(SK_LOG_WARN,
               "scope '%s' is not convex: node %s is outside it, depends on the scope and feeds its node %s; the scope "
               "is split into parts that each run as one launch",
-              sc->name, out_label, fed_label);
+              name, out_label, fed_label);
       c->split_explained[s] = true;
       return SK_STATUS_OK;
   }
@@ -147,13 +147,13 @@ static sk_status check_convex(fuse_ctx *c, size_t s, const sk__node_deps *d) {
 static sk_status on_split(void *ctx, int s, size_t blocked, size_t blocker, bool *unfuse) {
   fuse_ctx *c = ctx;
   if (c->split_explained[s]) return SK_STATUS_OK;
-  const sk__scope *sc = &c->g->scopes[s];
+  const char *name = c->names[s];
   char blocker_label[320];
   node_label(c, blocker, blocker_label, sizeof blocker_label);
   const char *what = "scope '%s' cannot run as one launch: its node %s needs node %s, which needs the scope itself "
                      "through another scope's launch";
   char message[1024];
-  snprintf(message, sizeof message, what, sc->name, c->p->nodes[blocked].name, blocker_label);
+  snprintf(message, sizeof message, what, name, c->p->nodes[blocked].name, blocker_label);
   switch (c->options[s].strict_scope_check) {
     case SK_STRICT_ABORT: return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s (strict-scope-check=abort)", message);
     case SK_STRICT_BYPASS:
@@ -167,17 +167,9 @@ static sk_status on_split(void *ctx, int s, size_t blocked, size_t blocker, bool
   }
 }
 
-/* Each scope's options, members, and what strict-scope-check makes of it. */
-static sk_status prepare_scopes(fuse_ctx *c, const char *default_options, const sk__node_deps *d) {
+/* Each scope's members, and what strict-scope-check makes of it. */
+static sk_status prepare_scopes(fuse_ctx *c, const sk__node_deps *d) {
   const sk_program *p = c->p;
-  for (size_t s = 0; s < c->n_scopes; s++) {
-    sk_status st = sk__options_parse_layered(default_options, c->g->scopes[s].options, &c->options[s]);
-    if (st != SK_STATUS_OK) {
-      char message[1024];
-      snprintf(message, sizeof message, "%s", sk_last_error());
-      return sk__fail(st, "scope '%s': %s", c->g->scopes[s].name, message);
-    }
-  }
   for (size_t i = 0; i < p->n_nodes; i++) {
     c->fused_scope[i] = p->nodes[i].def->is_view ? -1 : p->nodes[i].scope;
     if (c->fused_scope[i] >= 0) c->member_begin[c->fused_scope[i] + 1]++;
@@ -211,10 +203,10 @@ static sk_status push_launches(fuse_ctx *c, const sk__launch_order *order) {
       st = push_step(c, (sk__step){.node = launch->nodes[0]});
       continue;
     }
-    const sk__scope *sc = &c->g->scopes[launch->scope];
+    const char *scope = c->names[launch->scope];
     char name[300];
-    if (parts[launch->scope] > 1) snprintf(name, sizeof name, "%s.%d", sc->name, next[launch->scope]++);
-    else snprintf(name, sizeof name, "%s", sc->name);
+    if (parts[launch->scope] > 1) snprintf(name, sizeof name, "%s.%d", scope, next[launch->scope]++);
+    else snprintf(name, sizeof name, "%s", scope);
     st = push_plan(c, launch->nodes, launch->n_nodes, name, &c->options[launch->scope]);
   }
   free(parts);
@@ -222,43 +214,57 @@ static sk_status push_launches(fuse_ctx *c, const sk__launch_order *order) {
   return st;
 }
 
-static sk_status build_fused_steps(fuse_ctx *c, const char *default_options) {
-  sk__node_deps d;
-  SK_RETURN_IF_ERROR(sk__node_deps_build(c->p, c->g, &d));
-  sk_status st = prepare_scopes(c, default_options, &d);
-  sk__launch_order order = {0};
-  if (st == SK_STATUS_OK)
-    st = sk__launch_order_build(c->p, &d, c->fused_scope, (int)c->n_scopes, on_split, c, &order);
-  if (st == SK_STATUS_OK) st = push_launches(c, &order);
-  sk__launch_order_free(&order);
-  sk__node_deps_free(&d);
-  return st;
-}
-
-sk_status sk__program_build_steps(sk_program *p, const sk_graph *g, const char *default_options) {
-  fuse_ctx c = {.p = p, .g = g, .n_scopes = g->n_scopes};
+sk_status sk__build_steps(sk_program *p, size_t n_scopes, const char *const *names, const sk__options *options,
+                          const sk__node_deps *d) {
+  fuse_ctx c = {.p = p, .n_scopes = n_scopes, .names = names, .options = options};
   bool fuse = p->executor == SK_EXECUTOR_INTERP || p->executor == SK_EXECUTOR_JIT || p->executor == SK_EXECUTOR_AUTO;
   if (!fuse) {
     for (size_t i = 0; i < p->n_nodes; i++)
       if (!p->nodes[i].def->is_view) SK_RETURN_IF_ERROR(push_step(&c, (sk__step){.node = i}));
     return SK_STATUS_OK;
   }
-  size_t n_scopes = c.n_scopes ? c.n_scopes : 1, n_nodes = p->n_nodes ? p->n_nodes : 1;
-  c.options = calloc(n_scopes, sizeof *c.options);
-  c.split_explained = calloc(n_scopes, sizeof *c.split_explained);
+  size_t n_nodes = p->n_nodes ? p->n_nodes : 1, scopes = n_scopes ? n_scopes : 1;
+  c.split_explained = calloc(scopes, sizeof *c.split_explained);
   c.fused_scope = malloc(n_nodes * sizeof *c.fused_scope);
-  c.member_begin = calloc(n_scopes + 1, sizeof *c.member_begin);
+  c.member_begin = calloc(scopes + 1, sizeof *c.member_begin);
   c.members = malloc(n_nodes * sizeof *c.members);
-  sk_status st = c.options && c.split_explained && c.fused_scope && c.member_begin && c.members
+  sk_status st = c.split_explained && c.fused_scope && c.member_begin && c.members
                      ? SK_STATUS_OK
                      : sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_compile: out of memory");
-  for (size_t s = 0; c.options && s < c.n_scopes; s++) sk__options_init_defaults(&c.options[s]);
-  if (st == SK_STATUS_OK) st = build_fused_steps(&c, default_options);
-  for (size_t s = 0; c.options && s < c.n_scopes; s++) sk__options_free(&c.options[s]);
-  free(c.options);
+  if (st == SK_STATUS_OK) st = prepare_scopes(&c, d);
+  sk__launch_order order = {0};
+  if (st == SK_STATUS_OK) st = sk__launch_order_build(p, d, c.fused_scope, (int)n_scopes, on_split, &c, &order);
+  if (st == SK_STATUS_OK) st = push_launches(&c, &order);
+  sk__launch_order_free(&order);
   free(c.split_explained);
   free(c.fused_scope);
   free(c.member_begin);
   free(c.members);
+  return st;
+}
+
+sk_status sk__program_build_steps(sk_program *p, const sk_graph *g, const char *default_options) {
+  size_t n = g->n_scopes ? g->n_scopes : 1;
+  sk__options *options = calloc(n, sizeof *options);
+  const char **names = calloc(n, sizeof *names);
+  sk__node_deps d = {0};
+  sk_status st = options && names ? SK_STATUS_OK : sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_compile: out of memory");
+  for (size_t s = 0; options && s < g->n_scopes; s++) sk__options_init_defaults(&options[s]);
+  bool fuse = p->executor == SK_EXECUTOR_INTERP || p->executor == SK_EXECUTOR_JIT || p->executor == SK_EXECUTOR_AUTO;
+  for (size_t s = 0; fuse && st == SK_STATUS_OK && s < g->n_scopes; s++) {
+    names[s] = g->scopes[s].name;
+    st = sk__options_parse_layered(default_options, g->scopes[s].options, &options[s]);
+    if (st != SK_STATUS_OK) {
+      char message[1024];
+      snprintf(message, sizeof message, "%s", sk_last_error());
+      st = sk__fail(st, "scope '%s': %s", g->scopes[s].name, message);
+    }
+  }
+  if (st == SK_STATUS_OK && fuse) st = sk__node_deps_build(p, g, &d);
+  if (st == SK_STATUS_OK) st = sk__build_steps(p, g->n_scopes, names, options, &d);
+  sk__node_deps_free(&d);
+  for (size_t s = 0; options && s < g->n_scopes; s++) sk__options_free(&options[s]);
+  free(options);
+  free(names);
   return st;
 }
