@@ -33,6 +33,22 @@ static inline sk_value binary(sk_graph *g, const char *type, const char *name, s
 }
 
 
+/* The binding tests' model: inputs x, w fp32 [n]; y = x * x + x inside
+ * scope "s" and z = x * w outside it; outputs y, z. */
+static inline sk_graph *bind_model(int64_t n) {
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x = input(g, "x", SK_FP32, 1, (int64_t[]){n});
+  sk_value w = input(g, "w", SK_FP32, 1, (int64_t[]){n});
+  CHECK_OK(sk_graph_begin_scope(g, "s", NULL));
+  sk_value y = binary(g, "add", "y", unary(g, "square", "sq", x), x);
+  CHECK_OK(sk_graph_end_scope(g));
+  sk_value z = binary(g, "mul", "z", x, w);
+  CHECK_OK(sk_graph_mark_output(g, y, "y"));
+  CHECK_OK(sk_graph_mark_output(g, z, "z"));
+  return g;
+}
+
 /* A model mixing cube and vector sub-kernels inside a scope, ops outside it,
  * list outputs, views inside the scope, and a second scope. */
 static inline sk_graph *mixed_model(void) {

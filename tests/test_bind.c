@@ -8,21 +8,6 @@
 
 #define N 300
 
-/* y = x * x + x inside a scope, and z = x * w outside it. */
-static sk_graph *small_model(void) {
-  sk_graph *g;
-  CHECK_OK(sk_graph_create(&g));
-  sk_value x = input(g, "x", SK_FP32, 1, (int64_t[]){N});
-  sk_value w = input(g, "w", SK_FP32, 1, (int64_t[]){N});
-  CHECK_OK(sk_graph_begin_scope(g, "s", NULL));
-  sk_value y = binary(g, "add", "y", unary(g, "square", "sq", x), x);
-  CHECK_OK(sk_graph_end_scope(g));
-  sk_value z = binary(g, "mul", "z", x, w);
-  CHECK_OK(sk_graph_mark_output(g, y, "y"));
-  CHECK_OK(sk_graph_mark_output(g, z, "z"));
-  return g;
-}
-
 static float xs[2][N], ws[N], ys[3][N], zs[3][N];
 
 static void fill(float *p, float base) {
@@ -36,7 +21,7 @@ static void expect(const float *y, const float *z, const float *x, const float *
 }
 
 static void run_every_way(sk_executor ex, sk_team *team) {
-  sk_graph *g = small_model();
+  sk_graph *g = bind_model(N);
   sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team, .executor = ex};
   sk_program *p;
   CHECK_OK(sk_compile(g, &cfg, &p));

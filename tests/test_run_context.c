@@ -282,21 +282,6 @@ static void test_no_serialization(void) {
 
 #define N 300
 
-/* y = x * x + x inside a scope, and z = x * w outside it. */
-static sk_graph *small_model(void) {
-  sk_graph *g;
-  CHECK_OK(sk_graph_create(&g));
-  sk_value x = input(g, "x", SK_FP32, 1, (int64_t[]){N});
-  sk_value w = input(g, "w", SK_FP32, 1, (int64_t[]){N});
-  CHECK_OK(sk_graph_begin_scope(g, "s", NULL));
-  sk_value y = binary(g, "add", "y", unary(g, "square", "sq", x), x);
-  CHECK_OK(sk_graph_end_scope(g));
-  sk_value z = binary(g, "mul", "z", x, w);
-  CHECK_OK(sk_graph_mark_output(g, y, "y"));
-  CHECK_OK(sk_graph_mark_output(g, z, "z"));
-  return g;
-}
-
 static float xs[N], ws[N], ys[N], zs[N];
 
 static void expect_small(float base) {
@@ -315,7 +300,7 @@ static void fill_small(float base) {
 
 static void test_errors_and_ownership(void) {
   sk_team *two = make_team(2), *three = make_team(3);
-  sk_graph *g = small_model();
+  sk_graph *g = bind_model(N);
   sk_program *p = compile_for(g, two, SK_EXECUTOR_INTERP);
   sk_graph_destroy(g);
   if (!p || !two || !three) return;
