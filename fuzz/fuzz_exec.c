@@ -11,7 +11,8 @@
  * The graph is compiled for a 2-core team with the EAGER, INTERP, JIT and
  * REFERENCE executors and run; every output must be bitwise equal (memcmp)
  * across all four, and a second run of each fused program must repeat the
- * first. Output buffers start with a different pattern per executor, so an
+ * first, as must two runs of it in a run context of its own, bound by
+ * index. Output buffers start with a different pattern per executor, so an
  * element that one executor leaves unwritten shows as a mismatch. A valid
  * graph that fails to build, compile or run is a finding too.
  *
@@ -174,6 +175,31 @@ static void run_into(const gen *G, sk_program *p, const sk_buffer *in, size_t ni
   free(ob);
 }
 
+/* The same run in a run context of its own, bound by index, twice (its
+ * flags and epochs carry over its launches); the outputs of the second. */
+static void run_in_context(const gen *G, sk_program *p, const sk_buffer *in, size_t ni, void **outs, size_t *bytes,
+                           const char *what, const char *global) {
+  size_t no = sk_program_num_outputs(p);
+  sk_run_context *ctx = NULL;
+  sk_status st = FUZZ_CALL(sk_run_context_create(p, &ctx));
+  for (size_t i = 0; st == SK_STATUS_OK && i < ni; i++)
+    st = FUZZ_CALL(sk_run_context_bind(ctx, SK_IO_INPUT, i, in[i].data, in[i].bytes));
+  for (size_t j = 0; st == SK_STATUS_OK && j < no; j++) {
+    const char *name;
+    bytes[j] = binding_bytes(p, j, false, &name);
+    memset(outs[j], 0x6B, bytes[j] + 1);
+    st = FUZZ_CALL(sk_run_context_bind(ctx, SK_IO_OUTPUT, j, outs[j], bytes[j]));
+  }
+  for (int rep = 0; st == SK_STATUS_OK && rep < 2; rep++) st = FUZZ_CALL(sk_run_context_run(ctx, TEAM));
+  if (st != SK_STATUS_OK) {
+    describe_failure(G, p, global);
+    FUZZ_FAIL("%s: running a valid graph in a run context failed: %s", what, sk_last_error());
+  }
+  for (size_t j = 0; j < no; j++)
+    FUZZ_ASSERT(((unsigned char *)outs[j])[bytes[j]] == 0x6B, "%s wrote past output %zu (run context)", what, j);
+  sk_run_context_destroy(ctx);
+}
+
 /* Prints the first differing element of output j. */
 static void report_mismatch(const sk_program *p, size_t j, const void *a, const void *b, size_t bytes) {
   const char *name;
@@ -308,6 +334,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         report_mismatch(p0, j, again[j], res[k].outs[j], bytes[j]);
         describe_failure(&G, res[k].p, global_opts);
         FUZZ_FAIL("%s: the second run differs from the first on output %zu", res[k].name, j);
+      }
+    }
+    run_in_context(&G, res[k].p, in, ni, again, bytes, res[k].name, global_opts);
+    for (size_t j = 0; j < no; j++) {
+      if (memcmp(again[j], res[k].outs[j], bytes[j]) != 0) {
+        report_mismatch(p0, j, again[j], res[k].outs[j], bytes[j]);
+        describe_failure(&G, res[k].p, global_opts);
+        FUZZ_FAIL("%s: a run in a run context differs from sk_program_run on output %zu", res[k].name, j);
       }
       free(again[j]);
     }
