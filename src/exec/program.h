@@ -22,7 +22,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "core/run_error.h"
 #include "graph/graph.h"
 
 typedef enum sk__storage_kind { SK_STORE_INPUT, SK_STORE_OUTPUT, SK_STORE_ARENA, SK_STORE_CONSTANT } sk__storage_kind;

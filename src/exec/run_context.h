@@ -15,6 +15,7 @@
 
 #include <stdatomic.h>
 
+#include "core/run_error.h"
 #include "exec/program.h"
 #include "runtime/barrier.h"
 #include "runtime/watchdog.h"

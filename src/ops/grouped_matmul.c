@@ -279,17 +279,24 @@ static gmm_vec group_vec(const sk__slot *s, int64_t g) {
   return v;
 }
 
-gmm_group sk__gmm_group(const sk__node_io *io, int64_t g) {
+/* What every group has whatever the group type: its per-group vectors,
+ * output dtype and packed weights. */
+static gmm_group group_common(const sk__node_io *io, int64_t g) {
   const gmm_params *p = io->params;
-  const sk__slot *xs = &io->in[GMM_X], *ws = &io->in[GMM_WEIGHT];
   gmm_group q = {0};
   q.bias = group_vec(&io->in[GMM_BIAS], g);
-  q.w_packed = sk__packed_weight(io->packed, g);
   q.scale = group_vec(&io->in[GMM_SCALE], g);
   q.offset = group_vec(&io->in[GMM_OFFSET], g);
   q.y_dtype = p->out_dtype;
+  q.w_packed = sk__packed_weight(io->packed, g);
+  return q;
+}
+
+gmm_group sk__gmm_group(const sk__node_io *io, int64_t g) {
+  const gmm_params *p = io->params;
   if (p->group_type == -1) {
-    const sk__tensor *x = &xs->tensors[g], *w = &ws->tensors[g];
+    gmm_group q = group_common(io, g);
+    const sk__tensor *x = &io->in[GMM_X].tensors[g], *w = &io->in[GMM_WEIGHT].tensors[g];
     q.k = w->shape[0];
     q.n = w->shape[1];
     q.m = sk__tensor_numel(&io->out[g]) / (q.n ? q.n : 1);
@@ -313,12 +320,7 @@ gmm_group sk__gmm_group(const sk__node_io *io, int64_t g) {
 gmm_group sk__gmm_group_rows(const sk__node_io *io, int64_t g, int64_t row0, int64_t m) {
   const gmm_params *p = io->params;
   const sk__slot *xs = &io->in[GMM_X], *ws = &io->in[GMM_WEIGHT];
-  gmm_group q = {0};
-  q.bias = group_vec(&io->in[GMM_BIAS], g);
-  q.scale = group_vec(&io->in[GMM_SCALE], g);
-  q.offset = group_vec(&io->in[GMM_OFFSET], g);
-  q.y_dtype = p->out_dtype;
-  q.w_packed = sk__packed_weight(io->packed, g);
+  gmm_group q = group_common(io, g);
   const sk__tensor *x = &xs->tensors[0];
   q.k = x->shape[1];
   q.m = m;
