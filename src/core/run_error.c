@@ -18,6 +18,8 @@ void sk__run_error_set(sk__run_error *e, sk_status status, const char *fmt, ...)
   atomic_store_explicit(&e->state, (int)status, memory_order_release);
 }
 
+void sk__run_error_clear(sk__run_error *e) { atomic_store_explicit(&e->state, 0, memory_order_relaxed); }
+
 sk_status sk__run_error_take(sk__run_error *e) {
   int state = atomic_load_explicit(&e->state, memory_order_acquire);
   if (state == 0) return SK_STATUS_OK;

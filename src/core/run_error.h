@@ -24,5 +24,7 @@ void sk__run_error_set(sk__run_error *e, sk_status status, const char *fmt, ...)
 /* After a step: SK_STATUS_OK, or the recorded status with its message as
  * this thread's sk_last_error(); the slot is then empty again. */
 sk_status sk__run_error_take(sk__run_error *e);
+/* Forgets what the slot holds (a run's start: nothing of an earlier one). */
+void sk__run_error_clear(sk__run_error *e);
 
 #endif

@@ -28,9 +28,6 @@ static size_t io_bytes(const sk_program *p, sk_io_kind kind, size_t i) {
   return sk__tensor_bytes(&io_of(p, kind, &n)[i].desc);
 }
 
-/* A 0-byte tensor may come with NULL data; kernels still do pointer
- * arithmetic on it (NULL + 0 is undefined), so it gets this instead. */
-static _Alignas(64) unsigned char empty_buffer[64];
 
 /* The checked data pointer of one buffer for io `index` of `kind`. */
 static sk_status check_buffer(const char *fn, const sk_program *p, sk_io_kind kind, size_t index, void *data,
@@ -46,7 +43,7 @@ static sk_status check_buffer(const char *fn, const sk_program *p, sk_io_kind ki
   }
   if (!data && bytes)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s '%s': data is NULL", fn, KIND_NAME[kind], io[index].name);
-  *out = data ? data : (void *)empty_buffer;
+  *out = data ? data : (void *)sk__empty_data; /* a 0-byte tensor */
   return SK_STATUS_OK;
 }
 

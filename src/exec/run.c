@@ -61,10 +61,7 @@ void sk_program_reset_profile(sk_program *p) {
   pthread_mutex_unlock(&p->profile_lock);
 }
 
-/* Data of the values of a program without an arena (every one 0 bytes):
- * non-NULL, like the marker match_buffers gives 0-byte caller buffers, since
- * kernels do pointer arithmetic on data (NULL + 0 is undefined). */
-static _Alignas(64) unsigned char empty_arena[64];
+_Alignas(64) unsigned char sk__empty_data[64];
 
 /* Where value v lives in a run: the one place that maps a value to its
  * data (arena: the run context's): its root's storage plus its view offset
@@ -76,9 +73,9 @@ static void *value_data(const sk_program *p, void *arena, sk_value v, void *cons
     case SK_STORE_OUTPUT: return (char *)out[s->index] + p->view_offset[v];
     case SK_STORE_CONSTANT: { /* read only: the program's, shared by every context */
       const sk__program_constant *c = &p->constants[s->index];
-      return c->data ? (char *)(uintptr_t)c->data + p->view_offset[v] : (void *)empty_arena;
+      return c->data ? (char *)(uintptr_t)c->data + p->view_offset[v] : (void *)sk__empty_data;
     }
-    default: return (arena ? (char *)arena : (char *)empty_arena) + s->index + p->view_offset[v];
+    default: return (arena ? (char *)arena : (char *)sk__empty_data) + s->index + p->view_offset[v];
   }
 }
 
@@ -143,14 +140,24 @@ static sk_status run_eager(sk_run_context *ctx, size_t s, sk_team *team, sk__pro
   return SK_STATUS_OK;
 }
 
-static sk_status run_steps(sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool rebind,
+static sk_status run_steps(sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool bound,
                            const char *fn) {
   sk_program *p = ctx->p;
   int n_cores = team ? sk_team_num_cores(team) : 1;
+  /* The nodes keep the pointers of the last run: a bound run after a bound
+   * run with no binding between them has nothing to rebind. Until they are
+   * rebound (a failure before that leaves them pointing elsewhere), the
+   * context does not count them as bound. */
+  bool rebind = !(bound && ctx->nodes_hold_bound);
+  if (rebind) ctx->nodes_hold_bound = false;
+  /* An error a block recorded in a launch that then failed otherwise
+   * (watchdog, refused launch) belongs to that run, not this one. */
+  sk__run_error_clear(&ctx->run_error);
   if (ctx->n_workspaces < n_cores) SK_RETURN_IF_ERROR(sk__run_context_workspaces(ctx, n_cores, fn));
   SK_RETURN_IF_ERROR(ensure_profile(p, n_cores, fn));
   sk__profile *launches = p->profile_launches ? p->profile : NULL;
   if (rebind) bind_nodes(ctx, in, out);
+  ctx->nodes_hold_bound = bound;
   for (size_t s = 0; s < p->n_steps; s++) {
     if (!p->steps[s].plan) {
       SK_RETURN_IF_ERROR(run_eager(ctx, s, team, launches, fn));
@@ -173,13 +180,9 @@ static sk_status run_steps(sk_run_context *ctx, sk_team *team, void *const *in, 
 sk_status sk__run_context_run(sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool bound,
                               const char *fn) {
   sk_program *p = ctx->p;
-  /* The nodes keep the pointers of the last run: a bound run after a bound
-   * run with no binding between them has nothing to rebind. */
-  bool rebind = !(bound && ctx->nodes_hold_bound);
-  ctx->nodes_hold_bound = bound;
-  if (!profiling(p)) return run_steps(ctx, team, in, out, rebind, fn);
+  if (!profiling(p)) return run_steps(ctx, team, in, out, bound, fn);
   pthread_mutex_lock(&p->profile_lock); /* one profile, whose cores' records are not atomic */
-  sk_status st = run_steps(ctx, team, in, out, rebind, fn);
+  sk_status st = run_steps(ctx, team, in, out, bound, fn);
   pthread_mutex_unlock(&p->profile_lock);
   return st;
 }

@@ -108,11 +108,9 @@ static size_t prefetch_span(const void *data, sk__span span, size_t budget) {
 
 /* Input tensor i of an io, counting slot after slot (the order of the exec
  * node's in_tensors, footprints and sk__subkernel.external). */
-static const sk__tensor *input_at(const sk__node_io *io, size_t i) {
-  for (int s = 0; s < SK__MAX_SLOTS; i -= io->in[s].count, s++)
-    if (i < io->in[s].count) return &io->in[s].tensors[i];
-  return NULL;
-}
+/* Input i of a context's io: its tensors lie slot after slot from slot 0's
+ * (run_context.c lays them out so, as the program's nodes do). */
+static const sk__tensor *input_at(const sk__node_io *io, size_t i) { return &io->in[0].tensors[i]; }
 
 /* The read-only operands (inputs not produced inside this super kernel) of
  * the core's blocks of sub-kernel `sub`. The spans come from the compiled
