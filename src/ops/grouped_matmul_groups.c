@@ -3,11 +3,50 @@
  * group_list input (read by every run). Both lists mean the same:
  * group_list_type 0 gives each expert's cumulative row end (non-decreasing,
  * at most M), 1 its row count (>= 0, summing to at most M). */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/error.h"
 #include "ops/grouped_matmul.h"
 #include "ops/op_util.h"
+
+/* The one reading of a group list, for the attribute (build time) and the
+ * input (every run): each expert's rows [begin[e], end[e]) of M, and the
+ * rows covered. False on a bad list, with why naming the entry: a
+ * cumulative end below the one before, a negative count, or rows past M
+ * (counts summed without overflow). */
+static bool walk_list(const int64_t *list, int64_t n, int list_type, int64_t m, int64_t *begin, int64_t *end,
+                      int64_t *used, char *why, size_t why_size) {
+  int64_t at = 0;
+  for (int64_t e = 0; e < n; e++) {
+    int64_t next = list[e];
+    if (list_type == 0 && next < at) {
+      snprintf(why, why_size, "cumulative ends must be non-decreasing, but entry %lld is %lld after %lld",
+               (long long)e, (long long)next, (long long)at);
+      return false;
+    }
+    if (list_type == 1 && list[e] < 0) {
+      snprintf(why, why_size, "count %lld is negative (%lld)", (long long)e, (long long)list[e]);
+      return false;
+    }
+    if (list_type == 1 && list[e] > INT64_MAX - at) { /* at + count would overflow */
+      snprintf(why, why_size, "entry %lld (count %lld) reaches past M = %lld", (long long)e, (long long)list[e],
+               (long long)m);
+      return false;
+    }
+    if (list_type == 1) next = at + list[e];
+    if (next > m) {
+      snprintf(why, why_size, "entry %lld reaches row %lld, past M = %lld", (long long)e, (long long)next,
+               (long long)m);
+      return false;
+    }
+    begin[e] = at;
+    end[e] = next;
+    at = next;
+  }
+  *used = at;
+  return true;
+}
 
 /* group_type 0: fills row_begin / row_end per expert from group_list. */
 sk_status sk__gmm_parse_group_list(sk__build_ctx *ctx, gmm_params *p, int64_t m) {
@@ -23,32 +62,9 @@ sk_status sk__gmm_parse_group_list(sk__build_ctx *ctx, gmm_params *p, int64_t m)
   p->row_begin = malloc(n * sizeof(int64_t));
   p->row_end = malloc(n * sizeof(int64_t));
   if (!p->row_begin || !p->row_end) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", op);
-  int64_t end = 0;
-  for (size_t e = 0; e < n; e++) {
-    int64_t next;
-    if (list_type == 0) {
-      if (list[e] < end)
-        return sk__fail(SK_STATUS_INVALID_ATTRIBUTE,
-                        "%s: attribute group_list: cumulative ends must be non-decreasing, but entry %zu is %lld after %lld",
-                        op, e, (long long)list[e], (long long)end);
-      next = list[e];
-    } else {
-      if (list[e] < 0)
-        return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list: count %zu is negative (%lld)", op, e,
-                        (long long)list[e]);
-      if (list[e] > INT64_MAX - end) /* end + list[e] would overflow */
-        return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list: entry %zu (count %lld) reaches past M = %lld",
-                        op, e, (long long)list[e], (long long)m);
-      next = end + list[e];
-    }
-    if (next > m)
-      return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list: entry %zu reaches row %lld, past M = %lld",
-                      op, e, (long long)next, (long long)m);
-    p->row_begin[e] = end;
-    p->row_end[e] = next;
-    end = next;
-  }
-  p->rows_used = end;
+  char why[160];
+  if (!walk_list(list, (int64_t)n, (int)list_type, m, p->row_begin, p->row_end, &p->rows_used, why, sizeof why))
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute group_list: %s", op, why);
   return SK_STATUS_OK;
 }
 
@@ -79,37 +95,11 @@ sk_status sk__gmm_check_runtime_list(sk__build_ctx *ctx, gmm_params *p, const sk
 
 bool sk__gmm_runtime_rows(const sk__node_io *io, int64_t *row_begin, int64_t *row_end, int64_t *rows_used) {
   const gmm_params *p = io->params;
-  const int64_t *list = io->in[GMM_GROUP_LIST].tensors[0].data;
-  const int64_t m = io->in[GMM_X].tensors[0].shape[0];
-  int64_t end = 0;
-  for (int64_t e = 0; e < p->n_groups; e++) {
-    int64_t next = list[e];
-    if (p->list_type == 0 && next < end) {
-      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
-                        "%s (grouped_matmul): input group_list: cumulative ends must be non-decreasing, but entry "
-                        "%lld is %lld after %lld", io->name, (long long)e, (long long)next, (long long)end);
-      return false;
-    }
-    if (p->list_type == 1) {
-      if (list[e] < 0) {
-        sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
-                          "%s (grouped_matmul): input group_list: count %lld is negative (%lld)", io->name,
-                          (long long)e, (long long)list[e]);
-        return false;
-      }
-      next = list[e] > m - end ? m + 1 : end + list[e]; /* past M either way; no overflow */
-    }
-    if (next > m) {
-      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
-                        "%s (grouped_matmul): input group_list: entry %lld reaches past M = %lld", io->name,
-                        (long long)e, (long long)m);
-      return false;
-    }
-    row_begin[e] = end;
-    row_end[e] = next;
-    end = next;
-  }
-  *rows_used = end;
-  return true;
+  char why[160];
+  if (walk_list(io->in[GMM_GROUP_LIST].tensors[0].data, p->n_groups, p->list_type, io->in[GMM_X].tensors[0].shape[0],
+                row_begin, row_end, rows_used, why, sizeof why))
+    return true;
+  sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT, "%s (grouped_matmul): input group_list: %s", io->name,
+                    why);
+  return false;
 }
-
