@@ -2,6 +2,7 @@
  * how SK_EXECUTOR_DEFAULT resolves through $SK_EXECUTOR (executor.h). */
 #include "core/executor.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,18 @@ const char *sk_executor_name(sk_executor executor) {
   return executor >= 0 && executor < SK_EXECUTOR_COUNT_ ? NAMES[executor] : "invalid";
 }
 
-static const char ACCEPTED[] = "default, eager, reference, interp, jit or auto";
+/* "a, b, c or d" of every name (env_only: those $SK_EXECUTOR may give). */
+static const char *names_list(char *buf, size_t size, bool env_only) {
+  int listed[SK_EXECUTOR_COUNT_], n = 0;
+  for (int e = 0; e < SK_EXECUTOR_COUNT_; e++)
+    if (!env_only || (e != SK_EXECUTOR_DEFAULT && e != SK_EXECUTOR_REFERENCE)) listed[n++] = e;
+  buf[0] = '\0';
+  for (int k = 0; k < n; k++) {
+    strncat(buf, k == 0 ? "" : k + 1 == n ? " or " : ", ", size - strlen(buf) - 1);
+    strncat(buf, NAMES[listed[k]], size - strlen(buf) - 1);
+  }
+  return buf;
+}
 
 sk_status sk_executor_parse(const char *name, sk_executor *executor_out) {
   sk__clear_error();
@@ -28,7 +40,9 @@ sk_status sk_executor_parse(const char *name, sk_executor *executor_out) {
       *executor_out = (sk_executor)e;
       return SK_STATUS_OK;
     }
-  return sk__fail(SK_STATUS_INVALID_ARGUMENT, "executor '%s': expected %s", name, ACCEPTED);
+  char accepted[128];
+  return sk__fail(SK_STATUS_INVALID_ARGUMENT, "executor '%s': expected %s", name,
+                  names_list(accepted, sizeof accepted, false));
 }
 
 sk_status sk__executor_resolve(sk_executor requested, const char *who, sk_executor *out) {
@@ -44,5 +58,7 @@ sk_status sk__executor_resolve(sk_executor requested, const char *who, sk_execut
     *out = e;
     return SK_STATUS_OK;
   }
-  return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: SK_EXECUTOR=%s: expected eager, interp, jit or auto", who, env);
+  char accepted[128];
+  return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: SK_EXECUTOR=%s: expected %s", who, env,
+                  names_list(accepted, sizeof accepted, true));
 }

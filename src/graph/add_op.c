@@ -14,6 +14,7 @@
  * or from caller metas (sk_op_infer). */
 typedef struct tensor_source {
   const sk_graph *graph;        /* values by id, or */
+  bool from_metas;              /* else from the graph */
   const sk_tensor_meta *metas;  /* n_metas metas, slot after slot */
   size_t n_metas;
 } tensor_source;
@@ -35,7 +36,7 @@ static sk_status resolve_inputs(sk__build_ctx *ctx, const tensor_source *src, sk
   const sk_op_desc *d = ctx->desc;
   size_t total = 0;
   for (size_t i = 0; i < d->n_inputs; i++) total += d->inputs[i].count;
-  if (src->metas && total != src->n_metas)
+  if (src->from_metas && total != src->n_metas)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: the slots hold %zu tensors but %zu metas were given", ctx->label,
                     total, src->n_metas);
   *scratch = calloc(total ? total : 1, sizeof **scratch);
@@ -47,7 +48,7 @@ static sk_status resolve_inputs(sk__build_ctx *ctx, const tensor_source *src, sk
     ctx->slots[s].tensors = *scratch + used;
     ctx->slots[s].count = in->count;
     for (size_t j = 0; j < in->count; j++, used++) {
-      if (src->metas) {
+      if (src->from_metas) {
         SK_RETURN_IF_ERROR(tensor_from_meta(ctx, in->name, j, &src->metas[used], &(*scratch)[used]));
         continue;
       }
@@ -163,7 +164,7 @@ static sk_status infer(const char *fn, const sk_op_desc *desc, const sk_tensor_m
   if (n_inputs && !inputs) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: inputs is NULL", fn);
   sk__build_ctx ctx = {0};
   sk__tensor *scratch = NULL;
-  tensor_source src = {.metas = inputs ? inputs : (const sk_tensor_meta *)"", .n_metas = n_inputs};
+  tensor_source src = {.from_metas = true, .metas = inputs, .n_metas = n_inputs};
   sk_status st = build(desc, &src, &ctx, &scratch);
   if (st == SK_STATUS_OK && outputs && max_outputs < ctx.n_outs)
     st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: the node has %zu outputs but room for %zu was given", ctx.label,

@@ -211,8 +211,8 @@ static sk_status build(sk__build_ctx *ctx) {
   SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "output_dtype", &out_dtype));
   /* The int8 path's default output is the raw int32 accumulator. */
   if (!sk__ctx_has_attr(ctx, "output_dtype")) out_dtype = p->quant ? SK_INT32 : x_dtype;
-  bool out_ok = out_dtype > 0 && out_dtype < SK_DTYPE_COUNT_ &&
-                (sk__is_float((sk_dtype)out_dtype) || (p->quant && out_dtype == SK_INT32));
+  /* The schema's range made it an sk_dtype. */
+  bool out_ok = sk__is_float((sk_dtype)out_dtype) || (p->quant && out_dtype == SK_INT32);
   if (!out_ok)
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute output_dtype: expected %s, got %s", op,
                     p->quant ? "int32, fp16, bf16 or fp32" : "fp16, bf16 or fp32",
@@ -288,7 +288,7 @@ static gmm_group group_common(const sk__node_io *io, int64_t g) {
   q.scale = group_vec(&io->in[GMM_SCALE], g);
   q.offset = group_vec(&io->in[GMM_OFFSET], g);
   q.y_dtype = p->out_dtype;
-  q.w_packed = sk__packed_weight(io->packed, g);
+  q.w_packed = sk__packed_weight(io->packed, p->quant ? SK_PACK_INT8 : SK_PACK_FLOAT, g);
   return q;
 }
 

@@ -49,11 +49,12 @@ sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, in
   return SK_STATUS_OK;
 }
 
-const void *sk__packed_weight(const void *packed, int64_t i) {
+const void *sk__packed_weight(const void *packed, sk__pack_kind kind, int64_t i) {
   const packed_block *block = packed;
   /* Panels of another path's width would be read wrongly. $SK_ISA is read
    * once per process, so this holds in practice; the check keeps a
    * mismatch merely slower. */
-  if (!block || block->isa != sk__cpu_isa() || i < 0 || i >= block->n || !block->offset[i]) return NULL;
+  if (!block || block->isa != sk__cpu_isa() || block->kind != kind || i < 0 || i >= block->n || !block->offset[i])
+    return NULL;
   return (const char *)block + block->offset[i];
 }

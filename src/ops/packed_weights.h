@@ -27,8 +27,8 @@ typedef struct sk__weight_matrix {
 sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, int64_t n, const char *op,
                            void **packed, size_t *bytes);
 
-/* Matrix i's packed B in a node's io->packed for the GEMM path in use, or
- * NULL (not packed, or packed for another path). */
-const void *sk__packed_weight(const void *packed, int64_t i);
+/* Matrix i's packed B in a node's io->packed for the GEMM path in use and
+ * of kind, or NULL (not packed, or packed for another path or kind). */
+const void *sk__packed_weight(const void *packed, sk__pack_kind kind, int64_t i);
 
 #endif

@@ -184,7 +184,7 @@ static sk_status build(sk__build_ctx *ctx) {
   SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "output_dtype", &out_dtype));
   if (out_dtype != SK_FP16 && out_dtype != SK_BF16 && out_dtype != SK_INT8 && out_dtype != SK_INT32)
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute output_dtype: expected fp16, bf16, int8 or int32, got %s",
-                    op, out_dtype > 0 && out_dtype < SK_DTYPE_COUNT_ ? sk_dtype_name((sk_dtype)out_dtype) : "invalid");
+                    op, sk_dtype_name((sk_dtype)out_dtype)); /* the schema's range made it an sk_dtype */
   p->out_dtype = (sk_dtype)out_dtype;
   SK_RETURN_IF_ERROR(build_quant_inputs(ctx, p));
   int64_t shape[SK_MAX_RANK];

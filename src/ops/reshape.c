@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "ops/op.h"
+#include "ops/op_util.h"
 
 enum { SLOT_X };
 static const sk_op_slot_info inputs[] = {SK__IN("x", "any dtype")};
@@ -63,10 +63,7 @@ static sk_status build(sk__build_ctx *ctx) {
 }
 
 /* The reference of a view is a copy (the executor aliases instead). */
-static void reference(const sk__node_io *io) {
-  const sk__tensor *x = &io->in[SLOT_X].tensors[0];
-  if (io->out[0].data != x->data) memcpy(io->out[0].data, x->data, sk__tensor_bytes(x));
-}
+static void reference(const sk__node_io *io) { sk__view_reference(io, 0); }
 
 const sk__op_def sk__op_reshape = {
     .type = "reshape",
