@@ -116,19 +116,6 @@ bool sk_cli_executor_parse(const char *text, sk_executor *out) {
 
 const char *sk_cli_executor_names(void) { return "eager, interp, jit, auto, reference"; }
 
-sk_executor sk_executor_resolve(sk_executor requested, bool *from_env) {
-  if (from_env) *from_env = false;
-  if (requested != SK_EXECUTOR_DEFAULT) return requested;
-  /* As the library reads it (src/exec/program.c): unset or empty is auto. */
-  const char *env = getenv("SK_EXECUTOR");
-  if (!env || !*env) return SK_EXECUTOR_AUTO;
-  if (from_env) *from_env = true;
-  static const sk_executor from[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT, SK_EXECUTOR_AUTO};
-  for (size_t i = 0; i < sizeof from / sizeof from[0]; i++)
-    if (strcmp(env, sk_executor_name(from[i])) == 0) return from[i];
-  return SK_EXECUTOR_DEFAULT;
-}
-
 const char *sk_compile_stats_format(const sk_compile_stats *st, char *buf, size_t size) {
   const char *how = st->requested != SK_EXECUTOR_DEFAULT ? "" : st->from_env ? "$SK_EXECUTOR; " : "default; ";
   const char *label = sk_executor_name(st->executor);
@@ -273,7 +260,11 @@ int sk_session_compile(sk_session *s, const char *cmd, sk_executor executor, con
   }
   if (stats) {
     *stats = (sk_compile_stats){.requested = executor, .jit_total = w.total, .jit_fallbacks = w.fallbacks};
-    stats->executor = sk_executor_resolve(executor, &stats->from_env);
+    /* What runs is the program's (the library resolved $SK_EXECUTOR). */
+    sk_program_stats ps = {.struct_size = sizeof ps};
+    if (sk_program_get_stats(*out, &ps) == SK_STATUS_OK) stats->executor = ps.executor;
+    const char *env = getenv("SK_EXECUTOR");
+    stats->from_env = executor == SK_EXECUTOR_DEFAULT && env && *env;
   }
   return SK_EXIT_OK;
 }

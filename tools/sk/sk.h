@@ -129,11 +129,6 @@ int sk_session_fill_inputs(sk_session *s, const char *cmd, skm_io *io);
 bool sk_cli_executor_parse(const char *text, sk_executor *out);
 /* "eager, interp, jit, auto, reference" */
 const char *sk_cli_executor_names(void);
-/* What executor runs for `requested`: SK_EXECUTOR_DEFAULT becomes
- * $SK_EXECUTOR (eager, interp, jit, auto) or auto when unset (*from_env,
- * may be NULL, says which); an invalid $SK_EXECUTOR stays
- * SK_EXECUTOR_DEFAULT (sk_compile reports it). */
-sk_executor sk_executor_resolve(sk_executor requested, bool *from_env);
 /* One phrase for a summary line, e.g. "auto (default; super kernels on,
  * 2 JIT-compiled)", "eager (super kernels off)" into buf. */
 const char *sk_compile_stats_format(const sk_compile_stats *stats, char *buf, size_t size);
