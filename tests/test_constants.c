@@ -195,6 +195,28 @@ static void test_int8_weights_are_packed(void) {
 static void test_errors(void) {
   sk_program_stats bad = {.struct_size = 1};
   CHECK_FAILS(sk_program_get_stats(NULL, &bad), SK_STATUS_INVALID_ARGUMENT, "program is NULL");
+  /* An older caller's shorter struct gets what fits and nothing past it. */
+  sk_graph *one;
+  CHECK_OK(sk_graph_create(&one));
+  sk_value in = input(one, "x", SK_FP32, 1, (int64_t[]){4});
+  CHECK_OK(sk_graph_mark_output(one, unary(one, "square", "sq", in), "y"));
+  sk_program *prog;
+  CHECK_OK(sk_compile(one, NULL, &prog));
+  sk_graph_destroy(one);
+  struct {
+    sk_program_stats stats;
+    size_t canary;
+  } short_stats;
+  memset(&short_stats, 0x5A, sizeof short_stats);
+  short_stats.stats.struct_size = offsetof(sk_program_stats, n_constants);
+  CHECK_OK(sk_program_get_stats(prog, &short_stats.stats));
+  CHECK(short_stats.stats.n_inputs == 1 && short_stats.stats.n_outputs == 1);
+  unsigned char past[sizeof short_stats.stats - offsetof(sk_program_stats, n_constants)];
+  memset(past, 0x5A, sizeof past);
+  CHECK(memcmp((char *)&short_stats.stats + offsetof(sk_program_stats, n_constants), past, sizeof past) == 0);
+  bad.struct_size = sizeof bad + 8; /* a newer header */
+  CHECK_FAILS(sk_program_get_stats(prog, &bad), SK_STATUS_INVALID_ARGUMENT, "struct_size", "expected");
+  sk_program_destroy(prog);
   sk_graph *g;
   CHECK_OK(sk_graph_create(&g));
   sk_value v;

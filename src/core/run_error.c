@@ -23,6 +23,8 @@ void sk__run_error_clear(sk__run_error *e) { atomic_store_explicit(&e->state, 0,
 sk_status sk__run_error_take(sk__run_error *e) {
   int state = atomic_load_explicit(&e->state, memory_order_acquire);
   if (state == 0) return SK_STATUS_OK;
+  /* -1 (a message being written) cannot be seen here: the run loop takes
+   * the slot after the launch, which waited for every block. */
   sk_status st = sk__fail(state > 0 ? (sk_status)state : SK_STATUS_INTERNAL, "%s", e->message);
   atomic_store_explicit(&e->state, 0, memory_order_relaxed);
   return st;
