@@ -1,13 +1,14 @@
 # The README's two commands:
 #   make run   configure, build and run the main example
-#   make test  configure, build and run every test (ctest)
+#   make test  configure, build and run every test (ctest), the Python ones
+#              with the project venv (scripts/install-python-deps.sh makes it)
 # Both install what a fresh Debian 12 machine lacks (scripts/install-deps.sh).
 
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test install bench clean sanitize tsan
+.PHONY: all deps python-deps configure build run test install bench clean sanitize tsan
 
 all: build
 
@@ -25,7 +26,13 @@ build: configure
 run: build
 	$(BUILD)/bin/example01_super_kernel_base
 
-test: build
+# The project venv for the Python tests (.venv, or $SK_VENV): made or
+# completed when needed. Without network it warns, and the Python tests are
+# skipped while the C tests still run.
+python-deps:
+	@scripts/install-python-deps.sh
+
+test: build python-deps
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Header, libraries, pkg-config file, CMake package and sk under PREFIX
