@@ -1,0 +1,166 @@
+"""Graph: the C graph builder (sk_graph_*), one method per C call."""
+
+import contextlib
+import ctypes
+
+from . import _lib
+from .buffers import buffer_info
+from .dtypes import DType, to_dtype
+from .schema import DescBuilder
+
+
+class Value:
+    """A tensor value of a graph: an input, a constant or an op output."""
+
+    __slots__ = ("graph", "id", "dtype", "shape")
+
+    def __init__(self, graph, vid):
+        self.graph = graph
+        self.id = vid
+        self.dtype, self.shape = graph.value_info(vid)
+
+    def __repr__(self):
+        return f"Value({self.id}, {self.dtype}, {list(self.shape)})"
+
+
+def _shape_array(shape):
+    shape = tuple(int(d) for d in shape)
+    return shape, (_lib.int64 * max(1, len(shape)))(*shape)
+
+
+class Graph:
+    """An operator graph to compile into a Program.
+
+    g = Graph()
+    x = g.add_input("x", "fp16", (256, 180))
+    w = g.add_constant("w", weight_array)
+    with g.scope("sk1", "early-start=1"):
+        (h,) = g.add_op("grouped_matmul", {"x": [x], "weight": [w]}, {"split_item": 3})
+    g.mark_output(h, "h")
+    program = g.compile(team)
+    """
+
+    def __init__(self):
+        self._lib = _lib.lib()
+        handle = ctypes.c_void_p()
+        _lib.check(self._lib.sk_graph_create(ctypes.byref(handle)))
+        self._handle = handle
+        self._borrowed = []  # constants' data the graph reads without a copy
+        self.outputs = []
+
+    @property
+    def handle(self):
+        if self._handle is None:
+            raise ValueError("superkernel.Graph: the graph was closed")
+        return self._handle
+
+    def close(self):
+        """Frees the C graph (programs compiled from it stay valid)."""
+        if getattr(self, "_handle", None) is not None:
+            self._lib.sk_graph_destroy(self._handle)
+            self._handle = None
+
+    __del__ = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def value_info(self, vid):
+        dtype, rank = ctypes.c_int(), ctypes.c_int()
+        shape = (_lib.int64 * _lib.SK_MAX_RANK)()
+        _lib.check(
+            self._lib.sk_graph_value_info(self.handle, vid, ctypes.byref(dtype), ctypes.byref(rank), shape)
+        )
+        return DType(dtype.value), tuple(shape[: rank.value])
+
+    def add_input(self, name, dtype, shape):
+        shape, dims = _shape_array(shape)
+        vid = ctypes.c_uint32()
+        _lib.check(
+            self._lib.sk_graph_add_input(
+                self.handle, _lib.encode(name), int(to_dtype(dtype)), len(shape), dims, ctypes.byref(vid)
+            )
+        )
+        return Value(self, vid.value)
+
+    def add_constant(self, name, data, borrow=False):
+        """A constant from a numpy array or torch CPU tensor (C-contiguous).
+        borrow=False copies the data now; borrow=True keeps a reference and
+        the library reads the caller's buffer, which must not change."""
+        ptr, nbytes, dtype, shape = buffer_info(data, f"constant {name}")
+        shape, dims = _shape_array(shape)
+        vid = ctypes.c_uint32()
+        _lib.check(
+            self._lib.sk_graph_add_constant(
+                self.handle,
+                _lib.encode(name),
+                int(dtype),
+                len(shape),
+                dims,
+                ctypes.c_void_p(ptr) if nbytes else None,
+                1 if borrow else 0,
+                ctypes.byref(vid),
+            )
+        )
+        if borrow:
+            self._borrowed.append(data)
+        return Value(self, vid.value)
+
+    def add_op(self, op, inputs, attrs=None, name=None):
+        """Adds an op node; returns its outputs (a list of Values).
+        inputs: {slot: Value or [Value, ...]}; None slots are left out.
+        attrs: {name: int | float | [ints] | dtype}."""
+        slots = {}
+        for slot, values in inputs.items():
+            if values is None:
+                continue
+            values = values if isinstance(values, (list, tuple)) else [values]
+            for v in values:
+                if not isinstance(v, Value) or v.graph is not self:
+                    raise TypeError(f"{op}: input {slot}: expected Values of this graph, got {v!r}")
+            slots[slot] = [v.id for v in values]
+        builder = DescBuilder(op, slots, attrs, name)
+        room = 64
+        out = (ctypes.c_uint32 * room)()
+        n = ctypes.c_size_t(0)
+        _lib.check(self._lib.sk_graph_add_op(self.handle, ctypes.byref(builder.desc), out, room, ctypes.byref(n)))
+        return [Value(self, out[i]) for i in range(n.value)]
+
+    def mark_output(self, value, name):
+        _lib.check(self._lib.sk_graph_mark_output(self.handle, value.id, _lib.encode(name)))
+        self.outputs.append(name)
+
+    def begin_scope(self, name, options=None):
+        _lib.check(self._lib.sk_graph_begin_scope(self.handle, _lib.encode(name), _lib.encode(options)))
+
+    def end_scope(self):
+        _lib.check(self._lib.sk_graph_end_scope(self.handle))
+
+    @contextlib.contextmanager
+    def scope(self, name, options=None):
+        """Ops added inside become one super kernel (sk_graph_begin_scope)."""
+        self.begin_scope(name, options)
+        try:
+            yield
+        finally:
+            self.end_scope()
+
+    def set_stream(self, stream):
+        _lib.check(self._lib.sk_graph_set_stream(self.handle, int(stream)))
+
+    def record_event(self):
+        ev = ctypes.c_uint32()
+        _lib.check(self._lib.sk_graph_record_event(self.handle, ctypes.byref(ev)))
+        return ev.value
+
+    def wait_event(self, event):
+        _lib.check(self._lib.sk_graph_wait_event(self.handle, int(event)))
+
+    def compile(self, team=None, executor="default", default_options=None, profile=False, watchdog_ms=0):
+        """Compiles into a Program for team (None: one core)."""
+        from .program import Program
+
+        return Program(self, team, executor, default_options, profile, watchdog_ms)

@@ -1,0 +1,246 @@
+"""Op schemas, shape inference and option strings, as the C library gives them.
+
+The library's op list (sk_op_info) is the one source: the torch ops, the
+backend's support check and the attribute conversion below all read it.
+"""
+
+import ctypes
+import functools
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+from . import _lib
+from .dtypes import DType, to_dtype
+
+ATTR_INT, ATTR_FLOAT, ATTR_INTS = 1, 2, 3
+_KIND_NAMES = {ATTR_INT: "int", ATTR_FLOAT: "float", ATTR_INTS: "ints"}
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    is_list: bool
+    is_optional: bool
+    doc: str
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    name: str
+    kind: str  # "int", "float" or "ints"
+    is_required: bool
+    default: object  # None when the op derives it (or it is required)
+    range: Optional[Tuple[int, int]]
+    doc: str
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str
+    is_list: bool
+    doc: str
+
+
+@dataclass(frozen=True)
+class OpSchema:
+    name: str
+    kernel_type: int
+    is_view: bool
+    inputs: Tuple[Slot, ...]
+    attrs: Tuple[AttrSpec, ...]
+    outputs: Tuple[Output, ...]
+    doc: str
+    attr_by_name: dict = field(compare=False, repr=False, default_factory=dict)
+
+
+def _s(b):
+    return b.decode() if b else ""
+
+
+def _convert(c):
+    inputs = tuple(
+        Slot(_s(c.inputs[i].name), bool(c.inputs[i].is_list), bool(c.inputs[i].is_optional), _s(c.inputs[i].doc))
+        for i in range(c.n_inputs)
+    )
+    attrs = []
+    for i in range(c.n_attrs):
+        a = c.attrs[i]
+        kind = _KIND_NAMES.get(a.kind, "int")
+        default = None
+        if a.has_default:
+            default = a.default_float if kind == "float" else int(a.default_int)
+        attrs.append(
+            AttrSpec(
+                _s(a.name),
+                kind,
+                bool(a.is_required),
+                default,
+                (int(a.min), int(a.max)) if a.has_range else None,
+                _s(a.doc),
+            )
+        )
+    outputs = tuple(
+        Output(_s(c.outputs[i].name), bool(c.outputs[i].is_list), _s(c.outputs[i].doc)) for i in range(c.n_outputs)
+    )
+    attrs = tuple(attrs)
+    return OpSchema(
+        _s(c.name), c.kernel_type, bool(c.is_view), inputs, attrs, outputs, _s(c.doc), {a.name: a for a in attrs}
+    )
+
+
+def op_names():
+    """The built-in ops, in the library's order."""
+    lib = _lib.lib()
+    names = []
+    for i in range(lib.sk_op_count()):
+        c = _lib.OpSchema()
+        _lib.check(lib.sk_op_info(i, ctypes.byref(c)))
+        names.append(_s(c.name))
+    return names
+
+
+@functools.lru_cache(maxsize=None)
+def op_schema(op):
+    """The schema of a built-in or registered op; NotFoundError if unknown."""
+    c = _lib.OpSchema()
+    _lib.check(_lib.lib().sk_op_info_by_name(_lib.encode(op), ctypes.byref(c)))
+    return _convert(c)
+
+
+def forget_schema(op):
+    """Drops a cached schema (a kernel registered after a failed lookup)."""
+    op_schema.cache_clear()
+
+
+class DescBuilder:
+    """An sk_op_desc and everything its pointers point into, kept alive
+    together. inputs: {slot: list of sk_value ids} (metas for sk_op_infer
+    follow the same order); attrs: {name: python value}, converted by the
+    op's schema."""
+
+    def __init__(self, op, inputs, attrs=None, name=None):
+        self._keep = []
+        schema = None
+        try:
+            schema = op_schema(op)
+        except Exception:
+            pass  # an unknown op: the library names it when the desc is used
+        slots = (_lib.OpInput * max(1, len(inputs)))()
+        for i, (slot, values) in enumerate(inputs.items()):
+            arr = (ctypes.c_uint32 * max(1, len(values)))(*values)
+            self._keep.append(arr)
+            slots[i] = _lib.OpInput(self._bytes(slot), arr, len(values))
+        attrs = attrs or {}
+        cattrs = (_lib.Attr * max(1, len(attrs)))()
+        for i, (aname, value) in enumerate(attrs.items()):
+            spec = schema.attr_by_name.get(aname) if schema else None
+            cattrs[i] = self._attr(op, aname, value, spec)
+        self.desc = _lib.OpDesc(
+            ctypes.sizeof(_lib.OpDesc),
+            self._bytes(op),
+            self._bytes(name) if name else None,
+            slots,
+            len(inputs),
+            cattrs,
+            len(attrs),
+        )
+        self._keep += [slots, cattrs]
+
+    def _bytes(self, text):
+        b = _lib.encode(text)
+        self._keep.append(b)
+        return b
+
+    def _attr(self, op, name, value, spec):
+        kind = spec.kind if spec else _guess_kind(value)
+        where = f"{op}: attribute {name}"
+        if kind == "ints":
+            try:
+                values = [int(v) for v in value]
+            except TypeError:
+                raise TypeError(f"{where}: expected a list of ints, got {value!r}") from None
+            arr = (_lib.int64 * max(1, len(values)))(*values)
+            self._keep.append(arr)
+            return _lib.Attr(self._bytes(name), ATTR_INTS, 0, 0.0, arr, len(values))
+        if kind == "float":
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise TypeError(f"{where}: expected a float, got {value!r}")
+            return _lib.Attr(self._bytes(name), ATTR_FLOAT, 0, float(value), None, 0)
+        if isinstance(value, DType):
+            value = int(value)
+        elif name.endswith("dtype") and not isinstance(value, int):
+            value = int(to_dtype(value))  # a torch / numpy dtype or a name
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int):
+            raise TypeError(f"{where}: expected an int, got {value!r}")
+        return _lib.Attr(self._bytes(name), ATTR_INT, int(value), 0.0, None, 0)
+
+
+def _guess_kind(value):
+    if isinstance(value, (list, tuple)):
+        return "ints"
+    if isinstance(value, float):
+        return "float"
+    return "int"
+
+
+def _metas(metas):
+    arr = (_lib.TensorMeta * max(1, len(metas)))()
+    for i, (dtype, shape) in enumerate(metas):
+        if len(shape) > _lib.SK_MAX_RANK:
+            raise ValueError(f"input {i}: rank {len(shape)} exceeds {_lib.SK_MAX_RANK}")
+        arr[i].dtype = int(to_dtype(dtype))
+        arr[i].rank = len(shape)
+        for d, n in enumerate(shape):
+            arr[i].shape[d] = int(n)
+    return arr
+
+
+def _slot_counts(inputs):
+    return {slot: list(range(len(metas))) for slot, metas in inputs.items()}
+
+
+def op_infer(op, inputs, attrs=None):
+    """Output (DType, shape) pairs of op for inputs {slot: [(dtype, shape), ...]}
+    (a single tensor may be given without the list). Raises the library's
+    error when the op rejects them."""
+    inputs = {k: (v if isinstance(v, list) else [v]) for k, v in inputs.items() if v is not None}
+    flat = [m for metas in inputs.values() for m in metas]
+    builder = DescBuilder(op, _slot_counts(inputs), attrs)
+    cin = _metas(flat)
+    room = 64
+    cout = (_lib.TensorMeta * room)()
+    n = ctypes.c_size_t(0)
+    _lib.check(
+        _lib.lib().sk_op_infer(ctypes.byref(builder.desc), cin, len(flat), cout, room, ctypes.byref(n))
+    )
+    return [(DType(cout[i].dtype), tuple(cout[i].shape[: cout[i].rank])) for i in range(n.value)]
+
+
+def op_supported(op, inputs, attrs=None):
+    """None when the library runs op on these metas; else the reason (str)."""
+    inputs = {k: (v if isinstance(v, list) else [v]) for k, v in inputs.items() if v is not None}
+    flat = [m for metas in inputs.values() for m in metas]
+    try:
+        builder = DescBuilder(op, _slot_counts(inputs), attrs)
+        cin = _metas(flat)
+    except (TypeError, ValueError) as e:
+        return str(e)
+    status = _lib.lib().sk_op_supported(ctypes.byref(builder.desc), cin, len(flat))
+    return None if status == 0 else (_lib.last_error() or "unsupported")
+
+
+def validate_options(options):
+    """Raises InvalidArgumentError naming the bad key or value."""
+    _lib.check(_lib.lib().sk_options_validate(_lib.encode(options or "")))
+
+
+def render_options(options=""):
+    """The effective options, defaults included ("key=value:...")."""
+    lib = _lib.lib()
+    needed = ctypes.c_size_t(0)
+    _lib.check(lib.sk_options_render(_lib.encode(options or ""), None, 0, ctypes.byref(needed)))
+    buf = ctypes.create_string_buffer(needed.value + 1)
+    _lib.check(lib.sk_options_render(_lib.encode(options or ""), buf, len(buf), None))
+    return buf.value.decode()
