@@ -34,6 +34,7 @@ can be registered once per process.
 
 import ctypes
 import os
+import re
 import threading
 
 from . import _lib, schema
@@ -42,6 +43,7 @@ from .errors import InvalidArgumentError, NotFoundError
 __all__ = ["register_kernel", "load_library", "include_dir", "CustomKernel", "KERNEL_TYPES"]
 
 KERNEL_TYPES = {"vector": 0, "cube": 1, "mix": 2}
+_TORCH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the library also allows '-' and '.'; torch does not
 
 _lock = threading.Lock()
 _kernels = {}  # name -> CustomKernel: keeps libraries, descriptors and user data alive
@@ -73,7 +75,7 @@ def _make_superkernel_global():
 def load_library(library):
     """A ctypes.CDLL of the user's library: a path, or a CDLL as is."""
     if isinstance(library, ctypes.CDLL):
-        return library
+        return library  # opened by the caller: its sk_* symbols must already be bound (see the module doc)
     if not isinstance(library, (str, bytes, os.PathLike)):
         raise TypeError(f"superkernel.custom: library: expected a path or a ctypes.CDLL, got {type(library).__name__}")
     path = os.fspath(library)
@@ -208,6 +210,12 @@ def register_kernel(
         if name in _kernels:
             raise InvalidArgumentError(
                 f"superkernel.custom: kernel {name!r} is already registered in this process", "INVALID_ARGUMENT"
+            )
+        if torch_op and not _TORCH_NAME.fullmatch(name):
+            raise InvalidArgumentError(
+                f"superkernel.custom: kernel {name!r}: not a torch op name (letters, digits and '_', not starting "
+                "with a digit); rename it, or pass torch_op=False to use it in graphs only",
+                "INVALID_ARGUMENT",
             )
         if torch_op and _torch_namespace_has(name):
             raise InvalidArgumentError(

@@ -260,7 +260,13 @@ def test_bad_type_and_name(libpath):
     with pytest.raises(superkernel.InvalidArgumentError, match="type 'tensor'"):
         custom.register_kernel(libpath, entry="negate_i32", name=unique("t"), type="tensor", n_params=2)
     with pytest.raises(superkernel.SuperkernelError, match="bad name!"):
-        custom.register_kernel(libpath, entry="negate_i32", name="bad name!", n_params=2)
+        custom.register_kernel(libpath, entry="negate_i32", name="bad name!", n_params=2, torch_op=False)
+    # '-' and '.' are kernel names for graphs, not torch op names
+    dashed = unique("graph-only.v1")
+    with pytest.raises(superkernel.InvalidArgumentError, match="not a torch op name"):
+        custom.register_kernel(libpath, entry="negate_i32", name=dashed, n_params=2)
+    k = custom.register_kernel(libpath, entry="negate_i32", name=dashed, n_params=2, torch_op=False)
+    assert k.op is None and superkernel.op_schema(dashed).name == dashed
     still_usable(libpath)
 
 
