@@ -47,9 +47,16 @@ class OpSpec:
         # torch argument name -> library attribute name
         self.attr_names = {}
         args = []
+        # torch's dispatcher finds an op's backend in its Tensor, Tensor[] and
+        # Tensor? arguments but not in a Tensor[]? one: an op whose slots are
+        # all optional (a registered kernel's list "x") declares its first
+        # slot required, or no call would find the CPU kernel.
+        required = {s.name for s in sk_schema.inputs if not s.is_optional}
+        if sk_schema.inputs and not required:
+            required.add(sk_schema.inputs[0].name)
         for s in sk_schema.inputs:
             t = "Tensor[]" if s.is_list else "Tensor"
-            args.append(f"{t}? {s.name}=None" if s.is_optional else f"{t} {s.name}")
+            args.append(f"{t} {s.name}" if s.name in required else f"{t}? {s.name}=None")
         args.append("*")
         for a in sk_schema.attrs:
             tname = f"{a.name}_ints" if a.name in slot_names else a.name

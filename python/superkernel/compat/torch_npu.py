@@ -1,0 +1,372 @@
+"""torch_npu's MoE operator functions on superkernel.
+
+    from superkernel.compat import torch_npu      # instead of `import torch_npu`
+    ys = torch_npu.npu_grouped_matmul([x0, x1], [w0, w1], bias=[b0, b1], group_type=-1)
+
+Each function takes torch_npu's argument names and defaults
+(op-plugin's op_plugin_functions.yaml; shared/spec/torch_npu.md) and returns
+what torch_npu returns: a list of tensors for npu_grouped_matmul, a tuple for
+the multi-output ops, one tensor otherwise. The work is one call of a
+`torch.ops.superkernel.*` op, so under torch.compile the call traces to that
+op and the superkernel backend can fuse it with its neighbours; run eagerly,
+the op runs through the library on the CPU. The numerics are the library's
+(docs/ops.md).
+
+Arguments superkernel does not implement (antiquantization, activation
+fusion, tuning hints, torch_npu's special dtypes, ...) are accepted at their
+defaults; any other value raises NotImplementedError naming the argument:
+nothing is silently ignored.
+
+Dtype arguments (`output_dtype`, `dst_type`) take a torch.dtype or, as
+torch_npu's `int?` schema arguments do, the int code of c10::ScalarType
+(1 int8, 3 int32, 5 float16, 6 float32, 15 bfloat16; see SCALAR_TYPE_CODES).
+
+Non-contiguous tensors (e.g. a transposed weight, common with torch_npu) are
+made contiguous first: the library reads dense row-major buffers.
+"""
+
+import torch
+
+__all__ = [
+    "npu_grouped_matmul",
+    "npu_moe_gating_top_k",
+    "npu_dequant_swiglu_quant",
+    "npu_quant_matmul",
+    "npu_trans_quant_param",
+    "SCALAR_TYPE_CODES",
+]
+
+# c10::ScalarType codes of the dtypes superkernel has (torch's own numbering,
+# which torch_npu's int dtype arguments use).
+SCALAR_TYPE_CODES = {
+    0: torch.uint8,
+    1: torch.int8,
+    3: torch.int32,
+    4: torch.int64,
+    5: torch.float16,
+    6: torch.float32,
+    11: torch.bool,
+    15: torch.bfloat16,
+}
+
+
+def _ops():
+    # Importing torch_ops defines torch.ops.superkernel.* (once).
+    from superkernel import torch_ops  # noqa: F401
+
+    return torch.ops.superkernel
+
+
+def _unsupported(fn, **given):
+    """NotImplementedError for the first argument given a value other than
+    its default. given: name=(value, default)."""
+    for name, (value, default) in given.items():
+        if value is None:  # torch_npu's `int?` arguments: None = not given
+            continue
+        if default is None or isinstance(value, (torch.Tensor, list, tuple)) or value != default:
+            raise NotImplementedError(
+                f"superkernel.compat.torch_npu.{fn}: argument {name}={_short(value)} is not supported "
+                f"(only its default {default!r})"
+            )
+
+
+def _short(value):
+    if isinstance(value, torch.Tensor):
+        return f"<Tensor {tuple(value.shape)} {value.dtype}>"
+    if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
+        return f"<{len(value)} tensors>"
+    return repr(value)
+
+
+def _dtype(fn, name, value):
+    """A torch.dtype from a torch.dtype or a c10::ScalarType int code."""
+    if value is None or isinstance(value, torch.dtype):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value in SCALAR_TYPE_CODES:
+            return SCALAR_TYPE_CODES[value]
+        raise NotImplementedError(
+            f"superkernel.compat.torch_npu.{fn}: {name}={value}: not a c10::ScalarType code superkernel "
+            f"supports; expected a torch.dtype or one of {sorted(SCALAR_TYPE_CODES)}"
+        )
+    raise TypeError(f"superkernel.compat.torch_npu.{fn}: {name}: expected a torch.dtype or int, got {value!r}")
+
+
+def _dense(t):
+    return t if t is None or t.is_contiguous() else t.contiguous()
+
+
+def _tensor_list(fn, name, value):
+    """torch_npu's Tensor[]: a list or tuple of tensors (a single tensor is
+    taken as a list of one); None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, torch.Tensor):
+        return [_dense(value)]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(t, torch.Tensor) for t in value):
+        raise TypeError(f"superkernel.compat.torch_npu.{fn}: {name}: expected a list of tensors, got {_short(value)}")
+    return [_dense(t) for t in value]
+
+
+def _tracing(t):
+    """Whether t carries no data to read now (torch.compile, fake or meta)."""
+    if torch.compiler.is_compiling() or t.device.type == "meta":
+        return True
+    from torch._subclasses.fake_tensor import is_fake
+
+    return is_fake(t)
+
+
+def npu_grouped_matmul(
+    x,
+    weight,
+    *,
+    bias=None,
+    scale=None,
+    offset=None,
+    antiquant_scale=None,
+    antiquant_offset=None,
+    per_token_scale=None,
+    group_list=None,
+    activation_input=None,
+    activation_quant_scale=None,
+    activation_quant_offset=None,
+    split_item=0,
+    group_type=None,
+    group_list_type=0,
+    act_type=0,
+    tuning_config=None,
+    output_dtype=None,
+    x_dtype=None,
+    weight_dtype=None,
+    scale_dtype=None,
+    per_token_scale_dtype=None,
+):
+    """torch_npu.npu_grouped_matmul -> list of tensors.
+
+    x, weight, bias, scale, offset, per_token_scale: lists of tensors
+    (weight layout [K, N]: y = x @ w). group_type -1: independent matmuls,
+    one output per group; 0: the rows of one x split by group_list.
+    group_type None (torch_npu's default, which its kernels refuse) means -1
+    without a group_list and 0 with one.
+
+    group_list: a list of ints (fixed when the graph is built), or an int64
+    Tensor read at run time. With split_item 2/3 (one [M, N] output) a
+    tensor goes to the op's run-time group_list input. With split_item 0/1
+    the output shapes depend on its values: run eagerly, the tensor is read
+    once and used as ints; under torch.compile or with fake tensors this is
+    refused (pass the ints, or use split_item 2/3).
+
+    Not supported (NotImplementedError unless left at the default):
+    antiquant_scale, antiquant_offset, activation_input,
+    activation_quant_scale, activation_quant_offset, act_type != 0,
+    tuning_config, x_dtype, weight_dtype, scale_dtype, per_token_scale_dtype.
+    """
+    fn = "npu_grouped_matmul"
+    _unsupported(
+        fn,
+        antiquant_scale=(antiquant_scale, None),
+        antiquant_offset=(antiquant_offset, None),
+        activation_input=(activation_input, None),
+        activation_quant_scale=(activation_quant_scale, None),
+        activation_quant_offset=(activation_quant_offset, None),
+        act_type=(act_type, 0),
+        tuning_config=(tuning_config, None),
+        x_dtype=(x_dtype, None),
+        weight_dtype=(weight_dtype, None),
+        scale_dtype=(scale_dtype, None),
+        per_token_scale_dtype=(per_token_scale_dtype, None),
+    )
+    split_item = 0 if split_item is None else int(split_item)
+    group_list_type = 0 if group_list_type is None else int(group_list_type)
+    if group_type is None:
+        group_type = -1 if group_list is None else 0
+    group_list_tensor = group_list_ints = None
+    if isinstance(group_list, torch.Tensor):
+        if split_item in (2, 3):
+            group_list_tensor = _dense(group_list)
+        elif _tracing(group_list):
+            raise NotImplementedError(
+                f"superkernel.compat.torch_npu.{fn}: group_list as a Tensor with split_item={split_item} gives "
+                "one output per group whose shapes depend on the tensor's values, unknown while tracing; "
+                "pass group_list as a list of ints, or use split_item=2 or 3 (one [M, N] output)"
+            )
+        else:
+            group_list_ints = [int(v) for v in group_list.reshape(-1).tolist()]
+    elif group_list is not None:
+        group_list_ints = [int(v) for v in group_list]
+    return _ops().grouped_matmul(
+        _tensor_list(fn, "x", x),
+        _tensor_list(fn, "weight", weight),
+        _tensor_list(fn, "bias", bias),
+        _tensor_list(fn, "scale", scale),
+        _tensor_list(fn, "offset", offset),
+        _tensor_list(fn, "per_token_scale", per_token_scale),
+        group_list_tensor,
+        group_type=int(group_type),
+        group_list_ints=group_list_ints,
+        group_list_type=group_list_type,
+        split_item=split_item,
+        output_dtype=_dtype(fn, "output_dtype", output_dtype),
+    )
+
+
+def npu_moe_gating_top_k(
+    x,
+    k,
+    *,
+    bias=None,
+    input_ids=None,
+    tid2eid=None,
+    k_group=1,
+    group_count=1,
+    group_select_mode=0,
+    renorm=0,
+    norm_type=0,
+    out_flag=False,
+    routed_scaling_factor=1.0,
+    eps=1e-20,
+):
+    """torch_npu.npu_moe_gating_top_k -> (y [T, k] x's dtype, expert_idx
+    [T, k] int32, out [T, E] fp32). `out` holds the normalized scores
+    whatever out_flag says (docs/ops.md). Not supported: input_ids, tid2eid."""
+    fn = "npu_moe_gating_top_k"
+    _unsupported(fn, input_ids=(input_ids, None), tid2eid=(tid2eid, None))
+    y, expert_idx, out = _ops().moe_gating_topk(
+        _dense(x),
+        _dense(bias),
+        k=int(k),
+        k_group=int(k_group),
+        group_count=int(group_count),
+        group_select_mode=int(group_select_mode),
+        renorm=int(renorm),
+        norm_type=int(norm_type),
+        out_flag=int(bool(out_flag)),
+        routed_scaling_factor=float(routed_scaling_factor),
+        eps=float(eps),
+    )
+    return y, expert_idx, out
+
+
+def npu_dequant_swiglu_quant(
+    x,
+    *,
+    weight_scale=None,
+    activation_scale=None,
+    bias=None,
+    quant_scale=None,
+    quant_offset=None,
+    group_index=None,
+    activate_left=False,
+    quant_mode=0,
+    dst_type=None,
+    round_mode=None,
+    activate_dim=None,
+    swiglu_mode=0,
+    clamp_limit=7.0,
+    glu_alpha=1.702,
+    glu_bias=1.0,
+):
+    """torch_npu.npu_dequant_swiglu_quant -> (y int8 [..., H], scale fp32 [...]).
+
+    x is [..., 2H]; leading dimensions are flattened into rows (with
+    activation_scale given per row) and restored on the outputs.
+    quant_mode 0 static, 1 dynamic; group_index int64 row counts.
+
+    Accepted at torch_npu's values only: dst_type None or int8 (torch.int8 /
+    1), round_mode None or 0 (rint), activate_dim None or the last dimension;
+    not supported: swiglu_mode != 0 and with it clamp_limit, glu_alpha,
+    glu_bias other than their defaults."""
+    fn = "npu_dequant_swiglu_quant"
+    if _dtype(fn, "dst_type", dst_type) not in (None, torch.int8):
+        _unsupported(fn, dst_type=(dst_type, None))
+    if round_mode not in (None, 0):
+        _unsupported(fn, round_mode=(round_mode, None))
+    if activate_dim is not None and activate_dim not in (-1, x.dim() - 1):
+        _unsupported(fn, activate_dim=(activate_dim, None))
+    _unsupported(
+        fn,
+        swiglu_mode=(swiglu_mode, 0),
+        clamp_limit=(clamp_limit, 7.0),
+        glu_alpha=(glu_alpha, 1.702),
+        glu_bias=(glu_bias, 1.0),
+    )
+    lead = tuple(x.shape[:-1])
+    if x.dim() > 2:
+        x = x.reshape(-1, x.shape[-1])
+        if activation_scale is not None:
+            activation_scale = activation_scale.reshape(-1)
+    y, scale = _ops().dequant_swiglu_quant(
+        _dense(x),
+        _dense(weight_scale),
+        _dense(activation_scale),
+        _dense(bias),
+        _dense(quant_scale),
+        _dense(quant_offset),
+        _dense(group_index),
+        activate_left=int(bool(activate_left)),
+        quant_mode=int(quant_mode),
+    )
+    if len(lead) > 1:
+        y, scale = y.reshape(*lead, y.shape[-1]), scale.reshape(lead)
+    return y, scale
+
+
+def npu_quant_matmul(
+    x1,
+    x2,
+    scale,
+    *,
+    offset=None,
+    pertoken_scale=None,
+    bias=None,
+    output_dtype=None,
+    x1_dtype=None,
+    x2_dtype=None,
+    pertoken_scale_dtype=None,
+    scale_dtype=None,
+    group_sizes=None,
+    y_scale=None,
+):
+    """torch_npu.npu_quant_matmul -> Tensor: int8 x1 @ int8 x2 with the
+    dequantization epilogue. output_dtype None means int8 (torch_npu's
+    default); float16, bfloat16, int8, int32. scale fp32, bf16 or the int64
+    form of npu_trans_quant_param. Not supported: x1_dtype, x2_dtype,
+    pertoken_scale_dtype, scale_dtype, group_sizes, y_scale."""
+    fn = "npu_quant_matmul"
+    _unsupported(
+        fn,
+        x1_dtype=(x1_dtype, None),
+        x2_dtype=(x2_dtype, None),
+        pertoken_scale_dtype=(pertoken_scale_dtype, None),
+        scale_dtype=(scale_dtype, None),
+        group_sizes=(group_sizes, None),
+        y_scale=(y_scale, None),
+    )
+    output_dtype = _dtype(fn, "output_dtype", output_dtype)
+    return _ops().quant_matmul(
+        _dense(x1),
+        _dense(x2),
+        _dense(scale),
+        _dense(offset),
+        _dense(pertoken_scale),
+        _dense(bias),
+        output_dtype=torch.int8 if output_dtype is None else output_dtype,
+    )
+
+
+def npu_trans_quant_param(scale, offset=None, round_mode=0):
+    """torch_npu.npu_trans_quant_param -> int64 Tensor: fp32 scale (and
+    offset) packed for npu_quant_matmul. scale [n] or [1, n]; a 1-D scale
+    and offset broadcast when either has one element (torch_npu's meta
+    rule). round_mode 0 (truncate the scale to 19 bits) only."""
+    fn = "npu_trans_quant_param"
+    if round_mode not in (None, 0):
+        _unsupported(fn, round_mode=(round_mode, 0))
+    if offset is not None and scale.dim() == 1 and offset.dim() == 1 and offset.shape != scale.shape:
+        n = max(scale.shape[0], offset.shape[0])
+        if scale.shape[0] == 1:
+            scale = scale.expand(n)
+        elif offset.shape[0] == 1:
+            offset = offset.expand(n)
+    return _ops().trans_quant_param(_dense(scale), _dense(offset))
