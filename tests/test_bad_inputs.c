@@ -713,6 +713,13 @@ static sk_status op_global_options(void) {
   sk_program *p = NULL;
   return grab(sk_compile(G, &cfg, &p));
 }
+/* Checked even where no scope reads them: no scope, the eager executor. */
+static sk_status op_global_options_unused(void) {
+  square_graph(0);
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .executor = SK_EXECUTOR_EAGER, .default_options = "nonsense=1"};
+  sk_program *p = NULL;
+  return grab(sk_compile(G, &cfg, &p));
+}
 
 /* ---- G. API misuse ------------------------------------------------------- */
 
@@ -1095,6 +1102,7 @@ static const row ROWS[] = {
     R("options", op_render_invalid, ARG, "option stream-fusion", "illegal value '2'"),
     R("options", op_scope_options, ARG, "option feed-sync-all", "'yes'"),
     R("options", op_global_options, ARG, "global options", "debug-sync-all", "'9'"),
+    R("options", op_global_options_unused, ARG, "global options", "nonsense"),
     /* G. API misuse */
     R("misuse", mu_end_twice, STATE, "no scope"),
     R("misuse", mu_nest, STATE, "'inner'", "'outer'"),

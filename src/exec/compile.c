@@ -15,6 +15,7 @@
 #include "jit/jit.h"
 #include "runtime/watchdog.h"
 #include "superkernel/fuse.h"
+#include "superkernel/options.h"
 
 static sk_status fail_oom(void) { return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_compile: out of memory"); }
 
@@ -200,6 +201,18 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   if (executor < SK_EXECUTOR_DEFAULT || executor >= SK_EXECUTOR_COUNT_)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: cfg->executor = %d: expected an sk_executor", (int)executor);
   SK_RETURN_IF_ERROR(sk__executor_resolve(executor, "sk_compile", &executor));
+  /* Checked here, not only where a scope reads them: a bad string must fail
+   * whatever the executor and whether or not any scope uses it. */
+  if (HAS(default_options) && cfg->default_options) {
+    sk__options o;
+    sk_status opt_st = sk__options_parse(cfg->default_options, &o);
+    if (opt_st != SK_STATUS_OK) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", sk_last_error());
+      return sk__fail(opt_st, "sk_compile: global options (cfg->default_options): %s", msg);
+    }
+    sk__options_free(&o);
+  }
   sk_program *p = sk__program_new();
   if (!p) return fail_oom();
   p->executor = executor;
