@@ -65,8 +65,11 @@ _SIGNATURES_KEPT = 16
 
 
 class CompiledGraph:
-    """What the forward compiler returns for one ATen graph: callable with
-    the graph's arguments. runner / programs / plan describe it."""
+    """What the forward compiler returns for one ATen graph: called with the
+    list of the graph's arguments (AOTAutograd's boxed convention). runner /
+    programs / plan describe it."""
+
+    _boxed_call = True
 
     def __init__(self, backend, gm, static_indices, symbolic):
         self.backend = backend
@@ -83,7 +86,7 @@ class CompiledGraph:
         else:
             self.plan = Plan(gm, self.static_indices, backend.config.options)
 
-    def __call__(self, *args):
+    def __call__(self, args):
         if self.symbolic:
             return self._call_specialized(args)
         runner = self.runner
@@ -162,7 +165,9 @@ class Backend:
             return graph
 
         def bw_compiler(bw_gm, bw_inputs):
-            return bw_gm  # backward runs in torch
+            from functorch.compile import make_boxed_func
+
+            return make_boxed_func(bw_gm)  # backward runs in torch
 
         return aot_module_simplified(
             gm, example_inputs, fw_compiler=fw_compiler, bw_compiler=bw_compiler, inference_compiler=fw_compiler
