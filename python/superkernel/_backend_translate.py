@@ -53,6 +53,8 @@ def tensor_meta(node):
     val = node_val(node)
     if not isinstance(val, torch.Tensor):
         raise Unsupported(f"{node.name} is not a tensor")
+    if val.device.type != "cpu":
+        raise Unsupported(f"{node.name} is on {val.device}; the library runs on the CPU")
     try:
         dtype = to_dtype(val.dtype)
     except TypeError as e:

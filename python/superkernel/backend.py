@@ -230,10 +230,16 @@ def _dynamo_static_indices(gm):
 
 
 def _static_indices(fallback):
+    """The forward graph's static inputs (parameters, buffers) that it does
+    not mutate: the ones folded in as constants."""
     ctx = torch._guards.TracingContext.try_get()
     meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
     indices = getattr(meta, "static_input_indices", None) if meta is not None else None
-    return tuple(indices) if indices is not None else fallback
+    if indices is None:
+        return fallback
+    info = getattr(meta, "input_info", None) or []
+    mutated = {i for i, x in enumerate(info) if getattr(x, "mutates_data", False) or getattr(x, "mutates_metadata", False)}
+    return tuple(i for i in indices if i not in mutated)
 
 
 # ---- the default backend, registration, profiles ---------------------------

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import scope as _scope
-from ._backend_translate import VIEW_OPS, Unsupported, is_getitem, op_label, translate
+from ._backend_translate import VIEW_OPS, Unsupported, is_getitem, op_label, tensor_meta, translate
 from .schema import render_options, validate_options
 
 
@@ -199,6 +199,7 @@ def _classify_one(node, sk):
         return SkNode(node, "getitem", {"x": src}, {"index": node.args[1]})
     if node.target == _scope.wait_tensor_op:
         self_, dep = node.args[0], node.args[1]
+        tensor_meta(self_)  # a tensor the library holds
         return SkNode(node, "wait", {"x": self_, "dependency": dep}, {})
     op, slots, attrs = translate(node)
     return SkNode(node, op, slots, attrs)
