@@ -236,16 +236,22 @@ def _inputs(node):
 
 def stages(graph, sk):
     """[(sk_nodes, torch_nodes)] in execution order; demotes view-only
-    stages to torch (updating sk)."""
+    stages to torch (updating sk). A torch node with side effects (an
+    in-place op, a mutation) is a barrier: the library nodes before it in
+    graph order run before it, those after it run after it."""
     calls = [n for n in graph.nodes if n.op == "call_function" and not is_marker(n)]
     while True:
-        stage, last_torch = {}, 0
+        stage, last_torch, last_sk, barrier = {}, 0, 0, 0
         for node in calls:
             deps = [stage[p] + (1 if node in sk and p not in sk else 0) for p in _inputs(node) if p in stage]
             if node in sk:
-                stage[node] = max(deps, default=0)
+                stage[node] = max(deps + [barrier])
+                last_sk = max(last_sk, stage[node])
             else:
-                stage[node] = last_torch = max(deps + [last_torch])
+                floor = [last_torch, last_sk] if node.is_impure() else [last_torch]
+                stage[node] = last_torch = max(deps + floor)
+                if node.is_impure():
+                    barrier = stage[node] + 1
         n = max(stage.values(), default=-1) + 1
         groups = [([], []) for _ in range(n)]
         for node in calls:

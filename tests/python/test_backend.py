@@ -318,3 +318,28 @@ def test_views_alone_stay_in_torch():
     got, want, b = compile_run(Views(), (torch.randn(4, 6),), "interp")
     assert_bitwise(got, want)
     assert b.programs() == []  # a view in torch costs nothing; a library program would copy
+
+
+def test_torch_side_effects_keep_their_place_among_library_nodes():
+    """An in-place torch op (here traced without functionalization) is a
+    barrier: the library node before it reads the value before it."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from superkernel._backend_runner import Plan
+
+    def f(x, y):
+        u = torch.sin(x) * x  # sin in torch; the product in the library, after sin
+        x.add_(y)  # in place: must come after the product
+        return u, x * y
+
+    x, y = torch.randn(8), torch.randn(8)
+    gm = make_fx(f, tracing_mode="fake")(x, y)
+    plan = Plan(gm, ())
+    order = [n.name for sk_nodes, torch_nodes in plan.stages for n in sk_nodes + torch_nodes]
+    assert order.index("mul") < order.index("add_") < order.index("mul_1")
+    runner = plan.build([x, y], backend("interp").team(), backend("interp").config, "t")
+    x2 = x.clone()
+    got = runner(x, y)
+    want = f(x2, y)
+    assert_bitwise(list(got), list(want))
+    assert_bitwise(x, x2, "x after add_")
