@@ -292,10 +292,14 @@ atexit.register(_write_profiles_at_exit)
 
 
 def _register():
-    from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+    """Registers "superkernel" with Dynamo, unless Dynamo knows it from the
+    torch_dynamo_backends entry point (superkernel.backend:superkernel_backend):
+    then Dynamo registers it itself when it loads the entry point, which may be
+    what is importing this module now."""
+    from torch._dynamo.backends import registry
 
-    if BACKEND_NAME not in _COMPILER_FNS:
-        register_backend(superkernel_backend, name=BACKEND_NAME)
+    if BACKEND_NAME not in registry._COMPILER_FNS and registry._BACKENDS.get(BACKEND_NAME) is None:
+        registry.register_backend(superkernel_backend, name=BACKEND_NAME)
 
 
 _register()
