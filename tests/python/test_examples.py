@@ -17,18 +17,24 @@ def run(script, *args, cwd=None):
         timeout=300,
     )
     assert result.returncode == 0, f"{script} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
-    return result.stdout
+    return result
 
 
 def test_example01():
-    out = run("example01_super_kernel_base.py", "--executor", "interp")
+    out = run("example01_super_kernel_base.py", "--executor", "interp").stdout
     assert "compiled output bitwise equal to eager" in out
     assert "2 super kernels" in out
     assert out.rstrip().endswith("execute sample success")
 
 
 def test_example02(tmp_path):
-    out = run("example02_super_kernel_profiling.py", "--iters", "3", cwd=tmp_path)
+    result = run("example02_super_kernel_profiling.py", "--iters", "3", cwd=tmp_path)
+    out = result.stdout
+    # identical scopes share one JIT-compiled kernel; sk3 (a bias) and sk5 (options) do not
+    for scope in ("sk2", "sk4"):
+        assert f"scope '{scope}': reusing the kernel compiled for scope 'sk1'" in result.stderr
+    for scope in ("sk3", "sk5", "sk6"):
+        assert f"scope '{scope}': reusing" not in result.stderr
     for model in ("no_sk_model", "sk_model"):
         csv = tmp_path / "prof_result" / model / "op_statistic.csv"
         assert csv.is_file(), out
@@ -50,7 +56,7 @@ def _has_torch_npu_compat():
 
 @pytest.mark.skipif(not _has_torch_npu_compat(), reason="superkernel.compat.torch_npu is not in this tree yet")
 def test_torchair_seed_script():
-    out = run("torchair_superkernel_scope.py")
+    out = run("torchair_superkernel_scope.py").stdout
     assert out.rstrip().endswith("execute sample success")
 
 
