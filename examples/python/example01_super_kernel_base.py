@@ -71,7 +71,9 @@ class Network(torch.nn.Module):
                 activate_left=0,
                 quant_mode=1,
             )
-            quant_matmul_01 = sk.quant_matmul(dequant_swiglu_quant_01[0], data2, scale=scale, output_dtype=torch.float16)
+            quant_matmul_01 = sk.quant_matmul(
+                dequant_swiglu_quant_01[0], data2, scale=scale, output_dtype=torch.float16
+            )
         return quant_matmul_01
 
 
@@ -93,7 +95,8 @@ def main(argv=None):
     for program in graph.programs:
         stats = program.stats
         print(
-            f"program: {stats['n_steps']} launches, {stats['n_super_kernels']} super kernels, executor {stats['executor']}"
+            f"program: {stats['n_steps']} launches, {stats['n_super_kernels']} super kernels, "
+            f"executor {stats['executor']}"
         )
     if not torch.equal(npu_output, eager_output):
         print("compiled output DIFFERS from eager")

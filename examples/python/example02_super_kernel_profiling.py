@@ -86,7 +86,10 @@ def show(path, iters):
     total = 0.0
     for row in read_op_statistic(path):
         total += row["Total Time(us)"]
-        print(f"    {row['OP Type']:<22} {row['Core Type']:<8} {row['Count']:4d} launches {row['Total Time(us)']:10.1f} us")
+        print(
+            f"    {row['OP Type']:<22} {row['Core Type']:<8} {row['Count']:4d} launches "
+            f"{row['Total Time(us)']:10.1f} us"
+        )
     return total
 
 

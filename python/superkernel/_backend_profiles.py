@@ -2,7 +2,9 @@
 
 import csv
 
-COLUMNS = ("OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)", "Ratio(%)")
+COLUMNS = (
+    "OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)", "Ratio(%)"
+)
 
 
 def read_op_statistic(path):

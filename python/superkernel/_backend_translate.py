@@ -187,7 +187,7 @@ _ATEN = {
     aten.squeeze.dim: _squeeze,
     aten.squeeze.dims: _squeeze,
     aten.slice.Tensor: _slice,
-    aten.cat.default: lambda n: ("concat", {"x": list(n.args[0])}, {"dim": n.kwargs.get("dim", n.args[1] if len(n.args) > 1 else 0)}),
+    aten.cat.default: lambda n: ("concat", {"x": list(n.args[0])}, {"dim": n.kwargs.get("dim", (list(n.args) + [0])[1])}),
     aten.square.default: lambda n: ("square", {"x": n.args[0]}, {}),
     aten.mul.Tensor: lambda n: _binary("mul", n),
     aten.add.Tensor: lambda n: _binary("add", n),

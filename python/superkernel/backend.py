@@ -224,7 +224,8 @@ def _dynamo_static_indices(gm):
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for i, node in enumerate(placeholders):
         example = node.meta.get("example_value")
-        if isinstance(example, torch.nn.Parameter) or "_dynamo_static_input_type" in (node.meta.get("tensor_dict") or {}):
+        marked = "_dynamo_static_input_type" in (node.meta.get("tensor_dict") or {})
+        if isinstance(example, torch.nn.Parameter) or marked:
             static.append(own + i)
     return tuple(static)
 
@@ -238,7 +239,9 @@ def _static_indices(fallback):
     if indices is None:
         return fallback
     info = getattr(meta, "input_info", None) or []
-    mutated = {i for i, x in enumerate(info) if getattr(x, "mutates_data", False) or getattr(x, "mutates_metadata", False)}
+    mutated = {
+        i for i, x in enumerate(info) if getattr(x, "mutates_data", False) or getattr(x, "mutates_metadata", False)
+    }
     return tuple(i for i in indices if i not in mutated)
 
 
