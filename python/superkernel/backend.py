@@ -37,6 +37,7 @@ with profiling on; write_profiles() writes them (and runs at exit).
 
 import atexit
 import collections
+import copy
 import itertools
 import os
 import threading
@@ -80,6 +81,7 @@ class CompiledGraph:
         self._lock = threading.Lock()
         self.runner = None
         self._runners = collections.OrderedDict()
+        self._signature_ids = itertools.count()
         if symbolic:
             read_markers(gm.graph, backend.config.options)  # errors now, not at the first call
             self.plan = None
@@ -105,7 +107,7 @@ class CompiledGraph:
                 with torch.no_grad():
                     gm = make_fx(self.gm, tracing_mode="fake")(*args)
                 plan = Plan(gm, self.static_indices, self.backend.config.options)
-                label = f"{self.label}.s{len(self._runners)}"
+                label = f"{self.label}.s{next(self._signature_ids)}"
                 runner = plan.build(args, self.backend.team(), self.backend.config, label)
                 self.plan = plan
                 self._runners[key] = runner
@@ -139,7 +141,8 @@ class Backend:
     __name__ = BACKEND_NAME
 
     def __init__(self, compiler_config=None):
-        self.config = (compiler_config or CompilerConfig()).validate()
+        # a copy: changing the caller's config later does not change this backend
+        self.config = copy.copy(compiler_config or CompilerConfig()).validate()
         self._team = None
         self._team_lock = threading.Lock()
         self._ids = itertools.count()
@@ -161,7 +164,7 @@ class Backend:
 
         def fw_compiler(fw_gm, fw_inputs):
             graph = CompiledGraph(self, fw_gm, _static_indices(fallback_static), _is_symbolic(fw_inputs))
-            self._graphs.append(weakref.ref(graph))
+            self._graphs = [r for r in self._graphs if r() is not None] + [weakref.ref(graph)]
             return graph
 
         def bw_compiler(bw_gm, bw_inputs):
@@ -191,7 +194,10 @@ class Backend:
         """Writes each program's op_statistic.csv and trace.json to
         directory/<graph>.<segment>/ and one op_statistic.csv of all of them
         to directory (default: config.profiling_dir). Returns the merged
-        file's path, or None when no program was profiled."""
+        file's path, or None when no program was profiled. Programs are
+        profiled only when the config has a profiling_dir."""
+        if directory is None and self.config.profiling_dir is None:
+            raise ValueError("write_profiles: no directory given and the backend's CompilerConfig has no profiling_dir")
         directory = os.fspath(directory if directory is not None else self.config.profiling_dir)
         csvs = []
         for g in self.graphs():

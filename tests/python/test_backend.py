@@ -343,3 +343,12 @@ def test_torch_side_effects_keep_their_place_among_library_nodes():
     want = f(x2, y)
     assert_bitwise(list(got), list(want))
     assert_bitwise(x, x2, "x after add_")
+
+
+def test_backend_keeps_its_own_copy_of_the_config():
+    config = superkernel.CompilerConfig(executor="interp")
+    b = superkernel.get_backend(config)
+    config.executor = "eager"
+    assert b.config.executor == "interp" and b.config is not config
+    with pytest.raises(ValueError, match="profiling_dir"):
+        b.write_profiles()
