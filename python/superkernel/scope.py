@@ -96,6 +96,8 @@ def _wait_tensor_fake(self, dependency):
 
 _LIB.impl("wait_tensor", _wait_tensor_cpu, "CPU")
 torch.library.register_fake(f"{NAMESPACE}::wait_tensor", _wait_tensor_fake, lib=_LIB)
+# The gradient flows to self as through an identity; none to dependency.
+torch.library.register_autograd(f"{NAMESPACE}::wait_tensor", lambda ctx, grad: (grad, None), lib=_LIB)
 
 
 class _Scope:

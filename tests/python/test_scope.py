@@ -163,9 +163,11 @@ def test_stream_switch_and_wait_tensor():
 
 
 def test_wait_tensor_eagerly_is_a_copy():
-    t, dep = torch.randn(5), torch.randn(3)
+    t, dep = torch.randn(5, requires_grad=True), torch.randn(3)
     out = scope.npu_wait_tensor(t, dep)
     assert torch.equal(out, t) and out.data_ptr() != t.data_ptr()
+    (out * 3).sum().backward()  # an identity for autograd
+    assert torch.equal(t.grad, torch.full((5,), 3.0))
 
 
 def test_a_second_stream_tag_is_an_error():
