@@ -101,7 +101,7 @@ def set_log_level(level):
 
 def __getattr__(name):
     # The torch parts load on first use, so `import superkernel` needs no torch.
-    if name in ("get_backend", "CompilerConfig"):
+    if name in ("get_backend", "CompilerConfig", "write_profiles"):
         from . import backend
 
         return getattr(backend, name)
@@ -110,3 +110,12 @@ def __getattr__(name):
 
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'superkernel' has no attribute {name!r}")
+
+
+# With torch already imported, register the torch.compile backend
+# "superkernel" now (torch.compile(backend="superkernel") then works after
+# `import superkernel`); without torch, importing superkernel stays torch-free
+# (the backend registers on first use, or through the torch_dynamo_backends
+# entry point).
+if "torch" in __import__("sys").modules:
+    from . import backend as _backend  # noqa: F401,E402

@@ -1,0 +1,314 @@
+"""The torch.compile backend "superkernel".
+
+    model = torch.compile(model, backend="superkernel")                # defaults
+    model = torch.compile(model, backend=superkernel.get_backend(
+        superkernel.CompilerConfig(executor="jit", options="early-start=0")))
+
+Dynamo hands the backend an FX graph; AOTAutograd (aot_module_simplified)
+lowers it to ATen ops, and the forward compiler here partitions it
+(partition.py): the nodes the library runs exactly as torch eager does
+become library programs, one per stage of the graph, with their
+super-kernel scopes; everything else runs in torch between them. So any
+model compiles, with or without graph breaks, and compiled results equal
+eager ones bit for bit (the torch.ops.superkernel.* eager kernels run the
+same library code).
+
+Parameters and buffers (AOTAutograd's static inputs) that feed library ops
+become constants of the programs, copied when a program is built (at the
+first call): weights are packed once. They are treated as frozen; a change
+to one in place (its version counter) or its replacement (its address) is
+seen at the next call, which rebuilds the programs. A change made through
+`.data` bypasses the version counter and is not seen.
+
+Inference only: with gradients enabled the forward graph runs the same way
+and the backward graph runs in torch (the superkernel ops have no
+derivatives).
+
+Shapes: Dynamo compiles one graph per input shape with dynamic=False. A
+graph with symbolic shapes (dynamic=True, or Dynamo's automatic dynamic
+shapes after a shape change) is specialized: at each call with a new input
+signature (dtypes and shapes, integer arguments) it is retraced with those
+shapes and partitioned and built again; the runners are cached per
+signature (the last 16).
+
+Profiling: with CompilerConfig(profiling_dir=...) programs are compiled
+with profiling on; write_profiles() writes them (and runs at exit).
+"""
+
+import atexit
+import collections
+import copy
+import itertools
+import os
+import threading
+import weakref
+
+import torch
+
+from ._backend_runner import Plan
+from .config import CompilerConfig
+from .partition import ScopeError, read_markers
+from ._backend_profiles import merge_op_statistics
+from .program import Team
+
+__all__ = [
+    "Backend",
+    "CompilerConfig",
+    "ScopeError",
+    "get_backend",
+    "superkernel_backend",
+    "write_profiles",
+    "last_programs",
+]
+
+BACKEND_NAME = "superkernel"
+_SIGNATURES_KEPT = 16
+
+
+class CompiledGraph:
+    """What the forward compiler returns for one ATen graph: called with the
+    list of the graph's arguments (AOTAutograd's boxed convention). runner /
+    programs / plan describe it."""
+
+    _boxed_call = True
+
+    def __init__(self, backend, gm, static_indices, symbolic):
+        self.backend = backend
+        self.gm = gm
+        self.label = f"graph{next(backend._ids)}"
+        self.static_indices = tuple(static_indices)
+        self.symbolic = symbolic
+        self._lock = threading.Lock()
+        self.runner = None
+        self._runners = collections.OrderedDict()
+        self._signature_ids = itertools.count()
+        if symbolic:
+            read_markers(gm.graph, backend.config.options)  # errors now, not at the first call
+            self.plan = None
+        else:
+            self.plan = Plan(gm, self.static_indices, backend.config.options)
+
+    def __call__(self, args):
+        if self.symbolic:
+            return self._call_specialized(args)
+        runner = self.runner
+        if runner is None or runner.stale(args):
+            with self._lock:
+                runner = self.runner = self.plan.build(args, self.backend.team(), self.backend.config, self.label)
+        return runner(*args)
+
+    def _call_specialized(self, args):
+        key = tuple((a.dtype, tuple(a.shape)) if isinstance(a, torch.Tensor) else a for a in args)
+        runner = self._runners.get(key)
+        if runner is None or runner.stale(args):
+            with self._lock:
+                from torch.fx.experimental.proxy_tensor import make_fx
+
+                with torch.no_grad():
+                    gm = make_fx(self.gm, tracing_mode="fake")(*args)
+                plan = Plan(gm, self.static_indices, self.backend.config.options)
+                label = f"{self.label}.s{next(self._signature_ids)}"
+                runner = plan.build(args, self.backend.team(), self.backend.config, label)
+                self.plan = plan
+                self._runners[key] = runner
+                while len(self._runners) > _SIGNATURES_KEPT:
+                    self._runners.popitem(last=False)
+        else:
+            self._runners.move_to_end(key)
+        self.runner = runner
+        return runner(*args)
+
+    @property
+    def programs(self):
+        """The library programs of the current runner (built at the first call)."""
+        return self.runner.programs if self.runner is not None else []
+
+    @property
+    def segments(self):
+        return self.runner.segments if self.runner is not None else []
+
+    def all_segments(self):
+        runners = list(self._runners.values()) if self.symbolic else [self.runner]
+        return [seg for r in runners if r is not None for seg in r.segments]
+
+
+class Backend:
+    """A torch.compile backend: call it as Dynamo does, or pass it as
+    torch.compile(backend=...). One core team per backend, made at the
+    first build (config.num_threads cores, else torch.get_num_threads();
+    never pinned, as next to PyTorch's own threads)."""
+
+    __name__ = BACKEND_NAME
+
+    def __init__(self, compiler_config=None):
+        # a copy: changing the caller's config later does not change this backend
+        self.config = copy.copy(compiler_config or CompilerConfig()).validate()
+        self._team = None
+        self._team_lock = threading.Lock()
+        self._ids = itertools.count()
+        self._graphs = []  # weak references to the CompiledGraphs, in order
+        if self.config.profiling_dir is not None:
+            _PROFILING.add(self)
+
+    def team(self):
+        if self._team is None:
+            with self._team_lock:
+                if self._team is None:
+                    self._team = Team(num_cores=self.config.num_threads or torch.get_num_threads(), pin_threads=-1)
+        return self._team
+
+    def __call__(self, gm, example_inputs):
+        from torch._functorch.aot_autograd import aot_module_simplified
+
+        fallback_static = _dynamo_static_indices(gm)
+
+        def fw_compiler(fw_gm, fw_inputs):
+            graph = CompiledGraph(self, fw_gm, _static_indices(fallback_static), _is_symbolic(fw_inputs))
+            self._graphs = [r for r in self._graphs if r() is not None] + [weakref.ref(graph)]
+            return graph
+
+        def bw_compiler(bw_gm, bw_inputs):
+            from functorch.compile import make_boxed_func
+
+            return make_boxed_func(bw_gm)  # backward runs in torch
+
+        return aot_module_simplified(
+            gm, example_inputs, fw_compiler=fw_compiler, bw_compiler=bw_compiler, inference_compiler=fw_compiler
+        )
+
+    # ---- introspection and profiles -------------------------------------
+
+    def graphs(self):
+        """The live CompiledGraphs, oldest first."""
+        return [g for g in (r() for r in self._graphs) if g is not None]
+
+    def programs(self):
+        """Every live library program, in compile order."""
+        return [seg.program for g in self.graphs() for seg in g.all_segments()]
+
+    def reset_profiles(self):
+        for program in self.programs():
+            program.reset_profile()
+
+    def write_profiles(self, directory=None):
+        """Writes each program's op_statistic.csv and trace.json to
+        directory/<graph>.<segment>/ and one op_statistic.csv of all of them
+        to directory (default: config.profiling_dir). Returns the merged
+        file's path, or None when no program was profiled. Programs are
+        profiled only when the config has a profiling_dir."""
+        if directory is None and self.config.profiling_dir is None:
+            raise ValueError("write_profiles: no directory given and the backend's CompilerConfig has no profiling_dir")
+        directory = os.fspath(directory if directory is not None else self.config.profiling_dir)
+        csvs = []
+        for g in self.graphs():
+            for seg in g.all_segments():
+                sub = os.path.join(directory, seg.name)
+                seg.program.write_profile(sub)
+                csvs.append(os.path.join(sub, "op_statistic.csv"))
+        if not csvs:
+            return None
+        return merge_op_statistics(csvs, os.path.join(directory, "op_statistic.csv"))
+
+    def __repr__(self):
+        return f"superkernel.Backend({self.config!r})"
+
+
+def _is_symbolic(inputs):
+    for x in inputs:
+        if isinstance(x, torch.SymInt):
+            return True
+        if isinstance(x, torch.Tensor) and not all(isinstance(d, int) for d in x.shape):
+            return True
+    return False
+
+
+def _dynamo_static_indices(gm):
+    """Parameters and buffers among the inputs of the graph AOTAutograd
+    traces (its own parameters first, then Dynamo's inputs marked static)."""
+    own = len(dict(gm.named_parameters(remove_duplicate=False))) + len(dict(gm.named_buffers(remove_duplicate=False)))
+    static = list(range(own))
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, node in enumerate(placeholders):
+        example = node.meta.get("example_value")
+        marked = "_dynamo_static_input_type" in (node.meta.get("tensor_dict") or {})
+        if isinstance(example, torch.nn.Parameter) or marked:
+            static.append(own + i)
+    return tuple(static)
+
+
+def _static_indices(fallback):
+    """The forward graph's static inputs (parameters, buffers) that it does
+    not mutate: the ones folded in as constants."""
+    ctx = torch._guards.TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    indices = getattr(meta, "static_input_indices", None) if meta is not None else None
+    if indices is None:
+        return fallback
+    info = getattr(meta, "input_info", None) or []
+    mutated = {
+        i for i, x in enumerate(info) if getattr(x, "mutates_data", False) or getattr(x, "mutates_metadata", False)
+    }
+    return tuple(i for i in indices if i not in mutated)
+
+
+# ---- the default backend, registration, profiles ---------------------------
+
+_DEFAULT = None
+_DEFAULT_LOCK = threading.Lock()
+_PROFILING = weakref.WeakSet()
+
+
+def get_backend(compiler_config=None):
+    """A new backend with this CompilerConfig (its own core team)."""
+    return Backend(compiler_config)
+
+
+def default_backend():
+    global _DEFAULT
+    if _DEFAULT is None:
+        with _DEFAULT_LOCK:
+            if _DEFAULT is None:
+                _DEFAULT = Backend()
+    return _DEFAULT
+
+
+def superkernel_backend(gm, example_inputs):
+    """The backend registered as "superkernel": the default Backend."""
+    return default_backend()(gm, example_inputs)
+
+
+def last_programs(backend=None):
+    """The programs of the most recently compiled graph of backend (default:
+    the registered one)."""
+    graphs = (backend or default_backend()).graphs()
+    return graphs[-1].programs if graphs else []
+
+
+def write_profiles():
+    """write_profiles() of every live backend that has a profiling_dir."""
+    return [b.write_profiles() for b in list(_PROFILING)]
+
+
+def _write_profiles_at_exit():
+    for b in list(_PROFILING):
+        try:
+            b.write_profiles()
+        except Exception as e:  # exiting: report, never raise
+            print(f"superkernel: writing profiles to {b.config.profiling_dir}: {e}")
+
+
+atexit.register(_write_profiles_at_exit)
+
+
+def _register():
+    """Registers "superkernel" with Dynamo, unless Dynamo knows it from the
+    torch_dynamo_backends entry point (superkernel.backend:superkernel_backend):
+    then Dynamo registers it itself when it loads the entry point, which may be
+    what is importing this module now."""
+    from torch._dynamo.backends import registry
+
+    if BACKEND_NAME not in registry._COMPILER_FNS and registry._BACKENDS.get(BACKEND_NAME) is None:
+        registry.register_backend(superkernel_backend, name=BACKEND_NAME)
+
+
+_register()

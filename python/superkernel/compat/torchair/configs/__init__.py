@@ -1,0 +1,5 @@
+"""torchair.configs on superkernel."""
+
+from .compiler_config import CompilerConfig
+
+__all__ = ["CompilerConfig"]
