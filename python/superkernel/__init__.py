@@ -105,6 +105,10 @@ def __getattr__(name):
         from . import backend
 
         return getattr(backend, name)
+    if name in ("export", "ExportedModel"):
+        from . import exported as _export
+
+        return getattr(_export, name)
     if name in ("scope", "torch_ops", "compat", "custom"):
         import importlib
 

@@ -10,8 +10,8 @@ node that reads the result.
 
 A call takes torch CPU tensors in input order, makes each contiguous (a
 no-op for most), allocates the outputs with torch.empty and has the library
-write them in place (Program.run_into with the checks off: dtypes and
-shapes are the ones the plan was built for).
+write them in place (Program.run_pointers: dtypes and shapes are the ones
+the plan was built for, so nothing is checked again per call).
 """
 
 import torch
@@ -35,7 +35,9 @@ class Segment:
         self.scopes = []
         self.inputs, self.outputs = [], []
         self._build(sk, where, constants, team, config)
-        self._out_specs = [(tuple(info.shape), to_torch(info.dtype)) for info in self.program.outputs]
+        # One tensor per output to copy the shape and dtype from: empty_like
+        # is the cheapest allocation torch has from Python.
+        self._out_protos = [torch.empty(tuple(info.shape), dtype=to_torch(info.dtype)) for info in self.program.outputs]
 
     # ---- building ---------------------------------------------------------
 
@@ -65,9 +67,12 @@ class Segment:
     # ---- running ----------------------------------------------------------
 
     def __call__(self, *tensors):
-        ins = [t if t.is_contiguous() else t.contiguous() for t in tensors]
-        outs = [torch.empty(shape, dtype=dtype) for shape, dtype in self._out_specs]
-        self.program.run_into(ins, outs, check=False)
+        ptrs = [t.data_ptr() for t in tensors if t.is_contiguous()]
+        if len(ptrs) != len(tensors):
+            tensors = [t.contiguous() for t in tensors]  # alive until the run is over
+            ptrs = [t.data_ptr() for t in tensors]
+        outs = [torch.empty_like(p) for p in self._out_protos]
+        self.program.run_pointers(ptrs, [o.data_ptr() for o in outs])
         return outs
 
     def __repr__(self):

@@ -49,7 +49,7 @@ from ._backend_runner import Plan
 from .config import CompilerConfig
 from .partition import ScopeError, read_markers
 from ._backend_profiles import merge_op_statistics
-from .program import Team
+from .program import shared_team
 
 __all__ = [
     "Backend",
@@ -134,9 +134,9 @@ class CompiledGraph:
 
 class Backend:
     """A torch.compile backend: call it as Dynamo does, or pass it as
-    torch.compile(backend=...). One core team per backend, made at the
-    first build (config.num_threads cores, else torch.get_num_threads();
-    never pinned, as next to PyTorch's own threads)."""
+    torch.compile(backend=...). Its programs run on the process's shared
+    team of config.num_threads cores (else torch.get_num_threads()), made
+    at the first build (program.shared_team)."""
 
     __name__ = BACKEND_NAME
 
@@ -144,7 +144,6 @@ class Backend:
         # a copy: changing the caller's config later does not change this backend
         self.config = copy.copy(compiler_config or CompilerConfig()).validate()
         self._team = None
-        self._team_lock = threading.Lock()
         self._ids = itertools.count()
         self._graphs = []  # weak references to the CompiledGraphs, in order
         if self.config.profiling_dir is not None:
@@ -152,9 +151,7 @@ class Backend:
 
     def team(self):
         if self._team is None:
-            with self._team_lock:
-                if self._team is None:
-                    self._team = Team(num_cores=self.config.num_threads or torch.get_num_threads(), pin_threads=-1)
+            self._team = shared_team(self.config.num_threads or torch.get_num_threads())
         return self._team
 
     def __call__(self, gm, example_inputs):

@@ -69,6 +69,26 @@ class Team:
         return f"Team(num_cores={self.num_cores})" if self._handle is not None else "Team(closed)"
 
 
+_SHARED_TEAMS = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_team(num_cores):
+    """The process's team of num_cores cores that the torch front end (the
+    eager torch ops, the torch.compile backend, superkernel.export) runs
+    on, made at first use and kept. One team per size, not one per model:
+    every live team's workers count against the CPUs, and once they
+    outnumber them the library's waits stop spinning (runtime/wait.c), so
+    separate teams would slow each other down. Never pinned: PyTorch's own
+    threads share the CPUs. Launches on one team take turns."""
+    num_cores = int(num_cores)
+    with _SHARED_LOCK:
+        team = _SHARED_TEAMS.get(num_cores)
+        if team is None:
+            team = _SHARED_TEAMS[num_cores] = Team(num_cores=num_cores, pin_threads=-1)
+        return team
+
+
 def _io_info(lib, handle, fn, n):
     infos = []
     for i in range(n):
@@ -77,6 +97,13 @@ def _io_info(lib, handle, fn, n):
         _lib.check(fn(handle, i, ctypes.byref(name), ctypes.byref(dtype), ctypes.byref(rank), shape))
         infos.append(IOInfo(name.value.decode(), DType(dtype.value), tuple(shape[: rank.value])))
     return tuple(infos)
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _new_like(info, torch_outputs):
@@ -117,6 +144,16 @@ class Program:
         self._in_index = {info.name: i for i, info in enumerate(self.inputs)}
         self._in_bufs = (_lib.Buffer * max(1, len(self.inputs)))()
         self._out_bufs = (_lib.Buffer * max(1, len(self.outputs)))()
+        # The same arrays as rows (name, data, bytes) of uint64: run_pointers
+        # writes every data pointer with one numpy assignment.
+        import numpy as np
+
+        self._in_rows = np.frombuffer(self._in_bufs, dtype=np.uint64).reshape(-1, 3)
+        self._out_rows = np.frombuffer(self._out_bufs, dtype=np.uint64).reshape(-1, 3)
+        self._in_bytes = [_numel(i.shape) * i.dtype.itemsize for i in self.inputs]
+        self._out_bytes = [_numel(o.shape) * o.dtype.itemsize for o in self.outputs]
+        self._last_in_ptrs = self._last_out_ptrs = None  # what run_pointers last wrote
+        self._bytes_dirty = True
         self._run_lock = threading.Lock()  # the buffer arrays above are shared
 
     @property
@@ -183,6 +220,7 @@ class Program:
         team = team if team is not None else self.team
         with self._run_lock:
             ib, ob = self._in_bufs, self._out_bufs
+            self._last_in_ptrs = self._last_out_ptrs = None  # rewritten below
             if check:
                 for i, (x, info) in enumerate(zip(inputs, self.inputs)):
                     ib[i].data, ib[i].bytes = check_buffer(x, f"input {info.name}", info.dtype, info.shape)
@@ -195,6 +233,34 @@ class Program:
                     ob[i].data, ob[i].bytes = y.data_ptr(), y.numel() * y.element_size()
             status = self._lib.sk_program_run_by_index(
                 self.handle, team.handle if team is not None else None, ib, len(inputs), ob, len(outputs)
+            )
+        _lib.check(status)
+
+    def run_pointers(self, in_ptrs, out_ptrs, team=None):
+        """The fastest path, for front ends that already guarantee every
+        buffer: lists of the data pointers (ints) of dense buffers of exactly
+        the declared dtypes and shapes, in declaration order. Nothing is
+        checked in Python; the library reads and writes the declared byte
+        counts. Pointers equal to the last call's are not written again."""
+        team = team if team is not None else self.team
+        with self._run_lock:
+            if in_ptrs != self._last_in_ptrs or out_ptrs != self._last_out_ptrs or self._bytes_dirty:
+                if len(in_ptrs) != len(self._in_bytes) or len(out_ptrs) != len(self._out_bytes):
+                    raise TypeError(
+                        f"Program.run_pointers: expected {len(self._in_bytes)} inputs and {len(self._out_bytes)} "
+                        f"outputs, got {len(in_ptrs)} and {len(out_ptrs)}"
+                    )
+                if in_ptrs:
+                    self._in_rows[: len(in_ptrs), 1] = in_ptrs
+                    self._in_rows[: len(in_ptrs), 2] = self._in_bytes
+                if out_ptrs:
+                    self._out_rows[: len(out_ptrs), 1] = out_ptrs
+                    self._out_rows[: len(out_ptrs), 2] = self._out_bytes
+                self._last_in_ptrs, self._last_out_ptrs = list(in_ptrs), list(out_ptrs)
+                self._bytes_dirty = False
+            status = self._lib.sk_program_run_by_index(
+                self.handle, team.handle if team is not None else None, self._in_bufs, len(in_ptrs),
+                self._out_bufs, len(out_ptrs)
             )
         _lib.check(status)
 

@@ -29,7 +29,7 @@ import torch
 from . import _lib, schema
 from .dtypes import DType, to_dtype, to_torch
 from .graph import Graph
-from .program import Team
+from .program import shared_team
 
 NAMESPACE = "superkernel"
 LIB = torch.library.Library(NAMESPACE, "DEF")
@@ -121,9 +121,8 @@ class _EagerCache:
         self._team = None
 
     def team(self):
-        # Never pinned: inside PyTorch, whose own threads also hold CPUs.
         if self._team is None:
-            self._team = Team(num_cores=torch.get_num_threads(), pin_threads=-1)
+            self._team = shared_team(torch.get_num_threads())
         return self._team
 
     def program(self, spec, slots, attrs):

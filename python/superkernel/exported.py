@@ -1,0 +1,124 @@
+"""superkernel.export: compile a model once, call it without torch.compile.
+
+    compiled = superkernel.export(model, example_args, compiler_config=None)
+    out = compiled(*args)
+
+torch.export traces the model to an ATen graph ahead of time (scopes
+included); the backend's partitioner (partition.py, _backend_runner.py)
+turns it into library programs and torch code between them, exactly as for
+torch.compile, with parameters and buffers folded in as constants. A call
+then runs that code directly: no Dynamo frame evaluation, guards or
+AOTAutograd wrappers, which cost tens of microseconds per call
+(BENCHMARKS.md). In exchange the compiled model serves only the example's
+signature: every call checks its tensors (dtype, shape, CPU, dense) and a
+different one is an error naming the argument, never a recompilation.
+
+Inference only; parameters are frozen at export (a later change to the
+model is not seen: export again).
+"""
+
+import torch
+import torch.utils._pytree as pytree
+
+from ._backend_runner import Plan
+from .config import CompilerConfig
+from .program import shared_team
+
+
+class ExportedModel:
+    """A model compiled by superkernel.export; call it like the model."""
+
+    def __init__(self, ep, config, label):
+        from torch.export.graph_signature import InputKind
+
+        self.exported_program = ep
+        self.config = config
+        gm = ep.graph_module
+        specs = ep.graph_signature.input_specs
+        frozen = {InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR}
+        self._static = []
+        static_indices = []
+        for i, spec in enumerate(specs):
+            if spec.kind in frozen:
+                value = ep.constants[spec.target] if spec.target in ep.constants else ep.state_dict[spec.target]
+                self._static.append(value.detach())
+                static_indices.append(i)
+            elif spec.kind != InputKind.USER_INPUT:
+                raise NotImplementedError(f"superkernel.export: inputs of kind {spec.kind.name} are not supported")
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        users = [n for n, s in zip(placeholders, specs) if s.kind == InputKind.USER_INPUT]
+        self._expected = []
+        for node in users:
+            val = node.meta.get("val")
+            if not isinstance(val, torch.Tensor):
+                raise NotImplementedError(f"superkernel.export: input {node.name} is not a tensor")
+            self._expected.append((node.name, val.dtype, torch.Size(val.shape)))
+        self._in_spec = ep.call_spec.in_spec
+        n = len(self._expected)
+        self._flat_call = self._in_spec == pytree.tree_flatten((tuple(range(n)), {}))[1]
+        self._out_spec = ep.call_spec.out_spec
+        self.team = shared_team(config.num_threads or torch.get_num_threads())
+        self.plan = Plan(gm, static_indices, config.options)
+        example = [None] * len(specs)
+        for i, value in zip(static_indices, self._static):
+            example[i] = value
+        self._runner = self.plan.build(example, self.team, config, label)
+        self._forward = self._runner.gm.forward
+        self._static = tuple(self._static)
+
+    @property
+    def programs(self):
+        """The library programs, in run order."""
+        return self._runner.programs
+
+    def _flat_inputs(self, args, kwargs):
+        if self._flat_call and not kwargs:
+            return args  # the common case: tensors as positional arguments, no pytree walk
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        if spec != self._in_spec:
+            raise TypeError(f"superkernel.export: the call's argument structure {spec} differs from the example's")
+        return flat
+
+    def _check(self, flat):
+        for t, (name, dtype, shape) in zip(flat, self._expected):
+            if type(t) is not torch.Tensor or t.dtype is not dtype or t.shape != shape or not t.is_cpu:
+                self._refuse(t, name, dtype, shape)
+
+    @staticmethod
+    def _refuse(t, name, dtype, shape):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"superkernel.export: input {name}: expected a tensor, got {type(t).__name__}")
+        if t.dtype != dtype or t.shape != shape:
+            raise ValueError(
+                f"superkernel.export: input {name}: expected {dtype} {list(shape)}, got {t.dtype} "
+                f"{list(t.shape)}; the exported model serves the example's signature only (export again)"
+            )
+        if not t.is_cpu:
+            raise ValueError(f"superkernel.export: input {name} is on {t.device}; superkernel runs on the CPU")
+
+    def __call__(self, *args, **kwargs):
+        flat = self._flat_inputs(args, kwargs)
+        if len(flat) != len(self._expected):
+            raise TypeError(f"superkernel.export: expected {len(self._expected)} input tensors, got {len(flat)}")
+        self._check(flat)
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                outs = self._forward(*self._static, *flat)
+        else:
+            outs = self._forward(*self._static, *flat)
+        return pytree.tree_unflatten(list(outs), self._out_spec)
+
+
+_ids = iter(range(1 << 62))
+
+
+def export(model, args, kwargs=None, compiler_config=None):
+    """Traces model(*args, **kwargs) with torch.export and compiles it for
+    superkernel (CompilerConfig as for get_backend). Returns an
+    ExportedModel, called with arguments of the example's structure, dtypes
+    and shapes."""
+    config = (compiler_config or CompilerConfig()).validate()
+    with torch.no_grad():
+        ep = torch.export.export(model, tuple(args), kwargs)
+    ep = ep.run_decompositions({})
+    return ExportedModel(ep, config, f"export{next(_ids)}")
