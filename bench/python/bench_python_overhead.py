@@ -12,15 +12,16 @@ Per scenario and team size, in one process:
            without torch.compile (checks its inputs, allocates its output);
   torch.compile  torch.compile(model, backend=superkernel.get_backend(...)):
            the same programs behind Dynamo and AOTAutograd.
-These three are timed interleaved in batches of 10 calls (noise hits them
-alike). This machine's noise is larger than the Python path, so that path
-is also timed on its own: the same calls with the library's run replaced by
-a no-op ("Python path": everything a call does but the run), and, for
+These three are timed one block after another, for 3 rounds (the median
+of the round medians). The machine's noise is larger than the Python path,
+so that path is also timed on its own: the same calls with the library's
+run replaced by a no-op ("Python path": everything a call does but the run;
+the least of 5 rounds' medians, since noise only adds to it), and, for
 scale, torch.compile(backend="aot_eager") of a model that only returns its
-first input, with the same 15 inputs (what torch.compile costs per call
-before any backend code runs). Medians in microseconds. Beside them,
-`sk bench` in C (--weights-as-inputs, a separate process) and the model in
-plain PyTorch, eager and Inductor (bench/peers/peer_torch.py).
+first input, with the same inputs (what torch.compile costs per call before
+any backend code runs). Medians in microseconds. Beside them, `sk bench` in
+C (a separate process; --weights-as-inputs for the all-inputs form) and the
+model in plain PyTorch, eager and Inductor (bench/peers/peer_torch.py).
 """
 
 import argparse
@@ -150,6 +151,12 @@ def block_medians(runners, iters, rounds=3, warmup=20):
     return {name: statistics.median(v) for name, v in medians.items()}
 
 
+def best_median_us(call, iters, rounds=5):
+    """The least of rounds medians: for the few microseconds of a Python
+    path, which this machine's noise (other guests, frequency) only adds to."""
+    return min(time_each({"x": call}, iters, 20)["x"]["median_us"] for _ in range(rounds))
+
+
 def bare_c_runner(exported, args):
     """A bare foreign call of the exported model's one program on buffers
     bound once (exported is used for nothing else: its buffer arrays keep
@@ -188,7 +195,7 @@ def python_only_us(call, programs, iters):
     for p in programs:
         p._lib = _NoRunLib(p._lib)
     try:
-        return block_medians({"x": call}, iters, rounds=1)["x"]
+        return best_median_us(call, iters)
     finally:
         for p, lib in zip(programs, saved):
             p._lib = lib
@@ -210,7 +217,7 @@ def measure(model, args, threads, iters):
     med["compile_py"] = python_only_us(lambda: compiled(*args), backend_programs, iters * 10)
     floor = torch.compile(FirstInput(), backend="aot_eager", fullgraph=True, dynamic=False)
     floor(*args)
-    med["dynamo_py"] = block_medians({"x": lambda: floor(*args)}, iters * 10, rounds=1)["x"]
+    med["dynamo_py"] = best_median_us(lambda: floor(*args), iters * 10)
     return med
 
 
