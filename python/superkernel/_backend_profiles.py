@@ -1,6 +1,7 @@
 """op_statistic.csv files: reading, merging and totals."""
 
 import csv
+import os
 
 COLUMNS = (
     "OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)", "Ratio(%)"
@@ -66,3 +67,21 @@ def merge_op_statistics(paths, out_path):
                 ]
             )
     return out_path
+
+
+def write_program_profiles(named_programs, directory, default_directory):
+    """Writes each (name, program)'s op_statistic.csv and trace.json to
+    directory/<name>/ and one op_statistic.csv of them all to directory
+    (default_directory when directory is None). Returns that file's path,
+    or None when there is no program."""
+    if directory is None and default_directory is None:
+        raise ValueError("write_profiles: no directory given and the CompilerConfig has no profiling_dir")
+    directory = os.fspath(directory if directory is not None else default_directory)
+    csvs = []
+    for name, program in named_programs:
+        sub = os.path.join(directory, name)
+        program.write_profile(sub)
+        csvs.append(os.path.join(sub, "op_statistic.csv"))
+    if not csvs:
+        return None
+    return merge_op_statistics(csvs, os.path.join(directory, "op_statistic.csv"))

@@ -78,7 +78,8 @@ class Plan:
                     i = self.static[p]
                     t = args[i]
                     out[p] = t
-                    checks[i] = (t._version, t.data_ptr())
+                    # inference tensors keep no version counter: their address only
+                    checks[i] = (None if t.is_inference() else t._version, t.data_ptr())
                 elif p.op == "get_attr":
                     out[p] = getattr(self.gm, p.target)
         return out
@@ -98,7 +99,7 @@ class Runner:
         (in place: its version; replaced: its address) since the build."""
         for i, version, ptr in self._checks:
             t = args[i]
-            if t._version != version or t.data_ptr() != ptr:
+            if t.data_ptr() != ptr or (version is not None and t._version != version):
                 return True
         return False
 

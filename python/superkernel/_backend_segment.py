@@ -10,7 +10,7 @@ node that reads the result.
 
 A call takes torch CPU tensors in input order, makes each contiguous (a
 no-op for most), allocates the outputs with torch.empty and has the library
-write them in place (Program.run_pointers: dtypes and shapes are the ones
+write them in place (Program._run_pointers: dtypes and shapes are the ones
 the plan was built for, so nothing is checked again per call).
 """
 
@@ -72,7 +72,7 @@ class Segment:
             tensors = [t.contiguous() for t in tensors]  # alive until the run is over
             ptrs = [t.data_ptr() for t in tensors]
         outs = [torch.empty_like(p) for p in self._out_protos]
-        self.program.run_pointers(ptrs, [o.data_ptr() for o in outs])
+        self.program._run_pointers(ptrs, [o.data_ptr() for o in outs])
         return outs
 
     def __repr__(self):

@@ -17,8 +17,10 @@ ATen ops mapped, and why they give torch's bits:
   mul.Tensor(x, x), square, pow.Tensor_Scalar(x, 2) -> square
   mul.Tensor / add.Tensor (alpha 1) -> mul / add  (one dtype; a Python
         number as the attribute `scalar`: torch and the library both compute
-        in fp32 with the scalar rounded to fp32 and round once; integers:
-        exact wrapping arithmetic)
+        in fp32 and round once, with the scalar rounded to fp32 — except
+        that torch's fp16 / bf16 add rounds the scalar to that dtype first,
+        so the attribute is rounded so too; integers: exact wrapping
+        arithmetic)
   _to_copy(dtype only), prims.convert_element_type -> cast, except where
         torch's conversion is not the library's: float -> integer (out of
         range torch's result is undefined, the library saturates) and int32
@@ -30,7 +32,7 @@ import operator
 import torch
 
 from . import schema
-from .dtypes import DType, to_dtype
+from .dtypes import DType, to_dtype, to_torch
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -71,11 +73,15 @@ def _ints(values, what):
     return [int(v) for v in values]
 
 
-def _number_attr(x, scalar):
+def _number_attr(op, x, scalar):
     """The `scalar` attribute for x op scalar, when it means exactly that."""
     if isinstance(scalar, bool) or not isinstance(scalar, (int, float)):
         raise Unsupported(f"scalar {scalar!r} is not an int or float")
     dtype, _ = tensor_meta(x)
+    if dtype in (DType.FP16, DType.BF16) and op == "add":
+        # torch's add rounds the scalar to the tensor's dtype first (its mul
+        # keeps it in fp32, as the library does for both)
+        return {"scalar": float(torch.tensor(float(scalar), dtype=to_torch(dtype)).item())}
     if dtype in _FLOATS:
         return {"scalar": float(scalar)}
     if dtype == DType.BOOL or not isinstance(scalar, int) or abs(scalar) >= _MAX_EXACT_INT:
@@ -95,7 +101,7 @@ def _binary(op, node):
         if op == "mul" and y is x:
             return "square", {"x": x}, {}
         return op, {"x": x, "y": y}, {}
-    return op, {"x": x}, _number_attr(x, y)
+    return op, {"x": x}, _number_attr(op, x, y)
 
 
 def _cast_is_exact(src, dst):

@@ -163,21 +163,6 @@ class ProgramStats(_C.Structure):
     ]
 
 
-KERNEL_FN = _C.CFUNCTYPE(None, _C.POINTER(c_void_p), int64, int64, c_void_p, c_void_p)
-KERNEL_INFER = _C.CFUNCTYPE(
-    c_int,
-    _C.POINTER(c_int),
-    _C.POINTER(c_int),
-    _C.POINTER(_C.POINTER(int64)),
-    size_t,
-    _C.POINTER(c_int),
-    _C.POINTER(c_int),
-    _C.POINTER(int64 * SK_MAX_RANK),
-    _C.POINTER(size_t),
-    c_void_p,
-)
-
-
 class KernelDesc(_C.Structure):
     _fields_ = [
         ("struct_size", size_t),
@@ -308,6 +293,24 @@ def take_text(ptr):
         return _C.string_at(ptr.value).decode("utf-8", "replace") if ptr.value else ""
     finally:
         lib().sk_free(ptr)
+
+
+CINT_MAX = 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def as_int(value, what, lo=INT64_MIN, hi=INT64_MAX):
+    """value as a Python int in [lo, hi] (ctypes would silently truncate
+    one out of range): TypeError for a non-integer (a float, a bool),
+    ValueError naming what for one out of range."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what}: expected an int, got {value!r}")
+    value = int(value)
+    if not lo <= value <= hi:
+        raise ValueError(f"{what}: {value} is out of range [{lo}, {hi}]")
+    return value
 
 
 def encode(text):

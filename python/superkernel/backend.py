@@ -39,7 +39,6 @@ import atexit
 import collections
 import copy
 import itertools
-import os
 import threading
 import weakref
 
@@ -48,7 +47,7 @@ import torch
 from ._backend_runner import Plan
 from .config import CompilerConfig
 from .partition import ScopeError, read_markers
-from ._backend_profiles import merge_op_statistics
+from ._backend_profiles import write_program_profiles
 from .program import shared_team
 
 __all__ = [
@@ -99,9 +98,9 @@ class CompiledGraph:
 
     def _call_specialized(self, args):
         key = tuple((a.dtype, tuple(a.shape)) if isinstance(a, torch.Tensor) else a for a in args)
-        runner = self._runners.get(key)
-        if runner is None or runner.stale(args):
-            with self._lock:
+        with self._lock:  # the signature cache is shared by every calling thread
+            runner = self._runners.get(key)
+            if runner is None or runner.stale(args):
                 from torch.fx.experimental.proxy_tensor import make_fx
 
                 with torch.no_grad():
@@ -113,9 +112,9 @@ class CompiledGraph:
                 self._runners[key] = runner
                 while len(self._runners) > _SIGNATURES_KEPT:
                     self._runners.popitem(last=False)
-        else:
-            self._runners.move_to_end(key)
-        self.runner = runner
+            else:
+                self._runners.move_to_end(key)
+            self.runner = runner
         return runner(*args)
 
     @property
@@ -193,18 +192,8 @@ class Backend:
         to directory (default: config.profiling_dir). Returns the merged
         file's path, or None when no program was profiled. Programs are
         profiled only when the config has a profiling_dir."""
-        if directory is None and self.config.profiling_dir is None:
-            raise ValueError("write_profiles: no directory given and the backend's CompilerConfig has no profiling_dir")
-        directory = os.fspath(directory if directory is not None else self.config.profiling_dir)
-        csvs = []
-        for g in self.graphs():
-            for seg in g.all_segments():
-                sub = os.path.join(directory, seg.name)
-                seg.program.write_profile(sub)
-                csvs.append(os.path.join(sub, "op_statistic.csv"))
-        if not csvs:
-            return None
-        return merge_op_statistics(csvs, os.path.join(directory, "op_statistic.csv"))
+        named = [(seg.name, seg.program) for g in self.graphs() for seg in g.all_segments()]
+        return write_program_profiles(named, directory, self.config.profiling_dir)
 
     def __repr__(self):
         return f"superkernel.Backend({self.config!r})"
@@ -256,7 +245,8 @@ _PROFILING = weakref.WeakSet()
 
 
 def get_backend(compiler_config=None):
-    """A new backend with this CompilerConfig (its own core team)."""
+    """A new backend with this CompilerConfig (its programs run on the
+    process's shared team of its size)."""
     return Backend(compiler_config)
 
 
@@ -282,7 +272,8 @@ def last_programs(backend=None):
 
 
 def write_profiles():
-    """write_profiles() of every live backend that has a profiling_dir."""
+    """write_profiles() of every live backend and exported model that has a
+    profiling_dir."""
     return [b.write_profiles() for b in list(_PROFILING)]
 
 

@@ -28,7 +28,7 @@ def buffer_info(obj, what):
             )
         if obj.is_conj() or obj.is_neg():
             raise ValueError(f"{what}: tensor has a lazy conj/neg bit; call .resolve_conj()/.resolve_neg()")
-        dtype = _TORCH_DTYPES.get(obj.dtype) or to_dtype(obj.dtype)
+        dtype = _TORCH_DTYPES.get(obj.dtype) or _named(to_dtype, obj.dtype, what)
         return obj.data_ptr(), obj.nbytes, dtype, tuple(obj.shape)
     np = sys.modules.get("numpy")
     if np is not None and isinstance(obj, np.ndarray):
@@ -41,9 +41,19 @@ def buffer_info(obj, what):
             raise ValueError(f"{what}: array is not aligned for its dtype")
         dtype = _NUMPY_DTYPES.get(obj.dtype)
         if dtype is None:
-            dtype = _NUMPY_DTYPES[obj.dtype] = to_dtype(obj.dtype)
+            if not obj.dtype.isnative:
+                raise ValueError(f"{what}: array has byte order {obj.dtype.str!r}, not the machine's; use .astype")
+            dtype = _NUMPY_DTYPES[obj.dtype] = _named(to_dtype, obj.dtype, what)
         return obj.ctypes.data, obj.nbytes, dtype, obj.shape
     raise TypeError(f"{what}: expected a numpy array or a torch CPU tensor, got {type(obj).__name__}")
+
+
+def _named(fn, arg, what):
+    """fn(arg), its TypeError prefixed with what."""
+    try:
+        return fn(arg)
+    except TypeError as e:
+        raise TypeError(f"{what}: {e}") from None
 
 
 # Per-call lookups are on the run path: dtypes seen once are remembered.

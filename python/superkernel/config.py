@@ -2,7 +2,7 @@
 
 import os
 
-from .program import EXECUTORS
+from .program import parse_executor
 
 
 class CompilerConfig:
@@ -34,8 +34,9 @@ class CompilerConfig:
         """Raises ValueError / TypeError naming the bad setting."""
         from .schema import validate_options
 
-        if self.executor not in EXECUTORS:
-            raise ValueError(f"CompilerConfig.executor: {self.executor!r}; expected one of {list(EXECUTORS)}")
+        if not isinstance(self.executor, str):
+            raise TypeError(f"CompilerConfig.executor: expected a str, got {type(self.executor).__name__}")
+        parse_executor(self.executor)  # the library's names; its error lists them
         if self.num_threads is not None and (
             not isinstance(self.num_threads, int) or isinstance(self.num_threads, bool) or self.num_threads < 1
         ):

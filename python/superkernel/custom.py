@@ -37,7 +37,7 @@ import os
 import re
 import threading
 
-from . import _lib, schema
+from . import _lib
 from .errors import InvalidArgumentError, NotFoundError
 
 __all__ = ["register_kernel", "load_library", "include_dir", "CustomKernel", "KERNEL_TYPES"]
@@ -226,17 +226,16 @@ def register_kernel(
             _lib.encode(name),
             entry_addr,
             kind,
-            int(block_count),
-            int(workspace_bytes),
-            int(n_params),
-            int(barriers_per_block),
+            _lib.as_int(block_count, f"kernel {name!r}: block_count"),
+            _lib.as_int(workspace_bytes, f"kernel {name!r}: workspace_bytes", 0),
+            _lib.as_int(n_params, f"kernel {name!r}: n_params", -_lib.CINT_MAX - 1, _lib.CINT_MAX),
+            _lib.as_int(barriers_per_block, f"kernel {name!r}: barriers_per_block", -_lib.CINT_MAX - 1, _lib.CINT_MAX),
             1 if unfusable else 0,
             infer_addr,
             user_addr,
         )
         out = ctypes.c_void_p()
         _lib.check(_lib.lib().sk_kernel_register(ctypes.byref(desc), ctypes.byref(out)))
-        schema.forget_schema(name)  # a lookup before registration may have cached NOT_FOUND
         kernel = CustomKernel(name, handle, desc, out, user_keep)
         _kernels[name] = kernel
     if torch_op:

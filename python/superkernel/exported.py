@@ -10,8 +10,9 @@ torch.compile, with parameters and buffers folded in as constants. A call
 then runs that code directly: no Dynamo frame evaluation, guards or
 AOTAutograd wrappers, which cost tens of microseconds per call
 (BENCHMARKS.md). In exchange the compiled model serves only the example's
-signature: every call checks its tensors (dtype, shape, CPU, dense) and a
-different one is an error naming the argument, never a recompilation.
+signature: every call checks its tensors (dtype, shape, on the CPU; one not
+contiguous is copied) and a different one is an error naming the argument,
+never a recompilation.
 
 Inference only; parameters are frozen at export (a later change to the
 model is not seen: export again).
@@ -35,6 +36,13 @@ class ExportedModel:
         self.config = config
         gm = ep.graph_module
         specs = ep.graph_signature.input_specs
+        mutated = dict(ep.graph_signature.buffers_to_mutate)
+        if mutated or ep.graph_signature.user_inputs_to_mutate:
+            names = sorted(set(mutated.values()) | set(ep.graph_signature.user_inputs_to_mutate.values()))
+            raise NotImplementedError(
+                f"superkernel.export: the model changes {', '.join(names)} in place; export serves models whose "
+                "calls change no buffer or input (use torch.compile(backend='superkernel') for this one)"
+            )
         frozen = {InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR}
         self._static = []
         static_indices = []
@@ -63,6 +71,10 @@ class ExportedModel:
         for i, value in zip(static_indices, self._static):
             example[i] = value
         self._runner = self.plan.build(example, self.team, config, label)
+        if config.profiling_dir is not None:
+            from .backend import _PROFILING
+
+            _PROFILING.add(self)
         self._forward = self._runner.gm.forward
         self._static = tuple(self._static)
 
@@ -70,6 +82,17 @@ class ExportedModel:
     def programs(self):
         """The library programs, in run order."""
         return self._runner.programs
+
+    def write_profiles(self, directory=None):
+        """With CompilerConfig(profiling_dir=...): writes each program's
+        op_statistic.csv and trace.json to directory/<program>/ and one
+        op_statistic.csv of them all to directory (default: the config's
+        profiling_dir; also done at exit). Returns that file's path."""
+        from ._backend_profiles import write_program_profiles
+
+        return write_program_profiles(
+            [(seg.name, seg.program) for seg in self._runner.segments], directory, self.config.profiling_dir
+        )
 
     def _flat_inputs(self, args, kwargs):
         if self._flat_call and not kwargs:

@@ -23,8 +23,14 @@ class Value:
         return f"Value({self.id}, {self.dtype}, {list(self.shape)})"
 
 
-def _shape_array(shape):
-    shape = tuple(int(d) for d in shape)
+def _shape_array(shape, what):
+    if isinstance(shape, (str, bytes)):
+        raise TypeError(f"{what}: expected a sequence of ints, got {shape!r}")
+    try:
+        dims = list(shape)
+    except TypeError:
+        raise TypeError(f"{what}: expected a sequence of ints, got {shape!r}") from None
+    shape = tuple(_lib.as_int(d, f"{what}: dimension {i}") for i, d in enumerate(dims))
     return shape, (_lib.int64 * max(1, len(shape)))(*shape)
 
 
@@ -46,6 +52,7 @@ class Graph:
         _lib.check(self._lib.sk_graph_create(ctypes.byref(handle)))
         self._handle = handle
         self._borrowed = []  # constants' data the graph reads without a copy
+        self._borrowed_named = []  # (name, data) of the same
         self.outputs = []
 
     @property
@@ -77,7 +84,7 @@ class Graph:
         return DType(dtype.value), tuple(shape[: rank.value])
 
     def add_input(self, name, dtype, shape):
-        shape, dims = _shape_array(shape)
+        shape, dims = _shape_array(shape, f"input {name}: shape")
         vid = ctypes.c_uint32()
         _lib.check(
             self._lib.sk_graph_add_input(
@@ -91,7 +98,7 @@ class Graph:
         borrow=False copies the data now; borrow=True keeps a reference and
         the library reads the caller's buffer, which must not change."""
         ptr, nbytes, dtype, shape = buffer_info(data, f"constant {name}")
-        shape, dims = _shape_array(shape)
+        shape, dims = _shape_array(shape, f"constant {name}: shape")
         vid = ctypes.c_uint32()
         _lib.check(
             self._lib.sk_graph_add_constant(
@@ -107,6 +114,7 @@ class Graph:
         )
         if borrow:
             self._borrowed.append(data)
+            self._borrowed_named.append((name, data))
         return Value(self, vid.value)
 
     def add_op(self, op, inputs, attrs=None, name=None):
@@ -123,13 +131,15 @@ class Graph:
                     raise TypeError(f"{op}: input {slot}: expected Values of this graph, got {v!r}")
             slots[slot] = [v.id for v in values]
         builder = DescBuilder(op, slots, attrs, name)
-        room = 64
+        room = 64 + 2 * sum(len(v) for v in slots.values())  # a list output holds one per input of a list
         out = (ctypes.c_uint32 * room)()
         n = ctypes.c_size_t(0)
         _lib.check(self._lib.sk_graph_add_op(self.handle, ctypes.byref(builder.desc), out, room, ctypes.byref(n)))
         return [Value(self, out[i]) for i in range(n.value)]
 
     def mark_output(self, value, name):
+        if not isinstance(value, Value) or value.graph is not self:
+            raise TypeError(f"mark_output {name!r}: expected a Value of this graph, got {value!r}")
         _lib.check(self._lib.sk_graph_mark_output(self.handle, value.id, _lib.encode(name)))
         self.outputs.append(name)
 

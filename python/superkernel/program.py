@@ -15,10 +15,21 @@ from collections import namedtuple
 from . import _lib
 from .buffers import check_buffer
 from .dtypes import DType, to_numpy, to_torch
+from .errors import InvalidStateError
+from .team import Team, shared_team  # noqa: F401  (Team is part of this module's API)
 
 IOInfo = namedtuple("IOInfo", "name dtype shape")
 
-EXECUTORS = ("default", "eager", "reference", "interp", "jit", "auto")
+def _executor_names():
+    lib, names = _lib.lib(), []
+    while True:
+        name = lib.sk_executor_name(len(names)).decode()
+        if name == "invalid":
+            return tuple(names)
+        names.append(name)
+
+
+EXECUTORS = _executor_names()  # the library's list (SK_EXECUTOR_MAP), in its order
 SK_IO_INPUT, SK_IO_OUTPUT = 0, 1
 
 
@@ -28,65 +39,6 @@ def parse_executor(name):
     value = ctypes.c_int()
     _lib.check(_lib.lib().sk_executor_parse(_lib.encode(name), ctypes.byref(value)))
     return value.value
-
-
-class Team:
-    """A persistent team of cores (sk_team_create): num_cores threads, the
-    caller included (0: every CPU available, or $SK_NUM_THREADS).
-    pin_threads: 0 auto, 1 always, -1 never (see superkernel.h)."""
-
-    def __init__(self, num_cores=0, pin_threads=0):
-        self._lib = _lib.lib()
-        cfg = _lib.TeamConfig(ctypes.sizeof(_lib.TeamConfig), int(num_cores), int(pin_threads))
-        handle = ctypes.c_void_p()
-        _lib.check(self._lib.sk_team_create(ctypes.byref(cfg), ctypes.byref(handle)))
-        self._handle = handle
-
-    @property
-    def handle(self):
-        if self._handle is None:
-            raise ValueError("superkernel.Team: the team was closed")
-        return self._handle
-
-    @property
-    def num_cores(self):
-        return self._lib.sk_team_num_cores(self.handle)
-
-    def close(self):
-        if getattr(self, "_handle", None) is not None:
-            self._lib.sk_team_destroy(self._handle)
-            self._handle = None
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __repr__(self):
-        return f"Team(num_cores={self.num_cores})" if self._handle is not None else "Team(closed)"
-
-
-_SHARED_TEAMS = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_team(num_cores):
-    """The process's team of num_cores cores that the torch front end (the
-    eager torch ops, the torch.compile backend, superkernel.export) runs
-    on, made at first use and kept. One team per size, not one per model:
-    every live team's workers count against the CPUs, and once they
-    outnumber them the library's waits stop spinning (runtime/wait.c), so
-    separate teams would slow each other down. Never pinned: PyTorch's own
-    threads share the CPUs. Launches on one team take turns."""
-    num_cores = int(num_cores)
-    with _SHARED_LOCK:
-        team = _SHARED_TEAMS.get(num_cores)
-        if team is None:
-            team = _SHARED_TEAMS[num_cores] = Team(num_cores=num_cores, pin_threads=-1)
-        return team
 
 
 def _io_info(lib, handle, fn, n):
@@ -138,6 +90,11 @@ class Program:
         _lib.check(self._lib.sk_compile(graph.handle, ctypes.byref(cfg), ctypes.byref(handle)))
         self._handle = handle
         self._keep = list(graph._borrowed)  # borrowed constants outlive the program
+        # A borrowed torch tensor can lose its memory under the program
+        # (resize_, set_): every run checks that it still has what it had.
+        self._borrowed = tuple(
+            (name, t, t.data_ptr(), t.nbytes) for name, t in graph._borrowed_named if hasattr(t, "data_ptr")
+        )
         lib = self._lib
         self.inputs = _io_info(lib, handle, lib.sk_program_input_info, lib.sk_program_num_inputs(handle))
         self.outputs = _io_info(lib, handle, lib.sk_program_output_info, lib.sk_program_num_outputs(handle))
@@ -152,8 +109,7 @@ class Program:
         self._out_rows = np.frombuffer(self._out_bufs, dtype=np.uint64).reshape(-1, 3)
         self._in_bytes = [_numel(i.shape) * i.dtype.itemsize for i in self.inputs]
         self._out_bytes = [_numel(o.shape) * o.dtype.itemsize for o in self.outputs]
-        self._last_in_ptrs = self._last_out_ptrs = None  # what run_pointers last wrote
-        self._bytes_dirty = True
+        self._last_in_ptrs = self._last_out_ptrs = None  # what _run_pointers last wrote
         self._run_lock = threading.Lock()  # the buffer arrays above are shared
 
     @property
@@ -163,9 +119,15 @@ class Program:
         return self._handle
 
     def close(self):
-        if getattr(self, "_handle", None) is not None:
-            self._lib.sk_program_destroy(self._handle)
-            self._handle = None
+        """Frees the program; waits for a run in progress (by this object)
+        to end first."""
+        lock = getattr(self, "_run_lock", None)
+        if lock is None:  # __init__ failed before the program existed
+            return
+        with lock:
+            if self._handle is not None:
+                self._lib.sk_program_destroy(self._handle)
+                self._handle = None
 
     __del__ = close
 
@@ -174,6 +136,28 @@ class Program:
 
     def __exit__(self, *exc):
         self.close()
+
+    def _check_borrowed(self):
+        for name, t, ptr, nbytes in self._borrowed:
+            if t.data_ptr() != ptr or t.nbytes != nbytes:
+                raise InvalidStateError(
+                    f"Program: the borrowed constant {name!r} no longer holds the memory it was compiled with "
+                    "(resized or set_ after compile); compile again, or add it with borrow=False"
+                )
+
+    def _launch(self, team, fn, *args):
+        """fn(program handle, team handle, *args) with the team held (not
+        closed under the run) and the borrowed constants checked."""
+        if self._borrowed:
+            self._check_borrowed()
+        handle = self.handle
+        if team is None:
+            return fn(handle, None, *args)
+        team_handle = team._acquire()
+        try:
+            return fn(handle, team_handle, *args)
+        finally:
+            team._release()
 
     # ---- running ------------------------------------------------------------
 
@@ -207,11 +191,10 @@ class Program:
         self.run_into(inputs, outputs, team)
         return list(outputs)
 
-    def run_into(self, inputs, outputs, team=None, check=True):
-        """The fast path: inputs and outputs as lists in declaration order,
-        outputs written in place. check=False skips the Python-side dtype,
-        shape and layout checks (the library still checks byte counts):
-        for callers that already guarantee them."""
+    def run_into(self, inputs, outputs, team=None):
+        """Runs with inputs and outputs as lists in declaration order,
+        outputs written in place. Every buffer is checked (dtype, shape,
+        dense, on the CPU, outputs writable)."""
         if len(inputs) != len(self.inputs) or len(outputs) != len(self.outputs):
             raise TypeError(
                 f"Program.run_into: expected {len(self.inputs)} inputs and {len(self.outputs)} outputs, "
@@ -220,34 +203,26 @@ class Program:
         team = team if team is not None else self.team
         with self._run_lock:
             ib, ob = self._in_bufs, self._out_bufs
-            self._last_in_ptrs = self._last_out_ptrs = None  # rewritten below
-            if check:
-                for i, (x, info) in enumerate(zip(inputs, self.inputs)):
-                    ib[i].data, ib[i].bytes = check_buffer(x, f"input {info.name}", info.dtype, info.shape)
-                for i, (y, info) in enumerate(zip(outputs, self.outputs)):
-                    ob[i].data, ob[i].bytes = check_buffer(y, f"output {info.name}", info.dtype, info.shape, True)
-            else:
-                for i, x in enumerate(inputs):
-                    ib[i].data, ib[i].bytes = x.data_ptr(), x.numel() * x.element_size()
-                for i, y in enumerate(outputs):
-                    ob[i].data, ob[i].bytes = y.data_ptr(), y.numel() * y.element_size()
-            status = self._lib.sk_program_run_by_index(
-                self.handle, team.handle if team is not None else None, ib, len(inputs), ob, len(outputs)
-            )
+            self._last_in_ptrs = self._last_out_ptrs = None  # _run_pointers rewrites what follows
+            for i, (x, info) in enumerate(zip(inputs, self.inputs)):
+                ib[i].data, ib[i].bytes = check_buffer(x, f"input {info.name}", info.dtype, info.shape)
+            for i, (y, info) in enumerate(zip(outputs, self.outputs)):
+                ob[i].data, ob[i].bytes = check_buffer(y, f"output {info.name}", info.dtype, info.shape, True)
+            status = self._launch(team, self._lib.sk_program_run_by_index, ib, len(inputs), ob, len(outputs))
         _lib.check(status)
 
-    def run_pointers(self, in_ptrs, out_ptrs, team=None):
-        """The fastest path, for front ends that already guarantee every
-        buffer: lists of the data pointers (ints) of dense buffers of exactly
-        the declared dtypes and shapes, in declaration order. Nothing is
-        checked in Python; the library reads and writes the declared byte
-        counts. Pointers equal to the last call's are not written again."""
+    def _run_pointers(self, in_ptrs, out_ptrs, team=None):
+        """The package's own fast path (the backend and export): lists of
+        the data pointers (ints) of dense CPU buffers of exactly the
+        declared dtypes and shapes, in declaration order, which the caller
+        has guaranteed. Nothing is checked here: not for users. Pointers
+        equal to the last call's are not written again."""
         team = team if team is not None else self.team
         with self._run_lock:
-            if in_ptrs != self._last_in_ptrs or out_ptrs != self._last_out_ptrs or self._bytes_dirty:
+            if in_ptrs != self._last_in_ptrs or out_ptrs != self._last_out_ptrs:
                 if len(in_ptrs) != len(self._in_bytes) or len(out_ptrs) != len(self._out_bytes):
                     raise TypeError(
-                        f"Program.run_pointers: expected {len(self._in_bytes)} inputs and {len(self._out_bytes)} "
+                        f"Program._run_pointers: expected {len(self._in_bytes)} inputs and {len(self._out_bytes)} "
                         f"outputs, got {len(in_ptrs)} and {len(out_ptrs)}"
                     )
                 if in_ptrs:
@@ -257,10 +232,8 @@ class Program:
                     self._out_rows[: len(out_ptrs), 1] = out_ptrs
                     self._out_rows[: len(out_ptrs), 2] = self._out_bytes
                 self._last_in_ptrs, self._last_out_ptrs = list(in_ptrs), list(out_ptrs)
-                self._bytes_dirty = False
-            status = self._lib.sk_program_run_by_index(
-                self.handle, team.handle if team is not None else None, self._in_bufs, len(in_ptrs),
-                self._out_bufs, len(out_ptrs)
+            status = self._launch(
+                team, self._lib.sk_program_run_by_index, self._in_bufs, len(in_ptrs), self._out_bufs, len(out_ptrs)
             )
         _lib.check(status)
 
@@ -307,26 +280,45 @@ class RunContext:
     def __init__(self, program):
         self._lib = _lib.lib()
         self.program = program
+        self._lock = threading.Lock()  # bind, run and close take turns
         handle = ctypes.c_void_p()
         _lib.check(self._lib.sk_run_context_create(program.handle, ctypes.byref(handle)))
         self._handle = handle
         self._bound = {}  # keeps bound buffers alive
 
+    @property
+    def handle(self):
+        if self._handle is None:
+            raise ValueError("superkernel.RunContext: the context was closed")
+        return self._handle
+
     def bind(self, kind, index, buf):
         """Binds input or output `index` (kind "input" / "output")."""
-        k = {"input": SK_IO_INPUT, "output": SK_IO_OUTPUT}[kind]
-        info = (self.program.inputs if k == SK_IO_INPUT else self.program.outputs)[index]
+        kinds = {"input": SK_IO_INPUT, "output": SK_IO_OUTPUT}
+        if kind not in kinds:
+            raise ValueError(f"RunContext.bind: kind {kind!r}; expected 'input' or 'output'")
+        k = kinds[kind]
+        infos = self.program.inputs if k == SK_IO_INPUT else self.program.outputs
+        index = _lib.as_int(index, f"RunContext.bind: {kind} index", 0, len(infos) - 1)
+        info = infos[index]
         ptr, nbytes = check_buffer(buf, f"{kind} {info.name}", info.dtype, info.shape, k == SK_IO_OUTPUT)
-        _lib.check(self._lib.sk_run_context_bind(self._handle, k, index, ptr, nbytes))
-        self._bound[(k, index)] = buf
+        with self._lock:
+            _lib.check(self._lib.sk_run_context_bind(self.handle, k, index, ptr, nbytes))
+            self._bound[(k, index)] = buf
 
     def run(self, team=None):
         team = team if team is not None else self.program.team
-        _lib.check(self._lib.sk_run_context_run(self._handle, team.handle if team is not None else None))
+        with self._lock:
+            status = self.program._launch(team, lambda _, t: self._lib.sk_run_context_run(self.handle, t))
+        _lib.check(status)
 
     def close(self):
-        if getattr(self, "_handle", None) is not None:
-            self._lib.sk_run_context_destroy(self._handle)
-            self._handle = None
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            if getattr(self, "_handle", None) is not None:
+                self._lib.sk_run_context_destroy(self._handle)
+                self._handle = None
 
     __del__ = close

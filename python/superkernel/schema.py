@@ -13,7 +13,7 @@ from . import _lib
 from .dtypes import DType, to_dtype
 
 ATTR_INT, ATTR_FLOAT, ATTR_INTS = 1, 2, 3
-_KIND_NAMES = {ATTR_INT: "int", ATTR_FLOAT: "float", ATTR_INTS: "ints"}
+_KIND_NAMES = {ATTR_INT: "int", ATTR_FLOAT: "float", ATTR_INTS: "ints"}  # sk_attr_kind
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,9 @@ def _convert(c):
     attrs = []
     for i in range(c.n_attrs):
         a = c.attrs[i]
-        kind = _KIND_NAMES.get(a.kind, "int")
+        if a.kind not in _KIND_NAMES:
+            raise RuntimeError(f"op {_s(c.name)}: attribute {_s(a.name)} has kind {a.kind}, unknown to this binding")
+        kind = _KIND_NAMES[a.kind]
         default = None
         if a.has_default:
             default = a.default_float if kind == "float" else int(a.default_int)
@@ -105,11 +107,6 @@ def op_schema(op):
     c = _lib.OpSchema()
     _lib.check(_lib.lib().sk_op_info_by_name(_lib.encode(op), ctypes.byref(c)))
     return _convert(c)
-
-
-def forget_schema(op):
-    """Drops a cached schema (a kernel registered after a failed lookup)."""
-    op_schema.cache_clear()
 
 
 class DescBuilder:
@@ -155,10 +152,9 @@ class DescBuilder:
         kind = spec.kind if spec else _guess_kind(value)
         where = f"{op}: attribute {name}"
         if kind == "ints":
-            try:
-                values = [int(v) for v in value]
-            except TypeError:
-                raise TypeError(f"{where}: expected a list of ints, got {value!r}") from None
+            if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+                raise TypeError(f"{where}: expected a list of ints, got {value!r}")
+            values = [_lib.as_int(v, f"{where}[{i}]") for i, v in enumerate(value)]
             arr = (_lib.int64 * max(1, len(values)))(*values)
             self._keep.append(arr)
             return _lib.Attr(self._bytes(name), ATTR_INTS, 0, 0.0, arr, len(values))
@@ -170,11 +166,10 @@ class DescBuilder:
             value = int(value)
         elif name.endswith("dtype") and not isinstance(value, int):
             value = int(to_dtype(value))  # a torch / numpy dtype or a name
-        if isinstance(value, float) and value.is_integer():
+        if isinstance(value, bool) or (isinstance(value, float) and value.is_integer()):
             value = int(value)
-        if not isinstance(value, int):
-            raise TypeError(f"{where}: expected an int, got {value!r}")
-        return _lib.Attr(self._bytes(name), ATTR_INT, int(value), 0.0, None, 0)
+        value = _lib.as_int(value, where)
+        return _lib.Attr(self._bytes(name), ATTR_INT, value, 0.0, None, 0)
 
 
 def _guess_kind(value):
@@ -209,7 +204,7 @@ def op_infer(op, inputs, attrs=None):
     flat = [m for metas in inputs.values() for m in metas]
     builder = DescBuilder(op, _slot_counts(inputs), attrs)
     cin = _metas(flat)
-    room = 64
+    room = 64 + 2 * len(flat)  # a list output holds one per input of a list
     cout = (_lib.TensorMeta * room)()
     n = ctypes.c_size_t(0)
     _lib.check(

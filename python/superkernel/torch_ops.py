@@ -172,7 +172,12 @@ def run_eager(spec, slots, attrs):
     """Runs one op through the library on torch CPU tensors; returns its
     outputs as torch tensors (a list)."""
     program = EAGER.program(spec, slots, attrs)
-    inputs = [t for v in slots.values() for t in (v if isinstance(v, (list, tuple)) else [v])]
+    # any strided CPU tensor, as torch ops take them: the library reads dense ones
+    inputs = [
+        t if t.is_contiguous() else t.contiguous()
+        for v in slots.values()
+        for t in (v if isinstance(v, (list, tuple)) else [v])
+    ]
     outputs = [torch.empty(info.shape, dtype=to_torch(info.dtype)) for info in program.outputs]
     try:
         program.run_into(inputs, outputs)

@@ -129,7 +129,12 @@ def random_model(seed, dtype=torch.float32, rows=8, cols=16, n_ops=10, p_torch=0
             indent = "        "
         template = rng.choice(TORCH_OPS if rng.random() < p_torch else LIBRARY_OPS)
         a, b = rng.choice(values[-4:]), rng.choice(values)
-        s = rng.choice([2, -3, 0.5, 1.25, -0.75]) if "*" in template or "mul" in template else rng.choice([1, -2, 0.25])
+        # 0.1 and 65520.0 are not fp16 numbers: torch's add rounds them to
+        # fp16 first (65520 to inf), its mul does not
+        if "*" in template or "mul" in template:
+            s = rng.choice([2, -3, 0.5, 1.25, -0.75, 0.1])
+        else:
+            s = rng.choice([1, -2, 0.25, 0.1, 65520.0])
         r = rng.randint(0, rows)
         lines.append(f"{indent}v{i} = " + template.format(a=a, b=b, s=s, r=r, r2=r + rows))
         values.append(f"v{i}")

@@ -1,5 +1,5 @@
 """superkernel.export: the model compiled ahead of time and called without
-torch.compile; Program.run_pointers; the shared core teams."""
+torch.compile; Program._run_pointers; the shared core teams."""
 
 import pytest
 import torch
@@ -127,16 +127,16 @@ def test_run_pointers():
     p = g.compile()
     a, b = np.arange(12, dtype=np.float32).reshape(3, 4), np.full((3, 4), 0.5, np.float32)
     out, out2 = np.empty_like(a), np.empty_like(a)
-    p.run_pointers([a.ctypes.data, b.ctypes.data], [out.ctypes.data])
+    p._run_pointers([a.ctypes.data, b.ctypes.data], [out.ctypes.data])
     assert (out == a + b).all()
     b[:] = 2  # same pointers: nothing rewritten, new values read
-    p.run_pointers([a.ctypes.data, b.ctypes.data], [out.ctypes.data])
+    p._run_pointers([a.ctypes.data, b.ctypes.data], [out.ctypes.data])
     assert (out == a + 2).all()
-    p.run_pointers([b.ctypes.data, a.ctypes.data], [out2.ctypes.data])  # new pointers are written
+    p._run_pointers([b.ctypes.data, a.ctypes.data], [out2.ctypes.data])  # new pointers are written
     assert (out2 == a + 2).all()
     p.run_into([a, a], [out])  # run_into and run_pointers mix
     assert (out == 2 * a).all()
-    p.run_pointers([a.ctypes.data, b.ctypes.data], [out2.ctypes.data])
+    p._run_pointers([a.ctypes.data, b.ctypes.data], [out2.ctypes.data])
     assert (out2 == a + 2).all()
     with pytest.raises(TypeError, match="expected 2 inputs and 1 outputs, got 1 and 1"):
-        p.run_pointers([a.ctypes.data], [out.ctypes.data])
+        p._run_pointers([a.ctypes.data], [out.ctypes.data])
