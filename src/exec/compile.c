@@ -209,7 +209,7 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
     if (opt_st != SK_STATUS_OK) {
       char msg[1024];
       snprintf(msg, sizeof msg, "%s", sk_last_error());
-      return sk__fail(opt_st, "sk_compile: global options (cfg->default_options): %s", msg);
+      return sk__fail(opt_st, "sk_compile: global options: %s", msg);
     }
     sk__options_free(&o);
   }

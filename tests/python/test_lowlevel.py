@@ -319,7 +319,7 @@ def test_invalid_options_string():
     g.mark_output(y, "y")
     # default options are checked at compile, whether or not a scope reads them
     for executor in ("interp", "eager"):
-        with pytest.raises(sk.InvalidArgumentError, match="global options .*unknown key 'nonsense'"):
+        with pytest.raises(sk.InvalidArgumentError, match="global options: .*unknown key 'nonsense'"):
             g.compile(default_options="nonsense=1", executor=executor)
     g.close()
     assert_still_usable()
