@@ -188,6 +188,17 @@ void blas_core_fix(const blas_core_report *r, const char *prog) {
   free_argv(argv);
 }
 
+void blas_core_check(blas_core_report *r, const char *corename, const char *config, const char *prog) {
+  blas_core_report_fill(r, corename, config);
+  blas_core_fix(r, prog);
+  char line[256], verdict[160];
+  blas_cpu_describe(&r->cpu, line, sizeof line);
+  printf("cpu: %s\n", line);
+  blas_core_describe(r, line, sizeof line);
+  blas_core_verdict(r, verdict, sizeof verdict);
+  printf("peer: %s: %s\n", line, verdict);
+}
+
 void blas_cpu_describe(const blas_cpu *cpu, char *buf, size_t size) {
   snprintf(buf, size, "%s (%s family %d model %d, %s)", cpu->name[0] ? cpu->name : "unnamed x86-64 CPU",
            blas_vendor_name(cpu->vendor), cpu->family, cpu->model, blas_isa_name(cpu->isa));

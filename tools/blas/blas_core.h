@@ -117,6 +117,11 @@ bool blas_core_runnable(const blas_core_report *r);
  * before anything is timed or printed on stdout. */
 void blas_core_fix(const blas_core_report *r, const char *prog);
 
+/* For a program that links OpenBLAS: fills r, runs the program again when
+ * blas_core_fix does, and prints the CPU, OpenBLAS and the verdict on its
+ * core ("peer ..."), two lines on stdout. */
+void blas_core_check(blas_core_report *r, const char *corename, const char *config, const char *prog);
+
 /* One line for a table: "OpenBLAS 0.3.21, core Zen (OpenBLAS's choice)". */
 void blas_core_describe(const blas_core_report *r, char *buf, size_t size);
 /* One line on the CPU: "AMD EPYC (AMD family 25 model 1, avx2)". */
