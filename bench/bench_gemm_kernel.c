@@ -8,6 +8,9 @@
  * and (256,320,256), 50 reps. Variants are timed round-robin (one run of
  * each per round) so machine noise hits all of them alike; medians are
  * printed with GFLOP/s and the ratio to OpenBLAS (>1 = faster than it).
+ * OpenBLAS's kernels must be the CPU's (blas_core.h): it reruns itself with
+ * the right OPENBLAS_CORETYPE when OpenBLAS chose older ones, and prints no
+ * ratio against a core that does not match.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +25,11 @@
 
 #ifdef SK_HAVE_OPENBLAS
 #include <cblas.h>
+
+#include "blas_core.h"
+char *openblas_get_corename(void);
+char *openblas_get_config(void);
+static blas_core_report peer; /* OpenBLAS's core against the CPU */
 #endif
 
 /* One timed variant: an sk__gemm_tile path (isa, dtype) or the peer. */
@@ -32,6 +40,15 @@ typedef struct variant {
   sk_dtype dt;     /* a, b and c dtype */
   double *times;
 } variant;
+
+/* A ratio against the peer is true: it runs kernels made for this CPU. */
+static int peer_ratio_ok(void) {
+#ifdef SK_HAVE_OPENBLAS
+  return blas_core_ratio_ok(&peer);
+#else
+  return 0;
+#endif
+}
 
 static void *make_input(size_t count, sk_dtype dt, float *f32_copy, uint32_t *seed) {
   void *buf = sk__aligned_alloc(count * sk_dtype_size(dt));
@@ -55,7 +72,7 @@ static void bench_shape(int64_t M, int64_t K, int64_t N, int reps) {
   variant vs[8];
   int nv = 0;
 #ifdef SK_HAVE_OPENBLAS
-  vs[nv++] = (variant){.name = "openblas sgemm fp32", .is_peer = 1};
+  if (blas_core_runnable(&peer)) vs[nv++] = (variant){.name = "openblas sgemm fp32", .is_peer = 1};
 #endif
   for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
     if (isas[i] > sk__cpu_isa()) continue; /* $SK_ISA lowers the set */
@@ -106,7 +123,7 @@ static void bench_shape(int64_t M, int64_t K, int64_t N, int reps) {
     if (vs[v].is_peer) peer_us = us;
     printf("M=%lld K=%lld N=%lld  %-26s %9.1f us %8.1f GFLOP/s", (long long)M, (long long)K,
            (long long)N, vs[v].name, us, flops / us * 1e-3);
-    if (peer_us > 0) printf("  ratio vs OpenBLAS %.2f", peer_us / us);
+    if (peer_us > 0 && peer_ratio_ok()) printf("  ratio vs OpenBLAS %.2f", peer_us / us);
     printf("\n");
     free(vs[v].times);
   }
@@ -123,10 +140,10 @@ int main(int argc, char **argv) {
   int reps = argc > 1 ? atoi(argv[1]) : 50;
   if (reps < 1) reps = 1;
 #ifdef SK_HAVE_OPENBLAS
+  blas_core_check(&peer, openblas_get_corename(), openblas_get_config(), "bench_gemm_kernel");
   openblas_set_num_threads(1);
-  printf("peer: OpenBLAS %s, 1 thread\n", openblas_get_corename());
-  if (getenv("OPENBLAS_CORETYPE") || getenv("OPENBLAS_L2_SIZE"))
-    printf("note: OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are set; they slow OpenBLAS here\n");
+  printf("peer threads: 1\n");
+  if (getenv("OPENBLAS_L2_SIZE")) printf("note: OPENBLAS_L2_SIZE is set; it slows OpenBLAS here\n");
 #else
   printf("peer: none (built without OpenBLAS)\n");
 #endif

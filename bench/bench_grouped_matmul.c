@@ -9,6 +9,11 @@
  * and the first launch after that pays the wake-up); medians are printed with
  * the ratios.
  *
+ * OpenBLAS's kernels must be the CPU's (blas_core.h): it reruns itself with
+ * the right OPENBLAS_CORETYPE when OpenBLAS chose older ones, prints the
+ * core, and prints no sk/openblas ratio against a core that does not match
+ * (none at all against kernels the CPU cannot run).
+ *
  *   bench_grouped_matmul [--reps N] [MxKxN ...]
  */
 #define _POSIX_C_SOURCE 200809L
@@ -22,7 +27,12 @@
 
 #ifdef SK_HAVE_OPENBLAS
 #include <cblas.h>
+
+#include "blas_core.h"
 void openblas_set_num_threads(int num_threads);
+char *openblas_get_corename(void);
+char *openblas_get_config(void);
+static blas_core_report peer; /* OpenBLAS's core against the CPU */
 #endif
 
 static sk_program *build(int64_t m, int64_t k, int64_t n, const sk_team *team) {
@@ -65,7 +75,7 @@ static void bench_shape(int64_t m, int64_t k, int64_t n, int reps, sk_team *one,
         if (mode == 0) CHECK(sk_program_run(p1, one, in, 2, out, 1));
         if (mode == 1) CHECK(sk_program_run(pn, all, in, 2, out, 1));
 #ifdef SK_HAVE_OPENBLAS
-        if (mode == 2)
+        if (mode == 2 && blas_core_runnable(&peer))
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, xf, (int)k, wf, (int)n,
                       0.0f, yf, (int)n);
 #endif
@@ -78,8 +88,13 @@ static void bench_shape(int64_t m, int64_t k, int64_t n, int reps, sk_team *one,
   printf("%4lldx%4lldx%4lld  sk 1 core %8.1f us %6.1f GFLOP/s | sk %d cores %8.1f us %6.1f GFLOP/s | ",
          (long long)m, (long long)k, (long long)n, m1, flop / m1 / 1e3, sk_team_num_cores(all), mn, flop / mn / 1e3);
 #ifdef SK_HAVE_OPENBLAS
-  printf("openblas sgemm 1 thread %8.1f us %6.1f GFLOP/s | sk/openblas %.2f  speedup %.2fx\n", mb, flop / mb / 1e3,
-         mb / m1, m1 / mn);
+  if (blas_core_ratio_ok(&peer))
+    printf("openblas sgemm 1 thread %8.1f us %6.1f GFLOP/s | sk/openblas %.2f  speedup %.2fx\n", mb, flop / mb / 1e3,
+           mb / m1, m1 / mn);
+  else if (blas_core_runnable(&peer))
+    printf("openblas sgemm 1 thread %8.1f us (mismatched core %s, no ratio)  speedup %.2fx\n", mb, peer.core, m1 / mn);
+  else
+    printf("(OpenBLAS not run: core %s)  speedup %.2fx\n", peer.core, m1 / mn);
 #else
   (void)mb;
   printf("(no OpenBLAS peer)  speedup %.2fx\n", m1 / mn);
@@ -111,6 +126,7 @@ int main(int argc, char **argv) {
     n_shapes = 2;
   }
 #ifdef SK_HAVE_OPENBLAS
+  blas_core_check(&peer, openblas_get_corename(), openblas_get_config(), "bench_grouped_matmul");
   openblas_set_num_threads(1);
 #endif
   sk_team *one, *all;

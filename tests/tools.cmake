@@ -237,7 +237,12 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME sk_bench_json_two_teams
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_bench_json.py
                    -- ${SK} bench decode --iters 3 --threads 1,2 --json)
-  set_tests_properties(sk_bench_json sk_bench_json_two_teams PROPERTIES TIMEOUT 120 LABELS sk_cli)
+  # The machine's fields with the real OpenBLAS (skipped without it).
+  add_test(NAME sk_bench_json_machine
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_bench_json.py --require-blas
+                   --scenario decode --threads 1 -- ${SK} bench decode --iters 5 --threads 1 --json)
+  set_tests_properties(sk_bench_json sk_bench_json_two_teams sk_bench_json_machine PROPERTIES
+                       TIMEOUT 120 LABELS sk_cli SKIP_RETURN_CODE 77)
 else()
   sk_cli_test(sk_bench_json 0 -o "\"machine\": {\"cores\": " -o "\"interp_over_eager\": " -o "\"jit_over_eager\": "
               -o "\"jit_over_interp\": " -o "\"bitwise_equal\": true"
@@ -255,3 +260,49 @@ sk_cli_test(sk_bench_threads_abc 2 -E "--threads: expected team sizes in 1..1024
 sk_cli_test(sk_bench_threads_empty_item 2 -E "--threads" -- ${SK} bench decode --threads 1,,2)
 sk_cli_test(sk_bench_threads_missing 2 -E "option --threads needs a value" -- ${SK} bench decode --threads)
 sk_cli_test(sk_bench_bad_options 2 -E "invalid --options" -- ${SK} bench decode --options early-start=3)
+
+# ---- sk bench: the floor's core (tools/blas/blas_core.h) --------------------------
+sk_add_test(NAME test_blas_core SOURCES test_blas_core.c LIBS sk_blas_core)
+# A fake libopenblas.so.0 (fake_openblas.c), put first on LD_LIBRARY_PATH:
+# it reports Prescott unless $OPENBLAS_CORETYPE names a core, so every check
+# runs on any CPU with AVX, whether OpenBLAS is installed or not.
+add_library(fake_openblas SHARED fake_openblas.c)
+set_target_properties(fake_openblas PROPERTIES OUTPUT_NAME openblas SOVERSION 0
+                      LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/fake_openblas)
+# SK_FAKE_BLAS VAR=VALUE... sk ...: runs sk with the fake first and neither
+# OPENBLAS_CORETYPE nor sk's marker inherited (set but empty is a choice).
+set(SK_FAKE_BLAS env -u OPENBLAS_CORETYPE -u SK_OPENBLAS_CORETYPE_BY_SK
+    LD_LIBRARY_PATH=${PROJECT_BINARY_DIR}/fake_openblas)
+# OpenBLAS chose an older core: sk runs again with the CPU's type, says so,
+# and the floor has its ratio.
+sk_cli_test(sk_bench_core_rerun 0 -E "OpenBLAS chose its Prescott kernels (sse)"
+            -E "running again with OPENBLAS_CORETYPE=" -o "set by sk: OpenBLAS chose Prescott"
+            -o "matches the CPU" -O "mismatched core" -O "MISMATCHED" -- ${SK_FAKE_BLAS} ${SK} bench decode --iters 2 --threads 1)
+# The user's older core stands: the floor is timed, without a ratio.
+sk_cli_test(sk_bench_core_user_older 0 -o "set by the user" -o "MISMATCHED CORE: sse kernels"
+            -o "mismatched core, no ratio" -N "running again"
+            -- ${SK_FAKE_BLAS} OPENBLAS_CORETYPE=PRESCOTT ${SK} bench decode --iters 2 --threads 1)
+# A build for one core ignores OPENBLAS_CORETYPE: no rerun, no ratio.
+sk_cli_test(sk_bench_core_static 0 -o "OpenBLAS's choice" -o "MISMATCHED CORE" -o "mismatched core, no ratio"
+            -N "running again" -- ${SK_FAKE_BLAS} FAKE_OPENBLAS_STATIC=1 ${SK} bench decode --iters 2 --threads 1)
+# --no-floor loads nothing.
+sk_cli_test(sk_bench_core_no_floor 0 -o "floor none: --no-floor" -N "running again"
+            -- ${SK_FAKE_BLAS} ${SK} bench decode --iters 1 --threads 1 --no-floor)
+if(Python3_Interpreter_FOUND)
+  # sk_fake_blas_json(NAME "VAR=VALUE..." ARGS...): check_bench_json.py ARGS on
+  # decode's document with the fake.
+  function(sk_fake_blas_json name env)
+    add_test(NAME ${name} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_bench_json.py ${ARGN}
+             -- ${SK_FAKE_BLAS} ${env} ${SK} bench decode --iters 2 --threads 1 --json)
+    set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS sk_cli SKIP_RETURN_CODE 77)
+  endfunction()
+  sk_fake_blas_json(sk_bench_core_rerun_json "" --core match --set-by sk
+                    --stderr "running again with OPENBLAS_CORETYPE=")
+  sk_fake_blas_json(sk_bench_core_user_older_json OPENBLAS_CORETYPE=PRESCOTT --core older --set-by user)
+  sk_fake_blas_json(sk_bench_core_user_empty_json OPENBLAS_CORETYPE= --core older --set-by user)
+  # A core the CPU cannot run is not run (none is newer than AVX-512).
+  sk_fake_blas_json(sk_bench_core_user_newer_json OPENBLAS_CORETYPE=SAPPHIRERAPIDS --core newer --set-by user
+                    --skip-isa avx512)
+  # A name not in the table: timed, no ratio, not overridden.
+  sk_fake_blas_json(sk_bench_core_unknown_json FAKE_OPENBLAS_CORE=Frobnicator --core unknown --set-by openblas)
+endif()

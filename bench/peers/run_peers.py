@@ -161,7 +161,7 @@ def sk_save(sk, scenario, workdir):
 
 def sk_bench(sk, scenarios, threads, iters):
     """Runs `sk bench --json` once for all scenarios and thread counts;
-    returns ({(scenario, threads): {"eager": us, "jit": us, ...}}, command)."""
+    returns ({(scenario, threads): {"eager": us, "jit": us, ...}}, its machine object, command)."""
     cmd = [sk, "bench"] + list(scenarios) + ["--threads", ",".join(map(str, threads)),
                                              "--iters", str(iters), "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -170,7 +170,9 @@ def sk_bench(sk, scenarios, threads, iters):
     except ValueError:
         print("warning: '%s' gave no JSON (exit %d): %s" % (" ".join(cmd), r.returncode,
                                                           r.stderr.strip()[:500]))
-        return {}, " ".join(cmd)
+        return {}, None, " ".join(cmd)
+    if r.stderr.strip():  # e.g. sk running again with the CPU's OPENBLAS_CORETYPE
+        print(r.stderr.strip())
     if r.returncode != 0:
         print("warning: '%s' exited %d (its modes' outputs differ?); times kept"
               % (" ".join(cmd), r.returncode))
@@ -182,7 +184,23 @@ def sk_bench(sk, scenarios, threads, iters):
         res[(e["scenario"], int(e["threads"]))]["bitwise_equal"] = e.get("bitwise_equal")
         if e.get("floor"):  # OpenBLAS's fp32 GEMM floor, when sk found OpenBLAS
             res[(e["scenario"], int(e["threads"]))]["floor"] = e["floor"]
-    return res, " ".join(cmd)
+    return res, doc.get("machine"), " ".join(cmd)
+
+
+def describe_machine(machine):
+    """sk bench's machine object in one line: the CPU and the floor's OpenBLAS and core."""
+    cpu = machine.get("cpu") or {}
+    line = "cpu %s (%s family %s model %s, %s)" % (cpu.get("name"), cpu.get("vendor"), cpu.get("family"),
+                                                   cpu.get("model"), cpu.get("isa"))
+    blas = machine.get("blas")
+    if not blas:
+        return line + "; floor none: %s" % machine.get("blas_why")
+    who = {"openblas": "OpenBLAS's choice", "user": "OPENBLAS_CORETYPE=%s, set by the user" % blas.get("coretype"),
+           "sk": "OPENBLAS_CORETYPE=%s, set by sk: OpenBLAS chose %s" % (blas.get("coretype"),
+                                                                         blas.get("openblas_chose"))}
+    return line + "; floor OpenBLAS %s, core %s (%s), %s%s" % (
+        blas.get("version"), blas.get("core"), who.get(blas.get("coretype_set_by")), blas.get("core_isa"),
+        "" if blas.get("core_matches") else ": MISMATCHED CORE, no jit/floor")
 
 
 # ------------------------------------------------------------------ main
@@ -223,16 +241,18 @@ def main():
         tmp = tempfile.TemporaryDirectory(prefix="sk_peers_")
         workdir = tmp.name
 
-    sk_times, sk_cmd = {}, None
+    sk_times, sk_machine, sk_cmd = {}, None, None
     if not args.no_sk_bench:
         print("running: %s" % " ".join([os.path.relpath(args.sk, ROOT) if args.sk.startswith(ROOT)
                                         else args.sk, "bench"] + args.scenarios +
                                        ["--threads", ",".join(map(str, args.threads)),
                                         "--iters", str(args.iters), "--json"]))
-        sk_times, sk_cmd = sk_bench(args.sk, args.scenarios, args.threads, args.iters)
+        sk_times, sk_machine, sk_cmd = sk_bench(args.sk, args.scenarios, args.threads, args.iters)
+        if sk_machine:
+            print(describe_machine(sk_machine))
 
     rows, accuracy, report = [], [], {"versions": vers, "args": vars(args).copy(),
-                                      "sk_bench_command": sk_cmd, "results": []}
+                                      "sk_bench_command": sk_cmd, "sk_machine": sk_machine, "results": []}
     for scenario in args.scenarios:
         din, dout, save_cmd = sk_save(args.sk, scenario, workdir)
         inputs = load_inputs(din)
@@ -310,8 +330,11 @@ def main():
             return e["sk"][m]["median_us"] if e["sk"] and m in e["sk"] else None
         ske, ski, skj, flo = sk_med("eager"), sk_med("interp"), sk_med("jit"), sk_med("floor")
         pm = [peer_med(e, p) for p in PEERS]
+        # Never a ratio against a floor on kernels that are not the CPU's.
+        floor_ok = bool(e["sk"]) and (e["sk"].get("floor") or {}).get("core_matches", True)
         table.append([e["scenario"], str(e["threads"]), fmt_us(flo), fmt_us(ske), fmt_us(ski), fmt_us(skj)]
-                     + [fmt_us(v) for v in pm] + [fmt_ratio(skj, flo), fmt_ratio(skj, ske)]
+                     + [fmt_us(v) for v in pm]
+                     + [fmt_ratio(skj, flo) if floor_ok else "mismatched core", fmt_ratio(skj, ske)]
                      + [fmt_ratio(v, skj) for v in pm])
     widths = [max(len(h), *(len(r[i]) for r in table)) if table else len(h)
               for i, h in enumerate(hdr)]

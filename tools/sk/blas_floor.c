@@ -8,6 +8,10 @@
  * OpenBLAS is loaded at run time with dlopen, so neither the library nor the
  * sk tool depends on it; without it `sk bench` prints no floor. Debian's
  * libopenblas0-pthread provides libopenblas.so.0.
+ *
+ * Its kernels must be the CPU's (blas_core.h): sk_blas_floor_core checks
+ * the core it loaded and runs sk again with the right $OPENBLAS_CORETYPE
+ * when OpenBLAS chose an older one.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -23,11 +27,13 @@ typedef void (*sgemm_fn)(int order, int trans_a, int trans_b, int m, int n, int 
                          int lda, const float *b, int ldb, float beta, float *c, int ldc);
 typedef void (*set_threads_fn)(int n);
 typedef int (*get_threads_fn)(void);
+typedef char *(*text_fn)(void);
 
 struct sk_blas_floor {
   sgemm_fn sgemm;
   set_threads_fn set_threads;
   get_threads_fn get_threads;
+  bool ratio_ok;
   int n_gemms;
   skm_gemm gemms[SK_FLOOR_MAX_GEMMS];
   float *a[SK_FLOOR_MAX_GEMMS], *b[SK_FLOOR_MAX_GEMMS], *c[SK_FLOOR_MAX_GEMMS];
@@ -59,15 +65,34 @@ static void *openblas(const char **why) {
   return lib;
 }
 
-sk_blas_floor *sk_blas_floor_open(const char *scenario, const char **why) {
+const blas_core_report *sk_blas_floor_core(const char **why) {
+  static blas_core_report report;
+  static bool checked;
+  static char verdict[160];
   *why = NULL;
   void *lib = openblas(why);
   if (!lib) return NULL;
+  if (!checked) {
+    text_fn corename = (text_fn)dlsym(lib, "openblas_get_corename"), config = (text_fn)dlsym(lib, "openblas_get_config");
+    blas_core_report_fill(&report, corename ? corename() : NULL, config ? config() : NULL);
+    blas_core_fix(&report, "sk bench"); /* returns when it does not run sk again */
+    blas_core_verdict(&report, verdict, sizeof verdict);
+    checked = true;
+  }
+  if (!blas_core_runnable(&report)) *why = verdict;
+  return &report;
+}
+
+sk_blas_floor *sk_blas_floor_open(const char *scenario, const char **why) {
+  const blas_core_report *core = sk_blas_floor_core(why);
+  if (!core || *why) return NULL;
+  void *lib = openblas(why);
   sk_blas_floor *f = calloc(1, sizeof *f);
   if (!f) {
     *why = "out of memory";
     return NULL;
   }
+  f->ratio_ok = blas_core_ratio_ok(core);
   f->sgemm = (sgemm_fn)dlsym(lib, "cblas_sgemm");
   f->set_threads = (set_threads_fn)dlsym(lib, "openblas_set_num_threads");
   f->get_threads = (get_threads_fn)dlsym(lib, "openblas_get_num_threads");
@@ -109,6 +134,8 @@ double sk_blas_floor_run_us(sk_blas_floor *f) {
   }
   return cli_now_us() - t0;
 }
+
+bool sk_blas_floor_ratio_ok(const sk_blas_floor *f) { return f->ratio_ok; }
 
 double sk_blas_floor_gflop(const sk_blas_floor *f) {
   double flop = 0;

@@ -6,12 +6,10 @@
  * consecutive runs each (a first batch warms up) and report each mode's
  * median, p10 and p90 and the ratios between them, from the same run.
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "bench_machine.h"
 #include "blas_floor.h"
 #include "models.h"
 #include "sk.h"
@@ -38,7 +36,12 @@ static void usage(void) {
          "faster): interp/eager, jit/eager, jit/interp.\n\n"
          "Beside them, the GEMM floor: OpenBLAS cblas_sgemm (loaded at run time when\n"
          "libopenblas.so.0 is installed) on the scenario's matrix products in fp32 at the\n"
-         "same thread count, timed in the same run after the modes, and jit/floor.\n\n"
+         "same thread count, timed in the same run after the modes, and jit/floor. The\n"
+         "header and the JSON name the CPU, OpenBLAS's version and the core whose\n"
+         "kernels it runs. A core older than the CPU (e.g. Prescott on an AVX-512 CPU)\n"
+         "makes sk run again with the right OPENBLAS_CORETYPE, said on stderr; one set\n"
+         "by the user is kept. A floor on a core that does not match the CPU is printed\n"
+         "without ratios.\n\n"
          "  SCENARIO           %s\n"
          "                     (default: seed decode prefill example02)\n"
          "  --iters N          timed runs of each mode (default 200); prefill runs N/10, at\n"
@@ -165,7 +168,8 @@ typedef struct bench_result {
   double median[N_MODES], p10[N_MODES], p90[N_MODES];
   size_t jit_total, jit_fallbacks;
   bool equal;
-  bool has_floor; /* OpenBLAS ran: floor_* are set */
+  bool has_floor;      /* OpenBLAS ran: floor_* are set */
+  bool floor_ratio_ok; /* its core matches the CPU: ratios against it are true */
   double floor_median, floor_p10, floor_p90, floor_gflop;
   const char *floor_why; /* why there is no floor */
 } bench_result;
@@ -199,6 +203,7 @@ static void time_floor(const char *scenario, int threads, int n, bench_result *r
   res->floor_p10 = quantile(t, n, 0.10);
   res->floor_p90 = quantile(t, n, 0.90);
   res->floor_gflop = sk_blas_floor_gflop(f);
+  res->floor_ratio_ok = sk_blas_floor_ratio_ok(f);
   res->has_floor = true;
   free(t);
   sk_blas_floor_close(f);
@@ -292,13 +297,14 @@ static int bench_one(const bench_args *a, const char *scenario, int threads, ben
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
-static void print_header(const bench_args *a) {
+static void print_header(const bench_args *a, const sk_bench_machine *machine) {
   printf("super kernels off (eager: every op its own launch) vs on (each scope one launch: interp, jit)\n");
   printf("times in us: median [p10, p90] of interleaved batches of %d runs after a warm-up batch; "
          "ratios of the medians (< 1: faster)\n",
          BATCH);
   if (a->options) printf("options %s\n", a->options);
   printf("weights %s\n", a->weights_as_inputs ? "as inputs (bound at every run)" : "as constants (packed at compile)");
+  sk_bench_machine_print(machine);
   printf("%-10s %7s %6s", "scenario", "threads", "iters");
   for (int m = 0; m < N_MODES; m++) printf("  %9s %-18s", mode_name[m], "[p10, p90]");
   printf(" %12s %9s %10s  %s  %9s %-18s %9s\n", "interp/eager", "jit/eager", "jit/interp", "outputs       ", "floor",
@@ -312,9 +318,11 @@ static void print_row(const bench_result *r) {
   printf("%-10s %7d %6d  %s  %s  %s %12.3f %9.3f %10.3f  %-14s", r->scenario, r->threads, r->iters, cell[0],
          cell[1], cell[2], ratio(r->median[1], r->median[0]), ratio(r->median[2], r->median[0]),
          ratio(r->median[2], r->median[1]), r->equal ? "bitwise equal" : "DIFFER");
-  if (r->has_floor)
+  if (r->has_floor && r->floor_ratio_ok)
     printf("  %9.1f [%7.1f, %7.1f] %9.3f\n", r->floor_median, r->floor_p10, r->floor_p90,
            ratio(r->median[2], r->floor_median));
+  else if (r->has_floor)
+    printf("  %9.1f [%7.1f, %7.1f]  mismatched core, no ratio\n", r->floor_median, r->floor_p10, r->floor_p90);
   else
     printf("  no floor: %s\n", r->floor_why ? r->floor_why : "?");
   if (r->jit_fallbacks)
@@ -323,19 +331,10 @@ static void print_row(const bench_result *r) {
   fflush(stdout);
 }
 
-/* CPUs this process may run on. */
-static int machine_cores(void) {
-#ifdef CPU_COUNT
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-#endif
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
-}
-
-static void print_json(const bench_args *a, const bench_result *res, int n) {
-  printf("{\n  \"machine\": {\"cores\": %d},\n  \"weights\": \"%s\",\n  \"results\": [", machine_cores(),
-         a->weights_as_inputs ? "inputs" : "constants");
+static void print_json(const bench_args *a, const sk_bench_machine *machine, const bench_result *res, int n) {
+  printf("{\n  \"machine\": ");
+  sk_bench_machine_json(machine);
+  printf(",\n  \"weights\": \"%s\",\n  \"results\": [", a->weights_as_inputs ? "inputs" : "constants");
   for (int i = 0; i < n; i++) {
     const bench_result *r = &res[i];
     printf("%s\n    {\"scenario\": \"%s\", \"threads\": %d, \"iters\": %d,\n     \"modes\": {", i ? "," : "",
@@ -349,14 +348,14 @@ static void print_json(const bench_args *a, const bench_result *res, int n) {
     }
     printf("},\n     \"ratios\": {\"interp_over_eager\": %.6f, \"jit_over_eager\": %.6f, \"jit_over_interp\": %.6f",
            ratio(r->median[1], r->median[0]), ratio(r->median[2], r->median[0]), ratio(r->median[2], r->median[1]));
-    if (r->has_floor)
+    if (r->has_floor && r->floor_ratio_ok)
       printf(", \"jit_over_floor\": %.6f, \"eager_over_floor\": %.6f", ratio(r->median[2], r->floor_median),
              ratio(r->median[0], r->floor_median));
     printf("},\n     \"floor\": ");
     if (r->has_floor)
       printf("{\"library\": \"OpenBLAS cblas_sgemm fp32\", \"median_us\": %.3f, \"p10_us\": %.3f, \"p90_us\": %.3f, "
-             "\"gflop\": %.6f}",
-             r->floor_median, r->floor_p10, r->floor_p90, r->floor_gflop);
+             "\"gflop\": %.6f, \"core_matches\": %s}",
+             r->floor_median, r->floor_p10, r->floor_p90, r->floor_gflop, r->floor_ratio_ok ? "true" : "false");
     else
       printf("null");
     printf(",\n     \"bitwise_equal\": %s}", r->equal ? "true" : "false");
@@ -369,6 +368,9 @@ int sk_cmd_bench(int argc, char **argv) {
   int rc = parse(argc, argv, &a);
   if (rc < 0) return SK_EXIT_OK; /* --help */
   if (rc != SK_EXIT_OK) return rc;
+  /* First: loading OpenBLAS may run sk again with the right core. */
+  sk_bench_machine machine;
+  sk_bench_machine_read(&machine, !a.no_floor);
 
   /* 'all' becomes the size of a default team; a size listed twice runs once. */
   int n_threads = 0;
@@ -397,7 +399,7 @@ int sk_cmd_bench(int argc, char **argv) {
     fprintf(stderr, "sk bench: out of memory\n");
     return SK_EXIT_FAIL;
   }
-  if (!a.json) print_header(&a);
+  if (!a.json) print_header(&a, &machine);
   int done = 0;
   bool equal = true;
   for (int i = 0; i < a.n_scenarios && rc == SK_EXIT_OK; i++)
@@ -408,7 +410,7 @@ int sk_cmd_bench(int argc, char **argv) {
       if (!a.json) print_row(&res[done]);
       done++;
     }
-  if (rc == SK_EXIT_OK && a.json) print_json(&a, res, done);
+  if (rc == SK_EXIT_OK && a.json) print_json(&a, &machine, res, done);
   free(res);
   if (rc != SK_EXIT_OK) return rc;
   return equal ? SK_EXIT_OK : SK_EXIT_FAIL;
