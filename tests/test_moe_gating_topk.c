@@ -62,9 +62,11 @@ static sk_buffer *find(rr_buffers *b, const char *name, bool output) {
   return NULL;
 }
 
-/* Input styles: plain random x, x from a few integers (ties everywhere), and
- * x with NaN / +-Inf sprinkled in (rows of all -Inf, a NaN bias entry). */
-enum { FILL_RANDOM, FILL_TIES, FILL_SPECIAL };
+/* Input styles: plain random x, x from a few integers (ties everywhere),
+ * x with NaN / +-Inf sprinkled in (rows of all -Inf, a NaN bias entry), and
+ * (16-bit dtypes, T * E a multiple of 65536) every code of the dtype, each
+ * as often, in a scrambled order: the whole sigmoid lookup table. */
+enum { FILL_RANDOM, FILL_TIES, FILL_SPECIAL, FILL_CODES };
 
 static void fill_inputs(rr_buffers *b, const moe_case *c, int style, uint64_t seed) {
   sk_buffer *x = find(b, "x", false), *bias = find(b, "bias", false);
@@ -83,6 +85,8 @@ static void fill_inputs(rr_buffers *b, const moe_case *c, int style, uint64_t se
         if (c->dt == SK_FP32) ((float *)bias->data)[e] = v;
         else ((uint16_t *)bias->data)[e] = c->dt == SK_FP16 ? sk_fp32_to_fp16(v) : sk_fp32_to_bf16(v);
       }
+  } else if (style == FILL_CODES) {
+    for (size_t i = 0; i < n; i++) ((uint16_t *)x->data)[i] = (uint16_t)(i * 40503u + (size_t)seed);
   } else if (style == FILL_SPECIAL) {
     static const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f};
     for (size_t i = 0; i < n; i++) {
@@ -196,6 +200,32 @@ static void test_seed(void) {
                   .mode = 1, .norm_type = 1, .rsf = ds ? 2.5 : 0, .eps = -1};
     for (int style = 0; style < 3; style++) check_case(&c, style, 100 + (uint64_t)style);
   }
+}
+
+/* The floor of the expert scan (the kept groups' tops: mode 0 with k <=
+ * k_group, mode 1 with k <= 2 k_group), at those bounds, below them, with k
+ * all the kept experts (groups of 1), on group sizes that are no multiple
+ * of a vector; then every fp16 / bf16 code through the sigmoid table. */
+static void test_floor_and_table(void) {
+  static const int64_t cfgs[][5] = {/* E, group_count, k_group, k, mode */
+                                    {96, 8, 3, 3, 0},  {96, 8, 3, 1, 0}, {96, 8, 3, 6, 1}, {96, 8, 3, 5, 1},
+                                    {27, 9, 4, 8, 1},  {45, 5, 2, 4, 1}, {24, 8, 3, 6, 1}, {8, 8, 3, 3, 0},
+                                    {256, 8, 4, 8, 1}, {80, 4, 2, 4, 1}};
+  uint64_t seed = 300;
+  for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
+    for (int norm = 0; norm < 2; norm++)
+      for (int style = 0; style < 3; style++) {
+        moe_case c = {.dt = float_dtypes[(i + (size_t)style) % 3], .t = 37, .e = cfgs[i][0], .bias = (i + norm) % 2,
+                      .k = cfgs[i][3], .k_group = cfgs[i][2], .group_count = cfgs[i][1], .mode = cfgs[i][4],
+                      .renorm = 1, .norm_type = norm, .eps = -1};
+        check_case(&c, style, seed++);
+      }
+  for (int d = 1; d < 3; d++)
+    for (int bias = 0; bias < 2; bias++) {
+      moe_case c = {.dt = float_dtypes[d], .t = 256, .e = 256, .bias = bias, .k = 8, .k_group = 4, .group_count = 8,
+                    .mode = 1, .norm_type = 1, .eps = -1};
+      check_case(&c, FILL_CODES, seed++);
+    }
 }
 
 /* ---- hand-computed cases ----------------------------------------------------- */
@@ -473,7 +503,8 @@ int main(void) {
   }
   static const harness_case cases[] = {
       TEST_CASE(test_against_reference),  TEST_CASE(test_branches),
-      TEST_CASE(test_seed),                TEST_CASE(test_hand_softmax_topk_ties),
+      TEST_CASE(test_seed),                TEST_CASE(test_floor_and_table),
+      TEST_CASE(test_hand_softmax_topk_ties),
       TEST_CASE(test_hand_sigmoid_bias_scale_eps), TEST_CASE(test_hand_groups),
       TEST_CASE(test_hand_fp16_store),     TEST_CASE(test_errors),
   };

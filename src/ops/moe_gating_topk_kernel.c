@@ -9,8 +9,18 @@
  * selection (kernels/moe) keeps a sorted list of the k best so far; its
  * SIMD paths compare a vector of scores with the current k-th best and
  * insert only the lanes that beat it. Above INSERT_MAX winners the
- * candidates are sorted instead (insertion would cost E * k). */
+ * candidates are sorted instead (insertion would cost E * k).
+ *
+ * Sigmoid of fp16 / bf16 x is a lookup: x has 65536 possible values, so the
+ * norm of each is computed once per process (a table of 256 KiB per dtype,
+ * built by the very widening and sk__sigmoidf_array the direct path uses,
+ * so the bits are the same) and a row is a gather of its codes.
+ *
+ * The expert scan gets a floor when the group step already knows k values
+ * of the kept groups (their tops): no expert below the least of them can be
+ * among the k best, so only the few at or above it are offered. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "core/cpu.h"
@@ -29,7 +39,7 @@ typedef struct { float v; int32_t i; } cand;
 
 /* Workspace layout, per core (every region keeps the next one aligned). */
 typedef struct row_scratch {
-  float *bias, *v, *score, *list_v, *y;
+  float *bias, *v, *score, *second, *list_v, *y;
   int32_t *list_i;
   unsigned char *kept;
   cand *cands;
@@ -47,6 +57,7 @@ static size_t scratch_layout(const moe_params *p, void *base, row_scratch *s) {
   TAKE(bias, float, e);
   TAKE(v, float, e);
   TAKE(score, float, g);
+  TAKE(second, float, g);
   TAKE(list_v, float, k);
   TAKE(y, float, k);
   TAKE(list_i, int32_t, k);
@@ -120,6 +131,33 @@ static void norm_row(const moe_params *p, const void *x, float *norm, sk__isa is
   for (int64_t e = 0; e < n; e++) norm[e] = norm[e] / s;
 }
 
+/* ---- sigmoid tables for the 16-bit dtypes --------------------------------- */
+
+static float sigmoid_fp16[65536], sigmoid_bf16[65536];
+static pthread_once_t once_fp16 = PTHREAD_ONCE_INIT, once_bf16 = PTHREAD_ONCE_INIT;
+
+/* table[c] = the norm norm_row gives the code c of dtype: widened by
+ * sk__convert, then sk__sigmoidf_array (bitwise the same on every ISA). */
+static void build_table(float *table, sk_dtype dtype) {
+  uint16_t code[4096];
+  sk__isa isa = sk__cpu_isa();
+  for (uint32_t c0 = 0; c0 < 65536; c0 += 4096) {
+    for (uint32_t j = 0; j < 4096; j++) code[j] = (uint16_t)(c0 + j);
+    sk__convert(code, dtype, table + c0, SK_FP32, 4096, isa);
+    sk__sigmoidf_array(table + c0, table + c0, 4096, isa);
+  }
+}
+static void build_fp16(void) { build_table(sigmoid_fp16, SK_FP16); }
+static void build_bf16(void) { build_table(sigmoid_bf16, SK_BF16); }
+
+/* The lookup table for p, or NULL (softmax, or fp32 x). */
+static const float *sigmoid_table(const moe_params *p) {
+  if (p->norm_type != 1) return NULL;
+  if (p->dtype == SK_FP16) return pthread_once(&once_fp16, build_fp16), sigmoid_fp16;
+  if (p->dtype == SK_BF16) return pthread_once(&once_bf16, build_bf16), sigmoid_bf16;
+  return NULL;
+}
+
 /* ---- selection ------------------------------------------------------------ */
 
 static int cand_order(const void *a, const void *b) {
@@ -131,13 +169,13 @@ static int cand_order(const void *a, const void *b) {
 /* The k best of val over the ranges [g * size, (g + 1) * size) of the groups
  * with keep[g] (keep NULL: one range [0, n_groups * size)). */
 static void top_k(const float *val, int64_t n_groups, int64_t size, const unsigned char *keep, int64_t k,
-                  sk__moe_list *out, cand *cands, sk__isa isa) {
+                  float floor, sk__moe_list *out, cand *cands, sk__isa isa) {
   if (!keep) size *= n_groups, n_groups = 1;
   out->n = 0;
   out->k = k;
   if (k <= INSERT_MAX) {
     for (int64_t g = 0; g < n_groups; g++)
-      if (!keep || keep[g]) sk__moe_scan(out, val, g * size, (g + 1) * size, isa);
+      if (!keep || keep[g]) sk__moe_scan(out, val, g * size, (g + 1) * size, floor, isa);
     return;
   }
   int64_t n = 0;
@@ -152,14 +190,25 @@ static void top_k(const float *val, int64_t n_groups, int64_t size, const unsign
 static void select_row(const moe_params *p, const float *v, row_scratch *s, int32_t *idx, sk__isa isa) {
   const unsigned char *keep = NULL;
   sk__moe_list l = {s->list_v, s->list_i, 0, 0};
+  float floor = -INFINITY;
   if (p->group_count > 1 && p->k_group < p->group_count) {
-    sk__moe_group_scores(v, p->group_size, p->group_count, p->group_select_mode, s->score, isa);
-    top_k(s->score, 1, p->group_count, NULL, p->k_group, &l, s->cands, isa);
+    int mode = p->group_select_mode;
+    sk__moe_group_scores(v, p->group_size, p->group_count, mode, s->score, s->second, isa);
+    top_k(s->score, 1, p->group_count, NULL, p->k_group, -INFINITY, &l, s->cands, isa);
     for (int64_t g = 0; g < p->group_count; g++) s->kept[g] = 0;
     for (int64_t j = 0; j < p->k_group; j++) s->kept[l.i[j]] = 1;
     keep = s->kept;
+    /* The floor: each kept group holds its top1 (mode 0: its score) and,
+     * in mode 1, its top2 (second): k_group or 2 k_group distinct experts
+     * at or above the least of those values; enough when that is >= k. */
+    const float *tops = mode == 0 ? (p->k <= p->k_group ? s->score : NULL)
+                                  : (p->k <= 2 * p->k_group ? s->second : NULL);
+    if (tops) {
+      floor = INFINITY;
+      for (int64_t j = 0; j < p->k_group; j++) floor = tops[l.i[j]] < floor ? tops[l.i[j]] : floor;
+    }
   }
-  top_k(v, p->group_count, p->group_size, keep, p->k, &l, s->cands, isa);
+  top_k(v, p->group_count, p->group_size, keep, p->k, floor, &l, s->cands, isa);
   for (int64_t j = 0; j < p->k; j++) idx[j] = l.i[j];
 }
 
@@ -174,14 +223,13 @@ void sk__moe_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   sk__isa isa = sk__cpu_isa();
   size_t es = sk_dtype_size(p->dtype);
   if (p->has_bias) sk__convert(io->in[MOE_BIAS].tensors[0].data, p->dtype, s.bias, SK_FP32, (size_t)n, isa);
+  const float *table = sigmoid_table(p);
   for (int64_t t = r0; t < r1; t++) {
     float *norm = (float *)io->out[MOE_OUT].data + t * n;
     int32_t *idx = (int32_t *)io->out[MOE_IDX].data + t * k;
-    norm_row(p, (const char *)io->in[MOE_X].tensors[0].data + (size_t)(t * n) * es, norm, isa);
-    for (int64_t e = 0; e < n; e++) {
-      float ve = p->has_bias ? norm[e] + s.bias[e] : norm[e];
-      s.v[e] = ve == ve ? ve : -INFINITY;
-    }
+    const char *xr = (const char *)io->in[MOE_X].tensors[0].data + (size_t)(t * n) * es;
+    if (!table) norm_row(p, xr, norm, isa);
+    sk__moe_scores(table, (const uint16_t *)(const void *)xr, p->has_bias ? s.bias : NULL, norm, s.v, n, isa);
     select_row(p, s.v, &s, idx, isa);
     float *y = s.y;
     for (int64_t j = 0; j < k; j++) y[j] = norm[idx[j]];

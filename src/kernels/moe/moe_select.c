@@ -4,24 +4,24 @@
 
 #include <math.h>
 
-void sk__moe_scan(sk__moe_list *l, const float *v, int64_t b, int64_t end, sk__isa isa) {
+void sk__moe_scan(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor, sk__isa isa) {
   if (isa >= SK_ISA_AVX512) {
-    sk__moe_scan_avx512(l, v, b, end);
+    sk__moe_scan_avx512(l, v, b, end, floor);
     return;
   }
   if (isa >= SK_ISA_AVX2) {
-    sk__moe_scan_avx2(l, v, b, end);
+    sk__moe_scan_avx2(l, v, b, end, floor);
     return;
   }
   float *lv = l->v;
   int32_t *li = l->i;
   int64_t n = l->n, k = l->k;
   for (int64_t e = b; e < end; e++)
-    if (n < k || v[e] > lv[k - 1]) sk__moe_list_insert(lv, li, &n, k, v[e], e);
+    if (n < k ? v[e] >= floor : v[e] > lv[k - 1]) sk__moe_list_insert(lv, li, &n, k, v[e], e);
   l->n = n;
 }
 
-static float group_score(const float *v, int64_t n, int mode) {
+static float group_score(const float *v, int64_t n, int mode, float *second) {
   float t1 = -INFINITY, t2 = -INFINITY;
   for (int64_t e = 0; e < n; e++) {
     if (v[e] > t1) {
@@ -31,20 +31,37 @@ static float group_score(const float *v, int64_t n, int mode) {
       t2 = v[e];
     }
   }
+  *second = t2;
   return mode == 0 ? t1 : t1 + t2;
 }
 
-void sk__moe_group_scores(const float *v, int64_t size, int64_t n_groups, int mode, float *score, sk__isa isa) {
+void sk__moe_group_scores(const float *v, int64_t size, int64_t n_groups, int mode, float *score, float *second,
+                          sk__isa isa) {
   if (isa >= SK_ISA_AVX512) {
-    sk__moe_group_scores_avx512(v, size, n_groups, mode, score);
+    sk__moe_group_scores_avx512(v, size, n_groups, mode, score, second);
     return;
   }
   if (isa >= SK_ISA_AVX2) {
-    sk__moe_group_scores_avx2(v, size, n_groups, mode, score);
+    sk__moe_group_scores_avx2(v, size, n_groups, mode, score, second);
     return;
   }
   for (int64_t g = 0; g < n_groups; g++) {
-    float sc = group_score(v + g * size, size, mode);
+    float top2;
+    float sc = group_score(v + g * size, size, mode, &top2);
+    if (mode == 1 && second) second[g] = top2;
     score[g] = sc == sc ? sc : -INFINITY;
+  }
+}
+
+void sk__moe_scores(const float *table, const uint16_t *code, const float *bias, float *norm, float *v, int64_t n,
+                    sk__isa isa) {
+  if (isa >= SK_ISA_AVX2) {
+    sk__moe_scores_avx2(table, code, bias, norm, v, n);
+    return;
+  }
+  for (int64_t e = 0; e < n; e++) {
+    if (table) norm[e] = table[code[e]];
+    float x = bias ? norm[e] + bias[e] : norm[e];
+    v[e] = x == x ? x : -INFINITY;
   }
 }

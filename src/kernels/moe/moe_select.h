@@ -34,20 +34,36 @@ static inline void sk__moe_list_insert(float *lv, int32_t *li, int64_t *n, int64
   li[at] = (int32_t)e;
 }
 
-/* Offers v[b..end) (index e for v[e]) to l in increasing index. The SIMD
- * paths compare a whole vector with the current k-th best and walk only
- * the lanes that pass. */
-void sk__moe_scan(sk__moe_list *l, const float *v, int64_t b, int64_t end, sk__isa isa);
+/* Offers v[b..end) (index e for v[e]) to l in increasing index, each value
+ * below floor left out: the caller knows that at least k values of the
+ * whole selection are >= floor, so none below it can be among the k best
+ * (-inf: every value is offered). The SIMD paths compare a whole vector
+ * with floor while the list fills, then with the current k-th best, and
+ * walk only the lanes that pass. */
+void sk__moe_scan(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor, sk__isa isa);
 
 /* Scores of the n_groups consecutive groups of size values of v: the max
  * (mode 0) or the sum of the two largest values (mode 1, size >= 2); a NaN
- * sum (+inf + -inf) counts as -inf. */
-void sk__moe_group_scores(const float *v, int64_t size, int64_t n_groups, int mode, float *score, sk__isa isa);
+ * sum (+inf + -inf) counts as -inf. In mode 1, second (when not NULL) gets
+ * each group's second largest value (its top2, which may equal its top1). */
+void sk__moe_group_scores(const float *v, int64_t size, int64_t n_groups, int mode, float *score, float *second,
+                          sk__isa isa);
+
+/* The scores of one row from its norm: v[e] = norm[e] + bias[e] (bias NULL:
+ * norm[e]), a NaN v stored as -inf. With table (not NULL), norm is first
+ * looked up: norm[e] = table[code[e]], code the row's 16-bit fp16 / bf16
+ * values, table the norm of every code (65536 floats). The AVX-512 path is
+ * the AVX2 one (gathers of 8). */
+void sk__moe_scores(const float *table, const uint16_t *code, const float *bias, float *norm, float *v, int64_t n,
+                    sk__isa isa);
 
 /* The ISA halves (moe_select_avx2.c, moe_select_avx512.c). */
-void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end);
-void sk__moe_group_scores_avx2(const float *v, int64_t size, int64_t n_groups, int mode, float *score);
-void sk__moe_scan_avx512(sk__moe_list *l, const float *v, int64_t b, int64_t end);
-void sk__moe_group_scores_avx512(const float *v, int64_t size, int64_t n_groups, int mode, float *score);
+void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor);
+void sk__moe_group_scores_avx2(const float *v, int64_t size, int64_t n_groups, int mode, float *score, float *second);
+void sk__moe_scores_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+                         int64_t n);
+void sk__moe_scan_avx512(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor);
+void sk__moe_group_scores_avx512(const float *v, int64_t size, int64_t n_groups, int mode, float *score,
+                                 float *second);
 
 #endif

@@ -5,21 +5,23 @@
 
 #include "kernels/moe/moe_select.h"
 
-void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end) {
+void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor) {
   float *lv = l->v;
   int32_t *li = l->i;
   int64_t n = l->n, k = l->k;
   for (int64_t e = b; e < end; e += 8) {
-    /* While the list fills (and in the tail), every lane enters; then only
-     * lanes above the k-th best, re-tested one by one as it rises. */
+    /* While the list fills, the lanes at or above floor enter; then only
+     * lanes above the k-th best, re-tested one by one as it rises. In the
+     * tail every lane is tested one by one. */
     unsigned m = e + 8 > end ? (1u << (end - e)) - 1
-               : n < k       ? 0xFFu
-                             : (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(v + e),
-                                                                          _mm256_set1_ps(lv[k - 1]), _CMP_GT_OQ));
+               : n < k ? (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(v + e), _mm256_set1_ps(floor),
+                                                                    _CMP_GE_OQ))
+                       : (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(v + e),
+                                                                    _mm256_set1_ps(lv[k - 1]), _CMP_GT_OQ));
     while (m) {
       int64_t j = e + __builtin_ctz(m);
       m &= m - 1;
-      if (n < k || v[j] > lv[k - 1]) sk__moe_list_insert(lv, li, &n, k, v[j], j);
+      if (n < k ? v[j] >= floor : v[j] > lv[k - 1]) sk__moe_list_insert(lv, li, &n, k, v[j], j);
     }
   }
   l->n = n;
@@ -35,7 +37,7 @@ static inline float hmax8(__m256 x) {
 /* Per lane the two largest so far (t1 >= t2); then the two largest of the
  * 16: top1 = max t1; top2 = top1 if two lanes hold it, else the max of the
  * other lanes' t1 and of every t2. The tail is pushed into lanes 0.. */
-static inline float group_score(const float *v, int64_t n, int mode) {
+static inline float group_score(const float *v, int64_t n, int mode, float *second) {
   const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
   __m256 t1 = ninf, t2 = ninf;
   int64_t e = 0;
@@ -60,12 +62,41 @@ static inline float group_score(const float *v, int64_t n, int mode) {
     float lane2 = hmax8(t2);
     top2 = rest > lane2 ? rest : lane2;
   }
+  *second = top2;
   return top1 + top2;
 }
 
-void sk__moe_group_scores_avx2(const float *v, int64_t size, int64_t n_groups, int mode, float *score) {
+void sk__moe_group_scores_avx2(const float *v, int64_t size, int64_t n_groups, int mode, float *score,
+                               float *second) {
   for (int64_t g = 0; g < n_groups; g++) {
-    float sc = group_score(v + g * size, size, mode);
+    float top2;
+    float sc = group_score(v + g * size, size, mode, &top2);
+    if (mode == 1 && second) second[g] = top2;
     score[g] = sc == sc ? sc : -__builtin_inff();
+  }
+}
+
+/* norm (looked up when table), then v = norm + bias with NaN as -inf: 8
+ * lanes per step, the same fp32 add as the scalar path; tails are scalar. */
+void sk__moe_scores_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+                         int64_t n) {
+  const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+  int64_t e = 0;
+  for (; e + 8 <= n; e += 8) {
+    __m256 x;
+    if (table) {
+      __m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(code + e)));
+      x = _mm256_i32gather_ps(table, c, 4);
+      _mm256_storeu_ps(norm + e, x);
+    } else {
+      x = _mm256_loadu_ps(norm + e);
+    }
+    if (bias) x = _mm256_add_ps(x, _mm256_loadu_ps(bias + e));
+    _mm256_storeu_ps(v + e, _mm256_blendv_ps(ninf, x, _mm256_cmp_ps(x, x, _CMP_ORD_Q)));
+  }
+  for (; e < n; e++) {
+    if (table) norm[e] = table[code[e]];
+    float x = bias ? norm[e] + bias[e] : norm[e];
+    v[e] = x == x ? x : -__builtin_inff();
   }
 }
