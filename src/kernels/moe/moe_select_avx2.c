@@ -34,9 +34,22 @@ static inline float hmax8(__m256 x) {
   return _mm_cvtss_f32(m);
 }
 
+/* One step of the lane merge: each lane's pair (t1 >= t2) joined with the
+ * pair of the lane that perm names: the two largest of the four values
+ * (with multiplicity) are max(t1, u1) and max(min(t1, u1), max(t2, u2)). */
+#define MERGE(perm)                                                   \
+  do {                                                                \
+    __m256 u1 = perm(t1), u2 = perm(t2);                              \
+    t2 = _mm256_max_ps(_mm256_min_ps(t1, u1), _mm256_max_ps(t2, u2)); \
+    t1 = _mm256_max_ps(t1, u1);                                       \
+  } while (0)
+#define SWAP_HALVES(x) _mm256_permute2f128_ps(x, x, 1)
+#define SWAP_PAIRS(x) _mm256_permute_ps(x, 0x4E)
+#define SWAP_ADJACENT(x) _mm256_permute_ps(x, 0xB1)
+
 /* Per lane the two largest so far (t1 >= t2); then the two largest of the
- * 16: top1 = max t1; top2 = top1 if two lanes hold it, else the max of the
- * other lanes' t1 and of every t2. The tail is pushed into lanes 0.. */
+ * 16 by three lane merges (halves, pairs, neighbours), after which every
+ * lane holds them. The tail is pushed into lanes 0.. */
 static inline float group_score(const float *v, int64_t n, int mode, float *second) {
   const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
   __m256 t1 = ninf, t2 = ninf;
@@ -53,15 +66,11 @@ static inline float group_score(const float *v, int64_t n, int mode, float *seco
     t2 = _mm256_max_ps(t2, _mm256_min_ps(t1, x));
     t1 = _mm256_max_ps(t1, x);
   }
-  float top1 = hmax8(t1);
-  if (mode == 0) return top1;
-  unsigned at_top = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(t1, _mm256_set1_ps(top1), _CMP_EQ_OQ));
-  float top2 = top1;
-  if ((at_top & (at_top - 1)) == 0) {
-    float rest = hmax8(_mm256_blendv_ps(t1, ninf, _mm256_cmp_ps(t1, _mm256_set1_ps(top1), _CMP_EQ_OQ)));
-    float lane2 = hmax8(t2);
-    top2 = rest > lane2 ? rest : lane2;
-  }
+  if (mode == 0) return hmax8(t1);
+  MERGE(SWAP_HALVES);
+  MERGE(SWAP_PAIRS);
+  MERGE(SWAP_ADJACENT);
+  float top1 = _mm256_cvtss_f32(t1), top2 = _mm256_cvtss_f32(t2);
   *second = top2;
   return top1 + top2;
 }
