@@ -21,6 +21,7 @@
  * among the k best, so only the few at or above it are offered. */
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "core/cpu.h"
@@ -187,13 +188,16 @@ static void top_k(const float *val, int64_t n_groups, int64_t size, const unsign
   out->n = k;
 }
 
+static bool grouped(const moe_params *p) { return p->group_count > 1 && p->k_group < p->group_count; }
+
+/* Selection of one row from its scores v and (grouped) its group scores
+ * (s->score, s->second). */
 static void select_row(const moe_params *p, const float *v, row_scratch *s, int32_t *idx, sk__isa isa) {
   const unsigned char *keep = NULL;
   sk__moe_list l = {s->list_v, s->list_i, 0, 0};
   float floor = -INFINITY;
-  if (p->group_count > 1 && p->k_group < p->group_count) {
+  if (grouped(p)) {
     int mode = p->group_select_mode;
-    sk__moe_group_scores(v, p->group_size, p->group_count, mode, s->score, s->second, isa);
     top_k(s->score, 1, p->group_count, NULL, p->k_group, -INFINITY, &l, s->cands, isa);
     for (int64_t g = 0; g < p->group_count; g++) s->kept[g] = 0;
     for (int64_t j = 0; j < p->k_group; j++) s->kept[l.i[j]] = 1;
@@ -229,7 +233,13 @@ void sk__moe_run_block(const sk__node_io *io, int64_t block, void *workspace) {
     int32_t *idx = (int32_t *)io->out[MOE_IDX].data + t * k;
     const char *xr = (const char *)io->in[MOE_X].tensors[0].data + (size_t)(t * n) * es;
     if (!table) norm_row(p, xr, norm, isa);
-    sk__moe_scores(table, (const uint16_t *)(const void *)xr, p->has_bias ? s.bias : NULL, norm, s.v, n, isa);
+    const uint16_t *code = (const uint16_t *)(const void *)xr;
+    const float *bias = p->has_bias ? s.bias : NULL;
+    if (grouped(p))
+      sk__moe_scores_grouped(table, code, bias, norm, s.v, p->group_size, p->group_count, p->group_select_mode,
+                             s.score, s.second, isa);
+    else
+      sk__moe_scores(table, code, bias, norm, s.v, n, isa);
     select_row(p, s.v, &s, idx, isa);
     float *y = s.y;
     for (int64_t j = 0; j < k; j++) y[j] = norm[idx[j]];

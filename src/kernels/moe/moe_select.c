@@ -65,3 +65,13 @@ void sk__moe_scores(const float *table, const uint16_t *code, const float *bias,
     v[e] = x == x ? x : -INFINITY;
   }
 }
+
+void sk__moe_scores_grouped(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+                            int64_t size, int64_t n_groups, int mode, float *score, float *second, sk__isa isa) {
+  if (isa >= SK_ISA_AVX2 && size % 8 == 0) {
+    sk__moe_scores_grouped_avx2(table, code, bias, norm, v, size, n_groups, mode, score, second);
+    return;
+  }
+  sk__moe_scores(table, code, bias, norm, v, size * n_groups, isa);
+  sk__moe_group_scores(v, size, n_groups, mode, score, second, isa);
+}

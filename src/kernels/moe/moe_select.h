@@ -57,11 +57,19 @@ void sk__moe_group_scores(const float *v, int64_t size, int64_t n_groups, int mo
 void sk__moe_scores(const float *table, const uint16_t *code, const float *bias, float *norm, float *v, int64_t n,
                     sk__isa isa);
 
+/* sk__moe_scores over n_groups * size values, then sk__moe_group_scores of
+ * v, in one pass where the ISA allows (AVX2 and up, size a multiple of 8:
+ * each group's scores are reduced while still in registers). */
+void sk__moe_scores_grouped(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+                            int64_t size, int64_t n_groups, int mode, float *score, float *second, sk__isa isa);
+
 /* The ISA halves (moe_select_avx2.c, moe_select_avx512.c). */
 void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor);
 void sk__moe_group_scores_avx2(const float *v, int64_t size, int64_t n_groups, int mode, float *score, float *second);
 void sk__moe_scores_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
                          int64_t n);
+void sk__moe_scores_grouped_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+                                 int64_t size, int64_t n_groups, int mode, float *score, float *second);
 void sk__moe_scan_avx512(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor);
 void sk__moe_group_scores_avx512(const float *v, int64_t size, int64_t n_groups, int mode, float *score,
                                  float *second);

@@ -85,24 +85,57 @@ void sk__moe_group_scores_avx2(const float *v, int64_t size, int64_t n_groups, i
   }
 }
 
+/* 8 scores of sk__moe_scores at e: norm (looked up when table) stored,
+ * v = norm + bias with NaN as -inf stored and returned. */
+static inline __m256 scores8(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+                             int64_t e) {
+  __m256 x;
+  if (table) {
+    __m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(code + e)));
+    x = _mm256_i32gather_ps(table, c, 4);
+    _mm256_storeu_ps(norm + e, x);
+  } else {
+    x = _mm256_loadu_ps(norm + e);
+  }
+  if (bias) x = _mm256_add_ps(x, _mm256_loadu_ps(bias + e));
+  x = _mm256_blendv_ps(_mm256_set1_ps(-__builtin_inff()), x, _mm256_cmp_ps(x, x, _CMP_ORD_Q));
+  _mm256_storeu_ps(v + e, x);
+  return x;
+}
+
+/* Each group's scores go straight into its per-lane two largest, reduced
+ * as group_score does. */
+void sk__moe_scores_grouped_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+                                 int64_t size, int64_t n_groups, int mode, float *score, float *second) {
+  const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+  for (int64_t g = 0; g < n_groups; g++) {
+    __m256 t1 = ninf, t2 = ninf;
+    for (int64_t e = g * size; e < (g + 1) * size; e += 8) {
+      __m256 x = scores8(table, code, bias, norm, v, e);
+      t2 = _mm256_max_ps(t2, _mm256_min_ps(t1, x));
+      t1 = _mm256_max_ps(t1, x);
+    }
+    float sc;
+    if (mode == 0) {
+      sc = hmax8(t1);
+    } else {
+      MERGE(SWAP_HALVES);
+      MERGE(SWAP_PAIRS);
+      MERGE(SWAP_ADJACENT);
+      float top1 = _mm256_cvtss_f32(t1), top2 = _mm256_cvtss_f32(t2);
+      if (second) second[g] = top2;
+      sc = top1 + top2;
+    }
+    score[g] = sc == sc ? sc : -__builtin_inff();
+  }
+}
+
 /* norm (looked up when table), then v = norm + bias with NaN as -inf: 8
  * lanes per step, the same fp32 add as the scalar path; tails are scalar. */
 void sk__moe_scores_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
                          int64_t n) {
-  const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
   int64_t e = 0;
-  for (; e + 8 <= n; e += 8) {
-    __m256 x;
-    if (table) {
-      __m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(code + e)));
-      x = _mm256_i32gather_ps(table, c, 4);
-      _mm256_storeu_ps(norm + e, x);
-    } else {
-      x = _mm256_loadu_ps(norm + e);
-    }
-    if (bias) x = _mm256_add_ps(x, _mm256_loadu_ps(bias + e));
-    _mm256_storeu_ps(v + e, _mm256_blendv_ps(ninf, x, _mm256_cmp_ps(x, x, _CMP_ORD_Q)));
-  }
+  for (; e + 8 <= n; e += 8) scores8(table, code, bias, norm, v, e);
   for (; e < n; e++) {
     if (table) norm[e] = table[code[e]];
     float x = bias ? norm[e] + bias[e] : norm[e];
