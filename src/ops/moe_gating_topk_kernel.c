@@ -198,9 +198,13 @@ static void select_row(const moe_params *p, const float *v, row_scratch *s, int3
   float floor = -INFINITY;
   if (grouped(p)) {
     int mode = p->group_select_mode;
-    top_k(s->score, 1, p->group_count, NULL, p->k_group, -INFINITY, &l, s->cands, isa);
-    for (int64_t g = 0; g < p->group_count; g++) s->kept[g] = 0;
-    for (int64_t j = 0; j < p->k_group; j++) s->kept[l.i[j]] = 1;
+    if (p->group_count <= SK_MOE_KEEP_RANKED) {
+      sk__moe_keep_groups(s->score, p->group_count, p->k_group, s->kept, isa);
+    } else {
+      top_k(s->score, 1, p->group_count, NULL, p->k_group, -INFINITY, &l, s->cands, isa);
+      for (int64_t g = 0; g < p->group_count; g++) s->kept[g] = 0;
+      for (int64_t j = 0; j < p->k_group; j++) s->kept[l.i[j]] = 1;
+    }
     keep = s->kept;
     /* The floor: each kept group holds its top1 (mode 0: its score) and,
      * in mode 1, its top2 (second): k_group or 2 k_group distinct experts
@@ -209,7 +213,8 @@ static void select_row(const moe_params *p, const float *v, row_scratch *s, int3
                                   : (p->k <= 2 * p->k_group ? s->second : NULL);
     if (tops) {
       floor = INFINITY;
-      for (int64_t j = 0; j < p->k_group; j++) floor = tops[l.i[j]] < floor ? tops[l.i[j]] : floor;
+      for (int64_t g = 0; g < p->group_count; g++)
+        if (s->kept[g]) floor = tops[g] < floor ? tops[g] : floor;
     }
   }
   top_k(v, p->group_count, p->group_size, keep, p->k, floor, &l, s->cands, isa);

@@ -75,3 +75,15 @@ void sk__moe_scores_grouped(const float *table, const uint16_t *code, const floa
   sk__moe_scores(table, code, bias, norm, v, size * n_groups, isa);
   sk__moe_group_scores(v, size, n_groups, mode, score, second, isa);
 }
+
+void sk__moe_keep_groups(const float *score, int64_t n_groups, int64_t k_group, unsigned char *kept, sk__isa isa) {
+  if (isa >= SK_ISA_AVX2) {
+    sk__moe_keep_groups_avx2(score, n_groups, k_group, kept);
+    return;
+  }
+  for (int64_t g = 0; g < n_groups; g++) {
+    int64_t rank = 0;
+    for (int64_t h = 0; h < n_groups; h++) rank += score[h] > score[g] || (score[h] == score[g] && h < g);
+    kept[g] = rank < k_group;
+  }
+}

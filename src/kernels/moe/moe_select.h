@@ -49,6 +49,14 @@ void sk__moe_scan(sk__moe_list *l, const float *v, int64_t b, int64_t end, float
 void sk__moe_group_scores(const float *v, int64_t size, int64_t n_groups, int mode, float *score, float *second,
                           sk__isa isa);
 
+/* Most groups sk__moe_keep_groups takes. */
+#define SK_MOE_KEEP_RANKED 16
+
+/* kept[g] = 1 for the k_group best of the n_groups (<= SK_MOE_KEEP_RANKED)
+ * scores, 0 for the others, in the order above: a group is kept when fewer
+ * than k_group others rank above it (its rank is unique). */
+void sk__moe_keep_groups(const float *score, int64_t n_groups, int64_t k_group, unsigned char *kept, sk__isa isa);
+
 /* The scores of one row from its norm: v[e] = norm[e] + bias[e] (bias NULL:
  * norm[e]), a NaN v stored as -inf. With table (not NULL), norm is first
  * looked up: norm[e] = table[code[e]], code the row's 16-bit fp16 / bf16
@@ -70,6 +78,7 @@ void sk__moe_scores_avx2(const float *table, const uint16_t *code, const float *
                          int64_t n);
 void sk__moe_scores_grouped_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
                                  int64_t size, int64_t n_groups, int mode, float *score, float *second);
+void sk__moe_keep_groups_avx2(const float *score, int64_t n_groups, int64_t k_group, unsigned char *kept);
 void sk__moe_scan_avx512(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor);
 void sk__moe_group_scores_avx512(const float *v, int64_t size, int64_t n_groups, int mode, float *score,
                                  float *second);

@@ -142,3 +142,25 @@ void sk__moe_scores_avx2(const float *table, const uint16_t *code, const float *
     v[e] = x == x ? x : -__builtin_inff();
   }
 }
+
+/* sk__moe_keep_groups: the scores in two vectors (padded with -inf at
+ * lanes after every group, which never rank above one), each group's rank
+ * from two compares per vector. */
+void sk__moe_keep_groups_avx2(const float *score, int64_t n_groups, int64_t k_group, unsigned char *kept) {
+  float buf[16];
+  for (int j = 0; j < 16; j++) buf[j] = j < n_groups ? score[j] : -__builtin_inff();
+  const __m256 s0 = _mm256_loadu_ps(buf), s1 = _mm256_loadu_ps(buf + 8);
+  const __m256i lane0 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), lane1 = _mm256_add_epi32(lane0, _mm256_set1_epi32(8));
+  for (int64_t g = 0; g < n_groups; g++) {
+    __m256 x = _mm256_set1_ps(buf[g]);
+    __m256i at = _mm256_set1_epi32((int32_t)g);
+    __m256 a0 = _mm256_or_ps(_mm256_cmp_ps(s0, x, _CMP_GT_OQ),
+                             _mm256_and_ps(_mm256_cmp_ps(s0, x, _CMP_EQ_OQ),
+                                           _mm256_castsi256_ps(_mm256_cmpgt_epi32(at, lane0))));
+    __m256 a1 = _mm256_or_ps(_mm256_cmp_ps(s1, x, _CMP_GT_OQ),
+                             _mm256_and_ps(_mm256_cmp_ps(s1, x, _CMP_EQ_OQ),
+                                           _mm256_castsi256_ps(_mm256_cmpgt_epi32(at, lane1))));
+    unsigned above = (unsigned)_mm256_movemask_ps(a0) | (unsigned)_mm256_movemask_ps(a1) << 8;
+    kept[g] = __builtin_popcount(above) < k_group;
+  }
+}
