@@ -175,8 +175,10 @@ static void top_k(const float *val, int64_t n_groups, int64_t size, const unsign
   out->n = 0;
   out->k = k;
   if (k <= INSERT_MAX) {
-    for (int64_t g = 0; g < n_groups; g++)
-      if (!keep || keep[g]) sk__moe_scan(out, val, g * size, (g + 1) * size, floor, isa);
+    if (keep)
+      sk__moe_scan_groups(out, val, size, n_groups, keep, floor, isa);
+    else
+      sk__moe_scan(out, val, 0, size, floor, isa);
     return;
   }
   int64_t n = 0;

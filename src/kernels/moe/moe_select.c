@@ -21,6 +21,16 @@ void sk__moe_scan(sk__moe_list *l, const float *v, int64_t b, int64_t end, float
   l->n = n;
 }
 
+void sk__moe_scan_groups(sk__moe_list *l, const float *v, int64_t size, int64_t n_groups, const unsigned char *keep,
+                         float floor, sk__isa isa) {
+  if (isa == SK_ISA_AVX2) {
+    sk__moe_scan_groups_avx2(l, v, size, n_groups, keep, floor);
+    return;
+  }
+  for (int64_t g = 0; g < n_groups; g++)
+    if (keep[g]) sk__moe_scan(l, v, g * size, (g + 1) * size, floor, isa);
+}
+
 static float group_score(const float *v, int64_t n, int mode, float *second) {
   float t1 = -INFINITY, t2 = -INFINITY;
   for (int64_t e = 0; e < n; e++) {

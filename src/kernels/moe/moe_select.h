@@ -42,6 +42,11 @@ static inline void sk__moe_list_insert(float *lv, int32_t *li, int64_t *n, int64
  * walk only the lanes that pass. */
 void sk__moe_scan(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor, sk__isa isa);
 
+/* sk__moe_scan over the ranges [g * size, (g + 1) * size) of the groups
+ * with keep[g], in increasing g (one call, not one per group). */
+void sk__moe_scan_groups(sk__moe_list *l, const float *v, int64_t size, int64_t n_groups, const unsigned char *keep,
+                         float floor, sk__isa isa);
+
 /* Scores of the n_groups consecutive groups of size values of v: the max
  * (mode 0) or the sum of the two largest values (mode 1, size >= 2); a NaN
  * sum (+inf + -inf) counts as -inf. In mode 1, second (when not NULL) gets
@@ -73,6 +78,8 @@ void sk__moe_scores_grouped(const float *table, const uint16_t *code, const floa
 
 /* The ISA halves (moe_select_avx2.c, moe_select_avx512.c). */
 void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor);
+void sk__moe_scan_groups_avx2(sk__moe_list *l, const float *v, int64_t size, int64_t n_groups,
+                              const unsigned char *keep, float floor);
 void sk__moe_group_scores_avx2(const float *v, int64_t size, int64_t n_groups, int mode, float *score, float *second);
 void sk__moe_scores_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
                          int64_t n);

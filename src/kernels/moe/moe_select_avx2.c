@@ -5,10 +5,10 @@
 
 #include "kernels/moe/moe_select.h"
 
-void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor) {
-  float *lv = l->v;
-  int32_t *li = l->i;
-  int64_t n = l->n, k = l->k;
+/* v[b..end) offered to the list (lv, li, *n of k). */
+static inline void scan_range(float *lv, int32_t *li, int64_t *np, int64_t k, const float *v, int64_t b, int64_t end,
+                              float floor) {
+  int64_t n = *np;
   for (int64_t e = b; e < end; e += 8) {
     /* While the list fills, the lanes at or above floor enter; then only
      * lanes above the k-th best, re-tested one by one as it rises. In the
@@ -24,6 +24,18 @@ void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end, 
       if (n < k ? v[j] >= floor : v[j] > lv[k - 1]) sk__moe_list_insert(lv, li, &n, k, v[j], j);
     }
   }
+  *np = n;
+}
+
+void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor) {
+  scan_range(l->v, l->i, &l->n, l->k, v, b, end, floor);
+}
+
+void sk__moe_scan_groups_avx2(sk__moe_list *l, const float *v, int64_t size, int64_t n_groups,
+                              const unsigned char *keep, float floor) {
+  int64_t n = l->n;
+  for (int64_t g = 0; g < n_groups; g++)
+    if (keep[g]) scan_range(l->v, l->i, &n, l->k, v, g * size, (g + 1) * size, floor);
   l->n = n;
 }
 
@@ -147,12 +159,15 @@ void sk__moe_scores_avx2(const float *table, const uint16_t *code, const float *
  * lanes after every group, which never rank above one), each group's rank
  * from two compares per vector. */
 void sk__moe_keep_groups_avx2(const float *score, int64_t n_groups, int64_t k_group, unsigned char *kept) {
-  float buf[16];
-  for (int j = 0; j < 16; j++) buf[j] = j < n_groups ? score[j] : -__builtin_inff();
-  const __m256 s0 = _mm256_loadu_ps(buf), s1 = _mm256_loadu_ps(buf + 8);
   const __m256i lane0 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), lane1 = _mm256_add_epi32(lane0, _mm256_set1_epi32(8));
+  const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
+  const __m256i count = _mm256_set1_epi32((int32_t)n_groups);
+  __m256i live0 = _mm256_cmpgt_epi32(count, lane0), live1 = _mm256_cmpgt_epi32(count, lane1);
+  __m256 s0 = _mm256_blendv_ps(ninf, _mm256_maskload_ps(score, live0), _mm256_castsi256_ps(live0));
+  __m256 s1 = n_groups > 8 ? _mm256_blendv_ps(ninf, _mm256_maskload_ps(score + 8, live1), _mm256_castsi256_ps(live1))
+                           : ninf;
   for (int64_t g = 0; g < n_groups; g++) {
-    __m256 x = _mm256_set1_ps(buf[g]);
+    __m256 x = _mm256_set1_ps(score[g]);
     __m256i at = _mm256_set1_epi32((int32_t)g);
     __m256 a0 = _mm256_or_ps(_mm256_cmp_ps(s0, x, _CMP_GT_OQ),
                              _mm256_and_ps(_mm256_cmp_ps(s0, x, _CMP_EQ_OQ),
