@@ -117,10 +117,70 @@ static inline __m256 scores8(const float *table, const uint16_t *code, const flo
 
 /* Each group's scores go straight into its per-lane two largest, reduced
  * as group_score does. */
+/* Merges lane pairs (x1 >= x2) and (y1 >= y2) into x: the two largest. */
+static inline void merge2(__m256 *x1, __m256 *x2, __m256 y1, __m256 y2) {
+  *x2 = _mm256_max_ps(_mm256_min_ps(*x1, y1), _mm256_max_ps(*x2, y2));
+  *x1 = _mm256_max_ps(*x1, y1);
+}
+
+/* The lane top-two (t1, t2) of one group of scores. */
+static inline void group_lanes(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+                               int64_t b, int64_t end, __m256 *t1, __m256 *t2) {
+  *t1 = *t2 = _mm256_set1_ps(-__builtin_inff());
+  for (int64_t e = b; e < end; e += 8) {
+    __m256 x = scores8(table, code, bias, norm, v, e);
+    *t2 = _mm256_max_ps(*t2, _mm256_min_ps(*t1, x));
+    *t1 = _mm256_max_ps(*t1, x);
+  }
+}
+
+/* Two groups' lane pairs folded into one vector: lanes 0-3 group a's
+ * halves merged, lanes 4-7 group b's. */
+static inline void fold_pair(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+                             int64_t size, int64_t a, __m256 *p1, __m256 *p2) {
+  __m256 a1, a2, b1, b2;
+  group_lanes(table, code, bias, norm, v, a * size, (a + 1) * size, &a1, &a2);
+  group_lanes(table, code, bias, norm, v, (a + 1) * size, (a + 2) * size, &b1, &b2);
+  *p1 = _mm256_permute2f128_ps(a1, b1, 0x20);
+  *p2 = _mm256_permute2f128_ps(a2, b2, 0x20);
+  merge2(p1, p2, _mm256_permute2f128_ps(a1, b1, 0x31), _mm256_permute2f128_ps(a2, b2, 0x31));
+}
+
+/* Mode 1 over 8 groups at once: the lane pairs are folded pairwise across
+ * groups (halves, then pairs, then neighbours of lanes, each step the same
+ * merge as MERGE), ending with group g's top1 / top2 in lane
+ * (g even ? g / 2 : 4 + g / 2); the sums and the NaN rule per lane. */
+static void scores_8_groups(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+                            int64_t size, int64_t g0, float *score, float *second) {
+  __m256 p1[4], p2[4];
+  for (int j = 0; j < 4; j++) fold_pair(table, code, bias, norm, v, size, g0 + 2 * j, &p1[j], &p2[j]);
+  __m256 q1[2], q2[2];
+  for (int j = 0; j < 2; j++) {
+    /* [a0 a1 c0 c1 | b0 b1 d0 d1] with [a2 a3 c2 c3 | b2 b3 d2 d3] */
+    q1[j] = _mm256_shuffle_ps(p1[2 * j], p1[2 * j + 1], 0x44);
+    q2[j] = _mm256_shuffle_ps(p2[2 * j], p2[2 * j + 1], 0x44);
+    merge2(&q1[j], &q2[j], _mm256_shuffle_ps(p1[2 * j], p1[2 * j + 1], 0xEE),
+           _mm256_shuffle_ps(p2[2 * j], p2[2 * j + 1], 0xEE));
+  }
+  __m256 r1 = _mm256_shuffle_ps(q1[0], q1[1], 0x88), r2 = _mm256_shuffle_ps(q2[0], q2[1], 0x88);
+  merge2(&r1, &r2, _mm256_shuffle_ps(q1[0], q1[1], 0xDD), _mm256_shuffle_ps(q2[0], q2[1], 0xDD));
+  /* lanes hold groups 0 2 4 6 1 3 5 7 (of g0 + ...): back to order. */
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  r1 = _mm256_permutevar8x32_ps(r1, order);
+  r2 = _mm256_permutevar8x32_ps(r2, order);
+  __m256 sc = _mm256_add_ps(r1, r2);
+  sc = _mm256_blendv_ps(_mm256_set1_ps(-__builtin_inff()), sc, _mm256_cmp_ps(sc, sc, _CMP_ORD_Q));
+  _mm256_storeu_ps(score + g0, sc);
+  if (second) _mm256_storeu_ps(second + g0, r2);
+}
+
 void sk__moe_scores_grouped_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
                                  int64_t size, int64_t n_groups, int mode, float *score, float *second) {
   const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
-  for (int64_t g = 0; g < n_groups; g++) {
+  int64_t g = 0;
+  if (mode == 1)
+    for (; g + 8 <= n_groups; g += 8) scores_8_groups(table, code, bias, norm, v, size, g, score, second);
+  for (; g < n_groups; g++) {
     __m256 t1 = ninf, t2 = ninf;
     for (int64_t e = g * size; e < (g + 1) * size; e += 8) {
       __m256 x = scores8(table, code, bias, norm, v, e);
@@ -159,7 +219,8 @@ void sk__moe_scores_avx2(const float *table, const uint16_t *code, const float *
  * lanes after every group, which never rank above one), each group's rank
  * from two compares per vector. */
 void sk__moe_keep_groups_avx2(const float *score, int64_t n_groups, int64_t k_group, unsigned char *kept) {
-  const __m256i lane0 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), lane1 = _mm256_add_epi32(lane0, _mm256_set1_epi32(8));
+  const __m256i lane0 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i lane1 = _mm256_add_epi32(lane0, _mm256_set1_epi32(8));
   const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
   const __m256i count = _mm256_set1_epi32((int32_t)n_groups);
   __m256i live0 = _mm256_cmpgt_epi32(count, lane0), live1 = _mm256_cmpgt_epi32(count, lane1);
