@@ -76,7 +76,7 @@ void sk__moe_scores(const float *table, const uint16_t *code, const float *bias,
 void sk__moe_scores_grouped(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
                             int64_t size, int64_t n_groups, int mode, float *score, float *second, sk__isa isa);
 
-/* The ISA halves (moe_select_avx2.c, moe_select_avx512.c). */
+/* The AVX2 half (moe_select_avx2.c; AVX-512 machines run it too). */
 void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor);
 void sk__moe_scan_groups_avx2(sk__moe_list *l, const float *v, int64_t size, int64_t n_groups,
                               const unsigned char *keep, float floor);
@@ -86,8 +86,5 @@ void sk__moe_scores_avx2(const float *table, const uint16_t *code, const float *
 void sk__moe_scores_grouped_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
                                  int64_t size, int64_t n_groups, int mode, float *score, float *second);
 void sk__moe_keep_groups_avx2(const float *score, int64_t n_groups, int64_t k_group, unsigned char *kept);
-void sk__moe_scan_avx512(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor);
-void sk__moe_group_scores_avx512(const float *v, int64_t size, int64_t n_groups, int mode, float *score,
-                                 float *second);
 
 #endif
