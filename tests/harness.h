@@ -97,6 +97,24 @@ typedef struct harness_case {
   void (*fn)(void);
 } harness_case;
 
+/* A thread's verdict, for checks made off the main thread (CHECK is not
+ * thread-safe): failures counted, the first one described; the main thread
+ * checks failures == 0 after joining. */
+typedef struct harness_verdict {
+  int failures;
+  char first[768];
+} harness_verdict;
+
+__attribute__((format(printf, 2, 3), unused)) static void harness_verdict_fail(harness_verdict *v,
+                                                                                const char *fmt, ...) {
+  if (v->failures++ == 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->first, sizeof v->first, fmt, ap);
+    va_end(ap);
+  }
+}
+
 #define TEST_CASE(fn) {#fn, fn}
 
 static inline int harness_run(const harness_case *cases, size_t n) {

@@ -101,22 +101,7 @@ static int first_difference(const rr_buffers *a, const rr_buffers *b) {
   return -1;
 }
 
-/* A worker's verdict: failures counted, the first one described. */
-typedef struct verdict {
-  int failures;
-  char first[768];
-} verdict;
-
-__attribute__((format(printf, 2, 3))) static void fail(verdict *v, const char *fmt, ...) {
-  if (v->failures++ == 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(v->first, sizeof v->first, fmt, ap);
-    va_end(ap);
-  }
-}
-
-static void check_verdicts(const verdict *v, int n, const char *what) {
+static void check_verdicts(const harness_verdict *v, int n, const char *what) {
   for (int i = 0; i < n; i++)
     CHECK_MSG(v[i].failures == 0, "%s, thread %d: %d failures, the first: %s", what, i, v[i].failures, v[i].first);
 }
@@ -271,12 +256,12 @@ typedef struct team_worker {
   int id;
   const sk_graph *g;
   pthread_barrier_t *start;
-  verdict v;
+  harness_verdict v;
 } team_worker;
 
 static void *team_worker_main(void *arg) {
   team_worker *w = arg;
-  verdict *v = &w->v;
+  harness_verdict *v = &w->v;
   char why[1024] = "";
   sk_team_config tc = {.struct_size = sizeof tc, .num_cores = 2};
   sk_team *team = NULL;
@@ -285,7 +270,7 @@ static void *team_worker_main(void *arg) {
   int allocated = 0;
   bool rb_ok = false;
   if (sk_team_create(&tc, &team) != SK_STATUS_OK) {
-    fail(v, "sk_team_create: %s", sk_last_error());
+    harness_verdict_fail(v, "sk_team_create: %s", sk_last_error());
     pthread_barrier_wait(w->start);
     return NULL;
   }
@@ -295,10 +280,10 @@ static void *team_worker_main(void *arg) {
   ref = compile_quiet(w->g, NULL, SK_EXECUTOR_REFERENCE, why, sizeof why);
   for (int e = 0; e < N_EXEC; e++) p[e] = compile_quiet(w->g, team, executors[e], why, sizeof why);
   if (!ref || !p[0] || !p[1] || !p[2]) {
-    fail(v, "%s", why);
+    harness_verdict_fail(v, "%s", why);
     goto out;
   }
-  if (!all_jitted(p[2])) fail(v, "the JIT program is not JIT-compiled (see the warnings)");
+  if (!all_jitted(p[2])) harness_verdict_fail(v, "the JIT program is not JIT-compiled (see the warnings)");
   if (!(rb_ok = rr_alloc(ref, &rb, -1, 1, 1))) goto out;
   for (; allocated < N_EXEC; allocated++)
     if (!rr_alloc(p[allocated], &b[allocated], -1, 1, 1)) goto out;
@@ -306,16 +291,16 @@ static void *team_worker_main(void *arg) {
     uint64_t seed = (uint64_t)(1000 * w->id + run);
     rr_fill_by_dtype(&rb, ref, seed);
     if (sk_program_run(ref, NULL, rb.inputs, rb.n_inputs, rb.outputs, rb.n_outputs) != SK_STATUS_OK) {
-      fail(v, "reference run: %s", sk_last_error());
+      harness_verdict_fail(v, "reference run: %s", sk_last_error());
       break;
     }
     for (int e = 0; e < N_EXEC; e++) {
       rr_fill_by_dtype(&b[e], p[e], seed); /* the same inputs */
       poison_outputs(&b[e]);
       if (sk_program_run(p[e], team, b[e].inputs, b[e].n_inputs, b[e].outputs, b[e].n_outputs) != SK_STATUS_OK)
-        fail(v, "run: %s (run %d)", sk_last_error(), run);
+        harness_verdict_fail(v, "run: %s (run %d)", sk_last_error(), run);
       else if (first_difference(&b[e], &rb) >= 0)
-        fail(v, "%s differs from the reference executor (run %d)", e == 0 ? "eager" : e == 1 ? "interp" : "jit", run);
+        harness_verdict_fail(v, "%s differs from the reference executor (run %d)", e == 0 ? "eager" : e == 1 ? "interp" : "jit", run);
     }
   }
 out:
@@ -340,7 +325,7 @@ static void test_many_teams(void) {
   }
   for (int i = 0; i < N_THREADS; i++) pthread_join(th[i], NULL);
   pthread_barrier_destroy(&start);
-  verdict v[N_THREADS];
+  harness_verdict v[N_THREADS];
   for (int i = 0; i < N_THREADS; i++) v[i] = w[i].v;
   check_verdicts(v, N_THREADS, "many teams");
   CHECK_MSG(!log_has("falling back"), "%s", log_text);
@@ -355,7 +340,7 @@ typedef struct shared_worker {
   rr_buffers b;        /* this thread's inputs and outputs */
   rr_buffers expected; /* the reference executor's outputs for them */
   pthread_barrier_t *start;
-  verdict v;
+  harness_verdict v;
 } shared_worker;
 
 static void *shared_worker_main(void *arg) {
@@ -364,9 +349,9 @@ static void *shared_worker_main(void *arg) {
   for (long run = 0; run < SHARED_RUNS; run++) {
     poison_outputs(&w->b);
     if (sk_program_run(w->p, w->team, w->b.inputs, w->b.n_inputs, w->b.outputs, w->b.n_outputs) != SK_STATUS_OK)
-      fail(&w->v, "run: %s (run %ld)", sk_last_error(), run);
+      harness_verdict_fail(&w->v, "run: %s (run %ld)", sk_last_error(), run);
     else if (first_difference(&w->b, &w->expected) >= 0)
-      fail(&w->v, "outputs differ from what this thread's inputs give (run %ld)", run);
+      harness_verdict_fail(&w->v, "outputs differ from what this thread's inputs give (run %ld)", run);
   }
   return NULL;
 }
@@ -394,7 +379,7 @@ static void run_shared(const sk_graph *g, sk_program *p, sk_team *const *teams, 
   for (int i = 0; i < n; i++) CHECK(pthread_create(&th[i], NULL, shared_worker_main, &w[i]) == 0);
   for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
   pthread_barrier_destroy(&start);
-  verdict v[N_THREADS];
+  harness_verdict v[N_THREADS];
   for (int i = 0; i < n; i++) {
     v[i] = w[i].v;
     rr_free(&w[i].b);

@@ -72,18 +72,8 @@ typedef struct worker {
   int id;
   sk_program *const *programs;
   pthread_barrier_t *start;
-  int failures;
-  char first[512];
+  harness_verdict v;
 } worker;
-
-__attribute__((format(printf, 2, 3))) static void fail(worker *w, const char *fmt, ...) {
-  if (w->failures++ == 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(w->first, sizeof w->first, fmt, ap);
-    va_end(ap);
-  }
-}
 
 static bool same_outputs(const rr_buffers *a, const rr_buffers *b) {
   for (size_t o = 0; o < a->n_outputs; o++)
@@ -114,7 +104,7 @@ static void *worker_main(void *arg) {
     if (!rr_alloc(w->programs[allocated / 2], &out[allocated / 2][allocated % 2], -1, 1, 1)) break;
   bool ok = have_inputs && allocated == N_PROGRAMS * 2 && sk_team_create(&tc, &team) == SK_STATUS_OK;
   for (int k = 0; ok && k < N_PROGRAMS; k++) ok = sk_run_context_create(w->programs[k], &ctx[k]) == SK_STATUS_OK;
-  if (!ok) fail(w, "setup: %s", sk_last_error());
+  if (!ok) harness_verdict_fail(&w->v, "setup: %s", sk_last_error());
   pthread_barrier_wait(w->start); /* all threads run at once */
   for (int it = 0; ok && it < ITERATIONS; it++) {
     rr_fill_by_dtype(&inputs, w->programs[REFERENCE], (uint64_t)(1000 * w->id + it));
@@ -124,15 +114,15 @@ static void *worker_main(void *arg) {
       for (size_t j = 0; j < o->n_outputs; j++) memset(o->outputs[j].data, 0xA5, o->outputs[j].bytes);
       /* The reference runs on the calling thread, the others on the team. */
       if (!bind_all(ctx[k], &inputs, o) || sk_run_context_run(ctx[k], k == REFERENCE ? NULL : team) != SK_STATUS_OK) {
-        fail(w, "%s, iteration %d: %s", program_names[k], it, sk_last_error());
+        harness_verdict_fail(&w->v, "%s, iteration %d: %s", program_names[k], it, sk_last_error());
         ok = false;
       }
     }
     for (int k = 0; ok && k < REFERENCE; k++)
       if (!same_outputs(&out[k][set], &out[REFERENCE][set]))
-        fail(w, "%s differs from the reference, iteration %d", program_names[k], it);
+        harness_verdict_fail(&w->v, "%s differs from the reference, iteration %d", program_names[k], it);
     if (ok && !same_outputs(&out[FUSED_JIT][set], &out[EAGER][set]))
-      fail(w, "jit differs from eager, iteration %d", it);
+      harness_verdict_fail(&w->v, "jit differs from eager, iteration %d", it);
   }
   for (int k = 0; k < N_PROGRAMS; k++) sk_run_context_destroy(ctx[k]);
   for (int a = 0; a < allocated; a++) rr_free(&out[a / 2][a % 2]);
@@ -167,7 +157,7 @@ static void test_parallel_runs(void) {
   for (int i = 0; i < N_THREADS; i++) pthread_join(th[i], NULL);
   pthread_barrier_destroy(&start);
   for (int i = 0; i < N_THREADS; i++)
-    CHECK_MSG(w[i].failures == 0, "thread %d: %d failures, the first: %s", i, w[i].failures, w[i].first);
+    CHECK_MSG(w[i].v.failures == 0, "thread %d: %d failures, the first: %s", i, w[i].v.failures, w[i].v.first);
   CHECK_MSG(!log_has("falling back"), "%s", log_text);
   for (int k = 0; k < N_PROGRAMS; k++) sk_program_destroy(programs[k]);
   sk_team_destroy(compile_team);

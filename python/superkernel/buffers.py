@@ -8,7 +8,7 @@ what was expected; nothing is copied behind the caller's back.
 
 import sys
 
-from .dtypes import DType, to_dtype, torch_to_dtype
+from .dtypes import DType, to_dtype
 
 
 def buffer_info(obj, what):
@@ -28,7 +28,9 @@ def buffer_info(obj, what):
             )
         if obj.is_conj() or obj.is_neg():
             raise ValueError(f"{what}: tensor has a lazy conj/neg bit; call .resolve_conj()/.resolve_neg()")
-        dtype = _TORCH_DTYPES.get(obj.dtype) or _named(to_dtype, obj.dtype, what)
+        dtype = _TORCH_DTYPES.get(obj.dtype)
+        if dtype is None:
+            dtype = _TORCH_DTYPES[obj.dtype] = _named(to_dtype, obj.dtype, what)
         return obj.data_ptr(), obj.nbytes, dtype, tuple(obj.shape)
     np = sys.modules.get("numpy")
     if np is not None and isinstance(obj, np.ndarray):
@@ -61,21 +63,10 @@ _NUMPY_DTYPES = {}
 _TORCH_DTYPES = {}
 
 
-def _remember_torch_dtypes():
-    if not _TORCH_DTYPES and "torch" in sys.modules:
-        _TORCH_DTYPES.update(torch_to_dtype())
-
-
 def check_buffer(obj, what, dtype, shape, writable=False):
     """buffer_info, plus: its dtype and shape must be these. Returns
     (pointer, bytes)."""
-    _remember_torch_dtypes()
-    try:
-        ptr, nbytes, got_dtype, got_shape = buffer_info(obj, what)
-    except TypeError as e:
-        if str(e).startswith(what):
-            raise
-        raise TypeError(f"{what}: {e}") from None
+    ptr, nbytes, got_dtype, got_shape = buffer_info(obj, what)
     if got_dtype != dtype:
         raise TypeError(f"{what}: expected dtype {DType(dtype)}, got {got_dtype}")
     if tuple(got_shape) != tuple(shape):

@@ -21,19 +21,11 @@ class DType(enum.IntEnum):
 
     @property
     def itemsize(self):
-        return _ITEMSIZE[self]
+        from . import _lib
+
+        return _lib.lib().sk_dtype_size(int(self))
 
 
-_ITEMSIZE = {
-    DType.FP32: 4,
-    DType.FP16: 2,
-    DType.BF16: 2,
-    DType.INT8: 1,
-    DType.INT32: 4,
-    DType.INT64: 8,
-    DType.BOOL: 1,
-    DType.UINT8: 1,
-}
 
 # numpy's names (numpy has no bfloat16 of its own: ml_dtypes' is accepted by name).
 _NUMPY_NAMES = {

@@ -35,66 +35,25 @@ class SuperkernelError(Exception):
             self.status = status
 
 
-class InvalidArgumentError(SuperkernelError, ValueError):
-    status = "INVALID_ARGUMENT"
+def _error(name, status, builtin):
+    """The exception class of one status: a SuperkernelError and builtin."""
+    return type(name, (SuperkernelError, builtin), {"status": status, "__module__": __name__})
 
 
-class InvalidShapeError(SuperkernelError, ValueError):
-    status = "INVALID_SHAPE"
+# One class per status (OK aside), each also the built-in exception named.
+InvalidArgumentError = _error("InvalidArgumentError", "INVALID_ARGUMENT", ValueError)
+InvalidShapeError = _error("InvalidShapeError", "INVALID_SHAPE", ValueError)
+InvalidDtypeError = _error("InvalidDtypeError", "INVALID_DTYPE", TypeError)
+InvalidAttributeError = _error("InvalidAttributeError", "INVALID_ATTRIBUTE", ValueError)
+InvalidStateError = _error("InvalidStateError", "INVALID_STATE", RuntimeError)
+NotFoundError = _error("NotFoundError", "NOT_FOUND", LookupError)
+UnsupportedError = _error("UnsupportedError", "UNSUPPORTED", NotImplementedError)
+OutOfMemoryError = _error("OutOfMemoryError", "OUT_OF_MEMORY", MemoryError)
+SystemError_ = _error("SystemError_", "SYSTEM_ERROR", OSError)
+InternalError = _error("InternalError", "INTERNAL", RuntimeError)
+TimeoutError_ = _error("TimeoutError_", "TIMEOUT", TimeoutError)
 
-
-class InvalidDtypeError(SuperkernelError, TypeError):
-    status = "INVALID_DTYPE"
-
-
-class InvalidAttributeError(SuperkernelError, ValueError):
-    status = "INVALID_ATTRIBUTE"
-
-
-class InvalidStateError(SuperkernelError, RuntimeError):
-    status = "INVALID_STATE"
-
-
-class NotFoundError(SuperkernelError, LookupError):
-    status = "NOT_FOUND"
-
-
-class UnsupportedError(SuperkernelError, NotImplementedError):
-    status = "UNSUPPORTED"
-
-
-class OutOfMemoryError(SuperkernelError, MemoryError):
-    status = "OUT_OF_MEMORY"
-
-
-class SystemError_(SuperkernelError, OSError):
-    status = "SYSTEM_ERROR"
-
-
-class InternalError(SuperkernelError, RuntimeError):
-    status = "INTERNAL"
-
-
-class TimeoutError_(SuperkernelError, TimeoutError):
-    status = "TIMEOUT"
-
-
-_BY_STATUS = {
-    cls.status: cls
-    for cls in (
-        InvalidArgumentError,
-        InvalidShapeError,
-        InvalidDtypeError,
-        InvalidAttributeError,
-        InvalidStateError,
-        NotFoundError,
-        UnsupportedError,
-        OutOfMemoryError,
-        SystemError_,
-        InternalError,
-        TimeoutError_,
-    )
-}
+_BY_STATUS = {cls.status: cls for cls in SuperkernelError.__subclasses__()}
 
 
 def from_status(status, message):

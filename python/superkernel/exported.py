@@ -18,6 +18,8 @@ Inference only; parameters are frozen at export (a later change to the
 model is not seen: export again).
 """
 
+import itertools
+
 import torch
 import torch.utils._pytree as pytree
 
@@ -132,7 +134,7 @@ class ExportedModel:
         return pytree.tree_unflatten(list(outs), self._out_spec)
 
 
-_ids = iter(range(1 << 62))
+_ids = itertools.count()
 
 
 def export(model, args, kwargs=None, compiler_config=None):

@@ -4,6 +4,7 @@ import contextlib
 import ctypes
 
 from . import _lib
+from ._owned import Owned
 from .buffers import buffer_info
 from .dtypes import DType, to_dtype
 from .schema import DescBuilder
@@ -34,7 +35,7 @@ def _shape_array(shape, what):
     return shape, (_lib.int64 * max(1, len(shape)))(*shape)
 
 
-class Graph:
+class Graph(Owned):
     """An operator graph to compile into a Program.
 
     g = Graph()
@@ -55,25 +56,11 @@ class Graph:
         self._borrowed_named = []  # (name, data) of the same
         self.outputs = []
 
-    @property
-    def handle(self):
-        if self._handle is None:
-            raise ValueError("superkernel.Graph: the graph was closed")
-        return self._handle
+    _noun = "graph"
 
-    def close(self):
+    def _destroy(self, handle):
         """Frees the C graph (programs compiled from it stay valid)."""
-        if getattr(self, "_handle", None) is not None:
-            self._lib.sk_graph_destroy(self._handle)
-            self._handle = None
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        self._lib.sk_graph_destroy(handle)
 
     def value_info(self, vid):
         dtype, rank = ctypes.c_int(), ctypes.c_int()

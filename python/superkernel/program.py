@@ -15,6 +15,7 @@ from collections import namedtuple
 from . import _lib
 from .buffers import check_buffer
 from .dtypes import DType, to_numpy, to_torch
+from ._owned import Owned
 from .errors import InvalidStateError
 from .team import Team, shared_team  # noqa: F401  (Team is part of this module's API)
 
@@ -68,7 +69,7 @@ def _new_like(info, torch_outputs):
     return np.empty(info.shape, dtype=to_numpy(info.dtype))
 
 
-class Program:
+class Program(Owned):
     """A compiled graph (sk_compile). Immutable; runs change only a run
     context (the program's own, or a RunContext per thread)."""
 
@@ -111,31 +112,13 @@ class Program:
         self._out_bytes = [_numel(o.shape) * o.dtype.itemsize for o in self.outputs]
         self._last_in_ptrs = self._last_out_ptrs = None  # what _run_pointers last wrote
         self._run_lock = threading.Lock()  # the buffer arrays above are shared
+        self._close_lock = self._run_lock
 
-    @property
-    def handle(self):
-        if self._handle is None:
-            raise ValueError("superkernel.Program: the program was closed")
-        return self._handle
+    _noun = "program"
 
-    def close(self):
-        """Frees the program; waits for a run in progress (by this object)
-        to end first."""
-        lock = getattr(self, "_run_lock", None)
-        if lock is None:  # __init__ failed before the program existed
-            return
-        with lock:
-            if self._handle is not None:
-                self._lib.sk_program_destroy(self._handle)
-                self._handle = None
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _destroy(self, handle):
+        # under _close_lock (the run lock): a run in progress ends first
+        self._lib.sk_program_destroy(handle)
 
     def _check_borrowed(self):
         for name, t, ptr, nbytes in self._borrowed:
@@ -274,23 +257,22 @@ class Program:
         self._lib.sk_program_reset_profile(self.handle)
 
 
-class RunContext:
+class RunContext(Owned):
     """sk_run_context: one thread's bindings and scratch for a program."""
 
     def __init__(self, program):
         self._lib = _lib.lib()
         self.program = program
-        self._lock = threading.Lock()  # bind, run and close take turns
+        self._lock = self._close_lock = threading.Lock()  # bind, run and close take turns
         handle = ctypes.c_void_p()
         _lib.check(self._lib.sk_run_context_create(program.handle, ctypes.byref(handle)))
         self._handle = handle
         self._bound = {}  # keeps bound buffers alive
 
-    @property
-    def handle(self):
-        if self._handle is None:
-            raise ValueError("superkernel.RunContext: the context was closed")
-        return self._handle
+    _noun = "context"
+
+    def _destroy(self, handle):
+        self._lib.sk_run_context_destroy(handle)
 
     def bind(self, kind, index, buf):
         """Binds input or output `index` (kind "input" / "output")."""
@@ -311,14 +293,3 @@ class RunContext:
         with self._lock:
             status = self.program._launch(team, lambda _, t: self._lib.sk_run_context_run(self.handle, t))
         _lib.check(status)
-
-    def close(self):
-        lock = getattr(self, "_lock", None)
-        if lock is None:
-            return
-        with lock:
-            if getattr(self, "_handle", None) is not None:
-                self._lib.sk_run_context_destroy(self._handle)
-                self._handle = None
-
-    __del__ = close

@@ -5,9 +5,10 @@ import ctypes
 import threading
 
 from . import _lib
+from ._owned import Owned
 
 
-class Team:
+class Team(Owned):
     """A persistent team of cores (sk_team_create): num_cores threads, the
     caller included (0: every CPU available, or $SK_NUM_THREADS).
     pin_threads: 0 auto, 1 always, -1 never (see superkernel.h).
@@ -32,15 +33,11 @@ class Team:
         _lib.check(self._lib.sk_team_create(ctypes.byref(cfg), ctypes.byref(handle)))
         self._handle = handle
 
+    _noun = "team"
+
     @property
     def closed(self):
         return self._handle is None or self._closing
-
-    @property
-    def handle(self):
-        if self.closed:
-            raise ValueError("superkernel.Team: the team was closed")
-        return self._handle
 
     @property
     def num_cores(self):
@@ -49,19 +46,18 @@ class Team:
     def _acquire(self):
         """The handle, held until _release (a run)."""
         with self._lock:
-            if self.closed:
-                raise ValueError("superkernel.Team: the team was closed")
+            handle = self.handle  # ValueError once closed
             self._users += 1
-            return self._handle
+            return handle
 
     def _release(self):
         with self._lock:
             self._users -= 1
             if self._closing and self._users == 0:
-                self._destroy()
+                self._destroy(self._handle)
 
-    def _destroy(self):
-        self._lib.sk_team_destroy(self._handle)
+    def _destroy(self, handle):
+        self._lib.sk_team_destroy(handle)
         self._handle = None
         self._closing = False
 
@@ -76,15 +72,7 @@ class Team:
             if self._users:
                 self._closing = True
             else:
-                self._destroy()
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+                self._destroy(self._handle)
 
     def __repr__(self):
         return "Team(closed)" if self.closed else f"Team(num_cores={self.num_cores})"
