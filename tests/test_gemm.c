@@ -334,7 +334,32 @@ static void test_long_k_and_micro_tile(void) {
   check_case(&e);
 }
 
+/* K blocking: k at the single-block limit and one past it, a block plus
+ * one step, whole blocks; every dtype pair, specials (a NaN or Inf early in
+ * a chain must survive the carry between blocks), odd tilings and B packed
+ * once (whose panels hold all k rows). */
+static void test_k_blocks(void) {
+  int64_t mr = 0, nr = 0;
+  sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  int64_t limit = 1;
+  while (sk__gemm_k_block(limit + 1) == limit + 1) limit++; /* the largest single block */
+  int64_t kc = sk__gemm_k_block(limit + 1);
+  CHECK(kc >= 1 && kc <= limit);
+  printf("k blocks: single up to %lld, then %lld\n", (long long)limit, (long long)kc);
+  const int64_t ks[] = {limit, limit + 1, 2 * kc + 1, 3 * kc, 4 * kc - 1};
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+    for (int ic = 0; ic < 3; ic++) {
+      case_desc d = {mr + 3, 2 * nr + 5, ks[i], float_dtypes[(i + (size_t)ic) % 3], float_dtypes[ic],
+                     ic == 1 ? SK_FP32 : SK_DTYPE_INVALID, float_dtypes[ic], (int)(i & 1), FILL_RANDOM,
+                     1.0f, 1.0f, 3};
+      check_case(&d);
+      d.mode = FILL_SPECIAL;
+      d.m = 5, d.n = nr + 1;
+      check_case(&d);
+    }
+}
+
 TEST_MAIN(TEST_CASE(test_reference_hand), TEST_CASE(test_all_dtype_combos),
           TEST_CASE(test_shape_sweep), TEST_CASE(test_special_values),
           TEST_CASE(test_tiny_and_huge), TEST_CASE(test_k_zero),
-          TEST_CASE(test_long_k_and_micro_tile))
+          TEST_CASE(test_long_k_and_micro_tile), TEST_CASE(test_k_blocks))

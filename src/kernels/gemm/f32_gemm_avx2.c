@@ -140,12 +140,14 @@ SK_ALWAYS_INLINE void store_tile(size_t mr, size_t nr, __m256 acc[MR][NV], const
 }
 
 void sk__f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t k, const float *a,
-                                     size_t a_stride, const float *w, const float *bias,
-                                     void *c, size_t ldc, sk_dtype c_dtype);
+                                     size_t a_stride, const float *w, const float *acc_in,
+                                     float *acc_out, const float *bias, void *c, size_t ldc,
+                                     sk_dtype c_dtype);
 
 void sk__f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t k, const float *a,
-                                     size_t a_stride, const float *w, const float *bias,
-                                     void *c, size_t ldc, sk_dtype c_dtype) {
+                                     size_t a_stride, const float *w, const float *acc_in,
+                                     float *acc_out, const float *bias, void *c, size_t ldc,
+                                     sk_dtype c_dtype) {
   /* Rows past mr repeat the last row: harmless loads, results not stored. */
   const float *rows[MR];
 #pragma GCC unroll 8
@@ -155,7 +157,8 @@ void sk__f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t k, const float
 #pragma GCC unroll 8
   for (size_t i = 0; i < MR; i++)
 #pragma GCC unroll 2
-    for (size_t v = 0; v < NV; v++) acc[i][v] = _mm256_setzero_ps();
+    for (size_t v = 0; v < NV; v++)
+      acc[i][v] = acc_in ? _mm256_load_ps(acc_in + i * NR + 8 * v) : _mm256_setzero_ps();
 
   /* The k loop: for each p, acc[i] = fma(A[i,p], W[p,:], acc[i]) in order. */
   for (size_t p = 0; p < k; p++, w += NR) {
@@ -170,6 +173,13 @@ void sk__f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t k, const float
     }
   }
 
+  if (acc_out) { /* another k block follows: keep the raw sums */
+#pragma GCC unroll 8
+    for (size_t i = 0; i < MR; i++)
+#pragma GCC unroll 2
+      for (size_t v = 0; v < NV; v++) _mm256_store_ps(acc_out + i * NR + 8 * v, acc[i][v]);
+    return;
+  }
   switch (c_dtype) {
     case SK_FP16: store_tile(mr, nr, acc, bias, c, ldc, SK_FP16); break;
     case SK_BF16: store_tile(mr, nr, acc, bias, c, ldc, SK_BF16); break;

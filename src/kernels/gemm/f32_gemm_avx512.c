@@ -129,10 +129,12 @@ SK_ALWAYS_INLINE void store_tile(size_t mr, size_t nr, __m512 acc[MR][NV], const
 #define UKERNEL SK__UKERNEL_NAME(SK_GEMM_AVX512_MR, SK_GEMM_AVX512_NR)
 
 void UKERNEL(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride, const float *w,
-             const float *bias, void *c, size_t ldc, sk_dtype c_dtype);
+             const float *acc_in, float *acc_out, const float *bias, void *c, size_t ldc,
+             sk_dtype c_dtype);
 
 void UKERNEL(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride, const float *w,
-             const float *bias, void *c, size_t ldc, sk_dtype c_dtype) {
+             const float *acc_in, float *acc_out, const float *bias, void *c, size_t ldc,
+             sk_dtype c_dtype) {
   /* Rows past mr repeat the last row: harmless loads, results not stored. */
   const float *rows[MR];
 #pragma GCC unroll 16
@@ -142,7 +144,8 @@ void UKERNEL(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride, co
 #pragma GCC unroll 16
   for (size_t i = 0; i < MR; i++)
 #pragma GCC unroll 4
-    for (size_t v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
+    for (size_t v = 0; v < NV; v++)
+      acc[i][v] = acc_in ? _mm512_load_ps(acc_in + i * NR + 16 * v) : _mm512_setzero_ps();
 
   /* The k loop: for each p, acc[i] = fma(A[i,p], W[p,:], acc[i]) in order. */
   for (size_t p = 0; p < k; p++, w += NR) {
@@ -157,6 +160,13 @@ void UKERNEL(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride, co
     }
   }
 
+  if (acc_out) { /* another k block follows: keep the raw sums */
+#pragma GCC unroll 16
+    for (size_t i = 0; i < MR; i++)
+#pragma GCC unroll 4
+      for (size_t v = 0; v < NV; v++) _mm512_store_ps(acc_out + i * NR + 16 * v, acc[i][v]);
+    return;
+  }
   /* Stores specialised per dtype so the per-row code has no switch. */
   switch (c_dtype) {
     case SK_FP16: store_tile(mr, nr, acc, bias, c, ldc, SK_FP16); break;

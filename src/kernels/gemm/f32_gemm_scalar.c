@@ -28,18 +28,27 @@ static void pack_b_scalar(size_t k, size_t nc, const void *b, size_t ldb, sk_dty
 }
 
 void sk__f32_gemm_ukernel_4x4__scalar(size_t mr, size_t nr, size_t k, const float *a,
-                                      size_t a_stride, const float *w, const float *bias,
-                                      void *c, size_t ldc, sk_dtype c_dtype);
+                                      size_t a_stride, const float *w, const float *acc_in,
+                                      float *acc_out, const float *bias, void *c, size_t ldc,
+                                      sk_dtype c_dtype);
 
 void sk__f32_gemm_ukernel_4x4__scalar(size_t mr, size_t nr, size_t k, const float *a,
-                                      size_t a_stride, const float *w, const float *bias,
-                                      void *c, size_t ldc, sk_dtype c_dtype) {
+                                      size_t a_stride, const float *w, const float *acc_in,
+                                      float *acc_out, const float *bias, void *c, size_t ldc,
+                                      sk_dtype c_dtype) {
   const float *rows[MR];
   for (size_t i = 0; i < MR; i++) rows[i] = a + (i < mr ? i : mr - 1) * a_stride;
-  float acc[MR][NR] = {{0.0f}};
+  float acc[MR][NR];
+  for (size_t i = 0; i < MR; i++)
+    for (size_t j = 0; j < NR; j++) acc[i][j] = acc_in ? acc_in[i * NR + j] : 0.0f;
   for (size_t p = 0; p < k; p++, w += NR)
     for (size_t i = 0; i < MR; i++)
       for (size_t j = 0; j < NR; j++) acc[i][j] = fmaf(rows[i][p], w[j], acc[i][j]);
+  if (acc_out) { /* another k block follows: keep the raw sums */
+    for (size_t i = 0; i < MR; i++)
+      for (size_t j = 0; j < NR; j++) acc_out[i * NR + j] = acc[i][j];
+    return;
+  }
   for (size_t i = 0; i < mr; i++)
     for (size_t j = 0; j < nr; j++) {
       float y = acc[i][j];

@@ -2,18 +2,21 @@
  * the ISA dispatch. Built for the baseline x86-64 with -ffp-contract=off: the
  * reference is the oracle and must call fmaf exactly as the contract says.
  *
- * Loop nest of one tile (no K blocking, so each output is one fmaf chain):
+ * Loop nest of one tile:
  *
- *   for jc over the tile's columns, NC at a time:     pack B[:, jc:jc+NC]
- *     convert bias[jc:jc+NC] to fp32
- *     for ir over the tile's rows, MR at a time:      pack (convert) MR rows of A
- *       for jr over the NC columns, NR at a time:     micro-kernel
+ *   for jc over the tile's columns, NC at a time:     convert bias[jc:jc+NC]
+ *     for pc over k, KC at a time:                    pack B[pc:pc+KC, jc:jc+NC]
+ *       for ir over the tile's rows, MR at a time:    pack (convert) A[ir:ir+MR, pc:pc+KC]
+ *         for jr over the NC columns, NR at a time:   micro-kernel
  *
- * The MR rows of A stay in L1 across the jr loop; the packed B chunk is sized
- * (NC) to stay in L2 and is streamed once per MR rows. Per k step a
+ * The MR x KC rows of A stay in L1 across the jr loop; the packed B block is
+ * sized to stay in L2 and is streamed once per MR rows. Per k step a
  * micro-kernel reads MR + NR floats for MR * NR FMAs, which L2 sustains.
+ * Between k blocks each micro-tile's fp32 sums wait in the acc scratch and
+ * the next block continues them, so each output is still one fmaf chain.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "kernels/gemm/gemm_internal.h"
@@ -35,21 +38,43 @@ void sk__gemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr) {
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
-/* Columns of B packed at once: the packed chunk (k * NC floats) is kept near
- * 512 KiB so it stays in L2 (1 MiB on Zen 4) next to A rows and C; at least
- * two panels so A rows are not re-converted for every panel when k is big. */
-static size_t nc_for(const sk__gemm_config *cfg, size_t k) {
+/* K blocking. Up to KC_MAX steps run as one block (what the seed's shapes
+ * and most small layers need, with no scratch traffic at all); longer k is
+ * cut into blocks of KC steps: the MR rows of A then take MR * KC floats
+ * (6-8 KiB) and stay in L1 across the micro-panels. */
+#ifndef SK_GEMM_KC
+#define SK_GEMM_KC 256
+#endif
+#define KC_MAX (2 * SK_GEMM_KC)
+
+/* Bytes of one packed B block (kc x NC floats): sized to stay in L2 (512
+ * KiB on Zen 3, 1-2 MiB on Zen 4 and Intel) beside the A rows and the
+ * accumulators of the micro-tile being computed. */
+#ifndef SK_GEMM_B_BLOCK_BYTES
+#define SK_GEMM_B_BLOCK_BYTES (256 * 1024)
+#endif
+
+static size_t kc_for(size_t k) { return k <= KC_MAX ? k : SK_GEMM_KC; }
+
+int64_t sk__gemm_k_block(int64_t k) { return k <= 0 ? 0 : (int64_t)kc_for((size_t)k); }
+
+/* Columns of B packed at once; at least two panels so A rows are not
+ * re-converted for every panel. */
+static size_t nc_for(const sk__gemm_config *cfg, size_t kc) {
   size_t nr = (size_t)cfg->nr;
-  size_t nc = (131072 / (k ? k : 1)) / nr * nr;
+  size_t nc = (SK_GEMM_B_BLOCK_BYTES / sizeof(float) / (kc ? kc : 1)) / nr * nr;
   return nc < 2 * nr ? 2 * nr : nc;
 }
 
-/* Workspace layout for one config: [packed B][bias][A rows], each part
- * 64-byte aligned. */
+/* Workspace layout for one config: [packed B block][bias][A rows][acc],
+ * each part 64-byte aligned; acc (the fp32 sums carried between k blocks,
+ * one MR x NR block per micro-tile of a B block) only when k is blocked. */
 typedef struct ws_layout {
-  size_t nc;           /* columns per B chunk */
+  size_t kc;           /* k steps per block */
+  size_t nc;           /* columns per B block */
   size_t bias_offset;  /* bytes */
   size_t a_offset;     /* bytes */
+  size_t acc_offset;   /* bytes */
   size_t total;        /* bytes */
 } ws_layout;
 
@@ -57,13 +82,16 @@ static ws_layout layout_for(const sk__gemm_config *cfg, size_t tile_m, size_t ti
                             size_t k) {
   ws_layout l;
   size_t nr = (size_t)cfg->nr, mr = (size_t)cfg->mr;
-  size_t nc = nc_for(cfg, k);
+  l.kc = kc_for(k);
+  size_t nc = nc_for(cfg, l.kc);
   if (nc > round_up(tile_n, nr)) nc = round_up(tile_n, nr);
   l.nc = nc;
-  l.bias_offset = align64(nc * k * sizeof(float));
+  l.bias_offset = align64(nc * l.kc * sizeof(float));
   l.a_offset = l.bias_offset + align64(nc * sizeof(float));
-  l.total = l.a_offset + align64((tile_m < mr ? tile_m : mr) * sk__gemm_a_stride(k) *
-                                 sizeof(float));
+  l.acc_offset = l.a_offset + align64((tile_m < mr ? tile_m : mr) * sk__gemm_a_stride(l.kc) *
+                                      sizeof(float));
+  l.total = l.acc_offset;
+  if (l.kc < k) l.total += align64(round_up(tile_m, mr) * nc * sizeof(float));
   return l;
 }
 
@@ -100,7 +128,7 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
   float *pack_buf = (float *)workspace;
   float *bias_f32 = (float *)((char *)workspace + l.bias_offset);
   float *a_rows = (float *)((char *)workspace + l.a_offset);
-  const size_t a_stride = sk__gemm_a_stride(k);
+  float *acc = l.kc < k ? (float *)((char *)workspace + l.acc_offset) : NULL;
 
   const size_t a_size = sk_dtype_size(p->a_dtype), b_size = sk_dtype_size(p->b_dtype);
   const size_t c_size = sk_dtype_size(p->c_dtype);
@@ -109,28 +137,46 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
   char *c_tile = (char *)p->c + ((size_t)m0 * ldc + (size_t)n0) * c_size;
 
   /* Panels packed once at compile start at column 0: usable when the tile
-   * starts on a panel boundary (tilings make widths multiples of NR). */
+   * starts on a panel boundary (tilings make widths multiples of NR). Their
+   * panels hold all k rows; a block of k starts kc * NR floats further. */
   const float *b_prepacked = p->b_packed && (size_t)n0 % nr_max == 0 ? p->b_packed + (size_t)n0 * k : NULL;
   for (size_t jc = 0; jc < n; jc += l.nc) {
     const size_t nc = n - jc < l.nc ? n - jc : l.nc;
-    const float *packed_b = pack_buf;
-    if (b_prepacked) packed_b = b_prepacked + jc * k;
-    else cfg->pack_b(k, nc, (const char *)p->b + ((size_t)n0 + jc) * b_size, ldb, p->b_dtype, pack_buf);
+    const size_t panels = (nc + nr_max - 1) / nr_max;
     const float *bias = NULL;
     if (p->bias) {
       /* Padded with zeros to whole panels; the padding is never stored. */
-      for (size_t j = 0; j < round_up(nc, nr_max); j++)
+      for (size_t j = 0; j < panels * nr_max; j++)
         bias_f32[j] = j < nc ? sk__gemm_load_scalar(p->bias, p->bias_dtype, (size_t)n0 + jc + j)
                              : 0.0f;
       bias = bias_f32;
     }
-    for (size_t ir = 0; ir < m; ir += mr_max) {
-      const size_t mr = m - ir < mr_max ? m - ir : mr_max;
-      cfg->pack_a(mr, k, a_tile + ir * lda * a_size, lda, p->a_dtype, a_rows);
-      for (size_t jr = 0; jr < nc; jr += nr_max) {
-        const size_t nr = nc - jr < nr_max ? nc - jr : nr_max;
-        cfg->ukernel(mr, nr, k, a_rows, a_stride, packed_b + jr * k, bias ? bias + jr : NULL,
-                     c_tile + (ir * ldc + jc + jr) * c_size, ldc, p->c_dtype);
+    /* k = 0 still runs one (empty) block: the output is the bias. */
+    for (size_t pc = 0; pc == 0 || pc < k; pc += l.kc > 0 ? l.kc : 1) {
+      const size_t kc = k - pc < l.kc ? k - pc : l.kc;
+      const bool first = pc == 0, last = pc + kc >= k;
+      const size_t a_stride = sk__gemm_a_stride(kc); /* as pack_a lays out kc columns */
+      /* Floats from one panel of the block to the next. */
+      const float *packed_b = pack_buf;
+      size_t panel_step = kc * nr_max;
+      if (b_prepacked) {
+        packed_b = b_prepacked + jc * k + pc * nr_max;
+        panel_step = k * nr_max;
+      } else {
+        cfg->pack_b(kc, nc, (const char *)p->b + (pc * ldb + (size_t)n0 + jc) * b_size, ldb,
+                    p->b_dtype, pack_buf);
+      }
+      for (size_t ir = 0; ir < m; ir += mr_max) {
+        const size_t mr = m - ir < mr_max ? m - ir : mr_max;
+        cfg->pack_a(mr, kc, a_tile + (ir * lda + pc) * a_size, lda, p->a_dtype, a_rows);
+        float *acc_row = acc ? acc + (ir / mr_max) * panels * mr_max * nr_max : NULL;
+        for (size_t jr = 0, j = 0; jr < nc; jr += nr_max, j++) {
+          const size_t nr = nc - jr < nr_max ? nc - jr : nr_max;
+          float *carry = acc_row ? acc_row + j * mr_max * nr_max : NULL;
+          cfg->ukernel(mr, nr, kc, a_rows, a_stride, packed_b + j * panel_step, first ? NULL : carry,
+                       last ? NULL : carry, bias ? bias + jr : NULL,
+                       c_tile + (ir * ldc + jc + jr) * c_size, ldc, p->c_dtype);
+        }
       }
     }
   }

@@ -60,6 +60,10 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1,
  * heights multiples of *mr and widths multiples of *nr where they can. */
 void sk__gemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr);
 
+/* Steps of k one micro-kernel call covers: k itself up to a limit, else a
+ * fixed block, the sums carried across blocks (tests aim at the edges). */
+int64_t sk__gemm_k_block(int64_t k);
+
 /* The plain reference (the test oracle): the contract above as three loops. */
 void sk__gemm_reference(const sk__gemm_problem *p);
 

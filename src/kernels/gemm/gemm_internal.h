@@ -9,9 +9,12 @@
  *     kernel sees independent of the caller's lda.
  *   - The micro-kernel reads MR row pointers of A (rows past mr repeat the
  *     last valid row, whose results are simply not stored), keeps an MR x NR
- *     block of fp32 accumulators in registers for the whole k loop (no K
- *     blocking, so every sum is the sequential fmaf chain of the contract),
- *     then adds the bias, rounds to c's dtype and stores the valid part.
+ *     block of fp32 accumulators in registers over a block of k, then adds
+ *     the bias, rounds to c's dtype and stores the valid part.
+ *   - Large k is cut into blocks of KC steps so the A rows (MR x KC) stay in
+ *     L1 and the packed B block (KC x NC) in L2. Between blocks the fp32
+ *     accumulators wait in a scratch buffer and are reloaded, so every sum is
+ *     still the one sequential fmaf chain of the contract.
  */
 #ifndef SK_KERNELS_GEMM_INTERNAL_H
 #define SK_KERNELS_GEMM_INTERNAL_H
@@ -32,12 +35,20 @@ typedef void (*sk__gemm_pack_a_fn)(size_t mr, size_t k, const void *a, size_t ld
 typedef void (*sk__gemm_pack_b_fn)(size_t k, size_t nc, const void *b, size_t ldb,
                                    sk_dtype b_dtype, float *dst);
 
-/* C[0:mr, 0:nr] = round(A[0:mr, :] @ W + bias): a holds mr (1..MR) rows of
- * stride a_stride, w one packed panel, bias NR fp32 values or NULL; c points
- * at C[0,0] of the block, ldc in elements of c_dtype. */
+/* One micro-tile over k steps of A and W: a holds mr (1..MR) rows of stride
+ * a_stride, w one packed panel (k rows of NR floats).
+ *   - The accumulators start at zero, or, when acc_in is not NULL, at the
+ *     MR x NR fp32 values there (row-major, 64-byte aligned): the sums of
+ *     the previous k block, so K blocking continues each fmaf chain exactly.
+ *   - When acc_out is not NULL the MR x NR accumulators are stored there as
+ *     they are (all of them, padding included) and nothing else happens.
+ *   - Otherwise C[0:mr, 0:nr] = round(acc + bias): bias NR fp32 values or
+ *     NULL, c points at C[0,0] of the block, ldc in elements of c_dtype.
+ * acc_in and acc_out may be the same buffer. */
 typedef void (*sk__gemm_ukernel_fn)(size_t mr, size_t nr, size_t k, const float *a,
-                                    size_t a_stride, const float *w, const float *bias,
-                                    void *c, size_t ldc, sk_dtype c_dtype);
+                                    size_t a_stride, const float *w, const float *acc_in,
+                                    float *acc_out, const float *bias, void *c, size_t ldc,
+                                    sk_dtype c_dtype);
 
 typedef struct sk__gemm_config {
   int mr, nr;
