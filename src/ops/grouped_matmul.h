@@ -1,6 +1,7 @@
 /* grouped_matmul, shared between its files: grouped_matmul.c (validation,
  * shape rule, reference), grouped_matmul_quant.c (the int8 path's inputs and
- * epilogue) and grouped_matmul_tiling.c (tiling and the block kernel). */
+ * epilogue), grouped_matmul_tiling.c (tiling and the block kernel) and
+ * grouped_matmul_balance.c (tiles that share the work evenly). */
 #ifndef SK_OPS_GROUPED_MATMUL_H
 #define SK_OPS_GROUPED_MATMUL_H
 
@@ -78,6 +79,26 @@ void sk__gmm_quant_epilogue(const gmm_group *q, const int32_t *acc, int64_t ldac
 void sk__gmm_quant_reference(const gmm_group *q);
 
 sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out);
+
+/* One block of the tiling: an output tile of one group (grouped_matmul_tiling.c). */
+typedef struct gmm_tile {
+  int64_t group; /* >= 0: that group's rows; GMM_ZERO_TILE; GMM_RUNTIME_TILE */
+  int64_t m0, m1, n0, n1;
+} gmm_tile;
+
+enum {
+  GMM_ZERO_TILE = -1,   /* zero-fill rows [m0, m1) of the single output */
+  GMM_RUNTIME_TILE = -2 /* rows [m0, m1) of x and y, experts found at run time */
+};
+
+/* Tiles of a node with groups known at compile that give each of the
+ * n_cores cores the same work when block b runs on core b % n_cores
+ * (grouped_matmul_balance.c). Tiles are whole micro-tiles (mr rows, nr
+ * columns) where the extents allow and at most max_m x max_n. Returns
+ * false when that cannot be done (a group too large across its cut, fewer
+ * micro-tiles than cores, out of memory): the caller then tiles as before. */
+bool sk__gmm_balanced_tiles(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, int64_t max_m, int64_t max_n,
+                            gmm_tile **tiles, int64_t *count);
 
 /* The pack hook: constant weights (every group's) into GEMM panels once. */
 sk_status sk__gmm_pack(const sk__node_io *io, void **packed, size_t *bytes);

@@ -1,9 +1,10 @@
 /* grouped_matmul: block tiling and the per-block kernel.
  *
- * A block is one output tile of one group. Tiles are sized so the team gets
- * about one tile-worth of equal work per core: a tile repacks its weight
- * panel, so more, smaller tiles than cores would pay that packing again and
- * again. Tile heights are multiples of the micro-kernel's MR, capped so
+ * A block is one output tile of one group. With groups known at compile
+ * the tiles give each core the same work (grouped_matmul_balance.c); where
+ * that cannot be done, tiles are sized so the team gets about one
+ * tile-worth of work per core: a tile repacks its weight panel, so more,
+ * smaller tiles than cores would pay that packing again and again. Tile heights are multiples of the micro-kernel's MR, capped so
  * packed panels stay cache-sized. Results never depend on the tiling (the
  * GEMM contract fixes every element's summation order).
  *
@@ -25,16 +26,6 @@
 
 #define TILE_M_MAX 256
 #define TILE_N_MAX 512
-
-typedef struct gmm_tile {
-  int64_t group; /* >= 0: that group's rows; ZERO_TILE; RUNTIME_TILE */
-  int64_t m0, m1, n0, n1;
-} gmm_tile;
-
-enum {
-  ZERO_TILE = -1,   /* zero-fill rows [m0, m1) of the single output */
-  RUNTIME_TILE = -2 /* rows [m0, m1) of x and y, experts found at run time */
-};
 
 typedef struct gmm_tiles {
   int64_t count, cap;
@@ -99,7 +90,7 @@ static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, in
   gmm_tiles t = {0};
   for (int64_t m0 = 0; m0 < q.m; m0 += tm)
     for (int64_t n0 = 0; n0 < q.n; n0 += tn)
-      if (!push(&t, (gmm_tile){RUNTIME_TILE, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n})) {
+      if (!push(&t, (gmm_tile){GMM_RUNTIME_TILE, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n})) {
         free(t.tiles);
         return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
       }
@@ -109,21 +100,17 @@ static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, in
   return SK_STATUS_OK;
 }
 
-sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
+/* The plain tiling (what sk__gmm_balanced_tiles falls back to): each group
+ * cut into tiles in proportion to its share of the work, about one tile of
+ * the whole op per core. False when out of memory. */
+static bool proportional_tiles(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, gmm_tiles *t) {
   const gmm_params *p = io->params;
-  int64_t mr, nr;
-  if (p->quant) sk__qgemm_micro_tile(sk__cpu_isa(), &mr, &nr);
-  else sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
-  if (p->runtime_groups) return tile_runtime(io, n_cores, mr, nr, out);
   double total = 0;
   for (int64_t g = 0; g < p->n_groups; g++) {
     gmm_group q = sk__gmm_group(io, g);
     total += (double)q.m * (double)q.n * (double)(q.k + 1);
   }
-  /* Work per tile that gives each core about one tile of the whole op. */
   double target = n_cores > 1 ? total / n_cores : INFINITY;
-  gmm_tiles t = {0};
-  size_t workspace = 0;
   for (int64_t g = 0; g < p->n_groups; g++) {
     gmm_group q = sk__gmm_group(io, g);
     if (q.m == 0 || q.n == 0) continue;
@@ -132,17 +119,36 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
     if (want < 1) want = 1;
     int64_t tm, tn;
     split_group(q.m, q.n, want, mr, nr, &tm, &tn);
-    size_t ws = p->quant ? quant_workspace(tm, tn, q.k) : sk__gemm_workspace_size(tm, tn, q.k);
-    if (ws > workspace) workspace = ws;
     for (int64_t m0 = 0; m0 < q.m; m0 += tm)
       for (int64_t n0 = 0; n0 < q.n; n0 += tn)
-        if (!push(&t, (gmm_tile){g, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n})) {
-          free(t.tiles);
-          return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
-        }
+        if (!push(t, (gmm_tile){g, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n}))
+          return false;
+  }
+  return true;
+}
+
+sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
+  const gmm_params *p = io->params;
+  int64_t mr, nr;
+  if (p->quant) sk__qgemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  else sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  if (p->runtime_groups) return tile_runtime(io, n_cores, mr, nr, out);
+  gmm_tiles t = {0};
+  if (sk__gmm_balanced_tiles(io, n_cores, mr, nr, TILE_M_MAX, TILE_N_MAX, &t.tiles, &t.count)) {
+    t.cap = t.count;
+  } else if (!proportional_tiles(io, n_cores, mr, nr, &t)) {
+    free(t.tiles);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
+  }
+  size_t workspace = 0;
+  for (int64_t i = 0; i < t.count; i++) {
+    const gmm_tile *tile = &t.tiles[i];
+    int64_t tm = tile->m1 - tile->m0, tn = tile->n1 - tile->n0, k = sk__gmm_group(io, tile->group).k;
+    size_t ws = p->quant ? quant_workspace(tm, tn, k) : sk__gemm_workspace_size(tm, tn, k);
+    if (ws > workspace) workspace = ws;
   }
   if (p->group_type == 0 && p->split_item >= 2 && p->rows_used < io->out[0].shape[0]) {
-    if (!push(&t, (gmm_tile){ZERO_TILE, p->rows_used, io->out[0].shape[0], 0, io->out[0].shape[1]})) {
+    if (!push(&t, (gmm_tile){GMM_ZERO_TILE, p->rows_used, io->out[0].shape[0], 0, io->out[0].shape[1]})) {
       free(t.tiles);
       return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
     }
@@ -192,9 +198,9 @@ static void run_runtime_tile(const sk__node_io *io, const gmm_tile *tile, void *
 
 void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const gmm_tile *tile = &((const gmm_tile *)io->plan)[block];
-  if (tile->group == RUNTIME_TILE) {
+  if (tile->group == GMM_RUNTIME_TILE) {
     run_runtime_tile(io, tile, workspace);
-  } else if (tile->group == ZERO_TILE) {
+  } else if (tile->group == GMM_ZERO_TILE) {
     zero_rows(io, tile->m0, tile->m1, 0, io->out[0].shape[1]);
   } else {
     gmm_group q = sk__gmm_group(io, tile->group);
@@ -208,7 +214,7 @@ void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
 void sk__gmm_footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
   const gmm_params *p = io->params;
   const gmm_tile *tile = &((const gmm_tile *)io->plan)[block];
-  if (tile->group == RUNTIME_TILE) { /* rows of x and y; every expert's operands may be read */
+  if (tile->group == GMM_RUNTIME_TILE) { /* rows of x and y; every expert's operands may be read */
     const sk__tensor *x = &io->in[GMM_X].tensors[0], *y = &io->out[0];
     int64_t xrow = x->shape[1] * (int64_t)sk_dtype_size(x->dtype), yrow = y->shape[1] * (int64_t)sk_dtype_size(y->dtype);
     reads[sk__io_input_index(io, GMM_X, 0)] = (sk__span){tile->m0 * xrow, tile->m1 * xrow};

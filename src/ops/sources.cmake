@@ -11,6 +11,7 @@ list(APPEND SK_SOURCES
   ops/grouped_matmul.c
   ops/grouped_matmul_quant.c
   ops/grouped_matmul_tiling.c
+  ops/grouped_matmul_balance.c
   ops/grouped_matmul_groups.c
   ops/packed_weights.c
   ops/quant_param.c

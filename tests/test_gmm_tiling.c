@@ -1,0 +1,143 @@
+/* grouped_matmul's tiling with groups known at compile: the tiles cover
+ * every output element once; where the groups allow it, every core (block
+ * b runs on core b % n) gets the same work to within a cut unit or two
+ * (the seed's decode step once gave one core a small group's tile on top
+ * of its half of the large group); and results on 2-4 cores are bitwise
+ * those of one core, float and int8. */
+#include <string.h>
+
+#include "exec/program.h"
+#include "graph_builders.h"
+#include "kernels/qgemm/qgemm.h"
+#include "ops/grouped_matmul.h"
+
+#define MAX_M 640
+#define MAX_N 720
+#define MAX_K 200
+
+typedef struct tiling_case {
+  const char *what;
+  int64_t rows[6]; /* rows per group, 0-terminated */
+  int64_t k, n;
+  bool balanced; /* expected: the work can be shared evenly */
+} tiling_case;
+
+static const tiling_case CASES[] = {
+    {"seed sk1: 8 + 248 rows", {8, 248}, 180, 320, true},
+    {"decode: 8 + 8 rows", {8, 8}, 180, 320, true},
+    {"uneven groups", {3, 1, 100, 40}, 64, 96, true},
+    {"tall groups cut by rows", {300, 2}, 40, 24, true},
+    {"one tiny group: fewer units than cores", {1}, 32, 9, false},
+    {"taller than a tile and wide: the plain tiling", {600}, 16, 700, false},
+};
+
+static unsigned char x_data[MAX_M * MAX_K * 4], w_data[6 * MAX_K * MAX_N * 4];
+static unsigned char y1[MAX_M * MAX_N * 4], yn[MAX_M * MAX_N * 4];
+static unsigned char covered[MAX_M * MAX_N];
+
+static int64_t n_groups(const tiling_case *c) {
+  int64_t g = 0;
+  while (g < 6 && c->rows[g]) g++;
+  return g;
+}
+
+static sk_graph *build(const tiling_case *c, sk_dtype dt, int64_t *m_out) {
+  int64_t e = n_groups(c), m = 0, ends[6];
+  for (int64_t g = 0; g < e; g++) ends[g] = (m += c->rows[g]);
+  *m_out = m;
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x = input(g, "x", dt, 2, (int64_t[]){m, c->k}), w = input(g, "w", dt, 3, (int64_t[]){e, c->k, c->n}), y;
+  sk_op_input in[] = {{"x", &x, 1}, {"weight", &w, 1}};
+  sk_attr attrs[] = {SK_ATTR_INT("group_type", 0), SK_ATTR_INT("split_item", 3),
+                     SK_ATTR_INTS("group_list", ends, (size_t)e),
+                     SK_ATTR_INT("output_dtype", dt == SK_INT8 ? SK_INT32 : dt)};
+  op(g, "grouped_matmul", "gmm", in, 2, attrs, 4, &y, 1);
+  CHECK_OK(sk_graph_mark_output(g, y, "y"));
+  return g;
+}
+
+static const sk__exec_node *gmm_node(const sk_program *p) {
+  for (size_t i = 0; i < p->n_nodes; i++)
+    if (strcmp(p->nodes[i].def->type, "grouped_matmul") == 0) return &p->nodes[i];
+  return NULL;
+}
+
+/* Coverage and balance of one compiled node on n cores. */
+static void check_tiles(const tiling_case *c, const sk__exec_node *node, int64_t m, int n, bool quant) {
+  const gmm_tile *tiles = node->tiling.plan;
+  int64_t mr, nr;
+  if (quant) sk__qgemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  else sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  memset(covered, 0, sizeof covered);
+  double work[8] = {0}, unit = 0;
+  int64_t row0[7] = {0}, groups = n_groups(c), real_blocks = 0;
+  for (int64_t g = 0; g < groups; g++) {
+    row0[g + 1] = row0[g] + c->rows[g];
+    double u = (double)(c->rows[g] <= c->n ? c->rows[g] * nr : mr * c->n) * (double)(c->k + 1);
+    if (u > unit) unit = u;
+  }
+  for (int64_t b = 0; b < node->tiling.n_blocks; b++) {
+    const gmm_tile *t = &tiles[b];
+    int64_t base = t->group >= 0 ? row0[t->group] : 0;
+    CHECK(t->m0 <= t->m1 && t->n0 <= t->n1 && base + t->m1 <= m && t->n1 <= c->n);
+    for (int64_t r = base + t->m0; r < base + t->m1 && r < m; r++)
+      for (int64_t j = t->n0; j < t->n1 && j < c->n; j++) covered[r * c->n + j]++;
+    if (t->group < 0) continue;
+    real_blocks++;
+    work[b % n] += (double)(t->m1 - t->m0) * (double)(t->n1 - t->n0) * (double)(c->k + 1);
+  }
+  int64_t bad = 0;
+  for (int64_t i = 0; i < m * c->n; i++) bad += covered[i] != 1;
+  CHECK_MSG(bad == 0, "%s on %d cores: %lld output elements not covered exactly once", c->what, n, (long long)bad);
+  if (!c->balanced) return;
+  double lo = work[0], hi = work[0];
+  for (int i = 1; i < n; i++) lo = work[i] < lo ? work[i] : lo, hi = work[i] > hi ? work[i] : hi;
+  CHECK_MSG(real_blocks % n == 0 && hi - lo <= 2 * unit,
+            "%s on %d cores: %lld blocks, core work from %.0f to %.0f (a cut unit is %.0f)", c->what, n,
+            (long long)real_blocks, lo, hi, unit);
+}
+
+static void test_tiles_cover_and_balance(void) {
+  sk_team *teams[5] = {NULL};
+  for (int n = 2; n <= 4; n++) {
+    sk_team_config tc = {.struct_size = sizeof tc, .num_cores = n, .pin_threads = -1};
+    CHECK_OK(sk_team_create(&tc, &teams[n]));
+  }
+  static const sk_dtype dtypes[] = {SK_FP16, SK_INT8};
+  for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++)
+    for (size_t di = 0; di < 2; di++) {
+      const tiling_case *c = &CASES[ci];
+      sk_dtype dt = dtypes[di];
+      int64_t m;
+      sk_graph *g = build(c, dt, &m);
+      uint64_t seed = 7 + ci;
+      double lo = dt == SK_INT8 ? -128 : -1, hi = dt == SK_INT8 ? 128 : 1;
+      rr_fill(x_data, dt, (size_t)(m * c->k), lo, hi, &seed);
+      rr_fill(w_data, dt, (size_t)(n_groups(c) * c->k * c->n), lo, hi, &seed);
+      size_t xb = (size_t)(m * c->k) * sk_dtype_size(dt), wb = (size_t)(n_groups(c) * c->k * c->n) * sk_dtype_size(dt);
+      size_t yb = (size_t)(m * c->n) * (dt == SK_INT8 ? 4 : sk_dtype_size(dt));
+      sk_buffer in[] = {{"x", x_data, xb}, {"w", w_data, wb}};
+      sk_program *p1;
+      sk_compile_config one = {.struct_size = sizeof one, .executor = SK_EXECUTOR_EAGER};
+      CHECK_OK(sk_compile(g, &one, &p1));
+      CHECK_OK(sk_program_run(p1, NULL, in, 2, (sk_buffer[]){{"y", y1, yb}}, 1));
+      for (int n = 2; n <= 4; n++) {
+        sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[n], .executor = SK_EXECUTOR_EAGER};
+        sk_program *p;
+        CHECK_OK(sk_compile(g, &cfg, &p));
+        const sk__exec_node *node = gmm_node(p);
+        CHECK(node != NULL);
+        if (node) check_tiles(c, node, m, n, dt == SK_INT8);
+        memset(yn, 0x5A, yb);
+        CHECK_OK(sk_program_run(p, teams[n], in, 2, (sk_buffer[]){{"y", yn, yb}}, 1));
+        CHECK_MSG(memcmp(y1, yn, yb) == 0, "%s, %s: %d cores differ from one", c->what, sk_dtype_name(dt), n);
+        sk_program_destroy(p);
+      }
+      sk_program_destroy(p1);
+      sk_graph_destroy(g);
+    }
+  for (int n = 2; n <= 4; n++) sk_team_destroy(teams[n]);
+}
+
+TEST_MAIN(TEST_CASE(test_tiles_cover_and_balance))
