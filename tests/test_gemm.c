@@ -136,8 +136,8 @@ static int check_case(const case_desc *d) {
   p.c = got;
   /* B packed once (constant weights): every tiling runs from it as well;
    * tiles that start off a panel boundary pack for themselves. */
-  size_t packed_bytes = sk__gemm_packed_b_size(sk__cpu_isa(), d->k, d->n);
-  float *packed = packed_bytes ? sk__aligned_alloc(packed_bytes) : NULL; /* panels are 64-byte aligned */
+  size_t packed_bytes = sk__gemm_packed_b_size(sk__cpu_isa(), d->b, d->k, d->n);
+  void *packed = packed_bytes ? sk__aligned_alloc(packed_bytes) : NULL; /* panels are 64-byte aligned */
   if (packed) sk__gemm_pack_b(sk__cpu_isa(), b, d->b, ldb, d->k, d->n, packed);
   int ok = 1;
   for (int run = 0; run < 2 * d->tilings && ok; run++) {

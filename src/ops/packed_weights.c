@@ -16,7 +16,7 @@ typedef struct packed_block {
 } packed_block;
 
 static size_t packed_size(sk__pack_kind kind, sk__isa isa, const sk__weight_matrix *m) {
-  return kind == SK_PACK_FLOAT ? sk__gemm_packed_b_size(isa, m->k, m->n) : sk__qgemm_packed_b_size(isa, m->k, m->n);
+  return kind == SK_PACK_FLOAT ? sk__gemm_packed_b_size(isa, m->dtype, m->k, m->n) : sk__qgemm_packed_b_size(isa, m->k, m->n);
 }
 
 sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, int64_t n, const char *op,
@@ -39,7 +39,7 @@ sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, in
     size_t size = packed_size(kind, isa, m);
     block->offset[i] = size ? at : 0;
     if (size && kind == SK_PACK_FLOAT)
-      sk__gemm_pack_b(isa, m->data, m->dtype, m->ldb, m->k, m->n, (float *)(void *)((char *)block + at));
+      sk__gemm_pack_b(isa, m->data, m->dtype, m->ldb, m->k, m->n, (char *)block + at);
     else if (size)
       sk__qgemm_pack_b(isa, m->data, m->ldb, m->k, m->n, (char *)block + at);
     at += sk__align_up(size);

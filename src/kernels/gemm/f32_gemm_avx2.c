@@ -139,6 +139,23 @@ SK_ALWAYS_INLINE void store_tile(size_t mr, size_t nr, __m256 acc[MR][NV], const
   }
 }
 
+/* The k loop over the first `rows` rows: for each p,
+ * acc[i] = fma(A[i,p], W[p,:], acc[i]) in order. */
+SK_ALWAYS_INLINE void k_loop(size_t rows, size_t k, const float *const a[MR], const float *w,
+                             __m256 acc[MR][NV]) {
+  for (size_t p = 0; p < k; p++, w += NR) {
+    __m256 b[NV];
+#pragma GCC unroll 2
+    for (size_t v = 0; v < NV; v++) b[v] = _mm256_load_ps(w + 8 * v);
+#pragma GCC unroll 8
+    for (size_t i = 0; i < rows; i++) {
+      __m256 av = _mm256_broadcast_ss(a[i] + p);
+#pragma GCC unroll 2
+      for (size_t v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(av, b[v], acc[i][v]);
+    }
+  }
+}
+
 void sk__f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t k, const float *a,
                                      size_t a_stride, const float *w, const float *acc_in,
                                      float *acc_out, const float *bias, void *c, size_t ldc,
@@ -160,17 +177,15 @@ void sk__f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t k, const float
     for (size_t v = 0; v < NV; v++)
       acc[i][v] = acc_in ? _mm256_load_ps(acc_in + i * NR + 8 * v) : _mm256_setzero_ps();
 
-  /* The k loop: for each p, acc[i] = fma(A[i,p], W[p,:], acc[i]) in order. */
-  for (size_t p = 0; p < k; p++, w += NR) {
-    __m256 b[NV];
-#pragma GCC unroll 2
-    for (size_t v = 0; v < NV; v++) b[v] = _mm256_load_ps(w + 8 * v);
-#pragma GCC unroll 8
-    for (size_t i = 0; i < MR; i++) {
-      __m256 av = _mm256_broadcast_ss(rows[i] + p);
-#pragma GCC unroll 2
-      for (size_t v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(av, b[v], acc[i][v]);
-    }
+  /* Only the rows there are: a decode step's 1-4 rows would otherwise pay
+   * for all MR. */
+  switch (mr) {
+    case 1: k_loop(1, k, rows, w, acc); break;
+    case 2: k_loop(2, k, rows, w, acc); break;
+    case 3: k_loop(3, k, rows, w, acc); break;
+    case 4: k_loop(4, k, rows, w, acc); break;
+    case 5: k_loop(5, k, rows, w, acc); break;
+    default: k_loop(MR, k, rows, w, acc); break;
   }
 
   if (acc_out) { /* another k block follows: keep the raw sums */

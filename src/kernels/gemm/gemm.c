@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/gemm/gemm_internal.h"
 
@@ -108,14 +109,32 @@ size_t sk__gemm_workspace_size(int64_t tile_m, int64_t tile_n, int64_t k) {
   return best;
 }
 
-size_t sk__gemm_packed_b_size(sk__isa isa, int64_t k, int64_t n) {
+static bool is_16bit(sk_dtype dtype) { return dtype == SK_FP16 || dtype == SK_BF16; }
+
+size_t sk__gemm_packed_b_size(sk__isa isa, sk_dtype b_dtype, int64_t k, int64_t n) {
   if (k <= 0 || n <= 0) return 0;
-  return round_up((size_t)n, (size_t)config_for(isa)->nr) * (size_t)k * sizeof(float);
+  return round_up((size_t)n, (size_t)config_for(isa)->nr) * (size_t)k * (is_16bit(b_dtype) ? 2 : sizeof(float));
 }
 
-void sk__gemm_pack_b(sk__isa isa, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k, int64_t n, float *dst) {
+void sk__gemm_pack_b(sk__isa isa, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k, int64_t n, void *dst) {
   if (k <= 0 || n <= 0) return;
-  config_for(isa)->pack_b((size_t)k, (size_t)n, b, (size_t)ldb, b_dtype, dst);
+  const sk__gemm_config *cfg = config_for(isa);
+  if (!is_16bit(b_dtype)) {
+    cfg->pack_b((size_t)k, (size_t)n, b, (size_t)ldb, b_dtype, dst);
+    return;
+  }
+  /* The fp32 panels' layout with B's 16-bit values: panel j holds k rows of
+   * NR values, columns past n zero. Once per constant: plain copies. */
+  const size_t nr = (size_t)cfg->nr;
+  const uint16_t *src = b;
+  uint16_t *out = dst;
+  for (size_t j0 = 0; j0 < (size_t)n; j0 += nr) {
+    size_t cols = (size_t)n - j0 < nr ? (size_t)n - j0 : nr;
+    for (size_t p = 0; p < (size_t)k; p++, out += nr) {
+      memcpy(out, src + p * (size_t)ldb + j0, cols * sizeof *out);
+      memset(out + cols, 0, (nr - cols) * sizeof *out);
+    }
+  }
 }
 
 void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0,
@@ -139,7 +158,10 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
   /* Panels packed once at compile start at column 0: usable when the tile
    * starts on a panel boundary (tilings make widths multiples of NR). Their
    * panels hold all k rows; a block of k starts kc * NR floats further. */
-  const float *b_prepacked = p->b_packed && (size_t)n0 % nr_max == 0 ? p->b_packed + (size_t)n0 * k : NULL;
+  const bool b16 = is_16bit(p->b_dtype);
+  const char *b_prepacked = p->b_packed && (size_t)n0 % nr_max == 0
+                                ? (const char *)p->b_packed + (size_t)n0 * k * (b16 ? 2 : sizeof(float))
+                                : NULL;
   for (size_t jc = 0; jc < n; jc += l.nc) {
     const size_t nc = n - jc < l.nc ? n - jc : l.nc;
     const size_t panels = (nc + nr_max - 1) / nr_max;
@@ -159,8 +181,14 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
       /* Floats from one panel of the block to the next. */
       const float *packed_b = pack_buf;
       size_t panel_step = kc * nr_max;
-      if (b_prepacked) {
-        packed_b = b_prepacked + jc * k + pc * nr_max;
+      if (b_prepacked && b16) {
+        /* Widen the block's 16-bit panels: each is a row-major kc x NR
+         * matrix (ldb NR), which is what pack_b reads. */
+        const uint16_t *panels16 = (const uint16_t *)(const void *)b_prepacked + jc * k + pc * nr_max;
+        for (size_t j = 0; j < panels; j++)
+          cfg->pack_b(kc, nr_max, panels16 + j * k * nr_max, nr_max, p->b_dtype, pack_buf + j * kc * nr_max);
+      } else if (b_prepacked) {
+        packed_b = (const float *)(const void *)b_prepacked + jc * k + pc * nr_max;
         panel_step = k * nr_max;
       } else {
         cfg->pack_b(kc, nc, (const char *)p->b + (pc * ldb + (size_t)n0 + jc) * b_size, ldb,

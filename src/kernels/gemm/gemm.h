@@ -33,17 +33,22 @@ typedef struct sk__gemm_problem {
   const void *bias; sk_dtype bias_dtype;          /* [n], or NULL */
   void *c; sk_dtype c_dtype; int64_t ldc;         /* C [m, n] */
   /* B already packed whole by sk__gemm_pack_b for the ISA the tile runs
-   * with, or NULL: the tile then packs its columns itself. */
-  const float *b_packed;
+   * with (in b_dtype's panels), or NULL: the tile then packs its columns
+   * itself. */
+  const void *b_packed;
 } sk__gemm_problem;
 
-/* Packing B once (constant weights, at compile): the fp32 values of B
- * [k, n] in the micro-kernel's panels for `isa`, the layout sk__gemm_tile
- * would build per tile. sk__gemm_packed_b_size gives the bytes. A tile
- * reading it computes the same bits as one packing itself. */
-size_t sk__gemm_packed_b_size(sk__isa isa, int64_t k, int64_t n);
-/* dst: sk__gemm_packed_b_size bytes, 64-byte aligned (the packers store whole aligned lines). */
-void sk__gemm_pack_b(sk__isa isa, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k, int64_t n, float *dst);
+/* Packing B once (constant weights, at compile): B [k, n] in the
+ * micro-kernel's panels for `isa`, the layout sk__gemm_tile would build per
+ * tile, holding B's own values: fp32 as fp32, fp16 and bf16 as their 16
+ * bits. A decode step reads each weight once, so its time is the weights'
+ * bytes; 16-bit panels keep them at half of fp32's, and a tile widens each
+ * block of them to fp32 in cache just before use (exactly: the widening is
+ * exact). sk__gemm_packed_b_size gives the bytes. A tile reading the panels
+ * computes the same bits as one packing itself. */
+size_t sk__gemm_packed_b_size(sk__isa isa, sk_dtype b_dtype, int64_t k, int64_t n);
+/* dst: sk__gemm_packed_b_size bytes, 64-byte aligned. */
+void sk__gemm_pack_b(sk__isa isa, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k, int64_t n, void *dst);
 
 /* Bytes of workspace sk__gemm_tile needs for a tile of at most tile_m rows
  * and tile_n columns with this k (packed panels); 64-byte aligned. */
