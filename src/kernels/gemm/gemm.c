@@ -116,23 +116,31 @@ size_t sk__gemm_packed_b_size(sk__isa isa, sk_dtype b_dtype, int64_t k, int64_t 
   return round_up((size_t)n, (size_t)config_for(isa)->nr) * (size_t)k * (is_16bit(b_dtype) ? 2 : sizeof(float));
 }
 
+/* The layout, K block by K block (kc_for(k) rows each, the last shorter):
+ * block b starting at row pc holds ceil(n / NR) panels of kc_b x NR values,
+ * at pc * n_pad + j * kc_b * NR for panel j (n_pad: n rounded up to whole
+ * panels; columns past n zero). A tile's block of a K block is then one
+ * contiguous run: what it reads streams, and 16-bit panels widen in one
+ * call. */
 void sk__gemm_pack_b(sk__isa isa, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k, int64_t n, void *dst) {
   if (k <= 0 || n <= 0) return;
   const sk__gemm_config *cfg = config_for(isa);
-  if (!is_16bit(b_dtype)) {
-    cfg->pack_b((size_t)k, (size_t)n, b, (size_t)ldb, b_dtype, dst);
-    return;
-  }
-  /* The fp32 panels' layout with B's 16-bit values: panel j holds k rows of
-   * NR values, columns past n zero. Once per constant: plain copies. */
-  const size_t nr = (size_t)cfg->nr;
-  const uint16_t *src = b;
-  uint16_t *out = dst;
-  for (size_t j0 = 0; j0 < (size_t)n; j0 += nr) {
-    size_t cols = (size_t)n - j0 < nr ? (size_t)n - j0 : nr;
-    for (size_t p = 0; p < (size_t)k; p++, out += nr) {
-      memcpy(out, src + p * (size_t)ldb + j0, cols * sizeof *out);
-      memset(out + cols, 0, (nr - cols) * sizeof *out);
+  const size_t nr = (size_t)cfg->nr, n_pad = round_up((size_t)n, nr), kb = kc_for((size_t)k);
+  for (size_t pc = 0; pc < (size_t)k; pc += kb) {
+    const size_t kc = (size_t)k - pc < kb ? (size_t)k - pc : kb;
+    if (!is_16bit(b_dtype)) {
+      cfg->pack_b(kc, (size_t)n, (const float *)b + pc * (size_t)ldb, (size_t)ldb, b_dtype, (float *)dst + pc * n_pad);
+      continue;
+    }
+    /* B's own 16 bits: plain copies, once per constant. */
+    const uint16_t *src = (const uint16_t *)b + pc * (size_t)ldb;
+    uint16_t *out = (uint16_t *)dst + pc * n_pad;
+    for (size_t j0 = 0; j0 < (size_t)n; j0 += nr) {
+      size_t cols = (size_t)n - j0 < nr ? (size_t)n - j0 : nr;
+      for (size_t p = 0; p < kc; p++, out += nr) {
+        memcpy(out, src + p * (size_t)ldb + j0, cols * sizeof *out);
+        memset(out + cols, 0, (nr - cols) * sizeof *out);
+      }
     }
   }
 }
@@ -155,13 +163,12 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
   const char *a_tile = (const char *)p->a + (size_t)m0 * lda * a_size;
   char *c_tile = (char *)p->c + ((size_t)m0 * ldc + (size_t)n0) * c_size;
 
-  /* Panels packed once at compile start at column 0: usable when the tile
-   * starts on a panel boundary (tilings make widths multiples of NR). Their
-   * panels hold all k rows; a block of k starts kc * NR floats further. */
   const bool b16 = is_16bit(p->b_dtype);
-  const char *b_prepacked = p->b_packed && (size_t)n0 % nr_max == 0
-                                ? (const char *)p->b_packed + (size_t)n0 * k * (b16 ? 2 : sizeof(float))
-                                : NULL;
+  const size_t b_size_packed = b16 ? 2 : sizeof(float), n_pad = round_up((size_t)p->n, nr_max);
+  /* Panels packed once at compile (sk__gemm_pack_b's layout): usable when
+   * the tile starts on a panel boundary (tilings make widths multiples of
+   * NR); its K blocks are the packer's (both kc_for(k)). */
+  const char *b_prepacked = p->b_packed && (size_t)n0 % nr_max == 0 ? p->b_packed : NULL;
   for (size_t jc = 0; jc < n; jc += l.nc) {
     const size_t nc = n - jc < l.nc ? n - jc : l.nc;
     const size_t panels = (nc + nr_max - 1) / nr_max;
@@ -178,18 +185,14 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
       const size_t kc = k - pc < l.kc ? k - pc : l.kc;
       const bool first = pc == 0, last = pc + kc >= k;
       const size_t a_stride = sk__gemm_a_stride(kc); /* as pack_a lays out kc columns */
-      /* Floats from one panel of the block to the next. */
-      const float *packed_b = pack_buf;
-      size_t panel_step = kc * nr_max;
-      if (b_prepacked && b16) {
-        /* Widen the block's 16-bit panels: each is a row-major kc x NR
-         * matrix (ldb NR), which is what pack_b reads. */
-        const uint16_t *panels16 = (const uint16_t *)(const void *)b_prepacked + jc * k + pc * nr_max;
-        for (size_t j = 0; j < panels; j++)
-          cfg->pack_b(kc, nr_max, panels16 + j * k * nr_max, nr_max, p->b_dtype, pack_buf + j * kc * nr_max);
-      } else if (b_prepacked) {
-        packed_b = (const float *)(const void *)b_prepacked + jc * k + pc * nr_max;
-        panel_step = k * nr_max;
+      const float *packed_b = pack_buf; /* kc x NR panels back to back */
+      if (b_prepacked) {
+        /* This K block's panels for the tile's columns: one contiguous run. */
+        const char *run = b_prepacked + (pc * n_pad + ((size_t)n0 + jc) * kc) * b_size_packed;
+        if (b16) /* kc x NR panels back to back: one (panels * kc) x NR matrix to widen */
+          cfg->pack_b(panels * kc, nr_max, run, nr_max, p->b_dtype, pack_buf);
+        else
+          packed_b = (const float *)(const void *)run;
       } else {
         cfg->pack_b(kc, nc, (const char *)p->b + (pc * ldb + (size_t)n0 + jc) * b_size, ldb,
                     p->b_dtype, pack_buf);
@@ -201,7 +204,7 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
         for (size_t jr = 0, j = 0; jr < nc; jr += nr_max, j++) {
           const size_t nr = nc - jr < nr_max ? nc - jr : nr_max;
           float *carry = acc_row ? acc_row + j * mr_max * nr_max : NULL;
-          cfg->ukernel(mr, nr, kc, a_rows, a_stride, packed_b + j * panel_step, first ? NULL : carry,
+          cfg->ukernel(mr, nr, kc, a_rows, a_stride, packed_b + j * kc * nr_max, first ? NULL : carry,
                        last ? NULL : carry, bias ? bias + jr : NULL,
                        c_tile + (ir * ldc + jc + jr) * c_size, ldc, p->c_dtype);
         }
