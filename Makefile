@@ -48,6 +48,7 @@ bench: build
 	$(BUILD)/bin/bench_superkernel
 	$(BUILD)/bin/bench_run_overhead
 	$(BUILD)/bin/bench_constants
+	$(BUILD)/bin/bench_gemm_large
 
 # The same suite under AddressSanitizer + UBSan, and under ThreadSanitizer
 # (which skips what has no threads to check: the lower-ISA repeats and the
