@@ -366,6 +366,51 @@ static void use_cache_dir(const char *sub, char *path, size_t n) {
   setenv("SK_CACHE_DIR", path, 1);
 }
 
+/* A warm cache serves every kernel: a model with three different scopes,
+ * compiled, unloaded and compiled again, is all cache hits. Each hit is
+ * loaded through a /proc/self/fd/N; with N closed after loading, the next
+ * hit's descriptor got the same number, and the dynamic loader handed back
+ * the object already loaded under that name: its key did not match, and a
+ * valid entry was deleted and rebuilt on every start. */
+static void test_warm_cache_serves_every_kernel(void) {
+  char dir[PATH_MAX];
+  use_cache_dir("warm", dir, sizeof dir);
+  fresh_dir(dir);
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value y = input(g, "x", SK_FP32, 1, (int64_t[]){1031});
+  static const char *const ops[] = {"add", "mul", "add"};
+  for (int s = 0; s < 3; s++) { /* y + y^2, y * y^2, y^2 + y^2 * y: three different kernels */
+    char name[16];
+    snprintf(name, sizeof name, "s%d", s);
+    CHECK_OK(sk_graph_begin_scope(g, name, NULL));
+    sk_value sq = unary(g, "square", NULL, y);
+    y = binary(g, ops[s], NULL, sq, s < 2 ? y : binary(g, "mul", NULL, sq, y));
+    CHECK_OK(sk_graph_end_scope(g));
+    if (s < 2) y = unary(g, "square", NULL, y); /* keeps the scopes apart */
+  }
+  CHECK_OK(sk_graph_mark_output(g, y, "y"));
+  sk__jit_counters a, b, c;
+  sk__jit_stats(&a);
+  sk_program *p = compile(g, teams[1], SK_EXECUTOR_JIT, NULL);
+  sk__jit_stats(&b);
+  CHECK(all_jitted(p));
+  CHECK_MSG(b.compiles == a.compiles + 3, "a cold cache compiles the 3 kernels: %llu",
+            (unsigned long long)(b.compiles - a.compiles));
+  sk_program_destroy(p); /* unloads all three */
+  p = compile(g, teams[1], SK_EXECUTOR_JIT, NULL);
+  sk__jit_stats(&c);
+  CHECK(all_jitted(p));
+  CHECK_MSG(c.hits == b.hits + 3 && c.compiles == b.compiles, "warm: %llu hits, %llu compiles (want 3, 0)",
+            (unsigned long long)(c.hits - b.hits), (unsigned long long)(c.compiles - b.compiles));
+  sk_program *eager = compile(g, teams[1], SK_EXECUTOR_EAGER, NULL);
+  CHECK(run_vs(p, eager, teams[1], 5, "warm cache") == 0);
+  sk_program_destroy(p);
+  sk_program_destroy(eager);
+  sk_graph_destroy(g);
+  restore_cache_dir();
+}
+
 static void test_cache_hit_and_reuse(void) {
   char dir[PATH_MAX];
   use_cache_dir("hits", dir, sizeof dir);
@@ -711,7 +756,7 @@ int main(void) {
   }
   static const harness_case cases[] = {
       TEST_CASE(test_source),        TEST_CASE(test_option_grid),         TEST_CASE(test_profiling),   TEST_CASE(test_feed_sync_all),
-      TEST_CASE(test_cache_hit_and_reuse), TEST_CASE(test_cache_corrupt_entry), TEST_CASE(test_fallback),
+      TEST_CASE(test_cache_hit_and_reuse), TEST_CASE(test_warm_cache_serves_every_kernel), TEST_CASE(test_cache_corrupt_entry), TEST_CASE(test_fallback),
       TEST_CASE(test_compiler_timeout), TEST_CASE(test_readonly_cache), TEST_CASE(test_denied_compile_options),
   };
   rc |= harness_run(cases, sizeof cases / sizeof cases[0]);

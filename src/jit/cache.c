@@ -23,7 +23,8 @@
  * Reading: the object is opened once (O_NOFOLLOW), hashed through that
  * descriptor and compared with <key>.sha256; only then is that same file
  * dlopen(RTLD_NOW | RTLD_LOCAL)ed, through /proc/self/fd where there is
- * one, so what is loaded is what was checked. Then the exported
+ * one, so what is loaded is what was checked; that descriptor stays open
+ * while the object is loaded, so no two loaded objects share a name. Then the exported
  * sk_jit_key and sk_jit_layout must match. An entry that fails any check
  * (truncated, corrupt, replaced by another object, a missing or malformed
  * checksum, a stale layout) is deleted and rebuilt once.
@@ -56,6 +57,7 @@ struct sk__jit_object {
   char key[65];
   char scope[128]; /* the super kernel it was first loaded for */
   void *handle;
+  int fd; /* what a cache hit was loaded through (load_verified), or -1 */
   sk_jit_entry_fn entry;
   int refs;
 };
@@ -218,9 +220,14 @@ static void *load(const char *path, const char *key, sk_jit_entry_fn *entry, cha
 }
 
 /* Loads a cache entry: path must be a regular file whose SHA-256 equals
- * the one in sum, checked before dlopen on the very file that is loaded. */
+ * the one in sum, checked before dlopen on the very file that is loaded.
+ * *fd_out gets the descriptor it was loaded through, open as long as the
+ * object is loaded (-1: none): the dynamic loader knows an object by the
+ * name it was opened under, and a /proc/self/fd/N whose N was closed and
+ * reused would name the object already loaded under it, not the new one. */
 static void *load_verified(const char *path, const char *sum, const char *key, sk_jit_entry_fn *entry, char *why,
-                           size_t n) {
+                           size_t n, int *fd_out) {
+  *fd_out = -1;
   char want[65], got[65];
   if (!read_checksum(sum, want, why, n)) return NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -242,14 +249,16 @@ static void *load_verified(const char *path, const char *sum, const char *key, s
   }
   char via[64];
   snprintf(via, sizeof via, "/proc/self/fd/%d", fd);
-  void *h = dlopen(access(via, F_OK) == 0 ? via : path, RTLD_NOW | RTLD_LOCAL);
-  close(fd);
-  if (!h) {
+  bool through_fd = access(via, F_OK) == 0;
+  void *h = dlopen(through_fd ? via : path, RTLD_NOW | RTLD_LOCAL);
+  if (h) h = load_checked(h, key, entry, why, n);
+  else {
     const char *e = dlerror();
     snprintf(why, n, "%s", e ? e : "dlopen failed");
-    return NULL;
   }
-  return load_checked(h, key, entry, why, n);
+  if (h && through_fd) *fd_out = fd;
+  else close(fd);
+  return h;
 }
 
 static bool write_all(int fd, const char *s, size_t n) {
@@ -374,12 +383,13 @@ static sk_status find_or_build(const char *scope, const char *body, const sk__op
   snprintf(sum, sizeof sum, "%s/%s.sha256", dir, key);
   sk__jit_object *obj = calloc(1, sizeof *obj);
   if (!obj) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
+  obj->fd = -1;
   snprintf(obj->key, sizeof obj->key, "%s", key);
   snprintf(obj->scope, sizeof obj->scope, "%s", scope);
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (access(path, F_OK) == 0) {
-    obj->handle = load_verified(path, sum, key, &obj->entry, why, sizeof why);
+    obj->handle = load_verified(path, sum, key, &obj->entry, why, sizeof why, &obj->fd);
     if (obj->handle) {
       counters.hits++;
       sk__log(SK_LOG_INFO, "jit: scope '%s': cache hit (key %.12s...), loaded in %.2f ms", scope, key, ms_since(&t0));
@@ -424,6 +434,7 @@ void sk__jit_release(sk__jit_object *obj) {
         break;
       }
     dlclose(obj->handle);
+    if (obj->fd >= 0) close(obj->fd); /* only now may its number name another object */
     free(obj);
   }
   pthread_mutex_unlock(&lock);
