@@ -527,7 +527,10 @@ typedef struct sk_kernel_ctx sk_kernel_ctx;
  *   ctx        for sk_kernel_barrier, sk_kernel_user, sk_kernel_arg_info.
  * Blocks run concurrently on different cores; block b runs on core
  * b % (its cores), so a block must only write what no other block touches
- * (unless it separates the two with sk_kernel_barrier). */
+ * (unless it separates the two with sk_kernel_barrier). From inside a block,
+ * running, binding or profiling a program (sk_program_run*, sk_program_bind,
+ * sk_run_context_run, sk_program_write_profile), launching a fused kernel
+ * or a team returns SK_STATUS_INVALID_STATE: launches do not nest. */
 typedef void (*sk_kernel_fn)(void *const *args, int64_t block, int64_t n_blocks, void *workspace,
                              sk_kernel_ctx *ctx);
 

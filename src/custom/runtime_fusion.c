@@ -197,11 +197,13 @@ sk_status sk_fused_kernel_launch(sk_fused_kernel *fk, void *const *const *args) 
       return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_launch: '%s': %s is NULL but kernel %s takes %d parameters",
                       fk->name, !args ? "args" : "an argument list", fk->p->nodes[i].name, k->desc.n_params);
   }
+  SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_fused_kernel_launch")); /* before fk->lock, which a launch holds */
   pthread_mutex_lock(&fk->lock);
   for (size_t i = 0; i < fk->n_kernels; i++) fk->params[i].args = args && args[i] ? args[i] : no_args;
   /* No buffers: the kernels' data is in their argument lists. */
   sk_status st = sk__run_context_run(fk->p->default_ctx, fk->team, NULL, NULL, false, "sk_fused_kernel_launch");
   pthread_mutex_unlock(&fk->lock);
+  if (st == SK_STATUS_OK) sk__clear_error(); /* nothing a block's nested call left behind */
   return st;
 }
 

@@ -118,6 +118,7 @@ static sk_status run_given(const char *fn, sk_program *p, sk_team *team, const s
                            const sk_buffer *outputs, size_t n_outputs, bool by_name) {
   sk__clear_error();
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: program is NULL", fn);
+  SK_RETURN_IF_ERROR(sk__refuse_in_block(fn));
   void *stack[STACK_BUFFERS];
   size_t total = p->n_inputs + p->n_outputs;
   void **in = total <= STACK_BUFFERS ? stack : calloc(total, sizeof(void *));
@@ -132,6 +133,7 @@ static sk_status run_given(const char *fn, sk_program *p, sk_team *team, const s
     pthread_mutex_unlock(&p->default_lock);
   }
   if (in != stack) free(in);
+  if (st == SK_STATUS_OK) sk__clear_error(); /* nothing a block's nested call left behind */
   return st;
 }
 
@@ -191,6 +193,7 @@ static sk_status run_bound(const char *fn, sk_run_context *ctx, sk_team *team) {
 sk_status sk_program_bind(sk_program *p, sk_io_kind kind, size_t index, void *data, size_t bytes) {
   sk__clear_error();
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_bind: program is NULL");
+  SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_program_bind"));
   pthread_mutex_lock(&p->default_lock);
   sk_status st = bind("sk_program_bind", p->default_ctx, kind, index, data, bytes);
   pthread_mutex_unlock(&p->default_lock);
@@ -199,6 +202,10 @@ sk_status sk_program_bind(sk_program *p, sk_io_kind kind, size_t index, void *da
 
 void sk_program_unbind_all(sk_program *p) {
   if (!p) return;
+  if (sk__refuse_in_block("sk_program_unbind_all") != SK_STATUS_OK) {
+    sk__log(SK_LOG_WARN, "%s", sk_last_error()); /* no status to return it in */
+    return;
+  }
   pthread_mutex_lock(&p->default_lock);
   sk_run_context *ctx = p->default_ctx;
   memset(ctx->bound[SK_IO_INPUT], 0, (p->n_inputs + p->n_outputs) * sizeof(void *));
@@ -209,9 +216,11 @@ void sk_program_unbind_all(sk_program *p) {
 sk_status sk_program_run_bound(sk_program *p, sk_team *team) {
   sk__clear_error();
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run_bound: program is NULL");
+  SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_program_run_bound"));
   pthread_mutex_lock(&p->default_lock);
   sk_status st = run_bound("sk_program_run_bound", p->default_ctx, team);
   pthread_mutex_unlock(&p->default_lock);
+  if (st == SK_STATUS_OK) sk__clear_error();
   return st;
 }
 
@@ -239,8 +248,10 @@ sk_status sk_run_context_bind(sk_run_context *ctx, sk_io_kind kind, size_t index
 
 sk_status sk_run_context_run(sk_run_context *ctx, sk_team *team) {
   sk__clear_error();
+  SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_run_context_run"));
   SK_RETURN_IF_ERROR(enter("sk_run_context_run", ctx));
   sk_status st = run_bound("sk_run_context_run", ctx, team);
   leave(ctx);
+  if (st == SK_STATUS_OK) sk__clear_error();
   return st;
 }

@@ -12,6 +12,7 @@
 #include "profile/profile.h"
 #include "profile/report.h"
 #include "runtime/barrier.h"
+#include "runtime/team.h"
 #include "superkernel/launch.h"
 
 typedef struct launch_ctx {
@@ -42,9 +43,19 @@ static sk_status ensure_profile(sk_program *p, int n_cores, const char *fn) {
   return SK_STATUS_OK;
 }
 
+sk_status sk__refuse_in_block(const char *fn) {
+  int core = sk__team_current_core();
+  if (core < 0) return SK_STATUS_OK;
+  return sk__fail(SK_STATUS_INVALID_STATE,
+                  "%s: called from inside a block (core %d of a running launch); programs cannot be run, bound or "
+                  "profiled from there",
+                  fn, core);
+}
+
 sk_status sk_program_write_profile(sk_program *p, const char *dir) {
   sk__clear_error();
   if (!p || !dir) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_write_profile: %s is NULL", !p ? "program" : "dir");
+  SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_program_write_profile"));
   pthread_mutex_lock(&p->profile_lock); /* a run of any context may be recording */
   sk_status st = p->profile ? sk__profile_write(p->profile, p, dir)
                             : sk__fail(SK_STATUS_INVALID_STATE,
@@ -56,6 +67,10 @@ sk_status sk_program_write_profile(sk_program *p, const char *dir) {
 
 void sk_program_reset_profile(sk_program *p) {
   if (!p) return;
+  if (sk__refuse_in_block("sk_program_reset_profile") != SK_STATUS_OK) {
+    sk__log(SK_LOG_WARN, "%s", sk_last_error()); /* no status to return it in */
+    return;
+  }
   pthread_mutex_lock(&p->profile_lock);
   if (p->profile) sk__profile_reset(p->profile);
   pthread_mutex_unlock(&p->profile_lock);

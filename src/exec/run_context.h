@@ -67,6 +67,12 @@ sk_status sk__run_context_workspaces(sk_run_context *ctx, int n_cores, const cha
  * sure no other thread uses ctx meanwhile; fn names the entry point in
  * messages. While the program profiles, runs of all its contexts take
  * turns on its profile_lock. */
+/* Runs, bindings and profile calls of programs from inside a block of a
+ * running launch would wait for locks that launch holds (its own program's)
+ * or nest a launch: they are refused with SK_STATUS_INVALID_STATE naming
+ * fn. SK_STATUS_OK outside blocks. */
+sk_status sk__refuse_in_block(const char *fn);
+
 sk_status sk__run_context_run(sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool bound,
                               const char *fn);
 
