@@ -54,7 +54,7 @@ static const char *const strict_names[] = {NULL, "abort", "bypass"};
 
 /* Table order = the spec's order = sk__option_id = explicit_mask bits. */
 static const opt_def table[SK_OPT_COUNT] = {
-    {"func-align", KIND_INT, F(func_align), "0 or a power of two >= 2", "512", parse_align, 0, 0, NULL, 0},
+    {"func-align", KIND_INT, F(func_align), "0 or a power of two from 2 to 4096", "512", parse_align, 0, 0, NULL, 0},
     {"preload-code", KIND_ENUM, F(preload_code), "max, none, per-func", "per-func", parse_enum, 0, 0,
      preload_names, 3},
     {"early-start", KIND_INT, F(early_start), "0, 1, 2", "1", parse_range, 0, 2, NULL, 0},
@@ -130,8 +130,9 @@ static sk_status parse_range(const opt_def *d, const char *value, sk__options *o
 static sk_status parse_align(const opt_def *d, const char *value, sk__options *o) {
   int v;
   /* 0 = no alignment attribute; the spec makes 1 illegal, and v & (v - 1)
-   * is zero only for 0 and powers of two. */
-  if (!parse_decimal(value, &v) || v == 1 || (v & (v - 1)) != 0) return illegal(d, value);
+   * is zero only for 0 and powers of two. A page is the most any function
+   * needs: 2^30 was accepted once and one model wrote 1 GB of objects. */
+  if (!parse_decimal(value, &v) || v == 1 || v > SK__FUNC_ALIGN_MAX || (v & (v - 1)) != 0) return illegal(d, value);
   *int_field(o, d) = v;
   return SK_STATUS_OK;
 }

@@ -44,8 +44,11 @@ typedef struct sk__op_pattern_list {
   regex_t *compiled;
 } sk__op_pattern_list;
 
+/* The largest func-align: a page. */
+#define SK__FUNC_ALIGN_MAX 4096
+
 typedef struct sk__options {
-  int func_align;              /* 0 or a power of two >= 2; default 512 */
+  int func_align;              /* 0 or a power of two in 2..SK__FUNC_ALIGN_MAX; default 512 */
   sk__preload_code preload_code;
   int early_start;             /* 0, 1, 2; default 1 */
   int stream_fusion, feed_sync_all, profiling, debug_dcci_all, debug_sync_all; /* 0/1 */
