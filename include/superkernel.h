@@ -544,7 +544,8 @@ typedef void (*sk_kernel_fn)(void *const *args, int64_t block, int64_t n_blocks,
  * returns at once. Returns SK_STATUS_OK, or SK_STATUS_TIMEOUT when the
  * watchdog gave up on this launch (some block never arrived; see
  * sk_compile_config.watchdog_ms): the block should then return at once, and
- * the run fails with a message naming the scope and the kernel. */
+ * the run fails with a message naming the scope and the kernel.
+ * SK_STATUS_INVALID_ARGUMENT for a NULL ctx. */
 SK_API sk_status sk_kernel_barrier(sk_kernel_ctx *ctx);
 
 /* The descriptor's user pointer (the same for every block and launch). */

@@ -166,6 +166,8 @@ static void test_register_errors(void) {
   sk_kernel_desc ok = {.struct_size = sizeof ok, .name = "r_ok", .entry = noop_entry, .block_count = 1};
   sk_kernel_desc d;
   CHECK_FAILS(sk_kernel_register(NULL, &k), SK_STATUS_INVALID_ARGUMENT, "desc is NULL");
+  CHECK_FAILS(sk_kernel_barrier(NULL), SK_STATUS_INVALID_ARGUMENT, "sk_kernel_barrier", "ctx is NULL");
+  CHECK_FAILS(sk_kernel_arg_info(NULL, 0, NULL, NULL, NULL), SK_STATUS_INVALID_ARGUMENT, "ctx is NULL");
   CHECK_FAILS(sk_kernel_register(&ok, NULL), SK_STATUS_INVALID_ARGUMENT, "kernel_out is NULL");
   d = ok, d.struct_size = 4;
   CHECK_FAILS(sk_kernel_register(&d, &k), SK_STATUS_INVALID_ARGUMENT, "struct_size = 4", "sizeof(sk_kernel_desc)");

@@ -397,6 +397,16 @@ static void test_warm_cache_serves_every_kernel(void) {
   CHECK(all_jitted(p));
   CHECK_MSG(b.compiles == a.compiles + 3, "a cold cache compiles the 3 kernels: %llu",
             (unsigned long long)(b.compiles - a.compiles));
+  /* Every file of the cache is the owner's alone (SECURITY.md), objects too. */
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char path[PATH_MAX + 300];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (e->d_name[0] != '.' && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+      CHECK_MSG((st.st_mode & 0777) == 0600, "%s has mode %o, not 0600", e->d_name, (unsigned)(st.st_mode & 0777));
+  }
+  if (d) closedir(d);
   sk_program_destroy(p); /* unloads all three */
   p = compile(g, teams[1], SK_EXECUTOR_JIT, NULL);
   sk__jit_stats(&c);
@@ -655,6 +665,30 @@ static void test_fallback(void) {
   setenv("SK_CACHE_DIR", link_path, 1);
   expect_fallback(g, NULL, (const char *const[]){"symbolic link"}, 1);
   unlink(link_path);
+  /* Directories that are not a cache: someone's files are in them (entries
+   * would land among them, and `sk cache clear` would sweep there). */
+  char foreign[PATH_MAX], note[PATH_MAX + 16];
+  use_cache_dir("foreign", foreign, sizeof foreign);
+  fresh_dir(foreign);
+  snprintf(note, sizeof note, "%s/notes.txt", foreign);
+  FILE *nf = fopen(note, "w");
+  CHECK(nf && fputs("mine\n", nf) >= 0 && fclose(nf) == 0);
+  expect_fallback(g, NULL, (const char *const[]){"it holds 'notes.txt', which is not the cache's"}, 1);
+  CHECK_MSG(count_files(foreign, ".so", NULL, 0) == 0 && access(note, F_OK) == 0, "the foreign directory was written");
+  setenv("SK_CACHE_DIR", "/", 1);
+  expect_fallback(g, NULL, (const char *const[]){"refusing cache directory /:"}, 1);
+  /* An empty directory becomes a cache, tagged as one. */
+  use_cache_dir("tagged", foreign, sizeof foreign);
+  fresh_dir(foreign);
+  sk_program *tp = compile(g, teams[1], SK_EXECUTOR_JIT, NULL);
+  CHECK(all_jitted(tp));
+  sk_program_destroy(tp);
+  snprintf(note, sizeof note, "%s/CACHEDIR.TAG", foreign);
+  FILE *tf = fopen(note, "r");
+  char line[64] = "";
+  CHECK_MSG(tf && fgets(line, sizeof line, tf) && strncmp(line, "Signature: 8a477f597d28d172789f06886806bc55", 43) == 0,
+            "%s: '%s'", note, line);
+  if (tf) fclose(tf);
   /* SK_EXECUTOR_AUTO falls back the same way. */
   use_cache_dir("fallback", dir, sizeof dir);
   setenv("SK_CC", "false", 1);
@@ -677,7 +711,7 @@ static void test_compiler_timeout(void) {
   char dir[PATH_MAX], script[PATH_MAX + 16];
   use_cache_dir("timeout", dir, sizeof dir);
   fresh_dir(dir);
-  snprintf(script, sizeof script, "%s/slow-cc", dir);
+  snprintf(script, sizeof script, "%s/slow-cc", base_dir); /* beside the cache: not in it */
   FILE *f = fopen(script, "w");
   CHECK(f && fputs("#!/bin/sh\ncase \"$1\" in --version) echo slow-cc 1.0; exit 0;; esac\nsleep 1000\nexit 0\n", f) >= 0 &&
         fclose(f) == 0);

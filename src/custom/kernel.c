@@ -203,7 +203,9 @@ static void kernel_reference(const sk__node_io *io) {
 /* ---- public entry points --------------------------------------------- */
 
 sk_status sk_kernel_barrier(sk_kernel_ctx *ctx) {
-  if (!ctx || !ctx->barrier || sk__barrier_wait(ctx->barrier)) return SK_STATUS_OK;
+  /* Not cleared on success: a barrier is on a block's hot path. */
+  if (!ctx) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_kernel_barrier: ctx is NULL (pass the block's ctx)");
+  if (!ctx->barrier || sk__barrier_wait(ctx->barrier)) return SK_STATUS_OK;
   return SK_STATUS_TIMEOUT; /* the watchdog abandoned the launch: the block should return */
 }
 

@@ -106,6 +106,59 @@ static int make_dirs(char *path) {
   return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
 }
 
+static bool cache_file(const char *name, bool *tmp);
+
+/* The Cache Directory Tagging Specification's tag: marks the directory as
+ * the cache's (backup tools skip it), and tells us it is one we made. */
+#define CACHEDIR_TAG "CACHEDIR.TAG"
+#define CACHEDIR_SIGNATURE "Signature: 8a477f597d28d172789f06886806bc55"
+
+static bool has_tag(const char *dir) {
+  char path[PATH_MAX + 32], head[sizeof CACHEDIR_SIGNATURE - 1];
+  snprintf(path, sizeof path, "%s/" CACHEDIR_TAG, dir);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat st;
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, head, sizeof head) == (ssize_t)sizeof head &&
+            memcmp(head, CACHEDIR_SIGNATURE, sizeof head) == 0;
+  close(fd);
+  return ok;
+}
+
+/* A directory without our tag is taken only when it holds nothing but
+ * cache files (an empty one, or a cache from before the tag), and is then
+ * tagged. Anything else is someone's directory (SK_CACHE_DIR=/, $HOME):
+ * entries would be written, and `sk cache clear` would delete, among files
+ * that are not ours. */
+static sk_status claim_dir(const char *dir) {
+  if (has_tag(dir)) return SK_STATUS_OK;
+  DIR *d = opendir(dir);
+  if (!d) return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cache directory %s: %s", dir, strerror(errno));
+  char foreign[256] = "";
+  for (struct dirent *e; !foreign[0] && (e = readdir(d));) {
+    bool tmp;
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || strcmp(e->d_name, CACHEDIR_TAG) == 0) continue;
+    if (!cache_file(e->d_name, &tmp) && strncmp(e->d_name, "tmp-", 4) != 0)
+      snprintf(foreign, sizeof foreign, "%s", e->d_name);
+  }
+  closedir(d);
+  if (foreign[0])
+    return sk__fail(SK_STATUS_INVALID_STATE,
+                    "jit: refusing cache directory %s: it holds '%s', which is not the cache's (point SK_CACHE_DIR at "
+                    "a directory of its own: an empty one, or one this library made)",
+                    dir, foreign);
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/" CACHEDIR_TAG, dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) { /* else read-only, or another process just wrote it: both fine */
+    static const char text[] = CACHEDIR_SIGNATURE "\n# This file marks the superkernel JIT cache (https://bford.info/cachedir/).\n";
+    ssize_t w = write(fd, text, sizeof text - 1);
+    (void)w; /* a short tag only makes the next start look again */
+    close(fd);
+  }
+  return SK_STATUS_OK;
+}
+
 sk_status sk__jit_cache_dir(char *buf, size_t n) {
   const char *dir = getenv("SK_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   int len;
@@ -138,7 +191,7 @@ sk_status sk__jit_cache_dir(char *buf, size_t n) {
     return sk__fail(SK_STATUS_INVALID_STATE,
                     "jit: refusing cache directory %s: writable by group or others (mode %04o; chmod 700 it)", buf,
                     (unsigned)(st.st_mode & 07777));
-  return SK_STATUS_OK;
+  return claim_dir(buf);
 }
 
 /* ---- loading ---- */
@@ -338,6 +391,10 @@ static sk_status compile_into(const char *dir, const char *key, const char *body
   sk_status st = source ? write_new_file(src, source) : sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
   free(source);
   if (st == SK_STATUS_OK) st = sk__jit_compile(cc, o, src, obj);
+  /* The linker makes it 0755 (umask permitting); like everything in the
+   * cache it is the owner's alone (dlopen maps it without the x bits). */
+  if (st == SK_STATUS_OK && chmod(obj, 0600) != 0)
+    st = sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot chmod %s: %s", obj, strerror(errno));
   if (st == SK_STATUS_OK) st = write_checksum(obj, sum);
   if (st == SK_STATUS_OK && !(*handle = load(obj, key, entry, why, sizeof why)))
     st = sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot load %s: %s", obj, why);
