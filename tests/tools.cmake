@@ -306,3 +306,13 @@ if(Python3_Interpreter_FOUND)
   # A name not in the table: timed, no ratio, not overridden.
   sk_fake_blas_json(sk_bench_core_unknown_json FAKE_OPENBLAS_CORE=Frobnicator --core unknown --set-by openblas)
 endif()
+
+# Output that cannot be written is a failure (issue 15, item 10): every
+# command's stdout into a full device exits non-zero, saying so.
+foreach(args "--help" "--version" "options;func-align=64" "source;seed;--scope;sk1" "plan;seed" "cache;path")
+  string(REPLACE ";" "_" tag "${args}")
+  string(REPLACE "-" "" tag "${tag}")
+  string(REPLACE "=" "" tag "${tag}")
+  sk_cli_test(sk_stdout_full_${tag} 1 -E "cannot write standard output"
+              -- sh -c "exec \"$0\" \"$@\" > /dev/full" ${SK} ${args})
+endforeach()

@@ -12,6 +12,7 @@
  *
  * Every subcommand lives in its own file and is listed in the table below.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,7 +44,7 @@ static void print_usage(FILE *out) {
           skm_model_list());
 }
 
-int main(int argc, char **argv) {
+static int run_command(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "sk: missing command\n");
     fprintf(stderr, "usage: sk COMMAND [ARGS...]  (try 'sk --help')\n");
@@ -64,4 +65,17 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < N_COMMANDS; i++) fprintf(stderr, "%s %s", i ? "," : "", commands[i].name);
   fprintf(stderr, ")\nusage: sk COMMAND [ARGS...]  (try 'sk --help')\n");
   return SK_EXIT_USAGE;
+}
+
+/* Output that did not reach stdout (a full disk, a closed pipe, /dev/full)
+ * is a failure, whatever the command itself returned: the buffered rest is
+ * flushed here and any write error since the start is caught. */
+int main(int argc, char **argv) {
+  int rc = run_command(argc, argv);
+  errno = 0;
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "sk: cannot write standard output%s%s\n", errno ? ": " : "", errno ? strerror(errno) : "");
+    if (rc == SK_EXIT_OK) rc = SK_EXIT_FAIL;
+  }
+  return rc;
 }
