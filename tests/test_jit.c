@@ -532,6 +532,36 @@ static void test_cache_two_processes(void) {
   restore_cache_dir();
 }
 
+/* A FIFO where an entry's object or checksum should be: opening it for
+ * reading would wait for a writer forever. The entry is unusable, rebuilt,
+ * and the JIT used (issue 15, item 6). */
+static void test_cache_special_files(void) {
+  char dir[PATH_MAX], so[PATH_MAX + 300], sum[PATH_MAX + 310];
+  use_cache_dir("fifo", dir, sizeof dir);
+  fresh_dir(dir);
+  sk_graph *g = chain_model();
+  for (int which = 0; which < 2; which++) {
+    sk_program *p = compile(g, teams[1], SK_EXECUTOR_JIT, NULL);
+    CHECK(all_jitted(p));
+    sk_program_destroy(p); /* unloaded: the next compile reads the entry */
+    CHECK(count_files(dir, ".so", so, sizeof so) == 1);
+    snprintf(sum, sizeof sum, "%.*s.sha256", (int)(strlen(so) - 3), so);
+    const char *victim = which ? so : sum;
+    CHECK(unlink(victim) == 0 && mkfifo(victim, 0600) == 0);
+    log_reset();
+    sk__jit_counters a, b;
+    sk__jit_stats(&a);
+    p = compile(g, teams[1], SK_EXECUTOR_JIT, NULL);
+    sk__jit_stats(&b);
+    CHECK(all_jitted(p));
+    CHECK_MSG(b.compiles == a.compiles + 1 && log_has("is unusable"), "%s as a FIFO: %s", which ? "object" : "checksum",
+              log_text);
+    sk_program_destroy(p);
+  }
+  sk_graph_destroy(g);
+  restore_cache_dir();
+}
+
 static void test_cache_corrupt_entry(void) {
   char dir[PATH_MAX], so[PATH_MAX + 300];
   use_cache_dir("corrupt", dir, sizeof dir);
@@ -790,7 +820,7 @@ int main(void) {
   }
   static const harness_case cases[] = {
       TEST_CASE(test_source),        TEST_CASE(test_option_grid),         TEST_CASE(test_profiling),   TEST_CASE(test_feed_sync_all),
-      TEST_CASE(test_cache_hit_and_reuse), TEST_CASE(test_warm_cache_serves_every_kernel), TEST_CASE(test_cache_corrupt_entry), TEST_CASE(test_fallback),
+      TEST_CASE(test_cache_hit_and_reuse), TEST_CASE(test_warm_cache_serves_every_kernel), TEST_CASE(test_cache_corrupt_entry), TEST_CASE(test_cache_special_files), TEST_CASE(test_fallback),
       TEST_CASE(test_compiler_timeout), TEST_CASE(test_readonly_cache), TEST_CASE(test_denied_compile_options),
   };
   rc |= harness_run(cases, sizeof cases / sizeof cases[0]);

@@ -262,8 +262,8 @@ static void test_missing_and_not_npy(void) {
   }
   CHECK_NPY_FAILS(skm_npy_read(path, &a, msg, sizeof msg), SK_STATUS_INVALID_ARGUMENT, path, "bad magic");
 
-  /* A directory where the file should be. */
-  CHECK_NPY_FAILS(skm_npy_read(dir, &a, msg, sizeof msg), SK_STATUS_SYSTEM_ERROR, dir, "read error");
+  /* A directory where the file should be: refused before any read. */
+  CHECK_NPY_FAILS(skm_npy_read(dir, &a, msg, sizeof msg), SK_STATUS_INVALID_ARGUMENT, dir, "not a regular file");
 }
 
 static void test_truncated(void) {

@@ -112,6 +112,15 @@ sk_cli_test(sk_run_inputs_partial 0 -o "inputs: 0 of 15 read" -N "warning"
             -- ${SK} run decode --iters 1 --inputs ${SK_CLI_DIR}/decode_out)
 sk_cli_test(sk_npy_not_npy 2 -E "not a .npy file" -- ${SK} npy ${CMAKE_CURRENT_SOURCE_DIR}/tools.cmake)
 sk_cli_test(sk_npy_missing 2 -E "cannot open" -- ${SK} npy ${SK_CLI_DIR}/nothing.npy)
+# A FIFO (no writer) as a .npy file is refused at once, not waited on.
+sk_cli_test(sk_npy_fifo 2 -E "not a regular file"
+            -- sh -c "mkdir -p \"$1\" && rm -f \"$1/x.npy\" && mkfifo \"$1/x.npy\" && exec \"$0\" npy \"$1/x.npy\""
+               ${SK} ${CMAKE_CURRENT_BINARY_DIR}/sk_fifo)
+set_tests_properties(sk_npy_fifo PROPERTIES TIMEOUT 30)
+# A dangling symlink among --inputs is an error, not "missing, use the built-in values".
+sk_cli_test(sk_run_inputs_dangling_link 2 -E "a symbolic link to a file that does not exist"
+            -- sh -c "mkdir -p \"$1\" && ln -sf \"$1/nowhere.npy\" \"$1/data1.npy\" && exec \"$0\" run decode --iters 1 --inputs \"$1\""
+               ${SK} ${CMAKE_CURRENT_BINARY_DIR}/sk_dangling)
 set_tests_properties(sk_run_inputs_round_trip sk_run_inputs_read sk_npy_output_round_trip
                      sk_run_inputs_wrong_shape sk_run_inputs_partial
                      PROPERTIES FIXTURES_REQUIRED sk_files)

@@ -217,9 +217,16 @@ static bool hash_fd(int fd, char hex[65]) {
 /* Reads the checksum file sum (64 lowercase hex digits, then an optional
  * newline and nothing else) into hex; false with *why set otherwise. */
 static bool read_checksum(const char *sum, char hex[65], char *why, size_t n) {
-  int fd = open(sum, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  /* O_NONBLOCK: a FIFO put there would block the open forever. */
+  int fd = open(sum, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     snprintf(why, n, "its checksum file <key>.sha256 cannot be read: %s", strerror(errno));
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(why, n, "its checksum file <key>.sha256 is not a regular file");
+    close(fd);
     return false;
   }
   char buf[80];
@@ -283,7 +290,7 @@ static void *load_verified(const char *path, const char *sum, const char *key, s
   *fd_out = -1;
   char want[65], got[65];
   if (!read_checksum(sum, want, why, n)) return NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO must not block */
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     snprintf(why, n, "%s", fd < 0 ? strerror(errno) : "not a regular file");

@@ -1,14 +1,18 @@
 /*
  * npy.c — NumPy .npy reading and writing (see npy.h for the rules).
  */
+#define _POSIX_C_SOURCE 200809L /* fdopen, O_CLOEXEC */
 #include "npy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
@@ -323,10 +327,26 @@ duplicate:
 static sk_status open_and_read_header(const char *path, FILE **f_out, header *h, char *msg, size_t msg_size) {
   *f_out = NULL;
   if (!path) return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "npy read: path is NULL");
-  FILE *f = fopen(path, "rb");
-  if (!f)
+  /* O_NONBLOCK: opening a FIFO with no writer would wait forever; only a
+   * regular file is read (then the flag changes nothing). */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat lst;
+  if (fd < 0 && errno == ENOENT && lstat(path, &lst) == 0) /* there, but it points nowhere: not "missing" */
+    return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: a symbolic link to a file that does not exist", path);
+  if (fd < 0)
     return fail(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_SYSTEM_ERROR, "%s: cannot open: %s",
                 path, strerror(errno));
+  struct stat fst;
+  if (fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+    close(fd);
+    return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: not a regular file (a .npy file is read only from one)",
+                path);
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return fail(msg, msg_size, SK_STATUS_SYSTEM_ERROR, "%s: cannot open: %s", path, strerror(errno));
+  }
   unsigned char prefix[12];
   size_t got = fread(prefix, 1, 8, f);
   sk_status st = SK_STATUS_OK;
