@@ -1,5 +1,6 @@
 """A run releases the GIL: another Python thread keeps running meanwhile."""
 
+import bisect
 import threading
 import time
 
@@ -8,46 +9,52 @@ import numpy as np
 import superkernel as sk
 
 
-def _long_program(team):
-    # One fp32 matmul of about 0.3 GFLOP: tens of milliseconds on one core.
-    n = 640
+def _long_program(team, n):
+    # One fp32 matmul: 2 n^3 FLOP, about 0.1 s on one core at n = 1536.
     g = sk.Graph()
     x = g.add_input("x", "fp32", (n, n))
     w = g.add_input("w", "fp32", (n, n))
     (y,) = g.add_op("grouped_matmul", {"x": [x], "weight": [w]})
     g.mark_output(y, "y")
-    return g.compile(team, executor="eager"), n
+    return g.compile(team, executor="eager")
 
 
 def test_other_threads_run_during_a_run():
+    n = 1536
     team = sk.Team(1)
-    program, n = _long_program(team)
+    program = _long_program(team, n)
     x = np.ones((n, n), np.float32)
     out = [np.empty((n, n), np.float32)]
     program.run_into([x, x], out)  # warm
 
-    state = {"running": False, "done": False, "during": 0}
+    stamps = []  # when the other thread ran (it can only run holding the GIL)
+    done = threading.Event()
 
     def counter():
-        while not state["done"]:
-            if state["running"]:
-                state["during"] += 1
-            time.sleep(0)  # only yields the GIL; the count is of loop turns
+        while not done.is_set():
+            stamps.append(time.perf_counter())
+            time.sleep(0)  # yields the GIL
 
     t = threading.Thread(target=counter)
     t.start()
+    calls = []
     try:
-        calls = 0
-        t0 = time.perf_counter()
-        state["running"] = True
-        while time.perf_counter() - t0 < 0.3:
+        for _ in range(4):
+            a = time.perf_counter()
             program.run_into([x, x], out)
-            calls += 1
-        state["running"] = False
+            calls.append((a, time.perf_counter()))
     finally:
-        state["done"] = True
+        done.set()
         t.join()
     assert out[0][0, 0] == n
-    # With the GIL held through each call, the counter would only run in the
-    # gaps between calls (a few turns per call); released, it runs all along.
-    assert state["during"] > 50 * calls, (state["during"], calls)
+    # Held through a call, the GIL would let the other thread run at most one
+    # switch interval (5 ms) past the call's start, never in the middle third
+    # of a call of ~100 ms. Released, it runs there, even on a loaded machine
+    # (one call of the four is enough: a busy CPU may take the others).
+    in_middle = 0
+    for a, b in calls:
+        third = (b - a) / 3
+        lo, hi = bisect.bisect_left(stamps, a + third), bisect.bisect_right(stamps, b - third)
+        in_middle += hi > lo
+    durations = [round((b - a) * 1e3, 1) for a, b in calls]
+    assert in_middle >= 1, (durations, len(stamps))
