@@ -7,6 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -395,6 +400,57 @@ static void test_write_errors(void) {
   remove(path_of("w.npy"));
 }
 
+/* Writing never follows a symbolic link, and a write that fails leaves the
+ * previous file as it was (issue 15, item 7): a temporary in the same
+ * directory is renamed over the name once complete. */
+static void test_safe_writes(void) {
+  const int64_t shape[] = {4};
+  float v[4] = {1, 2, 3, 4};
+  char target[600], link_path[600];
+  snprintf(target, sizeof target, "%s/target.txt", dir);
+  FILE *f = fopen(target, "w");
+  CHECK(f && fputs("keep\n", f) >= 0 && fclose(f) == 0);
+  snprintf(link_path, sizeof link_path, "%s/link.npy", dir);
+  CHECK(symlink(target, link_path) == 0);
+  CHECK_NPY_FAILS(skm_npy_write(link_path, SK_FP32, 1, shape, v, msg, sizeof msg), SK_STATUS_INVALID_ARGUMENT,
+                  "link.npy", "a symbolic link", "not overwritten");
+  char line[16] = "";
+  f = fopen(target, "r");
+  CHECK_MSG(f && fgets(line, sizeof line, f) && strcmp(line, "keep\n") == 0, "the link's target was written");
+  if (f) fclose(f);
+  remove(link_path);
+  remove(target);
+
+  /* A failed write (a file-size limit in a child, SIGXFSZ ignored): the
+   * previous file stands, and no temporary is left. */
+  const char *path = path_of("w.npy");
+  CHECK_NPY_OK(skm_npy_write(path, SK_FP32, 1, shape, v, msg, sizeof msg));
+  struct stat before;
+  CHECK(stat(path, &before) == 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {4096, 4096};
+    setrlimit(RLIMIT_FSIZE, &rl);
+    static float big[1 << 14]; /* 64 KiB: past the limit */
+    char m[512];
+    sk_status st = skm_npy_write(path, SK_FP32, 1, (int64_t[]){1 << 14}, big, m, sizeof m);
+    _exit(st == SK_STATUS_SYSTEM_ERROR && strstr(m, "write failed") ? 0 : 1);
+  }
+  int status = 0;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the oversized write did not fail as a write failure");
+  skm_npy_array a;
+  CHECK_NPY_OK(skm_npy_read(path, &a, msg, sizeof msg));
+  CHECK_MSG(a.rank == 1 && a.shape[0] == 4 && memcmp(a.data, v, sizeof v) == 0, "the previous file was damaged");
+  skm_npy_free(&a);
+  DIR *d = opendir(dir);
+  int temporaries = 0;
+  for (struct dirent *e; d && (e = readdir(d));) temporaries += strstr(e->d_name, ".tmp-") != NULL;
+  if (d) closedir(d);
+  CHECK_MSG(temporaries == 0, "%d temporaries left", temporaries);
+}
+
 static void setup(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(dir, sizeof dir, "%s/sk_test_npy_XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -416,7 +472,7 @@ int main(void) {
   static const harness_case cases[] = {
       TEST_CASE(test_round_trip_every_dtype), TEST_CASE(test_round_trip_special_shapes),
       TEST_CASE(test_header_text),            TEST_CASE(test_bf16_mapping),
-      TEST_CASE(test_one_byte_mapping),
+      TEST_CASE(test_one_byte_mapping),       TEST_CASE(test_safe_writes),
       TEST_CASE(test_accepted_header_variants), TEST_CASE(test_missing_and_not_npy),
       TEST_CASE(test_truncated),              TEST_CASE(test_mismatch),
       TEST_CASE(test_bad_headers),            TEST_CASE(test_write_errors),

@@ -1,7 +1,7 @@
 /*
  * npy.c — NumPy .npy reading and writing (see npy.h for the rules).
  */
-#define _POSIX_C_SOURCE 200809L /* fdopen, O_CLOEXEC */
+#define _POSIX_C_SOURCE 200809L /* fdopen, mkstemp, O_CLOEXEC */
 #include "npy.h"
 
 #include <errno.h>
@@ -105,19 +105,38 @@ sk_status skm_npy_write(const char *path, sk_dtype dtype, int rank, const int64_
   prefix[8] = (unsigned char)(len & 0xff);
   prefix[9] = (unsigned char)(len >> 8);
 
-  FILE *f = fopen(path, "wb");
-  if (!f)
+  /* Never through a symbolic link (that would overwrite its target,
+   * wherever it points), and never half-written: the file is written as a
+   * temporary in the same directory and renamed over the name when
+   * complete, so a failed write leaves the previous file as it was. */
+  struct stat lst;
+  if (lstat(path, &lst) == 0 && !S_ISREG(lst.st_mode))
+    return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: is %s, not a regular file: not overwritten", path,
+                S_ISLNK(lst.st_mode) ? "a symbolic link" : S_ISDIR(lst.st_mode) ? "a directory" : "a special file");
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp)
+    return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: path too long", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0)
     return fail(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_SYSTEM_ERROR,
                 "%s: cannot create: %s", path, strerror(errno));
-  bool ok = fwrite(prefix, 1, sizeof prefix, f) == sizeof prefix && fwrite(header, 1, (size_t)len, f) == (size_t)len &&
-            (bytes == 0 || fwrite(data, 1, bytes, f) == bytes);
+  mode_t mask = umask(0); /* the mode a plain create would give (mkstemp makes 0600) */
+  umask(mask);
+  FILE *f = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "wb") : NULL;
+  bool ok = f && fwrite(prefix, 1, sizeof prefix, f) == sizeof prefix &&
+            fwrite(header, 1, (size_t)len, f) == (size_t)len && (bytes == 0 || fwrite(data, 1, bytes, f) == bytes);
   int saved = errno;
-  if (fclose(f) != 0 && ok) {
+  if (!f) close(fd);
+  else if (fclose(f) != 0 && ok) {
+    ok = false;
+    saved = errno;
+  }
+  if (ok && rename(tmp, path) != 0) {
     ok = false;
     saved = errno;
   }
   if (!ok) {
-    remove(path);
+    unlink(tmp);
     return fail(msg, msg_size, SK_STATUS_SYSTEM_ERROR, "%s: write failed: %s", path, strerror(saved));
   }
   return SK_STATUS_OK;
