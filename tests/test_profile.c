@@ -1,6 +1,7 @@
 /* Profiling: op_statistic.csv rows and counts, totals, the records of a
  * profiled super kernel, results unchanged by profiling, and the trace
  * written for tests/check_trace.py (run next by ctest) to parse. */
+#include <unistd.h>
 #include <stdbool.h>
 
 #include "exec/program.h"
@@ -102,6 +103,22 @@ static void test_statistics(void) {
   }
   CHECK_MSG(ratio > 99.9 && ratio < 100.1, "ratios add up to %g", ratio);
   (void)total;
+  /* A report never goes through a symbolic link at its name (it would
+   * overwrite the link's target) and a refused write keeps the old report
+   * (issue 15, item 7). */
+  char target[300], tpath[300];
+  snprintf(target, sizeof target, "%s/elsewhere.txt", out_dir);
+  snprintf(tpath, sizeof tpath, "%s/trace.json", out_dir);
+  FILE *tf = fopen(target, "w");
+  CHECK(tf && fputs("keep\n", tf) >= 0 && fclose(tf) == 0);
+  CHECK(unlink(tpath) == 0 && symlink("elsewhere.txt", tpath) == 0); /* beside it: a link that resolves */
+  CHECK_FAILS(sk_program_write_profile(p, out_dir), SK_STATUS_INVALID_ARGUMENT, "trace.json", "a symbolic link",
+              "not overwritten");
+  char kept[16] = "";
+  tf = fopen(target, "r");
+  CHECK_MSG(tf && fgets(kept, sizeof kept, tf) && strcmp(kept, "keep\n") == 0, "the link's target was written");
+  if (tf) fclose(tf);
+  CHECK(unlink(tpath) == 0 && unlink(target) == 0);
   /* Sub-kernel records: every block of mm and sq_in on some core, each run. */
   const sk__profile *prof = p->profile;
   size_t runs = 0, launches = 0;

@@ -4,10 +4,12 @@
  * block, wait, barrier, eager block and launch). Opens in Perfetto or
  * chrome://tracing. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "exec/program.h"
@@ -56,6 +58,44 @@ static void step_key(const sk_program *p, int32_t step, const char **op_type, co
   }
 }
 
+/* A report file is written as a temporary beside its name (0600, like
+ * everything the library writes) and renamed over the name once complete:
+ * never through a symbolic link, which would overwrite its target wherever
+ * it points, and never half-written over a previous report. */
+typedef struct report_file {
+  FILE *f;
+  const char *path;
+  char tmp[4300];
+} report_file;
+
+static sk_status report_open(report_file *r, const char *path) {
+  r->f = NULL;
+  r->path = path;
+  struct stat lst;
+  if (lstat(path, &lst) == 0 && !S_ISREG(lst.st_mode))
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "profile: %s is %s, not a regular file: not overwritten", path,
+                    S_ISLNK(lst.st_mode) ? "a symbolic link" : S_ISDIR(lst.st_mode) ? "a directory" : "a special file");
+  if (snprintf(r->tmp, sizeof r->tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof r->tmp)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "profile: %s: path too long", path);
+  int fd = mkstemp(r->tmp);
+  if (fd >= 0 && !(r->f = fdopen(fd, "w"))) {
+    close(fd);
+    unlink(r->tmp);
+  }
+  if (!r->f) return sk__fail(SK_STATUS_SYSTEM_ERROR, "profile: cannot write %s: %s", path, strerror(errno));
+  return SK_STATUS_OK;
+}
+
+static sk_status report_commit(report_file *r) {
+  bool ok = !ferror(r->f);
+  int err = ok ? 0 : EIO;
+  if (fclose(r->f) != 0 && ok) ok = false, err = errno;
+  if (ok && rename(r->tmp, r->path) != 0) ok = false, err = errno;
+  if (ok) return SK_STATUS_OK;
+  unlink(r->tmp);
+  return sk__fail(SK_STATUS_SYSTEM_ERROR, "profile: cannot write %s: %s", r->path, strerror(err));
+}
+
 static sk_status write_statistics(const sk__profile *prof, const sk_program *p, double tsc_per_us, const char *path) {
   const sk__prof_core *host = &prof->cores[prof->n_cores];
   stat_row *rows = calloc(p->n_steps + 1, sizeof *rows);
@@ -77,19 +117,20 @@ static sk_status write_statistics(const sk__profile *prof, const sk_program *p, 
     if (us > rows[i].max) rows[i].max = us;
     grand += us;
   }
-  FILE *f = fopen(path, "w");
-  if (!f) {
+  report_file r;
+  sk_status st = report_open(&r, path);
+  if (st != SK_STATUS_OK) {
     free(rows);
-    return sk__fail(SK_STATUS_SYSTEM_ERROR, "profile: cannot write %s: %s", path, strerror(errno));
+    return st;
   }
+  FILE *f = r.f;
   fprintf(f, "OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%%)\n");
   for (size_t i = 0; i < n_rows; i++)
     fprintf(f, "%s,%s,%ld,%.3f,%.3f,%.3f,%.3f,%.2f\n", rows[i].op_type, rows[i].core_type, rows[i].count, rows[i].total,
             rows[i].min, rows[i].total / (double)rows[i].count, rows[i].max,
             grand > 0 ? rows[i].total * 100.0 / grand : 0.0);
   free(rows);
-  if (fclose(f) != 0) return sk__fail(SK_STATUS_SYSTEM_ERROR, "profile: cannot write %s: %s", path, strerror(errno));
-  return SK_STATUS_OK;
+  return report_commit(&r);
 }
 
 /* JSON string with quotes, backslashes and control characters escaped. */
@@ -135,8 +176,9 @@ static void write_event(FILE *f, const sk_program *p, const sk__prof_record *rec
 }
 
 static sk_status write_trace(const sk__profile *prof, const sk_program *p, double tsc_per_us, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) return sk__fail(SK_STATUS_SYSTEM_ERROR, "profile: cannot write %s: %s", path, strerror(errno));
+  report_file out;
+  SK_RETURN_IF_ERROR(report_open(&out, path));
+  FILE *f = out.f;
   uint64_t origin = prof->tsc_origin;
   for (int c = 0; c <= prof->n_cores; c++)
     for (size_t r = 0; r < prof->cores[c].count; r++)
@@ -157,8 +199,7 @@ static sk_status write_trace(const sk__profile *prof, const sk_program *p, doubl
     dropped += prof->cores[c].dropped;
   }
   fprintf(f, "\n],\"otherData\":{\"dropped_records\":%zu,\"tsc_per_us\":%.3f}}\n", dropped, tsc_per_us);
-  if (fclose(f) != 0) return sk__fail(SK_STATUS_SYSTEM_ERROR, "profile: cannot write %s: %s", path, strerror(errno));
-  return SK_STATUS_OK;
+  return report_commit(&out);
 }
 
 sk_status sk__profile_write(sk__profile *prof, const sk_program *p, const char *dir) {
