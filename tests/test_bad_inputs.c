@@ -699,6 +699,9 @@ OPTION_ROW(op_bad_regex, "dcci-after-kernel-end=add,(")
 OPTION_ROW(op_regex_repeats, "dcci-after-kernel-end=a++++++++++++++++++++")
 OPTION_ROW(op_regex_interval, "dcci-before-kernel-start=(a{1000}){1000}")
 OPTION_ROW(op_regex_nested, "dcci-disable-on-kernel=((((((a+)+)+)+)+)+)")
+/* Three repetitions, within the limits: glibc took longer than 30 s to
+ * match it against "grouped_matmul_dequant" (exponential backtracking). */
+OPTION_ROW(op_regex_backref, "dcci-before-kernel-start=((.*)*\\2\\2)*")
 OPTION_ROW(op_regex_count, "dcci-after-kernel-end=a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q")
 OPTION_ROW(op_stray_quote, "compile-options=\"-Wl,-rpath,/a")
 static sk_status op_render_invalid(void) {
@@ -1095,6 +1098,7 @@ static const row ROWS[] = {
     R("options", op_flag_empty_item, ARG, "option compile-options", "item 2 is empty"),
     R("options", op_bad_regex, ARG, "option dcci-after-kernel-end", "pattern '('"),
     R("options", op_regex_repeats, ARG, "option dcci-after-kernel-end", "too complex", "more than 4 repetition"),
+    R("options", op_regex_backref, ARG, "option dcci-before-kernel-start", "too complex", "back-reference"),
     R("options", op_regex_count, ARG, "option dcci-after-kernel-end", "17 patterns, at most 16"),
     R("options", op_regex_interval, ARG, "option dcci-before-kernel-start", "too complex", "interval"),
     R("options", op_regex_nested, ARG, "option dcci-disable-on-kernel", "too complex", "repetition operators"),

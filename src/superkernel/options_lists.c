@@ -233,7 +233,8 @@ static regex_t *compile_all(char *const *patterns, size_t n, size_t *bad, char *
  * pattern of a list is compiled: an option string must not be able to
  * exhaust memory. Op type names need neither long patterns nor intervals.
  * Within these limits the worst list measured ~6 MB (16 patterns of 128
- * characters with 4 nested '+'). */
+ * characters with 4 nested '+'). Back-references are refused: they are
+ * what makes matching exponential (see pattern_too_complex). */
 enum { PATTERN_MAX_COUNT = 16, PATTERN_MAX_LEN = 128, PATTERN_MAX_REPEATS = 4 };
 
 /* NULL when the pattern is within the limits, else which limit it breaks. */
@@ -242,6 +243,11 @@ static const char *pattern_too_complex(const char *pattern) {
   int repeats = 0;
   for (const char *c = pattern; *c; c++) {
     if (*c == '{') return "an interval {m,n}: write the repetition out";
+    /* glibc's \1..\9 (an extension to ERE): matching with
+     * back-references is NP-hard, and glibc's backtracking took seconds
+     * for a 15-character pattern and hours for longer ones. Without them
+     * a match is a walk of the automaton, polynomial in the name. */
+    if (c[0] == '\\' && c[1] >= '1' && c[1] <= '9') return "a back-reference (\\1 to \\9), which is not supported";
     repeats += *c == '*' || *c == '+' || *c == '?';
   }
   return repeats > PATTERN_MAX_REPEATS ? "more than 4 repetition operators (*, +, ?)" : NULL;
