@@ -112,12 +112,17 @@ typedef enum sk_log_level {
   SK_LOG_OFF = 4
 } sk_log_level;
 
-/* A log hook receives every message at or above the current level. */
+/* A log hook receives every message at or above the current level. The
+ * default one writes them to stderr, each distinct warning text once per
+ * process (as Python's warnings do). */
 typedef void (*sk_log_fn)(sk_log_level level, const char *message, void *user);
 
 /* Installs a hook (NULL restores the default, which writes to stderr).
  * The default level is SK_LOG_WARN, or $SK_LOG_LEVEL (debug|info|warn|error|off). */
 SK_API void sk_set_log_handler(sk_log_fn fn, void *user);
+/* The default hook itself: "superkernel: LEVEL: message" on stderr, each
+ * distinct warning once. For a hook that adds to it rather than replace it. */
+SK_API void sk_log_default(sk_log_level level, const char *message);
 SK_API void sk_set_log_level(sk_log_level level);
 SK_API sk_log_level sk_get_log_level(void);
 

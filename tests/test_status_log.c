@@ -204,6 +204,12 @@ static void test_log_level_clamping(void) {
   restore_logging();
 }
 
+static int count_lines(const char *text, const char *line) {
+  int n = 0;
+  for (const char *at = text; (at = strstr(at, line)); at += strlen(line)) n++;
+  return n;
+}
+
 /* Reads what the default handler writes to stderr (fd 2 redirected to a
  * temporary file). */
 static void test_default_handler(void) {
@@ -223,11 +229,17 @@ static void test_default_handler(void) {
   sk__log(SK_LOG_ERROR, "to the default %d", 7);
   sk__log(SK_LOG_WARN, "a warning");
   sk__log(SK_LOG_INFO, "not shown");
+  /* Each distinct warning once; errors every time. */
+  for (int i = 0; i < 3; i++) sk__log(SK_LOG_WARN, "a warning");
+  sk__log(SK_LOG_WARN, "another warning");
+  sk__log(SK_LOG_ERROR, "to the default %d", 7);
+  sk_log_default(SK_LOG_WARN, "another warning");
+  sk_log_default(SK_LOG_WARN, NULL); /* ignored */
   fflush(stderr);
   dup2(saved, 2);
   close(saved);
 
-  char buf[512] = {0};
+  char buf[1024] = {0};
   rewind(tmp);
   size_t got = fread(buf, 1, sizeof buf - 1, tmp);
   fclose(tmp);
@@ -237,6 +249,13 @@ static void test_default_handler(void) {
   CHECK_MSG(strstr(buf, "superkernel: error: to the default 7") != NULL, "stderr: \"%s\"", buf);
   CHECK_MSG(strstr(buf, "superkernel: warning: a warning") != NULL, "stderr: \"%s\"", buf);
   CHECK_MSG(strstr(buf, "not shown") == NULL, "stderr: \"%s\"", buf);
+  CHECK_MSG(count_lines(buf, "superkernel: warning: a warning\n") == 1, "stderr: \"%s\"", buf);
+  CHECK_MSG(count_lines(buf, "superkernel: warning: another warning\n") == 1, "stderr: \"%s\"", buf);
+  CHECK_MSG(count_lines(buf, "superkernel: error: to the default 7\n") == 2, "stderr: \"%s\"", buf);
+  /* A hook of the caller's still gets every repeat. */
+  sk_set_log_handler(capture, &c);
+  for (int i = 0; i < 3; i++) sk__log(SK_LOG_WARN, "a warning");
+  CHECK(c.count == 3);
   restore_logging();
 }
 

@@ -1,6 +1,10 @@
 /* The log hook. The default handler writes "superkernel: warning: ..." lines
- * to stderr; the level comes from $SK_LOG_LEVEL the first time it is needed. */
+ * to stderr, each distinct warning once; the level comes from $SK_LOG_LEVEL
+ * the first time it is needed. A handler set by the caller gets every
+ * message. */
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +23,36 @@ static const char *level_name(sk_log_level level) {
   }
 }
 
+/* Whether the default handler has printed this warning before. One call
+ * can meet the same cause many times (an options string is parsed for the
+ * program and again for each scope, $SK_WATCHDOG_MS is read by each run
+ * context), and a warning repeated is noise that hides the next one: like
+ * Python's warnings, each distinct text is printed once per process. The
+ * last 256 distinct texts are remembered, by a 64-bit FNV-1a hash. */
+static bool seen_before(const char *message) {
+  static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+  static uint64_t seen[256];
+  static size_t n_seen;
+  uint64_t h = 1469598103934665603u;
+  for (const unsigned char *c = (const unsigned char *)message; *c; c++) h = (h ^ *c) * 1099511628211u;
+  pthread_mutex_lock(&seen_lock);
+  size_t n = n_seen < 256 ? n_seen : 256;
+  bool found = false;
+  for (size_t i = 0; i < n && !found; i++) found = seen[i] == h;
+  if (!found) seen[n_seen++ % 256] = h;
+  pthread_mutex_unlock(&seen_lock);
+  return found;
+}
+
+void sk_log_default(sk_log_level level, const char *message) {
+  if (!message) return;
+  if (level == SK_LOG_WARN && seen_before(message)) return;
+  fprintf(stderr, "superkernel: %s: %s\n", level_name(level), message);
+}
+
 static void default_handler(sk_log_level level, const char *message, void *user) {
   (void)user;
-  fprintf(stderr, "superkernel: %s: %s\n", level_name(level), message);
+  sk_log_default(level, message);
 }
 
 /* Handler and user pointer change together, so they sit under one lock;

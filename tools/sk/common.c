@@ -174,24 +174,14 @@ static void watch_on_jit(const char *scope, size_t index, size_t total, void *us
   w->width = n;
 }
 
-static const char *log_level_name(sk_log_level level) {
-  switch (level) {
-    case SK_LOG_DEBUG: return "debug";
-    case SK_LOG_INFO: return "info";
-    case SK_LOG_WARN: return "warning";
-    case SK_LOG_ERROR: return "error";
-    default: return "log";
-  }
-}
-
-/* Prints as the library's default handler does (below the user's level:
+/* Prints through the library's default handler (below the user's level:
  * nothing) and counts JIT fallbacks. */
 static void watch_log(sk_log_level level, const char *message, void *user) {
   compile_watch *w = user;
   if (level >= SK_LOG_WARN && strstr(message, "falling back to the interpreter")) w->fallbacks++;
   if (level < w->shown || w->shown >= SK_LOG_OFF) return;
   watch_clear_line(w); /* the message gets its own line; the next update redraws */
-  fprintf(stderr, "superkernel: %s: %s\n", log_level_name(level), message);
+  sk_log_default(level, message);
 }
 
 int sk_session_open_team(sk_session *s, const char *cmd, const char *synopsis, const char *model, const char *options,
