@@ -732,8 +732,13 @@ SK_API sk_status sk_compile(const sk_graph *graph, const sk_compile_config *cfg,
                             sk_program **program_out);
 SK_API void sk_program_destroy(sk_program *program);
 
-/* A caller-provided buffer bound to a graph input or output by name. Data is
- * dense, row-major (C order), of exactly numel * dtype size bytes. */
+/* Buffers: a caller-provided buffer bound to a graph input or output by
+ * name. Data is dense, row-major (C order), of exactly numel * dtype size
+ * bytes, and aligned to the dtype's size (2 bytes for fp16, 4 for fp32 and
+ * int32, ...; what numpy, torch and malloc always give): the kernels read
+ * elements through typed pointers, which C requires to be aligned. A
+ * misaligned buffer (or borrowed constant) is refused with
+ * SK_STATUS_INVALID_ARGUMENT naming it; copy it to an aligned one. */
 typedef struct sk_buffer {
   const char *name;
   void *data;

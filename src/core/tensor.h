@@ -24,6 +24,14 @@ int64_t sk__tensor_numel(const sk__tensor *t);
 size_t sk__tensor_bytes(const sk__tensor *t);
 /* A view of t with another shape of the same element count (no copy). */
 sk__tensor sk__tensor_view(const sk__tensor *t, int rank, const int64_t *shape);
+/* Whether data is aligned for dtype's elements (to its size): the kernels
+ * read elements through typed pointers, which C requires to be aligned.
+ * numpy, torch and malloc buffers always are. */
+static inline bool sk__dtype_aligned(sk_dtype dtype, const void *data) {
+  size_t a = sk_dtype_size(dtype);
+  return a == 0 || (uintptr_t)data % a == 0;
+}
+
 bool sk__tensor_same_shape(const sk__tensor *a, const sk__tensor *b);
 
 /* Checks rank in [0, SK_MAX_RANK], every dim >= 0, and that the element

@@ -43,6 +43,12 @@ static sk_status check_buffer(const char *fn, const sk_program *p, sk_io_kind ki
   }
   if (!data && bytes)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s '%s': data is NULL", fn, KIND_NAME[kind], io[index].name);
+  if (data && bytes && !sk__dtype_aligned(io[index].desc.dtype, data)) /* no element of an empty one is read */
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "%s: %s '%s': data %p is not aligned to %zu bytes, the size of its %s elements (see 'Buffers' in "
+                    "superkernel.h)",
+                    fn, KIND_NAME[kind], io[index].name, data, sk_dtype_size(io[index].desc.dtype),
+                    sk_dtype_name(io[index].desc.dtype));
   *out = data ? data : (void *)sk__empty_data; /* a 0-byte tensor */
   return SK_STATUS_OK;
 }

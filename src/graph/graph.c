@@ -135,6 +135,11 @@ sk_status sk_graph_add_constant(sk_graph *g, const char *name, sk_dtype dtype, i
   sk__tensor_init(&desc, dtype, rank, shape);
   size_t bytes = sk__tensor_bytes(&desc);
   if (bytes && !data) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "graph constant '%s': data is NULL", name);
+  if (flags == SK_CONSTANT_BORROW && bytes && !sk__dtype_aligned(dtype, data)) /* a copy is malloc'd: aligned */
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "graph constant '%s': borrowed data %p is not aligned to %zu bytes, the size of its %s elements "
+                    "(copy it, or see 'Buffers' in superkernel.h)",
+                    name, data, sk_dtype_size(dtype), sk_dtype_name(dtype));
   SK_RETURN_IF_ERROR(sk__grow((void **)&g->values, &g->cap_values, g->n_values + 1, sizeof *g->values));
   SK_RETURN_IF_ERROR(sk__grow((void **)&g->constants, &g->cap_constants, g->n_constants + 1, sizeof *g->constants));
   sk__constant c = {sk__strdup(name), (sk_value)g->n_values, data, flags == SK_CONSTANT_COPY};
