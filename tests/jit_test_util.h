@@ -116,16 +116,22 @@ static inline int count_entries(const char *dir, const char *prefix, const char 
   return found;
 }
 
-/* rm -rf of a directory of plain files (made writable first). */
+/* rm -rf (directories made writable first; links are removed, not
+ * followed). */
 static inline void remove_dir(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return;
+  if (!S_ISDIR(st.st_mode)) {
+    unlink(path);
+    return;
+  }
   chmod(path, 0700);
   DIR *d = opendir(path);
   if (d) {
     char file[PATH_MAX + 300];
     for (struct dirent *e; (e = readdir(d));)
       if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-        unlink(file);
+        if (snprintf(file, sizeof file, "%s/%s", path, e->d_name) < (int)sizeof file) remove_dir(file);
       }
     closedir(d);
   }

@@ -7,6 +7,11 @@
 # broken cache make their own subdirectories of it.
 sk_add_test(NAME test_cache_faults SOURCES test_cache_faults.c LIBS sk_reference_runner TIMEOUT 120)
 set_tests_properties(test_cache_faults PROPERTIES ENVIRONMENT "SK_CACHE_DIR=${PROJECT_BINARY_DIR}/tests/cache_faults_cache")
+# The compiler process and the cache directory under a hostile host (SIGCHLD
+# ignored, a lingering compiler child, a killed caller, ulimit -f, a swapped
+# cache directory, a directory where an entry belongs).
+sk_add_test(NAME test_compiler_faults SOURCES test_compiler_faults.c LIBS sk_reference_runner TIMEOUT 180)
+set_tests_properties(test_compiler_faults PROPERTIES ENVIRONMENT "SK_CACHE_DIR=${PROJECT_BINARY_DIR}/tests/compiler_faults_cache")
 sk_add_test(NAME test_concurrency SOURCES test_concurrency.c LIBS sk_reference_runner TIMEOUT 180)
 set_tests_properties(test_concurrency PROPERTIES ENVIRONMENT "SK_CACHE_DIR=${PROJECT_BINARY_DIR}/tests/concurrency_cache")
 sk_add_test(NAME test_run_context SOURCES test_run_context.c LIBS sk_reference_runner TIMEOUT 240)

@@ -2,6 +2,7 @@ list(APPEND SK_SOURCES
   core/alloc.c
   core/cpu.c
   core/dtype.c
+  core/fsize_guard.c
   core/executor.c
   core/log.c
   core/run_error.c

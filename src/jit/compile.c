@@ -1,28 +1,21 @@
 /* Running the system C compiler, Ruby MJIT's way: an explicit argument
- * vector through posix_spawnp (never system() or a shell, so no quoting
- * and no injection through option strings), stdout and stderr on one
- * close-on-exec pipe that is drained while the compiler runs (a chatty
- * compiler can never block on a full pipe), and the diagnostics, trimmed,
- * in the error message when it fails. */
+ * vector (never system() or a shell, so no quoting and no injection through
+ * option strings), stdout and stderr on one pipe that is drained while the
+ * compiler runs (a chatty compiler can never block on a full pipe), and the
+ * diagnostics, trimmed, in the error message when it fails. The process
+ * itself is run by spawn.c. */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
 #include "jit/jit_internal.h"
-
-extern char **environ;
 
 /* A library built with ThreadSanitizer must compile its kernels with it
  * too: the flags' atomics live in the generated code, and TSan only sees
@@ -51,7 +44,7 @@ int sk__jit_argv(const sk__jit_compiler *cc, const sk__options *o, const char *o
                  const char **argv, int max) {
   int n = 0;
   if (max < N_FIXED + o->n_compile_options + 5) return -1;
-  argv[n++] = cc->name;
+  argv[n++] = cc->argv0;
   for (int i = 0; i < N_FIXED; i++) argv[n++] = fixed_flags[i];
   /* After the fixed flags, so a user's -O3 or -march wins. */
   for (int i = 0; i < o->n_compile_options; i++) argv[n++] = o->compile_options[i];
@@ -79,79 +72,6 @@ static sk_status timeout_ms(long long *ms) {
                     SK_JIT_TIMEOUT_DEFAULT);
   *ms = (long long)ceil(s * 1000.0);
   return SK_STATUS_OK;
-}
-
-static long long now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* Runs file with argv, stdin from /dev/null, stdout and stderr into out
- * (first cap - 1 bytes, NUL-terminated; the rest is read and dropped).
- * *cut says whether anything was dropped. The child leads its own process
- * group; when limit_ms (> 0) passes before its output ends, the whole
- * group (the driver and whatever it started: cc1, as, ld) is killed with
- * SIGKILL and *timed_out is set. Returns 0 and the wait status, or the
- * spawn error number. */
-static int run_capture(const char *file, const char *const *argv, char *out, size_t cap, int *wstatus, bool *cut,
-                       long long limit_ms, bool *timed_out) {
-  int fds[2];
-  *timed_out = false;
-  if (pipe2(fds, O_CLOEXEC) != 0) return errno;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, file, &fa, &attr, (char *const *)argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    return rc;
-  }
-  size_t len = 0;
-  char drain[4096];
-  *cut = false;
-  long long deadline = limit_ms > 0 ? now_ms() + limit_ms : 0;
-  for (;;) {
-    if (deadline) {
-      long long left = deadline - now_ms();
-      struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
-      int ready = left > 0 ? poll(&pfd, 1, left > 1000000 ? 1000000 : (int)left) : 0;
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready == 0 && left > 1000000) continue;
-      if (ready == 0) {
-        /* Do not wait for EOF: a descendant that left the group could hold
-         * the pipe open forever. */
-        *timed_out = true;
-        kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-        break;
-      }
-    }
-    char *dst = len + 1 < cap ? out + len : drain;
-    size_t room = len + 1 < cap ? cap - 1 - len : sizeof drain;
-    ssize_t got = read(fds[0], dst, room);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    if (dst != drain) len += (size_t)got;
-    else *cut = true;
-  }
-  close(fds[0]);
-  if (cap) out[len] = '\0';
-  while (waitpid(pid, wstatus, 0) < 0)
-    if (errno != EINTR) return errno;
-  /* The driver may exit first and leave a stuck cc1 behind in its group. */
-  if (*timed_out) kill(-pid, SIGKILL);
-  return 0;
 }
 
 /* PATH lookup as execvp does it, so identity and execution agree. */
@@ -196,16 +116,26 @@ sk_status sk__jit_compiler_find(sk__jit_compiler *out) {
   if (!find_in_path(name, out->exec, sizeof out->exec))
     return sk__fail(SK_STATUS_NOT_FOUND, "jit: compiler '%s' not found%s (set $SK_CC to a C compiler)", name,
                     strchr(name, '/') ? "" : " in $PATH");
+  /* The compiler runs in its private directory: a relative path (./cc, or
+   * found through a relative $PATH entry) is made absolute here, and is
+   * then also its argv[0], which a driver uses to find its own parts. */
+  if (out->exec[0] != '/') {
+    char cwd[PATH_MAX], rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "%s", out->exec);
+    if (!getcwd(cwd, sizeof cwd) || snprintf(out->exec, sizeof out->exec, "%s/%s", cwd, rel) >= (int)sizeof out->exec)
+      return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: compiler '%s': cannot make its path absolute", name);
+  }
+  snprintf(out->argv0, sizeof out->argv0, "%s", strchr(name, '/') ? out->exec : name);
   if (!realpath(out->exec, out->path)) snprintf(out->path, sizeof out->path, "%s", out->exec);
-  const char *argv[] = {name, "--version", NULL};
+  const char *argv[] = {out->argv0, "--version", NULL};
   char version[1024];
-  bool cut, timed_out;
   long long limit;
   SK_RETURN_IF_ERROR(timeout_ms(&limit));
-  int wstatus = 0, rc = run_capture(out->exec, argv, version, sizeof version, &wstatus, &cut, limit, &timed_out);
+  sk__jit_proc r = {.out = version, .cap = sizeof version};
+  int rc = sk__jit_run_process(out->exec, argv, -1, limit, &r);
   if (rc != 0)
     return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot run compiler '%s' (%s): %s", name, out->exec, strerror(rc));
-  if (timed_out)
+  if (r.timed_out)
     return sk__fail(SK_STATUS_SYSTEM_ERROR,
                     "jit: compiler '%s' timed out after %.3g s ($SK_JIT_TIMEOUT) answering --version; killed it", name,
                     (double)limit / 1000.0);
@@ -219,19 +149,22 @@ sk_status sk__jit_compiler_find(sk__jit_compiler *out) {
   return SK_STATUS_OK;
 }
 
-sk_status sk__jit_compile(const sk__jit_compiler *cc, const sk__options *o, const char *src, const char *out) {
+sk_status sk__jit_compile(const sk__jit_compiler *cc, const sk__options *o, int dir_fd, const char *src,
+                          const char *out) {
   long long limit;
   SK_RETURN_IF_ERROR(timeout_ms(&limit));
   const char **argv = malloc((size_t)(N_FIXED + o->n_compile_options + 6) * sizeof *argv);
   if (!argv) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
   sk__jit_argv(cc, o, out, src, argv, N_FIXED + o->n_compile_options + 6);
   char diag[DIAG_MAX + 8];
-  bool cut, timed_out;
-  int wstatus = 0, rc = run_capture(cc->exec, argv, diag, DIAG_MAX + 1, &wstatus, &cut, limit, &timed_out);
+  sk__jit_proc r = {.out = diag, .cap = DIAG_MAX + 1};
+  int rc = sk__jit_run_process(cc->exec, argv, dir_fd, limit, &r);
   free(argv);
   if (rc != 0)
     return sk__fail(SK_STATUS_SYSTEM_ERROR, "jit: cannot run compiler '%s' (%s): %s", cc->name, cc->exec, strerror(rc));
-  if (timed_out)
+  bool cut = r.cut;
+  int wstatus = r.wstatus;
+  if (r.timed_out)
     return sk__fail(SK_STATUS_SYSTEM_ERROR,
                     "jit: compiler '%s' timed out after %.3g s ($SK_JIT_TIMEOUT; 0 = no limit); killed it", cc->name,
                     (double)limit / 1000.0);

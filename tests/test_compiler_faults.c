@@ -1,0 +1,311 @@
+/* The compiler process and the cache directory under a hostile or careless
+ * host (issue 15, items 3, 8 and 11), each in a process of its own:
+ *
+ *   - the host ignores SIGCHLD: the JIT still works;
+ *   - the compiler leaves a background child holding its output pipe: the
+ *     compile ends with the compiler, and the child is killed;
+ *   - the caller is killed during a compile: the compiler dies with it, and
+ *     the next compile removes the private directory left behind;
+ *   - a file-size limit (`ulimit -f`) with SIGXFSZ at its default: the
+ *     caller is not killed, the kernel falls back naming the cause;
+ *   - the cache directory is swapped for another during the compile: the
+ *     object that is loaded is the one compiled from our source in our
+ *     directory, and nothing from the other runs;
+ *   - a directory where a cache entry belongs: removed when empty,
+ *     reported once (naming what to do) when not.
+ *
+ * Fake compilers are shell scripts that end by running the real `cc`. The
+ * forked cases run before this process creates a team thread. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fault_test_util.h"
+
+static char base_dir[PATH_MAX];
+
+static void path_in(const char *dir, const char *name, char *out, size_t n) {
+  if (snprintf(out, n, "%s/%s", dir, name) >= (int)n) abort();
+}
+
+static void write_script(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  if (!f) return;
+  fputs(text, f);
+  CHECK(fclose(f) == 0 && chmod(path, 0700) == 0);
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Whether pid has ended (gone, or a zombie nobody reaped yet). */
+static bool ended(pid_t pid) {
+  char path[64], stat_line[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return kill(pid, 0) != 0 && errno == ESRCH;
+  size_t got = fread(stat_line, 1, sizeof stat_line - 1, f);
+  fclose(f);
+  stat_line[got] = '\0';
+  const char *paren = strrchr(stat_line, ')'); /* "pid (comm) S ..." */
+  return paren && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/* Waits up to seconds for pid to end. */
+static bool ends_within(pid_t pid, double seconds) {
+  for (double t0 = now_s(); now_s() - t0 < seconds; usleep(20000))
+    if (ended(pid)) return true;
+  return ended(pid);
+}
+
+/* The pid a fake compiler wrote to path, waiting up to 20 s for it. */
+static pid_t read_pid(const char *path) {
+  for (double t0 = now_s(); now_s() - t0 < 20; usleep(20000)) {
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    bool ok = f && fscanf(f, "%d", &pid) == 1 && pid > 0;
+    if (f) fclose(f);
+    if (ok) return (pid_t)pid;
+  }
+  return 0;
+}
+
+/* A fresh cache directory base_dir/name, set as $SK_CACHE_DIR. */
+static void use_cache(const char *name, char *dir, size_t n) {
+  path_in(base_dir, name, dir, n);
+  fresh_dir(dir);
+  setenv("SK_CACHE_DIR", dir, 1);
+}
+
+/* ---- the host ignores SIGCHLD ---- */
+
+static void sigchld_child(const void *arg) {
+  (void)arg;
+  signal(SIGCHLD, SIG_IGN); /* the kernel now reaps our children itself */
+  char dir[PATH_MAX];
+  use_cache("sigchld", dir, sizeof dir);
+  sk_team *team = child_team();
+  sk_graph *g = chain_model();
+  expect_jit(g, team);
+  sk_graph_destroy(g);
+  sk_team_destroy(team);
+}
+
+static void test_sigchld_ignored(void) {
+  int status = in_child(sigchld_child, NULL);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed: status %#x", status);
+}
+
+/* ---- a compiler that leaves a child behind ---- */
+
+static void test_background_child(void) {
+  char dir[PATH_MAX], cc[PATH_MAX], pid_file[PATH_MAX];
+  use_cache("background", dir, sizeof dir);
+  path_in(base_dir, "background-cc", cc, sizeof cc);
+  path_in(base_dir, "background.pid", pid_file, sizeof pid_file);
+  unlink(pid_file);
+  /* The sleep inherits stdout and stderr: the output pipe stays open for
+   * 30 s after the compiler itself has finished. */
+  write_script(cc, "#!/bin/sh\nsleep 30 &\necho $! > \"$SKT_PID_FILE\"\nexec cc \"$@\"\n");
+  setenv("SKT_PID_FILE", pid_file, 1);
+  setenv("SK_CC", cc, 1);
+  sk_graph *g = chain_model();
+  double t0 = now_s();
+  expect_jit(g, NULL);
+  double took = now_s() - t0;
+  CHECK_MSG(took < 15, "the compile took %.1f s: it waited for the background child", took);
+  pid_t bg = read_pid(pid_file);
+  CHECK_MSG(bg > 0 && ends_within(bg, 5), "the compiler's background child %d is still running", (int)bg);
+  sk_graph_destroy(g);
+  unsetenv("SK_CC");
+}
+
+/* ---- the caller killed during a compile ---- */
+
+typedef struct killed_args {
+  char dir[PATH_MAX];
+} killed_args;
+
+static void killed_child(const void *arg) {
+  const killed_args *a = arg;
+  setenv("SK_CACHE_DIR", a->dir, 1);
+  sk_graph *g = chain_model();
+  sk_program *p = compile(g, NULL, SK_EXECUTOR_JIT); /* SIGTERM arrives during this */
+  sk_program_destroy(p);
+  sk_graph_destroy(g);
+}
+
+static void test_killed_during_compile(void) {
+  killed_args a;
+  char cc[PATH_MAX], pid_file[PATH_MAX];
+  use_cache("killed", a.dir, sizeof a.dir);
+  path_in(base_dir, "killed-cc", cc, sizeof cc);
+  path_in(base_dir, "killed.pid", pid_file, sizeof pid_file);
+  unlink(pid_file);
+  write_script(cc, "#!/bin/sh\ncase \"$1\" in --version) exec cc \"$@\";; esac\n"
+                   "echo $$ > \"$SKT_PID_FILE\"\nexec sleep 60\n");
+  setenv("SKT_PID_FILE", pid_file, 1);
+  setenv("SK_CC", cc, 1);
+  fflush(stdout), fflush(stderr);
+  pid_t caller = fork();
+  if (caller == 0) {
+    killed_child(&a);
+    _exit(0);
+  }
+  CHECK(caller > 0);
+  pid_t compiler = read_pid(pid_file);
+  CHECK_MSG(compiler > 0, "the fake compiler never started");
+  kill(caller, SIGTERM);
+  int status = 0;
+  CHECK(waitpid(caller, &status, 0) == caller && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+  if (compiler > 0) {
+    bool gone = ends_within(compiler, 5);
+    CHECK_MSG(gone, "the compiler %d outlived its killed caller", (int)compiler);
+    if (!gone) kill(compiler, SIGKILL);
+  }
+  CHECK_MSG(count_entries(a.dir, "tmp-", "") == 1, "the killed compile's private directory: %d",
+            count_entries(a.dir, "tmp-", ""));
+  /* The next compile (a real compiler now) removes it: its process is gone. */
+  unsetenv("SK_CC");
+  setenv("SK_CACHE_DIR", a.dir, 1);
+  sk_graph *g = chain_model();
+  expect_jit(g, NULL);
+  CHECK_MSG(count_entries(a.dir, "tmp-", "") == 0, "%d private directories left", count_entries(a.dir, "tmp-", ""));
+  sk_graph_destroy(g);
+}
+
+/* ---- a file-size limit, SIGXFSZ at its default ---- */
+
+typedef struct fsize_args {
+  bool source_fits;
+} fsize_args;
+
+static void fsize_child(const void *arg) {
+  const fsize_args *a = arg;
+  char dir[PATH_MAX];
+  use_cache(a->source_fits ? "fsize-object" : "fsize-source", dir, sizeof dir);
+  sk_graph *g = chain_model();
+  size_t len = jit_source_length(g, NULL, "chain");
+  struct rlimit rl;
+  CHECK(getrlimit(RLIMIT_FSIZE, &rl) == 0);
+  rl.rlim_cur = a->source_fits ? (rlim_t)len + 512 : (rlim_t)len / 2;
+  CHECK_MSG(setrlimit(RLIMIT_FSIZE, &rl) == 0, "setrlimit: %s", strerror(errno));
+  if (a->source_fits) /* the compiler (killed by SIGXFSZ or failing) */
+    expect_fallback(g, NULL, (const char *const[]){"scope 'chain'", "compiler '", "failed ("}, 3);
+  else /* our own write */
+    expect_fallback(g, NULL, (const char *const[]){"scope 'chain'", "cannot write ", dir, strerror(EFBIG)}, 4);
+  /* The signal is neither left blocked nor pending. */
+  sigset_t mask, pending;
+  CHECK(sigprocmask(SIG_SETMASK, NULL, &mask) == 0 && !sigismember(&mask, SIGXFSZ));
+  CHECK(sigpending(&pending) == 0 && !sigismember(&pending, SIGXFSZ));
+  CHECK(count_entries(dir, NULL, "") == 0);
+  sk_graph_destroy(g);
+}
+
+static void test_file_size_limit(void) {
+  for (int k = 0; k < 2; k++) {
+    fsize_args a = {.source_fits = k == 1};
+    int status = in_child(fsize_child, &a);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: the child failed: status %#x%s",
+              k ? "object" : "source", status, WIFSIGNALED(status) ? " (killed by a signal)" : "");
+  }
+}
+
+/* ---- the cache directory swapped during the compile ---- */
+
+/* The fake compiler moves the cache away and puts a directory of its own
+ * at its path, holding a source with a constructor that leaves a marker,
+ * at the name of the source it was asked to compile; then runs cc as
+ * asked. A JIT that used paths after checking the directory would compile
+ * and load that source. */
+static const char swap_cc[] =
+    "#!/bin/sh\n"
+    "case \"$1\" in --version) exec cc \"$@\";; esac\n"
+    "for a; do last=$a; done\n"
+    "case \"$last\" in */*) priv=$(basename \"$(dirname \"$last\")\");; *) priv=$(basename \"$(pwd -P)\");; esac\n"
+    "mv \"$SKT_CACHE\" \"$SKT_CACHE.real\" && mkdir -m 700 \"$SKT_CACHE\" \"$SKT_CACHE/$priv\" || exit 99\n"
+    "printf '#include <fcntl.h>\\n#include <unistd.h>\\n__attribute__((constructor)) static void evil(void) "
+    "{ close(open(\"%s\", O_CREAT | O_WRONLY, 0600)); }\\n' \"$SKT_MARKER\" > \"$SKT_CACHE/$priv/$(basename "
+    "\"$last\")\"\n"
+    "exec cc \"$@\"\n";
+
+static void test_cache_dir_swapped(void) {
+  char dir[PATH_MAX], real[PATH_MAX + 8], cc[PATH_MAX], marker[PATH_MAX];
+  use_cache("swapped", dir, sizeof dir);
+  snprintf(real, sizeof real, "%s.real", dir);
+  remove_dir(real);
+  path_in(base_dir, "swap-cc", cc, sizeof cc);
+  path_in(base_dir, "swap-marker", marker, sizeof marker);
+  unlink(marker);
+  write_script(cc, swap_cc);
+  setenv("SKT_CACHE", dir, 1);
+  setenv("SKT_MARKER", marker, 1);
+  setenv("SK_CC", cc, 1);
+  sk_graph *g = chain_model();
+  expect_jit(g, NULL);
+  CHECK_MSG(access(marker, F_OK) != 0, "code from the swapped-in directory ran in this process");
+  CHECK_MSG(count_entries(real, NULL, ".so") == 1, "the entry is not in the directory that was checked");
+  CHECK(count_entries(dir, NULL, ".so") == 0);
+  sk_graph_destroy(g);
+  unsetenv("SK_CC");
+  remove_dir(real);
+}
+
+/* ---- a directory where an entry belongs ---- */
+
+/* The name of the one <key>.so in dir, without ".so". */
+static bool entry_key(const char *dir, char key[65]) {
+  DIR *d = opendir(dir);
+  bool found = false;
+  for (struct dirent *e; d && !found && (e = readdir(d));)
+    if (strlen(e->d_name) == 67 && strcmp(e->d_name + 64, ".so") == 0) {
+      memcpy(key, e->d_name, 64);
+      key[64] = '\0';
+      found = true;
+    }
+  if (d) closedir(d);
+  return found;
+}
+
+static void test_entry_is_directory(void) {
+  char dir[PATH_MAX], key[65], entry[PATH_MAX], inside[PATH_MAX + 16], name[80];
+  use_cache("entry-dir", dir, sizeof dir);
+  sk_graph *g = chain_model();
+  expect_jit(g, NULL);
+  CHECK(entry_key(dir, key));
+  snprintf(name, sizeof name, "%s.so", key);
+  path_in(dir, name, entry, sizeof entry);
+  snprintf(inside, sizeof inside, "%s/file", entry);
+  CHECK(unlink(entry) == 0 && mkdir(entry, 0700) == 0);
+  write_script(inside, "not ours\n");
+  /* Not empty: reported, naming it and what to do; left alone. */
+  expect_fallback(g, NULL, (const char *const[]){entry, "is a directory", "remove it"}, 3);
+  CHECK(access(inside, F_OK) == 0);
+  /* Empty: repaired. */
+  CHECK(unlink(inside) == 0);
+  expect_jit(g, NULL);
+  struct stat st;
+  CHECK(lstat(entry, &st) == 0 && S_ISREG(st.st_mode));
+  sk_graph_destroy(g);
+}
+
+int main(void) {
+  jit_test_start(base_dir, "compiler_faults_cache");
+  static const harness_case cases[] = {
+      TEST_CASE(test_sigchld_ignored),  TEST_CASE(test_file_size_limit),   TEST_CASE(test_killed_during_compile),
+      TEST_CASE(test_background_child), TEST_CASE(test_cache_dir_swapped), TEST_CASE(test_entry_is_directory)};
+  return harness_run(cases, sizeof cases / sizeof cases[0]);
+}
