@@ -139,13 +139,17 @@ static inline void remove_dir(const char *path) {
 }
 
 /* A test's start: base (PATH_MAX bytes) becomes $SK_CACHE_DIR, or
- * `fallback` when unset, made 0700 and exported again; the log is captured
- * from the info level on. */
+ * `fallback` when unset, made 0700, absolute (the compiler runs in its
+ * private directory: the paths tests hand fake compilers must not be
+ * relative) and exported again; the log is captured from the info level
+ * on. */
 static inline void jit_test_start(char *base, const char *fallback) {
   const char *dir = getenv("SK_CACHE_DIR");
-  snprintf(base, PATH_MAX, "%s", dir && *dir ? dir : fallback);
-  mkdir(base, 0700);
-  chmod(base, 0700);
+  char given[PATH_MAX];
+  snprintf(given, sizeof given, "%s", dir && *dir ? dir : fallback);
+  mkdir(given, 0700);
+  chmod(given, 0700);
+  if (!realpath(given, base)) snprintf(base, PATH_MAX, "%s", given);
   /* The test keeps its cases' caches in subdirectories of its own: tag it
    * as a cache, which the library then takes whatever else it holds. */
   char tag[PATH_MAX + 16];

@@ -211,14 +211,31 @@ static void core_function(sk__text *t, const sk__plan *plan, const sk_program *p
   sk__text_put(t, "}\n\n");
 }
 
+/* The object's size is bounded: every function starts on a func-align
+ * boundary, so a scope of many sub-kernels with many code copies at a
+ * large alignment would write that much padding (10^5 sub-kernels, 2
+ * cores, func-align 4096: 800 MB). Such a scope is interpreted instead. */
+#define SK_JIT_MAX_PADDING ((size_t)64 << 20)
+
 sk_status sk__jit_codegen(const sk__plan *plan, const sk_program *p, char **body_out) {
   *body_out = NULL;
   int copies = n_copies(plan);
   bool *used = calloc(plan->n_subs * (size_t)copies + 1, sizeof *used);
   if (!used) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: out of memory");
+  size_t functions = 1 + (size_t)plan->n_cores; /* the entry and the cores' */
   for (int c = 0; c < plan->n_cores; c++)
-    for (size_t k = plan->core_begin[c]; k < plan->core_begin[c + 1]; k++)
-      if (plan->tasks[k].kind == SK_TASK_RUN) used[plan->tasks[k].sub * (size_t)copies + (size_t)(c % copies)] = true;
+    for (size_t k = plan->core_begin[c]; k < plan->core_begin[c + 1]; k++) {
+      bool *u = &used[plan->tasks[k].sub * (size_t)copies + (size_t)(c % copies)];
+      if (plan->tasks[k].kind == SK_TASK_RUN && !*u) *u = true, functions++;
+    }
+  if (functions * (size_t)plan->options.func_align > SK_JIT_MAX_PADDING) {
+    free(used);
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "jit: %zu functions aligned to func-align %d would make an object of over %zu MiB (the limit is "
+                    "%zu MiB): lower func-align or split-mode, or split the scope",
+                    functions, plan->options.func_align,
+                    functions * (size_t)plan->options.func_align >> 20, SK_JIT_MAX_PADDING >> 20);
+  }
   sk__text t = {0};
   prelude(&t, plan, p);
   wrappers(&t, plan, p, used);
