@@ -156,39 +156,46 @@ SK_ALWAYS_INLINE void k_loop(size_t rows, size_t k, const float *const a[MR], co
   }
 }
 
-void sk__f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t k, const float *a,
-                                     size_t a_stride, const float *w, const float *acc_in,
-                                     float *acc_out, const float *bias, void *c, size_t ldc,
-                                     sk_dtype c_dtype);
+/* The same k loop on a 16-bit panel, each W vector widened as it is
+ * loaded (exactly: the products and sums are those of k_loop). */
+SK_ALWAYS_INLINE __m256 widen8(const uint16_t *w, sk_dtype dtype) {
+  __m128i h = _mm_loadu_si128((const __m128i *)(const void *)w);
+  if (dtype == SK_FP16) return _mm256_cvtph_ps(h);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
 
-void sk__f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t k, const float *a,
-                                     size_t a_stride, const float *w, const float *acc_in,
-                                     float *acc_out, const float *bias, void *c, size_t ldc,
-                                     sk_dtype c_dtype) {
-  /* Rows past mr repeat the last row: harmless loads, results not stored. */
-  const float *rows[MR];
+SK_ALWAYS_INLINE void k_loop16(size_t rows, size_t k, const float *const a[MR], const uint16_t *w,
+                               sk_dtype dtype, __m256 acc[MR][NV]) {
+  for (size_t p = 0; p < k; p++, w += NR) {
+    __m256 b[NV];
+#pragma GCC unroll 2
+    for (size_t v = 0; v < NV; v++) b[v] = widen8(w + 8 * v, dtype);
+#pragma GCC unroll 8
+    for (size_t i = 0; i < rows; i++) {
+      __m256 av = _mm256_broadcast_ss(a[i] + p);
+#pragma GCC unroll 2
+      for (size_t v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(av, b[v], acc[i][v]);
+    }
+  }
+}
+
+/* Row pointers (rows past mr repeat the last row: harmless loads, results
+ * not stored) and the accumulators' start. */
+SK_ALWAYS_INLINE void tile_start(size_t mr, const float *a, size_t a_stride, const float *acc_in,
+                                 const float *rows[MR], __m256 acc[MR][NV]) {
 #pragma GCC unroll 8
   for (size_t i = 0; i < MR; i++) rows[i] = a + (i < mr ? i : mr - 1) * a_stride;
-
-  __m256 acc[MR][NV];
 #pragma GCC unroll 8
   for (size_t i = 0; i < MR; i++)
 #pragma GCC unroll 2
     for (size_t v = 0; v < NV; v++)
       acc[i][v] = acc_in ? _mm256_load_ps(acc_in + i * NR + 8 * v) : _mm256_setzero_ps();
+}
 
-  /* Only the rows there are: a decode step's 1-4 rows would otherwise pay
-   * for all MR. */
-  switch (mr) {
-    case 1: k_loop(1, k, rows, w, acc); break;
-    case 2: k_loop(2, k, rows, w, acc); break;
-    case 3: k_loop(3, k, rows, w, acc); break;
-    case 4: k_loop(4, k, rows, w, acc); break;
-    case 5: k_loop(5, k, rows, w, acc); break;
-    default: k_loop(MR, k, rows, w, acc); break;
-  }
-
-  if (acc_out) { /* another k block follows: keep the raw sums */
+/* The raw sums to acc_out when another k block follows, else C. */
+SK_ALWAYS_INLINE void tile_finish(size_t mr, size_t nr, __m256 acc[MR][NV], float *acc_out, const float *bias,
+                                  void *c, size_t ldc, sk_dtype c_dtype) {
+  if (acc_out) {
 #pragma GCC unroll 8
     for (size_t i = 0; i < MR; i++)
 #pragma GCC unroll 2
@@ -202,5 +209,58 @@ void sk__f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t k, const float
   }
 }
 
-const sk__gemm_config sk__f32_gemm_config_avx2 = {MR, NR, pack_a_avx2, pack_b_avx2,
-                                                  sk__f32_gemm_ukernel_6x16__avx2};
+void sk__f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t k, const float *a,
+                                     size_t a_stride, const float *w, const float *acc_in,
+                                     float *acc_out, const float *bias, void *c, size_t ldc,
+                                     sk_dtype c_dtype);
+
+void sk__f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t k, const float *a,
+                                     size_t a_stride, const float *w, const float *acc_in,
+                                     float *acc_out, const float *bias, void *c, size_t ldc,
+                                     sk_dtype c_dtype) {
+  const float *rows[MR];
+  __m256 acc[MR][NV];
+  tile_start(mr, a, a_stride, acc_in, rows, acc);
+  /* Only the rows there are: a decode step's 1-4 rows would otherwise pay
+   * for all MR. */
+  switch (mr) {
+    case 1: k_loop(1, k, rows, w, acc); break;
+    case 2: k_loop(2, k, rows, w, acc); break;
+    case 3: k_loop(3, k, rows, w, acc); break;
+    case 4: k_loop(4, k, rows, w, acc); break;
+    case 5: k_loop(5, k, rows, w, acc); break;
+    default: k_loop(MR, k, rows, w, acc); break;
+  }
+  tile_finish(mr, nr, acc, acc_out, bias, c, ldc, c_dtype);
+}
+
+/* k_loop16 for one dtype, for the rows there are. */
+SK_ALWAYS_INLINE void k_loop16_rows(size_t mr, size_t k, const float *const rows[MR], const uint16_t *w,
+                                    sk_dtype dtype, __m256 acc[MR][NV]) {
+  switch (mr) {
+    case 1: k_loop16(1, k, rows, w, dtype, acc); break;
+    case 2: k_loop16(2, k, rows, w, dtype, acc); break;
+    case 3: k_loop16(3, k, rows, w, dtype, acc); break;
+    case 4: k_loop16(4, k, rows, w, dtype, acc); break;
+    case 5: k_loop16(5, k, rows, w, dtype, acc); break;
+    default: k_loop16(MR, k, rows, w, dtype, acc); break;
+  }
+}
+
+void sk__f32_gemm_ukernel16_6x16__avx2(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride,
+                                       const uint16_t *w, sk_dtype w_dtype, const float *acc_in, float *acc_out,
+                                       const float *bias, void *c, size_t ldc, sk_dtype c_dtype);
+
+void sk__f32_gemm_ukernel16_6x16__avx2(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride,
+                                       const uint16_t *w, sk_dtype w_dtype, const float *acc_in, float *acc_out,
+                                       const float *bias, void *c, size_t ldc, sk_dtype c_dtype) {
+  const float *rows[MR];
+  __m256 acc[MR][NV];
+  tile_start(mr, a, a_stride, acc_in, rows, acc);
+  if (w_dtype == SK_FP16) k_loop16_rows(mr, k, rows, w, SK_FP16, acc);
+  else k_loop16_rows(mr, k, rows, w, SK_BF16, acc);
+  tile_finish(mr, nr, acc, acc_out, bias, c, ldc, c_dtype);
+}
+
+const sk__gemm_config sk__f32_gemm_config_avx2 = {MR, NR, pack_a_avx2, pack_b_avx2, sk__f32_gemm_ukernel_6x16__avx2,
+                                                  sk__f32_gemm_ukernel16_6x16__avx2};

@@ -176,4 +176,4 @@ void UKERNEL(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride, co
 }
 
 const sk__gemm_config sk__f32_gemm_config_avx512 = {MR, NR, pack_a_avx512, pack_b_avx512,
-                                                    UKERNEL};
+                                                    UKERNEL, NULL};

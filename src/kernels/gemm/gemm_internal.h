@@ -50,11 +50,21 @@ typedef void (*sk__gemm_ukernel_fn)(size_t mr, size_t nr, size_t k, const float 
                                     float *acc_out, const float *bias, void *c, size_t ldc,
                                     sk_dtype c_dtype);
 
+/* The micro-kernel on a 16-bit panel (fp16 or bf16 as sk__gemm_pack_b
+ * stores them, w_dtype saying which): each vector of W is widened in
+ * registers as it is used (exactly), so the sums are those of ukernel on
+ * the widened panel. For few rows (a decode step) it saves the widening
+ * pass, which writes and reads back twice the bytes the weights have. */
+typedef void (*sk__gemm_ukernel16_fn)(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride,
+                                      const uint16_t *w, sk_dtype w_dtype, const float *acc_in, float *acc_out,
+                                      const float *bias, void *c, size_t ldc, sk_dtype c_dtype);
+
 typedef struct sk__gemm_config {
   int mr, nr;
   sk__gemm_pack_a_fn pack_a;
   sk__gemm_pack_b_fn pack_b;
   sk__gemm_ukernel_fn ukernel;
+  sk__gemm_ukernel16_fn ukernel16; /* NULL: the panels are widened first */
 } sk__gemm_config;
 
 /* One configuration per ISA file. */
