@@ -11,7 +11,11 @@ need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v make >/dev/null 2>&1 || need+=(make)
-[ -f /usr/include/x86_64-linux-gnu/cblas.h ] || [ -f /usr/include/cblas.h ] || need+=(libopenblas-dev)
+# OpenBLAS itself: reference BLAS (libblas-dev) also ships cblas.h, and with
+# it the peer benchmarks and sk bench's floor had nothing to measure.
+{ [ -f /usr/include/x86_64-linux-gnu/cblas.h ] || [ -f /usr/include/cblas.h ]; } &&
+  { [ -e /usr/lib/x86_64-linux-gnu/libopenblas.so.0 ] || ldconfig -p 2>/dev/null | grep -q 'libopenblas\.so\.0'; } ||
+  need+=(libopenblas-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 [ ${#need[@]} -eq 0 ] && exit 0
