@@ -288,6 +288,9 @@ typedef struct sk_attr {
  *                  quant_mode                    -> y (int8), scale (fp32)
  *   quant_matmul   x1, x2, scale, offset, pertoken_scale, bias;
  *                  output_dtype (default int8)
+ *   rms_norm       x, gamma; epsilon (float)    -> y, rstd (fp32 [..., 1])
+ *   add_rms_norm   x1, x2, gamma; epsilon      -> y, rstd, x (x1 + x2)
+ *   swiglu         x; dim (int, default -1)     silu(first half) * second
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */

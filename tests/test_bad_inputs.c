@@ -364,6 +364,33 @@ static sk_status dt_moe_bias(void) {
   sk_attr a[] = {SK_ATTR_INT("k", 2)};
   return op("moe_gating_topk", i, 2, a, 1);
 }
+/* rms_norm, add_rms_norm, swiglu */
+static sk_status rms(sk_dtype xd, const int64_t *xs, int xr, sk_dtype gd, int64_t h, double eps) {
+  sk_value x = in("x", xd, xr, xs), g = in("g", gd, 1, SH(h));
+  sk_op_input i[] = {{"x", &x, 1}, {"gamma", &g, 1}};
+  sk_attr a[] = {SK_ATTR_FLOAT("epsilon", eps)};
+  return op("rms_norm", i, 2, a, 1);
+}
+static sk_status rms_int_x(void) { return rms(SK_INT32, SH(4, 8), 2, SK_INT32, 8, 1e-6); }
+static sk_status rms_gamma_dtype(void) { return rms(SK_FP16, SH(4, 8), 2, SK_BF16, 8, 1e-6); }
+static sk_status rms_gamma_len(void) { return rms(SK_FP16, SH(4, 8), 2, SK_FP16, 7, 1e-6); }
+static sk_status rms_empty_h(void) { return rms(SK_FP32, SH(4, 0), 2, SK_FP32, 0, 1e-6); }
+static sk_status rms_neg_eps(void) { return rms(SK_FP32, SH(4, 8), 2, SK_FP32, 8, -1e-3); }
+static sk_status rms_nan_eps(void) { return rms(SK_FP32, SH(4, 8), 2, SK_FP32, 8, NAN); }
+static sk_status add_rms_x2(void) {
+  sk_value a = in("a", SK_BF16, 2, SH(4, 8)), b = in("b", SK_BF16, 2, SH(4, 9)), g = in("g", SK_BF16, 1, SH(8));
+  sk_op_input i[] = {{"x1", &a, 1}, {"x2", &b, 1}, {"gamma", &g, 1}};
+  return op("add_rms_norm", i, 3, NULL, 0);
+}
+static sk_status swiglu(sk_dtype dt, const int64_t *shape, int rank, int64_t dim) {
+  sk_value x = in("x", dt, rank, shape);
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_INT("dim", dim)};
+  return op("swiglu", i, 1, a, 1);
+}
+static sk_status swiglu_odd(void) { return swiglu(SK_FP16, SH(4, 7), 2, -1); }
+static sk_status swiglu_int(void) { return swiglu(SK_INT8, SH(4, 8), 2, -1); }
+static sk_status swiglu_dim(void) { return swiglu(SK_FP32, SH(4, 8), 2, 2); }
 static sk_status dt_dsq_x(void) {
   sk_value x = in("x", SK_INT8, 2, SH(4, 16)), qs = in("qs", SK_FP32, 1, SH(1));
   sk_op_input i[] = {{"x", &x, 1}, {"quant_scale", &qs, 1}};
@@ -1032,6 +1059,16 @@ static const row ROWS[] = {
     R("dtype", dt_concat_half, DTYPE, "concat", "x[2]", "bf16"),
     R("dtype", dt_gmm_int32, DTYPE, "grouped_matmul", "int32"),
     R("dtype", dt_gmm_bias, DTYPE, "grouped_matmul", "bias[0]", "bf16"),
+    R("dtype", rms_int_x, DTYPE, "rms_norm", "input x", "int32"),
+    R("dtype", rms_gamma_dtype, DTYPE, "rms_norm", "gamma", "bf16"),
+    R("shape", rms_gamma_len, SHAPE, "rms_norm", "gamma", "[8]"),
+    R("shape", rms_empty_h, SHAPE, "rms_norm", "input x", "H"),
+    R("attr", rms_neg_eps, ATTR, "rms_norm", "epsilon", "-0.001"),
+    R("attr", rms_nan_eps, ATTR, "rms_norm", "epsilon", "nan"),
+    R("shape", add_rms_x2, SHAPE, "add_rms_norm", "x2", "[4, 9]"),
+    R("shape", swiglu_odd, SHAPE, "swiglu", "even", "[4, 7]"),
+    R("dtype", swiglu_int, DTYPE, "swiglu", "input x", "int8"),
+    R("attr", swiglu_dim, ATTR, "swiglu", "dim", "got 2"),
     R("dtype", dt_moe_x, DTYPE, "moe_gating_topk", "x", "int32"),
     R("dtype", dt_moe_bias, DTYPE, "moe_gating_topk", "bias", "fp32"),
     R("dtype", dt_dsq_x, DTYPE, "dequant_swiglu_quant", "x", "int8"),

@@ -95,6 +95,18 @@ static const conf_case CASES[] = {
      {ONE("x1", T(SK_INT8, 2, 5, 32)), ONE("x2", T(SK_INT8, 32, 24)), ONE("scale", T(SK_FP32, 24)),
       ONE("pertoken_scale", T(SK_FP32, 5))},
      {SK_ATTR_INT("output_dtype", SK_FP16)}, 1},
+    {"rms_norm", "fp16 [37,96], fp16 gamma", {ONE("x", T(SK_FP16, 37, 96)), ONE("gamma", T(SK_FP16, 96))}, {{0}}, 0},
+    {"rms_norm", "bf16 [3,5,40], fp32 gamma, eps 1e-5", {ONE("x", T(SK_BF16, 3, 5, 40)), ONE("gamma", T(SK_FP32, 40))},
+     {SK_ATTR_FLOAT("epsilon", 1e-5)}, 1},
+    {"rms_norm", "fp32 [700,33]", {ONE("x", T(SK_FP32, 700, 33)), ONE("gamma", T(SK_FP32, 33))}, {{0}}, 0},
+    {"add_rms_norm", "fp16 [19,70]",
+     {ONE("x1", T(SK_FP16, 19, 70)), ONE("x2", T(SK_FP16, 19, 70)), ONE("gamma", T(SK_FP16, 70))}, {{0}}, 0},
+    {"add_rms_norm", "fp32 [4,1,17], eps 0",
+     {ONE("x1", T(SK_FP32, 4, 1, 17)), ONE("x2", T(SK_FP32, 4, 1, 17)), ONE("gamma", T(SK_FP32, 17))},
+     {SK_ATTR_FLOAT("epsilon", 0)}, 1},
+    {"swiglu", "fp16 [9,64]", {ONE("x", T(SK_FP16, 9, 64))}, {{0}}, 0},
+    {"swiglu", "bf16 [4,6,5] dim 1", {ONE("x", T(SK_BF16, 4, 6, 5))}, {SK_ATTR_INT("dim", 1)}, 1},
+    {"swiglu", "fp32 [5000,2]", {ONE("x", T(SK_FP32, 5000, 2))}, {{0}}, 0},
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 

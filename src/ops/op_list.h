@@ -20,6 +20,9 @@
   X(quant_matmul)          \
   X(slice)                 \
   X(squeeze)               \
-  X(unsqueeze)
+  X(unsqueeze)             \
+  X(rms_norm)              \
+  X(add_rms_norm)          \
+  X(swiglu)
 
 #endif

@@ -174,6 +174,24 @@ def gen_quant_matmul():
     ]
 
 
+def gen_rms_norm():
+    return [
+        (f"{d}", {"x": rand((6, 40), d, -3, 3), "gamma": rand((40,), d, 0.5, 1.5)}, {"epsilon": 1e-5})
+        for d in FLOATS
+    ] + [("fp16-fp32-gamma", {"x": rand((2, 3, 17), torch.float16), "gamma": rand((17,))}, {})]
+
+
+def gen_add_rms_norm():
+    return [
+        (f"{d}", {"x1": rand((5, 24), d, -3, 3), "x2": rand((5, 24), d, -3, 3), "gamma": rand((24,), d, 0.5, 1.5)}, {})
+        for d in FLOATS
+    ]
+
+
+def gen_swiglu():
+    return [(f"{d}-dim{dim}", {"x": rand((4, 6, 8), d, -4, 4)}, {"dim": dim}) for d in FLOATS for dim in (-1, 1)]
+
+
 GENERATORS = {name[4:]: fn for name, fn in dict(globals()).items() if name.startswith("gen_") and callable(fn)}
 
 

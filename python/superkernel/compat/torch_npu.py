@@ -33,6 +33,9 @@ __all__ = [
     "npu_dequant_swiglu_quant",
     "npu_quant_matmul",
     "npu_trans_quant_param",
+    "npu_rms_norm",
+    "npu_add_rms_norm",
+    "npu_swiglu",
     "SCALAR_TYPE_CODES",
 ]
 
@@ -370,3 +373,22 @@ def npu_trans_quant_param(scale, offset=None, round_mode=0):
         elif offset.shape[0] == 1:
             offset = offset.expand(n)
     return _ops().trans_quant_param(_dense(scale), _dense(offset))
+
+
+def npu_rms_norm(self, gamma, epsilon=1e-06):
+    """torch_npu.npu_rms_norm -> (y x's dtype and shape, rstd fp32 [..., 1]).
+    gamma [H] of x's dtype or fp32."""
+    y, rstd = _ops().rms_norm(_dense(self), _dense(gamma), epsilon=float(epsilon))
+    return y, rstd
+
+
+def npu_add_rms_norm(x1, x2, gamma, epsilon=1e-06):
+    """torch_npu.npu_add_rms_norm -> (y, rstd fp32 [..., 1], x = x1 + x2).
+    The norm is of the fp32 sum, before it is rounded to x's dtype."""
+    y, rstd, x = _ops().add_rms_norm(_dense(x1), _dense(x2), _dense(gamma), epsilon=float(epsilon))
+    return y, rstd, x
+
+
+def npu_swiglu(self, dim=-1):
+    """torch_npu.npu_swiglu -> silu(A) * B, A and B the halves of self along dim."""
+    return _ops().swiglu(_dense(self), dim=int(dim))
