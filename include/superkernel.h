@@ -291,6 +291,13 @@ typedef struct sk_attr {
  *   rms_norm       x, gamma; epsilon (float)    -> y, rstd (fp32 [..., 1])
  *   add_rms_norm   x1, x2, gamma; epsilon      -> y, rstd, x (x1 + x2)
  *   swiglu         x; dim (int, default -1)     silu(first half) * second
+ *   moe_init_routing x, expert_idx, scale; expert_num, active_num,
+ *                  expert_tokens_num_type, quant_mode, active_expert_range
+ *                  (ints), row_idx_type  -> expanded_x, expanded_row_idx,
+ *                  expert_tokens, expanded_scale
+ *   moe_finalize_routing expanded_permuted_rows, expanded_src_to_dst_row,
+ *                  skip1, skip2, bias, scales, export_for_source_row;
+ *                  drop_pad_mode, k     -> y [N, H]
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */

@@ -391,6 +391,40 @@ static sk_status swiglu(sk_dtype dt, const int64_t *shape, int rank, int64_t dim
 static sk_status swiglu_odd(void) { return swiglu(SK_FP16, SH(4, 7), 2, -1); }
 static sk_status swiglu_int(void) { return swiglu(SK_INT8, SH(4, 8), 2, -1); }
 static sk_status swiglu_dim(void) { return swiglu(SK_FP32, SH(4, 8), 2, 2); }
+/* moe_init_routing, moe_finalize_routing */
+static sk_status init_routing(sk_dtype id_dt, int64_t id_rows, const sk_attr *a, size_t n_a) {
+  sk_value x = in("x", SK_FP16, 2, SH(6, 8)), e = in("e", id_dt, 2, SH(id_rows, 2));
+  sk_op_input i[] = {{"x", &x, 1}, {"expert_idx", &e, 1}};
+  return op("moe_init_routing", i, 2, a, n_a);
+}
+static sk_status ir_ids_int64(void) { return init_routing(SK_INT64, 6, (sk_attr[]){SK_ATTR_INT("expert_num", 4)}, 1); }
+static sk_status ir_ids_rows(void) { return init_routing(SK_INT32, 5, (sk_attr[]){SK_ATTR_INT("expert_num", 4)}, 1); }
+static sk_status ir_no_experts(void) { return init_routing(SK_INT32, 6, NULL, 0); }
+static sk_status ir_range(void) {
+  static const int64_t r[] = {3, 9};
+  return init_routing(SK_INT32, 6, (sk_attr[]){SK_ATTR_INT("expert_num", 4), SK_ATTR_INTS("active_expert_range", r, 2)}, 2);
+}
+static sk_status ir_static(void) {
+  return init_routing(SK_INT32, 6, (sk_attr[]){SK_ATTR_INT("expert_num", 4), SK_ATTR_INT("quant_mode", 0)}, 2);
+}
+static sk_status fr_bias_no_expert(void) {
+  sk_value r = in("r", SK_FP32, 2, SH(8, 4)), m = in("m", SK_INT32, 1, SH(8)), b = in("b", SK_FP32, 2, SH(3, 4));
+  sk_op_input i[] = {{"expanded_permuted_rows", &r, 1}, {"expanded_src_to_dst_row", &m, 1}, {"bias", &b, 1}};
+  sk_attr a[] = {SK_ATTR_INT("k", 2)};
+  return op("moe_finalize_routing", i, 3, a, 1);
+}
+static sk_status fr_map_len(void) {
+  sk_value r = in("r", SK_FP32, 2, SH(8, 4)), m = in("m", SK_INT32, 1, SH(7));
+  sk_op_input i[] = {{"expanded_permuted_rows", &r, 1}, {"expanded_src_to_dst_row", &m, 1}};
+  sk_attr a[] = {SK_ATTR_INT("k", 2)};
+  return op("moe_finalize_routing", i, 2, a, 1);
+}
+static sk_status fr_skip_dtype(void) {
+  sk_value r = in("r", SK_FP16, 2, SH(8, 4)), m = in("m", SK_INT32, 1, SH(8)), s1 = in("s", SK_FP32, 2, SH(4, 4));
+  sk_op_input i[] = {{"expanded_permuted_rows", &r, 1}, {"expanded_src_to_dst_row", &m, 1}, {"skip1", &s1, 1}};
+  sk_attr a[] = {SK_ATTR_INT("k", 2)};
+  return op("moe_finalize_routing", i, 3, a, 1);
+}
 static sk_status dt_dsq_x(void) {
   sk_value x = in("x", SK_INT8, 2, SH(4, 16)), qs = in("qs", SK_FP32, 1, SH(1));
   sk_op_input i[] = {{"x", &x, 1}, {"quant_scale", &qs, 1}};
@@ -1069,6 +1103,14 @@ static const row ROWS[] = {
     R("shape", swiglu_odd, SHAPE, "swiglu", "even", "[4, 7]"),
     R("dtype", swiglu_int, DTYPE, "swiglu", "input x", "int8"),
     R("attr", swiglu_dim, ATTR, "swiglu", "dim", "got 2"),
+    R("dtype", ir_ids_int64, DTYPE, "moe_init_routing", "expert_idx", "int64"),
+    R("shape", ir_ids_rows, SHAPE, "moe_init_routing", "expert_idx", "[6, K]"),
+    R("attr", ir_no_experts, ATTR, "moe_init_routing", "expert_num"),
+    R("attr", ir_range, ATTR, "moe_init_routing", "active_expert_range", "expert_num (4)"),
+    R("attr", ir_static, ATTR, "moe_init_routing", "quant_mode", "static"),
+    R("arg", fr_bias_no_expert, ARG, "moe_finalize_routing", "bias", "export_for_source_row"),
+    R("shape", fr_map_len, SHAPE, "moe_finalize_routing", "expanded_src_to_dst_row", "K = 2"),
+    R("dtype", fr_skip_dtype, DTYPE, "moe_finalize_routing", "skip1", "fp32"),
     R("dtype", dt_moe_x, DTYPE, "moe_gating_topk", "x", "int32"),
     R("dtype", dt_moe_bias, DTYPE, "moe_gating_topk", "bias", "fp32"),
     R("dtype", dt_dsq_x, DTYPE, "dequant_swiglu_quant", "x", "int8"),

@@ -14,7 +14,7 @@
 #include "reference_runner.h"
 
 #define MAX_LIST 3
-#define MAX_CASE_SLOTS 6
+#define MAX_CASE_SLOTS 8
 #define MAX_CASE_ATTRS 6
 
 typedef struct tensor_spec {
@@ -27,6 +27,7 @@ typedef struct slot_spec {
   const char *name; /* NULL ends the list */
   int count;        /* tensors in the slot (a list slot may take several) */
   tensor_spec t[MAX_LIST];
+  double lo, hi;    /* when hi > lo: its values are drawn from [lo, hi) (indices a run checks) */
 } slot_spec;
 
 typedef struct conf_case {
@@ -38,12 +39,15 @@ typedef struct conf_case {
 } conf_case;
 
 #define T(dt, ...) {dt, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), {__VA_ARGS__}}
-#define ONE(nm, ...) {nm, 1, {__VA_ARGS__}}
+#define ONE(nm, ...) {.name = nm, .count = 1, .t = {__VA_ARGS__}}
+/* One tensor whose values are drawn from [lo, hi): row and expert indices. */
+#define IN_RANGE(nm, l, h, ...) {.name = nm, .count = 1, .t = {__VA_ARGS__}, .lo = l, .hi = h}
 
 static const int64_t reshape_to[] = {3, -1};
 static const int64_t counts_5_5_10[] = {5, 5, 10};
 static const int64_t ends_8_20[] = {8, 20};
 static const int64_t dim_minus_2[] = {-2};
+static const int64_t range_2_9[] = {2, 9};
 
 static const conf_case CASES[] = {
     {"reshape", "fp32 [4,6] -> [3,-1]", {ONE("x", T(SK_FP32, 4, 6))}, {SK_ATTR_INTS("shape", reshape_to, 2)}, 1},
@@ -69,9 +73,9 @@ static const conf_case CASES[] = {
     {"cast", "uint8 -> bf16", {ONE("x", T(SK_UINT8, 77))}, {SK_ATTR_INT("dtype", SK_BF16)}, 1},
     {"cast", "int64 -> uint8", {ONE("x", T(SK_INT64, 5, 9))}, {SK_ATTR_INT("dtype", SK_UINT8)}, 1},
     {"cast", "bf16 -> uint8", {ONE("x", T(SK_BF16, 40000))}, {SK_ATTR_INT("dtype", SK_UINT8)}, 1},
-    {"concat", "fp16 dim -1", {{"x", 2, {T(SK_FP16, 2, 3), T(SK_FP16, 2, 5)}}}, {SK_ATTR_INT("dim", -1)}, 1},
-    {"grouped_matmul", "fp16 lists", {{"x", 2, {T(SK_FP16, 16, 32), T(SK_FP16, 3, 8)}},
-                                      {"weight", 2, {T(SK_FP16, 32, 24), T(SK_FP16, 8, 40)}}}, {{0}}, 0},
+    {"concat", "fp16 dim -1", {{.name = "x", .count = 2, .t = {T(SK_FP16, 2, 3), T(SK_FP16, 2, 5)}}}, {SK_ATTR_INT("dim", -1)}, 1},
+    {"grouped_matmul", "fp16 lists", {{.name = "x", .count = 2, .t = {T(SK_FP16, 16, 32), T(SK_FP16, 3, 8)}},
+                                      {.name = "weight", .count = 2, .t = {T(SK_FP16, 32, 24), T(SK_FP16, 8, 40)}}}, {{0}}, 0},
     {"grouped_matmul", "bf16 experts, counts, split 2",
      {ONE("x", T(SK_BF16, 20, 32)), ONE("weight", T(SK_BF16, 3, 32, 16))},
      {SK_ATTR_INT("group_type", 0), SK_ATTR_INTS("group_list", counts_5_5_10, 3), SK_ATTR_INT("group_list_type", 1),
@@ -107,6 +111,21 @@ static const conf_case CASES[] = {
     {"swiglu", "fp16 [9,64]", {ONE("x", T(SK_FP16, 9, 64))}, {{0}}, 0},
     {"swiglu", "bf16 [4,6,5] dim 1", {ONE("x", T(SK_BF16, 4, 6, 5))}, {SK_ATTR_INT("dim", 1)}, 1},
     {"swiglu", "fp32 [5000,2]", {ONE("x", T(SK_FP32, 5000, 2))}, {{0}}, 0},
+    {"moe_init_routing", "fp16, 10 ids of 8 experts",
+     {ONE("x", T(SK_FP16, 37, 24)), IN_RANGE("expert_idx", 0, 10, T(SK_INT32, 37, 3)), ONE("scale", T(SK_FP32, 37))},
+     {SK_ATTR_INT("expert_num", 8)}, 1},
+    {"moe_init_routing", "bf16 dynamic int8, range, gather, counts, active 50",
+     {ONE("x", T(SK_BF16, 40, 33)), IN_RANGE("expert_idx", -1, 12, T(SK_INT32, 40, 2))},
+     {SK_ATTR_INT("expert_num", 12), SK_ATTR_INT("quant_mode", 1), SK_ATTR_INTS("active_expert_range", range_2_9, 2),
+      SK_ATTR_INT("row_idx_type", 1), SK_ATTR_INT("expert_tokens_num_type", 1), SK_ATTR_INT("active_num", 50)}, 6},
+    {"moe_finalize_routing", "fp16, skips, bias, fp32 scales, column order",
+     {ONE("expanded_permuted_rows", T(SK_FP16, 60, 20)), ONE("skip1", T(SK_FP16, 21, 20)), ONE("skip2", T(SK_FP16, 21, 20)),
+      ONE("bias", T(SK_FP16, 5, 20)), ONE("scales", T(SK_FP32, 21, 3)),
+      IN_RANGE("expanded_src_to_dst_row", -1, 60, T(SK_INT32, 63)), IN_RANGE("export_for_source_row", 0, 5, T(SK_INT32, 21, 3))},
+     {{0}}, 0},
+    {"moe_finalize_routing", "fp32, row order, k 2",
+     {ONE("expanded_permuted_rows", T(SK_FP32, 30, 65)), IN_RANGE("expanded_src_to_dst_row", -1, 30, T(SK_INT32, 64))},
+     {SK_ATTR_INT("drop_pad_mode", 2), SK_ATTR_INT("k", 2)}, 2},
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 
@@ -134,7 +153,8 @@ static sk_graph *build_case(const conf_case *c, bool constants) {
         for (int d = 0; d < t->rank; d++) numel *= t->shape[d];
         void *data = calloc((size_t)numel + 1, sk_dtype_size(t->dtype));
         uint64_t seed = 1234 + (uint64_t)n_metas;
-        rr_fill_dtype_range(data, t->dtype, (size_t)numel, &seed);
+        if (s->hi > s->lo) rr_fill(data, t->dtype, (size_t)numel, s->lo, s->hi, &seed);
+        else rr_fill_dtype_range(data, t->dtype, (size_t)numel, &seed);
         CHECK_OK(sk_graph_add_constant(g, name, t->dtype, t->rank, t->shape, data, SK_CONSTANT_COPY,
                                        &values[n_ins][j]));
         free(data);
@@ -180,6 +200,22 @@ static int run_case(const conf_case *c, sk_graph *g, sk_executor ex, int cores) 
   int bad = 1;
   if (rr_alloc(p, &b, -1, 1, 7)) {
     rr_fill_by_dtype(&b, p, 11);
+    /* Inputs of a slot with a range (named <slot><j>) get values from it. */
+    for (size_t i = 0; i < b.n_inputs; i++)
+      for (int s = 0; s < MAX_CASE_SLOTS && c->slots[s].name; s++) {
+        const slot_spec *sl = &c->slots[s];
+        size_t len = strlen(sl->name);
+        if (sl->hi > sl->lo && strncmp(b.inputs[i].name, sl->name, len) == 0 && b.inputs[i].name[len] >= '0' &&
+            b.inputs[i].name[len] <= '9') {
+          uint64_t seed = 99 + i;
+          const char *name;
+          sk_dtype dt;
+          int rank;
+          int64_t shape[SK_MAX_RANK];
+          CHECK_OK(sk_program_input_info(p, i, &name, &dt, &rank, shape));
+          rr_fill(b.inputs[i].data, dt, b.inputs[i].bytes / sk_dtype_size(dt), sl->lo, sl->hi, &seed);
+        }
+      }
     bad = rr_check_program(p, teams[cores], &b);
     rr_free(&b);
   }

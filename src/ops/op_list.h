@@ -23,6 +23,8 @@
   X(unsqueeze)             \
   X(rms_norm)              \
   X(add_rms_norm)          \
-  X(swiglu)
+  X(swiglu)                \
+  X(moe_init_routing)      \
+  X(moe_finalize_routing)
 
 #endif

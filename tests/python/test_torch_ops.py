@@ -192,6 +192,31 @@ def gen_swiglu():
     return [(f"{d}-dim{dim}", {"x": rand((4, 6, 8), d, -4, 4)}, {"dim": dim}) for d in FLOATS for dim in (-1, 1)]
 
 
+def gen_moe_init_routing():
+    ids = torch.randint(0, 8, (9, 3), generator=GEN, dtype=torch.int32)
+    return [
+        (f"{d}", {"x": rand((9, 16), d), "expert_idx": ids}, {"expert_num": 8}) for d in FLOATS
+    ] + [
+        ("dynamic-gather-range", {"x": rand((9, 16), torch.float16), "expert_idx": ids},
+         {"expert_num": 8, "quant_mode": 1, "row_idx_type": 1, "active_expert_range": [1, 6], "expert_tokens_num_type": 1}),
+        ("scale-active", {"x": rand((9, 16)), "expert_idx": ids, "scale": rand((9,))}, {"expert_num": 8, "active_num": 20}),
+    ]
+
+
+def gen_moe_finalize_routing():
+    n, k, h, e = 7, 2, 12, 4
+    perm = torch.randperm(n * k, generator=GEN).to(torch.int32)
+    cases = []
+    for d in FLOATS:
+        cases.append((f"{d}-full", {
+            "expanded_permuted_rows": rand((n * k, h), d), "skip1": rand((n, h), d), "skip2": rand((n, h), d),
+            "bias": rand((e, h), d), "scales": rand((n, k)), "expanded_src_to_dst_row": perm,
+            "export_for_source_row": torch.randint(0, e, (n, k), generator=GEN, dtype=torch.int32)}, {}))
+    cases.append(("row-order", {"expanded_permuted_rows": rand((n * k, h)), "expanded_src_to_dst_row": perm},
+                  {"drop_pad_mode": 2, "k": k}))
+    return cases
+
+
 GENERATORS = {name[4:]: fn for name, fn in dict(globals()).items() if name.startswith("gen_") and callable(fn)}
 
 

@@ -36,6 +36,8 @@ __all__ = [
     "npu_rms_norm",
     "npu_add_rms_norm",
     "npu_swiglu",
+    "npu_moe_init_routing_v2",
+    "npu_moe_finalize_routing",
     "SCALAR_TYPE_CODES",
 ]
 
@@ -392,3 +394,69 @@ def npu_add_rms_norm(x1, x2, gamma, epsilon=1e-06):
 def npu_swiglu(self, dim=-1):
     """torch_npu.npu_swiglu -> silu(A) * B, A and B the halves of self along dim."""
     return _ops().swiglu(_dense(self), dim=int(dim))
+
+
+def npu_moe_init_routing_v2(
+    x,
+    expert_idx,
+    *,
+    scale=None,
+    offset=None,
+    active_num=-1,
+    expert_capacity=-1,
+    expert_num=-1,
+    drop_pad_mode=0,
+    expert_tokens_num_type=0,
+    expert_tokens_num_flag=False,
+    quant_mode=-1,
+    active_expert_range=None,
+    row_idx_type=0,
+    x_dtype=None,
+):
+    """torch_npu.npu_moe_init_routing_v2 (dropless) -> (expanded_x,
+    expanded_row_idx int32, expert_token_cumsum_or_count int64,
+    expanded_scale fp32). expert_num is required (> 0). expert_tokens_num_type
+    0 (cumsum) or 1 (count); the counts are computed whatever
+    expert_tokens_num_flag says. quant_mode -1 (none) or 1 (dynamic int8).
+    Not supported: offset, expert_capacity, drop_pad_mode 1, type 2 (key /
+    value), static quantization, x_dtype."""
+    fn = "npu_moe_init_routing_v2"
+    _unsupported(fn, offset=(offset, None), expert_capacity=(expert_capacity, -1), drop_pad_mode=(drop_pad_mode, 0),
+                 x_dtype=(x_dtype, None))
+    if int(expert_num) <= 0:
+        raise ValueError(f"superkernel.compat.torch_npu.{fn}: expert_num: expected the number of experts (> 0), "
+                         f"got {expert_num}")
+    if expert_tokens_num_type not in (0, 1):
+        _unsupported(fn, expert_tokens_num_type=(expert_tokens_num_type, 0))
+    attrs = dict(expert_num=int(expert_num), active_num=int(active_num),
+                 expert_tokens_num_type=int(expert_tokens_num_type), quant_mode=int(quant_mode),
+                 row_idx_type=int(row_idx_type))
+    if active_expert_range:
+        attrs["active_expert_range"] = [int(v) for v in active_expert_range]
+    return tuple(_ops().moe_init_routing(_dense(x), _dense(expert_idx), _dense(scale), **attrs))
+
+
+def npu_moe_finalize_routing(
+    expanded_permuted_rows,
+    skip1,
+    skip2,
+    bias,
+    scales,
+    expanded_src_to_dst_row,
+    export_for_source_row,
+    drop_pad_mode=0,
+    k=None,
+):
+    """torch_npu.npu_moe_finalize_routing -> [N, H]: skip1 + skip2 + sum over
+    k of scales * (row + bias[expert]). drop_pad_mode 0: the index map in
+    column order (k * N + n), 2: row order (n * K + k, what
+    npu_moe_init_routing_v2 returns); 1 and 3 (drop / pad) are not supported."""
+    fn = "npu_moe_finalize_routing"
+    if drop_pad_mode not in (None, 0, 2):
+        _unsupported(fn, drop_pad_mode=(drop_pad_mode, 0))
+    attrs = {"drop_pad_mode": int(drop_pad_mode or 0)}
+    if k is not None:
+        attrs["k"] = int(k)
+    return _ops().moe_finalize_routing(
+        _dense(expanded_permuted_rows), _dense(expanded_src_to_dst_row), _dense(skip1), _dense(skip2), _dense(bias),
+        _dense(scales), _dense(export_for_source_row), **attrs)
