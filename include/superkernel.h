@@ -298,6 +298,8 @@ typedef struct sk_attr {
  *   moe_finalize_routing expanded_permuted_rows, expanded_src_to_dst_row,
  *                  skip1, skip2, bias, scales, export_for_source_row;
  *                  drop_pad_mode, k     -> y [N, H]
+ *   moe_gating_topk_softmax x; k, renorm -> y, expert_idx, row_idx, softmax
+ *   linear         x, weight [N, K], bias  -> x @ weight^T + bias
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */

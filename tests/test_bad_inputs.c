@@ -425,6 +425,21 @@ static sk_status fr_skip_dtype(void) {
   sk_attr a[] = {SK_ATTR_INT("k", 2)};
   return op("moe_finalize_routing", i, 3, a, 1);
 }
+/* linear, moe_gating_topk_softmax */
+static sk_status linear_op(sk_dtype wd, int64_t wn, int64_t wk, int64_t bias_n) {
+  sk_value x = in("x", SK_FP32, 2, SH(4, 8)), w = in("w", wd, 2, SH(wn, wk)), b = in("b", SK_FP32, 1, SH(bias_n > 0 ? bias_n : 1));
+  sk_op_input i[] = {{"x", &x, 1}, {"weight", &w, 1}, {"bias", &b, 1}};
+  return op("linear", i, bias_n > 0 ? 3 : 2, NULL, 0);
+}
+static sk_status lin_w_k(void) { return linear_op(SK_FP32, 6, 7, 0); }
+static sk_status lin_w_dtype(void) { return linear_op(SK_FP16, 6, 8, 0); }
+static sk_status lin_bias(void) { return linear_op(SK_FP32, 6, 8, 5); }
+static sk_status gts_k(void) {
+  sk_value x = in("x", SK_FP16, 2, SH(4, 8));
+  sk_op_input i[] = {{"x", &x, 1}};
+  sk_attr a[] = {SK_ATTR_INT("k", 9)};
+  return op("moe_gating_topk_softmax", i, 1, a, 1);
+}
 static sk_status dt_dsq_x(void) {
   sk_value x = in("x", SK_INT8, 2, SH(4, 16)), qs = in("qs", SK_FP32, 1, SH(1));
   sk_op_input i[] = {{"x", &x, 1}, {"quant_scale", &qs, 1}};
@@ -1111,6 +1126,10 @@ static const row ROWS[] = {
     R("arg", fr_bias_no_expert, ARG, "moe_finalize_routing", "bias", "export_for_source_row"),
     R("shape", fr_map_len, SHAPE, "moe_finalize_routing", "expanded_src_to_dst_row", "K = 2"),
     R("dtype", fr_skip_dtype, DTYPE, "moe_finalize_routing", "skip1", "fp32"),
+    R("shape", lin_w_k, SHAPE, "linear", "weight", "[N, 8]"),
+    R("dtype", lin_w_dtype, DTYPE, "linear", "weight", "fp16"),
+    R("shape", lin_bias, SHAPE, "linear", "bias", "[6]"),
+    R("attr", gts_k, ATTR, "moe_gating_topk_softmax", "attribute k", "got 9"),
     R("dtype", dt_moe_x, DTYPE, "moe_gating_topk", "x", "int32"),
     R("dtype", dt_moe_bias, DTYPE, "moe_gating_topk", "bias", "fp32"),
     R("dtype", dt_dsq_x, DTYPE, "dequant_swiglu_quant", "x", "int8"),

@@ -126,6 +126,13 @@ static const conf_case CASES[] = {
     {"moe_finalize_routing", "fp32, row order, k 2",
      {ONE("expanded_permuted_rows", T(SK_FP32, 30, 65)), IN_RANGE("expanded_src_to_dst_row", -1, 30, T(SK_INT32, 64))},
      {SK_ATTR_INT("drop_pad_mode", 2), SK_ATTR_INT("k", 2)}, 2},
+    {"moe_gating_topk_softmax", "fp16 [33,64] k 6", {ONE("x", T(SK_FP16, 33, 64))}, {SK_ATTR_INT("k", 6)}, 1},
+    {"moe_gating_topk_softmax", "fp32 [5,128] k 8 renorm", {ONE("x", T(SK_FP32, 5, 128))},
+     {SK_ATTR_INT("k", 8), SK_ATTR_INT("renorm", 1)}, 2},
+    {"linear", "fp32 [7,40] x [24,40]^T + bias", {ONE("x", T(SK_FP32, 7, 40)), ONE("weight", T(SK_FP32, 24, 40)),
+     ONE("bias", T(SK_FP32, 24))}, {{0}}, 0},
+    {"linear", "bf16 [2,3,33] x [70,33]^T", {ONE("x", T(SK_BF16, 2, 3, 33)), ONE("weight", T(SK_BF16, 70, 33))}, {{0}}, 0},
+    {"linear", "fp16 [40,16] x [8,16]^T", {ONE("x", T(SK_FP16, 40, 16)), ONE("weight", T(SK_FP16, 8, 16))}, {{0}}, 0},
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 

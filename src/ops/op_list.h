@@ -25,6 +25,8 @@
   X(add_rms_norm)          \
   X(swiglu)                \
   X(moe_init_routing)      \
-  X(moe_finalize_routing)
+  X(moe_finalize_routing)  \
+  X(moe_gating_topk_softmax) \
+  X(linear)
 
 #endif

@@ -217,6 +217,16 @@ def gen_moe_finalize_routing():
     return cases
 
 
+def gen_moe_gating_topk_softmax():
+    return [(f"{d}-renorm{r}", {"x": rand((10, 32), d, -3, 3)}, {"k": 4, "renorm": r}) for d in FLOATS for r in (0, 1)]
+
+
+def gen_linear():
+    return [
+        (f"{d}", {"x": rand((3, 5, 24), d), "weight": rand((18, 24), d), "bias": rand((18,), d)}, {}) for d in FLOATS
+    ] + [("no-bias", {"x": rand((9, 8)), "weight": rand((40, 8))}, {})]
+
+
 GENERATORS = {name[4:]: fn for name, fn in dict(globals()).items() if name.startswith("gen_") and callable(fn)}
 
 

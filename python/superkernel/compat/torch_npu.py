@@ -38,6 +38,8 @@ __all__ = [
     "npu_swiglu",
     "npu_moe_init_routing_v2",
     "npu_moe_finalize_routing",
+    "npu_moe_gating_top_k_softmax",
+    "npu_moe_gating_top_k_softmax_v2",
     "SCALAR_TYPE_CODES",
 ]
 
@@ -460,3 +462,24 @@ def npu_moe_finalize_routing(
     return _ops().moe_finalize_routing(
         _dense(expanded_permuted_rows), _dense(expanded_src_to_dst_row), _dense(skip1), _dense(skip2), _dense(bias),
         _dense(scales), _dense(export_for_source_row), **attrs)
+
+
+def npu_moe_gating_top_k_softmax(x, finished=None, k=1):
+    """torch_npu.npu_moe_gating_top_k_softmax -> (y [T, k] x's dtype,
+    expert_idx int32 [T, k], row_idx int32 [T, k] = j * T + t): the k best
+    experts of softmax(x). Not supported: finished."""
+    fn = "npu_moe_gating_top_k_softmax"
+    _unsupported(fn, finished=(finished, None))
+    y, expert_idx, row_idx, _ = _ops().moe_gating_topk_softmax(_dense(x), k=int(k))
+    return y, expert_idx, row_idx
+
+
+def npu_moe_gating_top_k_softmax_v2(x, *, k=1, finished=None, renorm=0, output_softmax=False):
+    """torch_npu.npu_moe_gating_top_k_softmax_v2 -> (y, expert_idx, softmax
+    fp32 [T, E]); renorm 1 divides the k weights by their sum. The softmax is
+    always computed (output_softmax only says whether torch_npu would fill
+    it). Not supported: finished."""
+    fn = "npu_moe_gating_top_k_softmax_v2"
+    _unsupported(fn, finished=(finished, None))
+    y, expert_idx, _, softmax = _ops().moe_gating_topk_softmax(_dense(x), k=int(k), renorm=int(renorm))
+    return y, expert_idx, softmax
