@@ -50,7 +50,7 @@ sk_cli_test(sk_options_missing 2 -E "missing the options string" -- ${SK} option
 sk_cli_test(sk_options_two 2 -E "expected one options string" -- ${SK} options "split-mode=4" "split-mode=2")
 
 # sk run: usage errors and invalid input exit 2.
-sk_cli_test(sk_run_unknown_model 2 -E "unknown model 'nosuch' (known: example01, seed, decode, prefill, example02)"
+sk_cli_test(sk_run_unknown_model 2 -E "unknown model 'nosuch' (known: example01, seed, decode, prefill, example02, moe-layer:"
             -- ${SK} run nosuch)
 sk_cli_test(sk_run_missing_model 2 -E "missing MODEL" -- ${SK} run)
 sk_cli_test(sk_run_two_models 2 -E "expected one MODEL" -- ${SK} run seed decode)
@@ -325,3 +325,13 @@ foreach(args "--help" "--version" "options;func-align=64" "source;seed;--scope;s
   sk_cli_test(sk_stdout_full_${tag} 1 -E "cannot write standard output"
               -- sh -c "exec \"$0\" \"$@\" > /dev/full" ${SK} ${args})
 endforeach()
+
+# The moe-layer family (tools/models/moe_layer.c): a small preset runs, its
+# fused executors equal eager bitwise, and a malformed name is a usage error.
+sk_cli_test(sk_run_moe_layer 0 -o "output y: fp16 [3, 64]" -o "output expert_ends: int64 [16]" -o "1 JIT-compiled"
+            -- ${SK} run moe-layer:tiny:t3:fp16 --executor jit --iters 2)
+sk_cli_test(sk_bench_moe_layer 0 -o "moe-layer:tiny:t9" -o "bitwise equal" -O "DIFFER"
+            -- ${SK} bench moe-layer:tiny:t9 --iters 10 --threads 1,2)
+sk_cli_test(sk_run_moe_layer_bad_tokens 2 -E "unknown model 'moe-layer:tiny:t0'" -- ${SK} run moe-layer:tiny:t0)
+sk_cli_test(sk_run_moe_layer_bad_preset 2 -E "PRESET: tiny, qwen3-30b-a3b" -- ${SK} run moe-layer:gpt5)
+sk_cli_test(sk_run_moe_layer_topk_over_experts 2 -E "unknown model" -- ${SK} run moe-layer:qwen3-30b-a3b:e4)

@@ -20,6 +20,7 @@
  *   outputs:  routing = h of sk5 [64, 128] fp16, quantized [64, 64] int8
  */
 #include "models.h"
+#include "moe_layer.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -55,7 +56,10 @@ static const model_def models[] = {
 
 const char *const skm_model_names[] = {"example01", "seed", "decode", "prefill", "example02", NULL};
 
-const char *skm_model_list(void) { return "example01, seed, decode, prefill, example02"; }
+const char *skm_model_list(void) {
+  return "example01, seed, decode, prefill, example02, moe-layer:PRESET[:tN][:bf16|fp16][:eN] (PRESET: tiny, "
+         "qwen3-30b-a3b, deepseek-v2-lite, deepseek-v3)";
+}
 
 static void set_msg(char *msg, size_t size, const char *fmt, ...) {
   if (!msg || size == 0) return;
@@ -68,6 +72,11 @@ static void set_msg(char *msg, size_t size, const char *fmt, ...) {
 static int64_t dsq_rows_of(int64_t t) { return t == 256 ? 48 : t * 8 / 128 + 32; }
 
 int skm_model_lookup(const char *name, skm_model_info *info) {
+  skm_moe_layer moe;
+  if (skm_moe_parse(name, &moe)) {
+    if (info) *info = (skm_model_info){.name = name, .description = moe.about, .t = moe.t};
+    return 1;
+  }
   for (size_t i = 0; name && i < N_MODELS; i++) {
     if (strcmp(models[i].name, name) != 0) continue;
     if (info) {
@@ -111,6 +120,7 @@ static const char *const weight_names[] = {
     "dsq_input_0", "dsq_input_2", "data2", "scale", "w", "b", "dsq_scale", NULL};
 
 int skm_is_weight(const char *name) {
+  if (strncmp(name, "moe_", 4) == 0 && strcmp(name, "moe_x") != 0) return 1; /* the moe-layer's */
   for (int i = 0; weight_names[i]; i++)
     if (strcmp(weight_names[i], name) == 0) return 1;
   return 0;
@@ -282,7 +292,20 @@ int skm_gemm_shapes(const char *model, skm_gemm *out, int max) {
   if (!skm_model_lookup(model, &mi)) return 0;
   skm_gemm list[8];
   int n = 0;
-  if (mi.small_rows == 0) { /* example02: five routing matmuls */
+  skm_moe_layer moe;
+  if (skm_moe_parse(model, &moe)) {
+    /* The layer's FLOPs as dense products: the gate, all T * k routed rows
+     * through one expert's up and down projections, the shared MLP. A
+     * compute floor: decode is bound by the weights' bytes instead. */
+    int64_t rows = moe.t * moe.top_k;
+    list[n++] = (skm_gemm){1, moe.t, moe.hidden, moe.experts};
+    list[n++] = (skm_gemm){1, rows, moe.hidden, 2 * moe.inter};
+    list[n++] = (skm_gemm){1, rows, moe.inter, moe.hidden};
+    if (moe.shared) {
+      list[n++] = (skm_gemm){1, moe.t, moe.hidden, 2 * moe.shared * moe.inter};
+      list[n++] = (skm_gemm){1, moe.t, moe.shared * moe.inter, moe.hidden};
+    }
+  } else if (mi.small_rows == 0) { /* example02: five routing matmuls */
     for (int i = 0; i < 5; i++) list[n++] = (skm_gemm){1, EX02_T, EX02_E, EX02_E};
   } else {
     list[n++] = (skm_gemm){1, mi.small_rows, 128, 64}; /* gmm1 */
@@ -307,6 +330,12 @@ sk_status skm_build(const char *model, const skm_config *cfg, sk_graph **graph_o
   if (!skm_model_lookup(model, &mi)) {
     set_msg(msg, msg_size, "unknown model '%s' (known: %s)", model ? model : "(null)", skm_model_list());
     return SK_STATUS_NOT_FOUND;
+  }
+  skm_moe_layer moe;
+  if (skm_moe_parse(model, &moe)) {
+    sk_status st = skm_moe_build(&moe, cfg ? cfg->options : NULL, cfg ? cfg->weights : NULL, graph_out, msg, msg_size);
+    if (st == SK_STATUS_OK && info) *info = mi;
+    return st;
   }
   builder b = {.st = SK_STATUS_OK, .msg = msg, .msg_size = msg_size, .weights = cfg ? cfg->weights : NULL};
   sk_status st = sk_graph_create(&b.g);
@@ -455,6 +484,14 @@ static const input_range ranges[] = {
     {"b", -0.125, 0.125},
     {"dsq_x", -1000, 1000},
     {"dsq_scale", 0.001, 0.011},
+    /* the moe-layer's: unit activations at every preset's width */
+    {"moe_x", -1, 1},
+    {"moe_gate", -0.05, 0.05},
+    {"moe_w_up", -0.03, 0.03},
+    {"moe_w_down", -0.03, 0.03},
+    {"moe_shared_up", -0.03, 0.03},
+    {"moe_shared_down", -0.03, 0.03},
+    {"moe_score_bias", -0.1, 0.1},
 };
 
 static void range_of(const skm_tensor *t, double *lo, double *hi) {

@@ -1,0 +1,209 @@
+/*
+ * moe_layer.c — the `moe-layer` model family (issue 16): one MoE block of a
+ * real model's shape, as one super kernel.
+ *
+ *   moe-layer:PRESET[:tN][:bf16|fp16][:eN]
+ *
+ * PRESET is a model's MoE block (the table below, from the models'
+ * config.json), tN the tokens T (default 16), the dtype of x and the
+ * expert weights (default bf16), eN the routed experts kept (default all;
+ * fewer so a large model fits in memory: top-k must stay <= N). The graph,
+ * in scope "moe":
+ *
+ *   logits = linear(cast(moe_x, fp32), moe_gate)                  [T, E] fp32
+ *   w, idx = moe_gating_topk_softmax(logits, k, renorm)           (softmax presets)
+ *          | moe_gating_topk(logits, moe_score_bias, sigmoid, groups)  (DeepSeek)
+ *   ex, map, ends = moe_init_routing(moe_x, idx, expert_num = E)
+ *   d = grouped_matmul(swiglu(grouped_matmul(ex, moe_w_up, ends)), moe_w_down, ends)
+ *   s = the shared experts (one dense MLP of shared * I) of moe_x, if any
+ *   y = moe_finalize_routing(d, map, skip1 = moe_x, skip2 = s, scales = w, idx)
+ *
+ * Outputs y [T, H] and expert_ends (int64 [E], cumulative rows per expert).
+ * The weights are the moe_* tensors (models.c's skm_is_weight); their
+ * values are drawn uniformly with ranges that keep activations of unit
+ * size at every preset (models.c's ranges).
+ */
+#include "models.h"
+#include "moe_layer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct preset {
+  const char *name;
+  int64_t hidden, experts, top_k, inter, shared; /* shared: shared experts (their MLP is shared * inter wide) */
+  int groups, k_group;                           /* sigmoid grouped gating (DeepSeek-V3); 0: softmax */
+  int renorm;
+  double scaling;                                /* routed_scaling_factor (sigmoid gating) */
+  const char *about;
+} preset;
+
+static const preset presets[] = {
+    {"tiny", 64, 16, 4, 32, 1, 4, 2, 1, 2.5, "a test size: H 64, 16 experts, top-4, sigmoid 4 groups / 2, 1 shared"},
+    {"qwen3-30b-a3b", 2048, 128, 8, 768, 0, 0, 0, 1, 1.0, "Qwen3-30B-A3B: H 2048, 128 experts, top-8, I 768, softmax"},
+    {"deepseek-v2-lite", 2048, 64, 6, 1408, 2, 0, 0, 0, 1.0,
+     "DeepSeek-V2-Lite: H 2048, 64 routed + 2 shared, top-6, I 1408, softmax"},
+    {"deepseek-v3", 7168, 256, 8, 2048, 1, 8, 4, 1, 2.5,
+     "DeepSeek-V3: H 7168, 256 experts, top-8, I 2048, sigmoid 8 groups / 4, 1 shared"},
+};
+#define N_PRESETS (sizeof presets / sizeof presets[0])
+
+const char *skm_moe_presets(void) { return "tiny, qwen3-30b-a3b, deepseek-v2-lite, deepseek-v3"; }
+
+int skm_moe_parse(const char *name, skm_moe_layer *out) {
+  static const char prefix[] = "moe-layer:";
+  if (!name || strncmp(name, prefix, sizeof prefix - 1) != 0) return 0;
+  char buf[128];
+  if (snprintf(buf, sizeof buf, "%s", name + sizeof prefix - 1) >= (int)sizeof buf) return 0;
+  skm_moe_layer m = {.t = 16, .dtype = SK_BF16};
+  /* The parts between ':': buf cut in place. */
+  char *parts[8];
+  int n_parts = 0;
+  for (char *at = buf; at && n_parts < 8;) {
+    parts[n_parts++] = at;
+    at = strchr(at, ':');
+    if (at) *at++ = '\0';
+  }
+  const char *part = parts[0];
+  const preset *p = NULL;
+  for (size_t i = 0; part && i < N_PRESETS; i++)
+    if (strcmp(presets[i].name, part) == 0) p = &presets[i];
+  if (!p) return 0;
+  m.hidden = p->hidden, m.experts = p->experts, m.top_k = p->top_k, m.inter = p->inter, m.shared = p->shared;
+  m.groups = p->groups, m.k_group = p->k_group, m.renorm = p->renorm, m.scaling = p->scaling;
+  m.preset = p->name, m.about = p->about;
+  for (int k = 1; k < n_parts; k++) {
+    part = parts[k];
+    char *end;
+    if (strcmp(part, "bf16") == 0) m.dtype = SK_BF16;
+    else if (strcmp(part, "fp16") == 0) m.dtype = SK_FP16;
+    else if ((part[0] == 't' || part[0] == 'e') && part[1] >= '0' && part[1] <= '9') {
+      long long v = strtoll(part + 1, &end, 10);
+      if (*end || v < 1 || v > (part[0] == 't' ? 1 << 16 : p->experts)) return 0;
+      if (part[0] == 't') m.t = v;
+      else m.experts = v;
+    } else {
+      return 0;
+    }
+  }
+  /* Fewer experts: the grouped gating keeps its group count when it still
+   * divides them (else one group), and top-k at most the experts. */
+  if (m.groups && m.experts % m.groups != 0) m.groups = 0, m.k_group = 0;
+  if (m.groups && m.experts / m.groups <= 2) m.groups = 0, m.k_group = 0;
+  if (m.top_k > m.experts) return 0;
+  if (m.groups && m.top_k > m.k_group * (m.experts / m.groups)) return 0;
+  *out = m;
+  return 1;
+}
+
+/* ---- building ---- */
+
+typedef struct moe_builder {
+  sk_graph *g;
+  const skm_io *weights;
+  sk_status st;
+  char *msg;
+  size_t msg_size;
+} moe_builder;
+
+static void note(moe_builder *b, sk_status st, const char *what) {
+  if (b->st != SK_STATUS_OK || st == SK_STATUS_OK) return;
+  b->st = st;
+  if (b->msg && b->msg_size) snprintf(b->msg, b->msg_size, "%s: %s: %s", what, sk_status_string(st), sk_last_error());
+}
+
+static sk_value tensor(moe_builder *b, const char *name, sk_dtype dt, int rank, const int64_t *shape) {
+  sk_value v = SK_VALUE_NONE;
+  if (b->st != SK_STATUS_OK) return v;
+  const skm_tensor *w = b->weights && skm_is_weight(name) ? skm_io_find_input((skm_io *)b->weights, name) : NULL;
+  if (b->weights && skm_is_weight(name) && !w) {
+    b->st = SK_STATUS_NOT_FOUND;
+    if (b->msg && b->msg_size) snprintf(b->msg, b->msg_size, "%s: no values for this weight", name);
+    return v;
+  }
+  note(b, w ? sk_graph_add_constant(b->g, name, dt, rank, shape, w->data, SK_CONSTANT_COPY, &v)
+            : sk_graph_add_input(b->g, name, dt, rank, shape, &v),
+       name);
+  return v;
+}
+
+static void node(moe_builder *b, const char *name, const char *op, const sk_op_input *in, size_t n_in,
+                 const sk_attr *attrs, size_t n_attrs, sk_value *outs, size_t n_outs) {
+  if (b->st != SK_STATUS_OK) return;
+  sk_op_desc d = {.struct_size = sizeof d, .op = op, .name = name, .inputs = in, .n_inputs = n_in,
+                  .attrs = attrs, .n_attrs = n_attrs};
+  note(b, sk_graph_add_op(b->g, &d, outs, n_outs, NULL), name);
+}
+
+static sk_value matmul(moe_builder *b, const char *name, sk_value x, sk_value w, const sk_value *ends) {
+  sk_op_input in[] = {{"x", &x, 1}, {"weight", &w, 1}, {"group_list", ends, 1}};
+  sk_attr experts[] = {SK_ATTR_INT("group_type", 0), SK_ATTR_INT("split_item", 3)};
+  sk_value y = SK_VALUE_NONE;
+  node(b, name, "grouped_matmul", in, ends ? 3 : 2, ends ? experts : NULL, ends ? 2 : 0, &y, 1);
+  return y;
+}
+
+static sk_value act(moe_builder *b, const char *name, sk_value x) {
+  sk_op_input in[] = {{"x", &x, 1}};
+  sk_value y = SK_VALUE_NONE;
+  node(b, name, "swiglu", in, 1, NULL, 0, &y, 1);
+  return y;
+}
+
+sk_status skm_moe_build(const skm_moe_layer *m, const char *options, const skm_io *weights, sk_graph **graph_out,
+                        char *msg, size_t msg_size) {
+  moe_builder b = {.weights = weights, .st = SK_STATUS_OK, .msg = msg, .msg_size = msg_size};
+  note(&b, sk_graph_create(&b.g), "sk_graph_create");
+  if (b.st != SK_STATUS_OK) return b.st;
+  const int64_t t = m->t, h = m->hidden, e = m->experts, i2 = 2 * m->inter, si = m->shared * m->inter;
+  sk_value x = tensor(&b, "moe_x", m->dtype, 2, (int64_t[]){t, h});
+  sk_value gate = tensor(&b, "moe_gate", SK_FP32, 2, (int64_t[]){e, h});
+  sk_value up = tensor(&b, "moe_w_up", m->dtype, 3, (int64_t[]){e, h, i2});
+  sk_value down = tensor(&b, "moe_w_down", m->dtype, 3, (int64_t[]){e, m->inter, h});
+  sk_value bias = m->groups ? tensor(&b, "moe_score_bias", SK_FP32, 1, (int64_t[]){e}) : SK_VALUE_NONE;
+  sk_value s_up = si ? tensor(&b, "moe_shared_up", m->dtype, 2, (int64_t[]){h, 2 * si}) : SK_VALUE_NONE;
+  sk_value s_down = si ? tensor(&b, "moe_shared_down", m->dtype, 2, (int64_t[]){si, h}) : SK_VALUE_NONE;
+  if (b.st == SK_STATUS_OK) note(&b, sk_graph_begin_scope(b.g, "moe", options), "scope moe");
+
+  sk_op_input cin[] = {{"x", &x, 1}};
+  sk_attr to32[] = {SK_ATTR_INT("dtype", SK_FP32)};
+  sk_value xf = SK_VALUE_NONE, logits = SK_VALUE_NONE, gating[4] = {SK_VALUE_NONE, SK_VALUE_NONE};
+  node(&b, "x_fp32", "cast", cin, 1, to32, 1, &xf, 1);
+  sk_op_input lin[] = {{"x", &xf, 1}, {"weight", &gate, 1}};
+  node(&b, "gate", "linear", lin, 2, NULL, 0, &logits, 1);
+  if (m->groups) {
+    sk_op_input gin[] = {{"x", &logits, 1}, {"bias", &bias, 1}};
+    sk_attr at[] = {SK_ATTR_INT("k", m->top_k), SK_ATTR_INT("k_group", m->k_group), SK_ATTR_INT("group_count", m->groups),
+                    SK_ATTR_INT("group_select_mode", 1), SK_ATTR_INT("norm_type", 1), SK_ATTR_INT("renorm", m->renorm),
+                    SK_ATTR_FLOAT("routed_scaling_factor", m->scaling)};
+    node(&b, "gating", "moe_gating_topk", gin, 2, at, 7, gating, 3);
+  } else {
+    sk_op_input gin[] = {{"x", &logits, 1}};
+    sk_attr at[] = {SK_ATTR_INT("k", m->top_k), SK_ATTR_INT("renorm", m->renorm)};
+    node(&b, "gating", "moe_gating_topk_softmax", gin, 1, at, 2, gating, 4);
+  }
+  sk_value routing[4] = {SK_VALUE_NONE, SK_VALUE_NONE, SK_VALUE_NONE, SK_VALUE_NONE};
+  sk_op_input rin[] = {{"x", &x, 1}, {"expert_idx", &gating[1], 1}};
+  sk_attr rat[] = {SK_ATTR_INT("expert_num", e)};
+  node(&b, "dispatch", "moe_init_routing", rin, 2, rat, 1, routing, 4);
+  sk_value d = matmul(&b, "experts_down", act(&b, "experts_act", matmul(&b, "experts_up", routing[0], up, &routing[2])),
+                      down, &routing[2]);
+  sk_value shared = si ? matmul(&b, "shared_down", act(&b, "shared_act", matmul(&b, "shared_up", x, s_up, NULL)), s_down, NULL)
+                       : SK_VALUE_NONE;
+  sk_op_input fin[6] = {{"expanded_permuted_rows", &d, 1}, {"expanded_src_to_dst_row", &routing[1], 1},
+                        {"skip1", &x, 1}, {"scales", &gating[0], 1}, {"export_for_source_row", &gating[1], 1},
+                        {"skip2", &shared, 1}};
+  sk_attr fat[] = {SK_ATTR_INT("drop_pad_mode", 2)};
+  sk_value y = SK_VALUE_NONE;
+  node(&b, "combine", "moe_finalize_routing", fin, si ? 6 : 5, fat, 1, &y, 1);
+  if (b.st == SK_STATUS_OK) note(&b, sk_graph_end_scope(b.g), "end of scope moe");
+  if (b.st == SK_STATUS_OK) note(&b, sk_graph_mark_output(b.g, y, "y"), "y");
+  if (b.st == SK_STATUS_OK) note(&b, sk_graph_mark_output(b.g, routing[2], "expert_ends"), "expert_ends");
+  if (b.st != SK_STATUS_OK) {
+    sk_graph_destroy(b.g);
+    return b.st;
+  }
+  *graph_out = b.g;
+  return SK_STATUS_OK;
+}

@@ -1,0 +1,26 @@
+/*
+ * moe_layer.h — the `moe-layer` model family (moe_layer.c): a MoE block of
+ * a real model's shape, named moe-layer:PRESET[:tN][:bf16|fp16][:eN].
+ */
+#ifndef SK_TOOLS_MOE_LAYER_H
+#define SK_TOOLS_MOE_LAYER_H
+
+#include "models.h"
+
+typedef struct skm_moe_layer {
+  const char *preset, *about;
+  int64_t t, hidden, experts, top_k, inter, shared;
+  int groups, k_group, renorm; /* groups 0: softmax gating */
+  double scaling;
+  sk_dtype dtype;
+} skm_moe_layer;
+
+/* "tiny, qwen3-30b-a3b, ..." */
+const char *skm_moe_presets(void);
+/* Parses a moe-layer name into *out; 0 when it is not one (or malformed). */
+int skm_moe_parse(const char *name, skm_moe_layer *out);
+/* The layer's graph (weights as constants from `weights` when not NULL). */
+sk_status skm_moe_build(const skm_moe_layer *m, const char *options, const skm_io *weights, sk_graph **graph_out,
+                        char *msg, size_t msg_size);
+
+#endif
