@@ -18,13 +18,13 @@
  * ratio against a core that does not match.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_util.h"
+#include "read_bandwidth.h"
 #include "superkernel.h"
 
 #ifdef SK_HAVE_OPENBLAS
@@ -36,44 +36,6 @@ char *openblas_get_corename(void);
 char *openblas_get_config(void);
 static blas_core_report peer;
 #endif
-
-/* ---- read bandwidth: each thread sums its slice of one large buffer ---- */
-
-#define BW_BYTES ((size_t)512 << 20)
-
-typedef struct bw_slice {
-  const double *p;
-  size_t n;
-  double sum;
-} bw_slice;
-
-static void *bw_sum(void *arg) {
-  bw_slice *s = arg;
-  double a[8] = {0};
-  for (size_t i = 0; i + 8 <= s->n; i += 8)
-    for (int j = 0; j < 8; j++) a[j] += s->p[i + j];
-  s->sum = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
-  return NULL;
-}
-
-/* GB/s of reading `buf` with `threads` threads: median of 5. */
-static double read_bandwidth(const double *buf, int threads) {
-  double t[5];
-  pthread_t tid[64];
-  bw_slice s[64];
-  size_t n = BW_BYTES / sizeof(double), per = n / (size_t)threads;
-  for (int r = 0; r < 5; r++) {
-    double a = now_us();
-    for (int i = 0; i < threads; i++) {
-      s[i] = (bw_slice){buf + (size_t)i * per, per, 0};
-      if (i > 0) pthread_create(&tid[i], NULL, bw_sum, &s[i]);
-    }
-    bw_sum(&s[0]);
-    for (int i = 1; i < threads; i++) pthread_join(tid[i], NULL);
-    t[r] = now_us() - a;
-  }
-  return (double)BW_BYTES / median(t, 5) * 1e-3;
-}
 
 /* ---- the shapes ---- */
 
@@ -202,11 +164,7 @@ int main(int argc, char **argv) {
   a.threads[0] = 1;
   a.threads[1] = sk_team_num_cores(a.teams[1]);
   if (a.threads[1] > 64) a.threads[1] = 64;
-  double *buf = malloc(BW_BYTES);
-  if (!buf) return 1;
-  for (size_t i = 0; i < BW_BYTES / sizeof(double); i++) buf[i] = (double)(i & 7);
-  for (int ti = 0; ti < 2; ti++) a.bw[ti] = read_bandwidth(buf, a.threads[ti]);
-  free(buf);
+  for (int ti = 0; ti < 2; ti++) a.bw[ti] = sk_read_bandwidth_gbs(a.threads[ti]);
   printf("grouped_matmul %s in/out, weights constant, vs cblas_sgemm fp32 at the same threads; medians of %d\n",
          sk_dtype_name(a.dt), a.reps);
   printf("read bandwidth: %.1f GB/s (1 thread), %.1f GB/s (%d threads)\n", a.bw[0], a.bw[1], a.threads[1]);

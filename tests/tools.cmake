@@ -262,7 +262,7 @@ else()
 endif()
 sk_cli_test(sk_bench_no_floor 0 -o "no floor: --no-floor" -- ${SK} bench decode --iters 1 --threads 1 --no-floor)
 # Usage errors exit 2.
-sk_cli_test(sk_bench_unknown_scenario 2 -E "unknown scenario 'nosuch' (known: example01, seed, decode, prefill, example02)"
+sk_cli_test(sk_bench_unknown_scenario 2 -E "unknown scenario 'nosuch' (known: example01, seed, decode, prefill, example02, moe-layer:"
             -- ${SK} bench nosuch)
 sk_cli_test(sk_bench_iters_zero 2 -E "--iters: expected an integer in 1..10000000, got '0'" -- ${SK} bench decode --iters 0)
 sk_cli_test(sk_bench_threads_abc 2 -E "--threads: expected team sizes in 1..1024 or 'all'" -- ${SK} bench decode --threads abc)

@@ -207,3 +207,13 @@ sk_status skm_moe_build(const skm_moe_layer *m, const char *options, const skm_i
   *graph_out = b.g;
   return SK_STATUS_OK;
 }
+
+double skm_moe_bytes(const skm_moe_layer *m, const int64_t *expert_ends) {
+  const double es = (double)sk_dtype_size(m->dtype), per_expert = (double)(m->hidden * 3 * m->inter) * es;
+  int64_t hit = 0;
+  for (int64_t e = 0; e < m->experts; e++) hit += expert_ends[e] > (e ? expert_ends[e - 1] : 0);
+  double bytes = (double)hit * per_expert + (double)(m->experts * m->hidden) * 4.0;
+  bytes += (double)(m->hidden * 3 * m->shared * m->inter) * es;
+  bytes += 2.0 * (double)(m->t * m->hidden) * es;
+  return bytes;
+}

@@ -23,4 +23,10 @@ int skm_moe_parse(const char *name, skm_moe_layer *out);
 sk_status skm_moe_build(const skm_moe_layer *m, const char *options, const skm_io *weights, sk_graph **graph_out,
                         char *msg, size_t msg_size);
 
+/* Bytes one run of the layer reads at least, given its routing (its
+ * expert_ends output, cumulative rows per expert): the weights of every
+ * expert hit, the gate, the shared experts, x and y. What a decode step's
+ * bandwidth floor divides. */
+double skm_moe_bytes(const skm_moe_layer *m, const int64_t *expert_ends);
+
 #endif

@@ -11,6 +11,8 @@
 
 #include "bench_machine.h"
 #include "blas_floor.h"
+#include "moe_layer.h"
+#include "read_bandwidth.h"
 #include "models.h"
 #include "sk.h"
 
@@ -172,6 +174,10 @@ typedef struct bench_result {
   bool floor_ratio_ok; /* its core matches the CPU: ratios against it are true */
   double floor_median, floor_p10, floor_p90, floor_gflop;
   const char *floor_why; /* why there is no floor */
+  /* moe-layer: the bandwidth floor, the bytes the run read (the experts it
+   * hit) over the read bandwidth measured at the same thread count. */
+  bool has_bw_floor;
+  double bw_bytes, bw_gbs, bw_floor_us;
 } bench_result;
 
 static int scenario_iters(const char *scenario, long iters) {
@@ -276,6 +282,13 @@ static int bench_one(const bench_args *a, const char *scenario, int threads, ben
             res->equal = false;
           }
   }
+  skm_moe_layer moe;
+  if (rc == SK_EXIT_OK && skm_moe_parse(scenario, &moe))
+    for (size_t o = 0; o < io[0].n_outputs; o++)
+      if (strcmp(io[0].outputs[o].name, "expert_ends") == 0) {
+        res->bw_bytes = skm_moe_bytes(&moe, io[0].outputs[o].data);
+        res->has_bw_floor = true;
+      }
   if (rc == SK_EXIT_OK)
     for (int m = 0; m < N_MODES; m++) {
       res->median[m] = cli_median(t[m], n); /* sorts t[m] */
@@ -292,6 +305,11 @@ static int bench_one(const bench_args *a, const char *scenario, int threads, ben
    * after each call and would otherwise slow the modes down. */
   if (rc == SK_EXIT_OK && !a->no_floor) time_floor(scenario, res->threads, n, res);
   else if (a->no_floor) res->floor_why = "--no-floor";
+  if (rc == SK_EXIT_OK && res->has_bw_floor) {
+    res->bw_gbs = sk_read_bandwidth_gbs(res->threads);
+    res->has_bw_floor = res->bw_gbs > 0;
+    res->bw_floor_us = res->has_bw_floor ? res->bw_bytes / (res->bw_gbs * 1e3) : 0;
+  }
   return rc;
 }
 
@@ -325,6 +343,9 @@ static void print_row(const bench_result *r) {
     printf("  %9.1f [%7.1f, %7.1f]  mismatched core, no ratio\n", r->floor_median, r->floor_p10, r->floor_p90);
   else
     printf("  no floor: %s\n", r->floor_why ? r->floor_why : "?");
+  if (r->has_bw_floor)
+    printf("  bandwidth floor: %.1f us (%.1f MB of weights hit and activations at %.1f GB/s), jit/bandwidth %.3f\n",
+           r->bw_floor_us, r->bw_bytes * 1e-6, r->bw_gbs, ratio(r->median[2], r->bw_floor_us));
   if (r->jit_fallbacks)
     printf("  note: %zu of %zu super kernels were interpreted after a JIT failure\n", r->jit_fallbacks,
            r->jit_total);
@@ -358,6 +379,9 @@ static void print_json(const bench_args *a, const sk_bench_machine *machine, con
              r->floor_median, r->floor_p10, r->floor_p90, r->floor_gflop, r->floor_ratio_ok ? "true" : "false");
     else
       printf("null");
+    if (r->has_bw_floor)
+      printf(",\n     \"bandwidth_floor\": {\"bytes\": %.0f, \"read_gbs\": %.3f, \"us\": %.3f, \"jit_over\": %.6f}",
+             r->bw_bytes, r->bw_gbs, r->bw_floor_us, ratio(r->median[2], r->bw_floor_us));
     printf(",\n     \"bitwise_equal\": %s}", r->equal ? "true" : "false");
   }
   printf("\n  ]\n}\n");

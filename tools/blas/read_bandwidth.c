@@ -1,0 +1,67 @@
+/* See read_bandwidth.h. A sum per thread over its own slice: reads that
+ * stream from memory (512 MiB is far past any cache), with eight
+ * independent sums so the adds never limit it. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "read_bandwidth.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define BW_BYTES ((size_t)512 << 20)
+
+typedef struct slice {
+  const double *p;
+  size_t n;
+  double sum;
+} slice;
+
+static void *sum_slice(void *arg) {
+  slice *s = arg;
+  double a[8] = {0};
+  for (size_t i = 0; i + 8 <= s->n; i += 8)
+    for (int j = 0; j < 8; j++) a[j] += s->p[i + j];
+  s->sum = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+  return NULL;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double sk_read_bandwidth_gbs(int threads) {
+  if (threads < 1) threads = 1;
+  if (threads > 64) threads = 64;
+  double *buf = malloc(BW_BYTES);
+  if (!buf) return 0;
+  /* Every page written with values (not zeros, which some memory systems
+   * serve faster): the passes then read memory, not page faults. */
+  for (size_t i = 0; i < BW_BYTES / sizeof(double); i++) buf[i] = (double)(i & 7);
+  double t[5];
+  pthread_t tid[64];
+  int started[64] = {0};
+  slice s[64];
+  size_t n = BW_BYTES / sizeof(double), per = n / (size_t)threads;
+  for (int r = 0; r < 5; r++) {
+    double t0 = now_s();
+    for (int i = 0; i < threads; i++) {
+      s[i] = (slice){buf + (size_t)i * per, per, 0};
+      started[i] = i > 0 && pthread_create(&tid[i], NULL, sum_slice, &s[i]) == 0;
+    }
+    for (int i = 0; i < threads; i++)
+      if (!started[i]) sum_slice(&s[i]); /* ours, or one whose thread could not start */
+    for (int i = 1; i < threads; i++)
+      if (started[i]) pthread_join(tid[i], NULL);
+    t[r] = now_s() - t0;
+  }
+  free(buf);
+  qsort(t, 5, sizeof t[0], by_value);
+  return (double)BW_BYTES / t[2] * 1e-9;
+}
