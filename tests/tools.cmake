@@ -332,6 +332,8 @@ sk_cli_test(sk_run_moe_layer 0 -o "output y: fp16 [3, 64]" -o "output expert_end
             -- ${SK} run moe-layer:tiny:t3:fp16 --executor jit --iters 2)
 sk_cli_test(sk_bench_moe_layer 0 -o "moe-layer:tiny:t9" -o "bitwise equal" -O "DIFFER"
             -- ${SK} bench moe-layer:tiny:t9 --iters 10 --threads 1,2)
+sk_cli_test(sk_bench_moe_layer_w8a8 0 -o "moe-layer:tiny:int8:t6" -o "bitwise equal" -o "bandwidth floor" -O "DIFFER"
+            -- ${SK} bench moe-layer:tiny:int8:t6 --iters 5 --threads 2)
 sk_cli_test(sk_run_moe_layer_bad_tokens 2 -E "unknown model 'moe-layer:tiny:t0'" -- ${SK} run moe-layer:tiny:t0)
 sk_cli_test(sk_run_moe_layer_bad_preset 2 -E "PRESET: tiny, qwen3-30b-a3b" -- ${SK} run moe-layer:gpt5)
 sk_cli_test(sk_run_moe_layer_topk_over_experts 2 -E "unknown model" -- ${SK} run moe-layer:qwen3-30b-a3b:e4)

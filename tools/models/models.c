@@ -57,7 +57,7 @@ static const model_def models[] = {
 const char *const skm_model_names[] = {"example01", "seed", "decode", "prefill", "example02", NULL};
 
 const char *skm_model_list(void) {
-  return "example01, seed, decode, prefill, example02, moe-layer:PRESET[:tN][:bf16|fp16][:eN] (PRESET: tiny, "
+  return "example01, seed, decode, prefill, example02, moe-layer:PRESET[:tN][:bf16|fp16|int8][:eN] (PRESET: tiny, "
          "qwen3-30b-a3b, deepseek-v2-lite, deepseek-v3)";
 }
 
@@ -492,6 +492,10 @@ static const input_range ranges[] = {
     {"moe_shared_up", -0.03, 0.03},
     {"moe_shared_down", -0.03, 0.03},
     {"moe_score_bias", -0.1, 0.1},
+    /* w8a8: int8 weights over their whole range times these give the
+     * bf16 weights' +-0.03 */
+    {"moe_w_up_scale", 0.0002, 0.00026},
+    {"moe_w_down_scale", 0.0002, 0.00026},
 };
 
 static void range_of(const skm_tensor *t, double *lo, double *hi) {

@@ -2,13 +2,13 @@
  * moe_layer.c — the `moe-layer` model family (issue 16): one MoE block of a
  * real model's shape, as one super kernel.
  *
- *   moe-layer:PRESET[:tN][:bf16|fp16][:eN]
+ *   moe-layer:PRESET[:tN][:bf16|fp16|int8][:eN]
  *
  * PRESET is a model's MoE block (the table below, from the models'
  * config.json), tN the tokens T (default 16), the dtype of x and the
- * expert weights (default bf16), eN the routed experts kept (default all;
- * fewer so a large model fits in memory: top-k must stay <= N). The graph,
- * in scope "moe":
+ * expert weights (default bf16; int8: w8a8, below), eN the routed experts
+ * kept (default all; fewer so a large model fits in memory: top-k must
+ * stay <= N). The graph, in scope "moe":
  *
  *   logits = linear(cast(moe_x, fp32), moe_gate)                  [T, E] fp32
  *   w, idx = moe_gating_topk_softmax(logits, k, renorm)           (softmax presets)
@@ -18,6 +18,15 @@
  *   s = the shared experts (one dense MLP of shared * I) of moe_x, if any
  *   y = moe_finalize_routing(d, map, skip1 = moe_x, skip2 = s, scales = w, idx)
  *
+ * w8a8 (int8): x and the shared experts bf16, the routed experts' weights
+ * int8 with per-channel fp32 scales, as vLLM-Ascend's DeepSeek decode runs
+ * them: moe_init_routing quantizes each routed row to int8 (dynamic, its
+ * scale per row) and counts rows per expert; the up projection is int8 ->
+ * int32; dequant_swiglu_quant dequantizes it (the expert's channel scales
+ * and the row's scale), applies SwiGLU and requantizes per row; the down
+ * projection is int8 -> bf16 with the expert's channel scales and the
+ * rows' scales; the combine is as above. expert_ends is then the counts.
+ *
  * Outputs y [T, H] and expert_ends (int64 [E], cumulative rows per expert).
  * The weights are the moe_* tensors (models.c's skm_is_weight); their
  * values are drawn uniformly with ranges that keep activations of unit
@@ -26,6 +35,7 @@
 #include "models.h"
 #include "moe_layer.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +66,7 @@ int skm_moe_parse(const char *name, skm_moe_layer *out) {
   if (!name || strncmp(name, prefix, sizeof prefix - 1) != 0) return 0;
   char buf[128];
   if (snprintf(buf, sizeof buf, "%s", name + sizeof prefix - 1) >= (int)sizeof buf) return 0;
-  skm_moe_layer m = {.t = 16, .dtype = SK_BF16};
+  skm_moe_layer m = {.t = 16, .dtype = SK_BF16, .expert_dtype = SK_BF16};
   /* The parts between ':': buf cut in place. */
   char *parts[8];
   int n_parts = 0;
@@ -76,8 +86,9 @@ int skm_moe_parse(const char *name, skm_moe_layer *out) {
   for (int k = 1; k < n_parts; k++) {
     part = parts[k];
     char *end;
-    if (strcmp(part, "bf16") == 0) m.dtype = SK_BF16;
-    else if (strcmp(part, "fp16") == 0) m.dtype = SK_FP16;
+    if (strcmp(part, "bf16") == 0) m.dtype = m.expert_dtype = SK_BF16;
+    else if (strcmp(part, "fp16") == 0) m.dtype = m.expert_dtype = SK_FP16;
+    else if (strcmp(part, "int8") == 0) m.dtype = SK_BF16, m.expert_dtype = SK_INT8;
     else if ((part[0] == 't' || part[0] == 'e') && part[1] >= '0' && part[1] <= '9') {
       long long v = strtoll(part + 1, &end, 10);
       if (*end || v < 1 || v > (part[0] == 't' ? 1 << 16 : p->experts)) return 0;
@@ -151,6 +162,25 @@ static sk_value act(moe_builder *b, const char *name, sk_value x) {
   return y;
 }
 
+/* The w8a8 experts (the top of the file): routing = init_routing's
+ * int8 rows, map, counts, row scales. Returns the bf16 rows [T*k, H]. */
+static sk_value quantized_experts(moe_builder *b, const sk_value *routing, sk_value up, sk_value down, sk_value up_scale,
+                                  sk_value down_scale) {
+  sk_op_input uin[] = {{"x", &routing[0], 1}, {"weight", &up, 1}, {"group_list", &routing[2], 1}};
+  sk_attr moe[] = {SK_ATTR_INT("group_type", 0), SK_ATTR_INT("split_item", 3), SK_ATTR_INT("group_list_type", 1),
+                   SK_ATTR_INT("output_dtype", SK_BF16)};
+  sk_value acc = SK_VALUE_NONE, q[2] = {SK_VALUE_NONE, SK_VALUE_NONE}, y = SK_VALUE_NONE;
+  node(b, "experts_up", "grouped_matmul", uin, 3, moe, 3, &acc, 1); /* int32 */
+  sk_op_input din[] = {{"x", &acc, 1}, {"weight_scale", &up_scale, 1}, {"activation_scale", &routing[3], 1},
+                       {"group_index", &routing[2], 1}};
+  sk_attr dat[] = {SK_ATTR_INT("quant_mode", 1), SK_ATTR_INT("activate_left", 1)};
+  node(b, "experts_act", "dequant_swiglu_quant", din, 4, dat, 2, q, 2);
+  sk_op_input win[] = {{"x", &q[0], 1}, {"weight", &down, 1}, {"scale", &down_scale, 1},
+                       {"per_token_scale", &q[1], 1}, {"group_list", &routing[2], 1}};
+  node(b, "experts_down", "grouped_matmul", win, 5, moe, 4, &y, 1);
+  return y;
+}
+
 sk_status skm_moe_build(const skm_moe_layer *m, const char *options, const skm_io *weights, sk_graph **graph_out,
                         char *msg, size_t msg_size) {
   moe_builder b = {.weights = weights, .st = SK_STATUS_OK, .msg = msg, .msg_size = msg_size};
@@ -159,8 +189,11 @@ sk_status skm_moe_build(const skm_moe_layer *m, const char *options, const skm_i
   const int64_t t = m->t, h = m->hidden, e = m->experts, i2 = 2 * m->inter, si = m->shared * m->inter;
   sk_value x = tensor(&b, "moe_x", m->dtype, 2, (int64_t[]){t, h});
   sk_value gate = tensor(&b, "moe_gate", SK_FP32, 2, (int64_t[]){e, h});
-  sk_value up = tensor(&b, "moe_w_up", m->dtype, 3, (int64_t[]){e, h, i2});
-  sk_value down = tensor(&b, "moe_w_down", m->dtype, 3, (int64_t[]){e, m->inter, h});
+  const bool w8a8 = m->expert_dtype == SK_INT8;
+  sk_value up = tensor(&b, "moe_w_up", m->expert_dtype, 3, (int64_t[]){e, h, i2});
+  sk_value down = tensor(&b, "moe_w_down", m->expert_dtype, 3, (int64_t[]){e, m->inter, h});
+  sk_value up_scale = w8a8 ? tensor(&b, "moe_w_up_scale", SK_FP32, 2, (int64_t[]){e, i2}) : SK_VALUE_NONE;
+  sk_value down_scale = w8a8 ? tensor(&b, "moe_w_down_scale", SK_FP32, 2, (int64_t[]){e, h}) : SK_VALUE_NONE;
   sk_value bias = m->groups ? tensor(&b, "moe_score_bias", SK_FP32, 1, (int64_t[]){e}) : SK_VALUE_NONE;
   sk_value s_up = si ? tensor(&b, "moe_shared_up", m->dtype, 2, (int64_t[]){h, 2 * si}) : SK_VALUE_NONE;
   sk_value s_down = si ? tensor(&b, "moe_shared_down", m->dtype, 2, (int64_t[]){si, h}) : SK_VALUE_NONE;
@@ -185,10 +218,12 @@ sk_status skm_moe_build(const skm_moe_layer *m, const char *options, const skm_i
   }
   sk_value routing[4] = {SK_VALUE_NONE, SK_VALUE_NONE, SK_VALUE_NONE, SK_VALUE_NONE};
   sk_op_input rin[] = {{"x", &x, 1}, {"expert_idx", &gating[1], 1}};
-  sk_attr rat[] = {SK_ATTR_INT("expert_num", e)};
-  node(&b, "dispatch", "moe_init_routing", rin, 2, rat, 1, routing, 4);
-  sk_value d = matmul(&b, "experts_down", act(&b, "experts_act", matmul(&b, "experts_up", routing[0], up, &routing[2])),
-                      down, &routing[2]);
+  sk_attr rat[] = {SK_ATTR_INT("expert_num", e), SK_ATTR_INT("quant_mode", w8a8 ? 1 : -1),
+                   SK_ATTR_INT("expert_tokens_num_type", w8a8 ? 1 : 0)};
+  node(&b, "dispatch", "moe_init_routing", rin, 2, rat, 3, routing, 4);
+  sk_value d = w8a8 ? quantized_experts(&b, routing, up, down, up_scale, down_scale)
+                    : matmul(&b, "experts_down", act(&b, "experts_act", matmul(&b, "experts_up", routing[0], up, &routing[2])),
+                             down, &routing[2]);
   sk_value shared = si ? matmul(&b, "shared_down", act(&b, "shared_act", matmul(&b, "shared_up", x, s_up, NULL)), s_down, NULL)
                        : SK_VALUE_NONE;
   sk_op_input fin[6] = {{"expanded_permuted_rows", &d, 1}, {"expanded_src_to_dst_row", &routing[1], 1},
@@ -209,9 +244,14 @@ sk_status skm_moe_build(const skm_moe_layer *m, const char *options, const skm_i
 }
 
 double skm_moe_bytes(const skm_moe_layer *m, const int64_t *expert_ends) {
-  const double es = (double)sk_dtype_size(m->dtype), per_expert = (double)(m->hidden * 3 * m->inter) * es;
+  const double es = (double)sk_dtype_size(m->dtype), wes = (double)sk_dtype_size(m->expert_dtype);
+  /* w8a8: int8 weights and their fp32 channel scales (2I + H per expert) */
+  double per_expert = (double)(m->hidden * 3 * m->inter) * wes;
+  if (m->expert_dtype == SK_INT8) per_expert += (double)(2 * m->inter + m->hidden) * 4.0;
   int64_t hit = 0;
-  for (int64_t e = 0; e < m->experts; e++) hit += expert_ends[e] > (e ? expert_ends[e - 1] : 0);
+  const bool counts = m->expert_dtype == SK_INT8; /* w8a8: expert_ends holds counts */
+  for (int64_t e = 0; e < m->experts; e++)
+    hit += counts ? expert_ends[e] > 0 : expert_ends[e] > (e ? expert_ends[e - 1] : 0);
   double bytes = (double)hit * per_expert + (double)(m->experts * m->hidden) * 4.0;
   bytes += (double)(m->hidden * 3 * m->shared * m->inter) * es;
   bytes += 2.0 * (double)(m->t * m->hidden) * es;

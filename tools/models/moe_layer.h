@@ -1,6 +1,6 @@
 /*
  * moe_layer.h — the `moe-layer` model family (moe_layer.c): a MoE block of
- * a real model's shape, named moe-layer:PRESET[:tN][:bf16|fp16][:eN].
+ * a real model's shape, named moe-layer:PRESET[:tN][:bf16|fp16|int8][:eN].
  */
 #ifndef SK_TOOLS_MOE_LAYER_H
 #define SK_TOOLS_MOE_LAYER_H
@@ -12,7 +12,8 @@ typedef struct skm_moe_layer {
   int64_t t, hidden, experts, top_k, inter, shared;
   int groups, k_group, renorm; /* groups 0: softmax gating */
   double scaling;
-  sk_dtype dtype;
+  sk_dtype dtype;         /* x, y, the shared experts */
+  sk_dtype expert_dtype;  /* the routed experts' weights: dtype, or int8 (w8a8) */
 } skm_moe_layer;
 
 /* "tiny, qwen3-30b-a3b, ..." */
