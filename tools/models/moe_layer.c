@@ -81,7 +81,7 @@ int skm_moe_parse(const char *name, skm_moe_layer *out) {
     if (strcmp(presets[i].name, part) == 0) p = &presets[i];
   if (!p) return 0;
   m.hidden = p->hidden, m.experts = p->experts, m.top_k = p->top_k, m.inter = p->inter, m.shared = p->shared;
-  m.groups = p->groups, m.k_group = p->k_group, m.renorm = p->renorm, m.scaling = p->scaling;
+  m.sigmoid = p->groups > 0, m.groups = p->groups, m.k_group = p->k_group, m.renorm = p->renorm, m.scaling = p->scaling;
   m.preset = p->name, m.about = p->about;
   for (int k = 1; k < n_parts; k++) {
     part = parts[k];
@@ -98,12 +98,13 @@ int skm_moe_parse(const char *name, skm_moe_layer *out) {
       return 0;
     }
   }
-  /* Fewer experts: the grouped gating keeps its group count when it still
-   * divides them (else one group), and top-k at most the experts. */
-  if (m.groups && m.experts % m.groups != 0) m.groups = 0, m.k_group = 0;
-  if (m.groups && m.experts / m.groups <= 2) m.groups = 0, m.k_group = 0;
+  /* Fewer experts: the grouped sigmoid gating keeps its groups while they
+   * still divide the experts into more than 2 each (mode 1's rule) and
+   * hold top-k, else it runs ungrouped; top-k at most the experts. */
+  if (m.sigmoid && (m.experts % m.groups != 0 || m.experts / m.groups <= 2 ||
+                    m.top_k > m.k_group * (m.experts / m.groups)))
+    m.groups = 1, m.k_group = 1;
   if (m.top_k > m.experts) return 0;
-  if (m.groups && m.top_k > m.k_group * (m.experts / m.groups)) return 0;
   *out = m;
   return 1;
 }
@@ -194,7 +195,7 @@ sk_status skm_moe_build(const skm_moe_layer *m, const char *options, const skm_i
   sk_value down = tensor(&b, "moe_w_down", m->expert_dtype, 3, (int64_t[]){e, m->inter, h});
   sk_value up_scale = w8a8 ? tensor(&b, "moe_w_up_scale", SK_FP32, 2, (int64_t[]){e, i2}) : SK_VALUE_NONE;
   sk_value down_scale = w8a8 ? tensor(&b, "moe_w_down_scale", SK_FP32, 2, (int64_t[]){e, h}) : SK_VALUE_NONE;
-  sk_value bias = m->groups ? tensor(&b, "moe_score_bias", SK_FP32, 1, (int64_t[]){e}) : SK_VALUE_NONE;
+  sk_value bias = m->sigmoid ? tensor(&b, "moe_score_bias", SK_FP32, 1, (int64_t[]){e}) : SK_VALUE_NONE;
   sk_value s_up = si ? tensor(&b, "moe_shared_up", m->dtype, 2, (int64_t[]){h, 2 * si}) : SK_VALUE_NONE;
   sk_value s_down = si ? tensor(&b, "moe_shared_down", m->dtype, 2, (int64_t[]){si, h}) : SK_VALUE_NONE;
   if (b.st == SK_STATUS_OK) note(&b, sk_graph_begin_scope(b.g, "moe", options), "scope moe");
@@ -205,7 +206,7 @@ sk_status skm_moe_build(const skm_moe_layer *m, const char *options, const skm_i
   node(&b, "x_fp32", "cast", cin, 1, to32, 1, &xf, 1);
   sk_op_input lin[] = {{"x", &xf, 1}, {"weight", &gate, 1}};
   node(&b, "gate", "linear", lin, 2, NULL, 0, &logits, 1);
-  if (m->groups) {
+  if (m->sigmoid) {
     sk_op_input gin[] = {{"x", &logits, 1}, {"bias", &bias, 1}};
     sk_attr at[] = {SK_ATTR_INT("k", m->top_k), SK_ATTR_INT("k_group", m->k_group), SK_ATTR_INT("group_count", m->groups),
                     SK_ATTR_INT("group_select_mode", 1), SK_ATTR_INT("norm_type", 1), SK_ATTR_INT("renorm", m->renorm),

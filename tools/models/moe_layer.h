@@ -10,7 +10,7 @@
 typedef struct skm_moe_layer {
   const char *preset, *about;
   int64_t t, hidden, experts, top_k, inter, shared;
-  int groups, k_group, renorm; /* groups 0: softmax gating */
+  int sigmoid, groups, k_group, renorm; /* sigmoid 0: softmax gating; else sigmoid over groups (1: none) */
   double scaling;
   sk_dtype dtype;         /* x, y, the shared experts */
   sk_dtype expert_dtype;  /* the routed experts' weights: dtype, or int8 (w8a8) */
