@@ -55,6 +55,24 @@ static void pack_b_avx2(size_t kc, size_t nc, const int8_t *b, size_t ldb, void 
   }
 }
 
+/* The k loop over the first `rows` rows (exact int32 sums: any order). */
+static inline __attribute__((always_inline)) void k_loop(size_t rows, size_t kcp, const char *const a[MR],
+                                                         const char *wp, __m256i acc[MR][NV]) {
+  for (size_t p = 0; p < kcp; p += 2, wp += 4 * NR) {
+    __m256i bv[NV];
+#pragma GCC unroll 2
+    for (size_t v = 0; v < NV; v++) bv[v] = _mm256_load_si256((const __m256i *)(const void *)(wp + 32 * v));
+#pragma GCC unroll 8
+    for (size_t i = 0; i < rows; i++) {
+      int32_t pair;
+      memcpy(&pair, a[i] + 2 * p, sizeof pair);
+      __m256i av = _mm256_set1_epi32(pair);
+#pragma GCC unroll 2
+      for (size_t v = 0; v < NV; v++) acc[i][v] = _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(av, bv[v]));
+    }
+  }
+}
+
 void sk__qs8_gemm_ukernel_6x16c2__avx2(size_t mr, size_t nr, size_t kcp, const void *a, size_t a_stride,
                                        const void *w, const int32_t *colsum, int32_t *c, size_t ldc,
                                        int accumulate);
@@ -66,25 +84,20 @@ void sk__qs8_gemm_ukernel_6x16c2__avx2(size_t mr, size_t nr, size_t kcp, const v
   const char *rows[MR];
 #pragma GCC unroll 8
   for (size_t i = 0; i < MR; i++) rows[i] = (const char *)a + (i < mr ? i : mr - 1) * a_stride;
-  const char *wp = w;
   __m256i acc[MR][NV];
 #pragma GCC unroll 8
   for (size_t i = 0; i < MR; i++)
 #pragma GCC unroll 2
     for (size_t v = 0; v < NV; v++) acc[i][v] = _mm256_setzero_si256();
-
-  for (size_t p = 0; p < kcp; p += 2, wp += 4 * NR) {
-    __m256i bv[NV];
-#pragma GCC unroll 2
-    for (size_t v = 0; v < NV; v++) bv[v] = _mm256_load_si256((const __m256i *)(const void *)(wp + 32 * v));
-#pragma GCC unroll 8
-    for (size_t i = 0; i < MR; i++) {
-      int32_t pair;
-      memcpy(&pair, rows[i] + 2 * p, sizeof pair);
-      __m256i av = _mm256_set1_epi32(pair);
-#pragma GCC unroll 2
-      for (size_t v = 0; v < NV; v++) acc[i][v] = _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(av, bv[v]));
-    }
+  /* Only the rows there are: a decode step's 1-2 rows per expert would
+   * otherwise pay for all MR. */
+  switch (mr) {
+    case 1: k_loop(1, kcp, rows, w, acc); break;
+    case 2: k_loop(2, kcp, rows, w, acc); break;
+    case 3: k_loop(3, kcp, rows, w, acc); break;
+    case 4: k_loop(4, kcp, rows, w, acc); break;
+    case 5: k_loop(5, kcp, rows, w, acc); break;
+    default: k_loop(MR, kcp, rows, w, acc); break;
   }
 
   for (size_t i = 0; i < mr; i++)
