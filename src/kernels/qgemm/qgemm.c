@@ -46,7 +46,7 @@ typedef struct ws_layout {
 
 static ws_layout layout_for(const sk__qgemm_config *cfg, size_t tile_m, size_t tile_n, size_t k) {
   ws_layout l;
-  const size_t nr = (size_t)cfg->nr, mr = (size_t)cfg->mr, es = (size_t)cfg->elem_bytes;
+  const size_t nr = (size_t)cfg->nr, mr = (size_t)cfg->mr, es = (size_t)cfg->b_elem_bytes;
   size_t kc = k < (size_t)cfg->kc ? k : (size_t)cfg->kc;
   l.kcp = sk__qgemm_round_up(kc ? kc : 1, (size_t)cfg->kgroup);
   /* B chunk near 512 KiB (Zen 4 has 1 MiB of L2), at least one panel. */
@@ -56,7 +56,7 @@ static ws_layout layout_for(const sk__qgemm_config *cfg, size_t tile_m, size_t t
   l.nc = nc;
   l.colsum_offset = align64(nc * l.kcp * es);
   l.a_offset = l.colsum_offset + align64(nc * sizeof(int32_t));
-  l.a_stride = sk__qgemm_a_stride(l.kcp * es);
+  l.a_stride = sk__qgemm_a_stride(l.kcp * (size_t)cfg->elem_bytes);
   l.total = l.a_offset + (tile_m < mr ? tile_m : mr) * l.a_stride;
   return l;
 }
@@ -78,7 +78,7 @@ size_t sk__qgemm_workspace_size(int64_t tile_m, int64_t tile_n, int64_t k) {
  * their column sums; the next block follows. */
 static size_t whole_block_panels(const sk__qgemm_config *cfg, size_t kc, size_t n) {
   return align64(sk__qgemm_round_up(n, (size_t)cfg->nr) * sk__qgemm_round_up(kc, (size_t)cfg->kgroup) *
-                 (size_t)cfg->elem_bytes);
+                 (size_t)cfg->b_elem_bytes);
 }
 static size_t whole_block_colsums(const sk__qgemm_config *cfg, size_t n) {
   return align64(sk__qgemm_round_up(n, (size_t)cfg->nr) * sizeof(int32_t));
@@ -121,7 +121,7 @@ void sk__qgemm_tile_config(const sk__qgemm_config *cfg, const sk__qgemm_problem 
     for (size_t i = 0; i < m; i++) memset(c + i * ldcu, 0, n * sizeof(int32_t));
     return;
   }
-  const size_t mr_max = (size_t)cfg->mr, nr_max = (size_t)cfg->nr, es = (size_t)cfg->elem_bytes;
+  const size_t mr_max = (size_t)cfg->mr, nr_max = (size_t)cfg->nr, es = (size_t)cfg->b_elem_bytes;
   const ws_layout l = layout_for(cfg, m, n, k);
   char *packed_b = (char *)workspace;
   int32_t *colsum = (int32_t *)(void *)((char *)workspace + l.colsum_offset);

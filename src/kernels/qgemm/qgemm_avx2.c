@@ -1,5 +1,8 @@
-/* AVX2 int8 GEMM path: A and B sign-extended to int16 while packing, then
- * vpmaddwd + vpaddd (exact; vpmaddubsw would saturate its int16 pair sums).
+/* AVX2 int8 GEMM path: vpmaddwd + vpaddd on int16 pairs (exact; vpmaddubsw
+ * would saturate its int16 pair sums). A is sign-extended to int16 while
+ * packing; B stays int8 in its panels (k pairs interleaved) and is
+ * sign-extended as it is loaded, so a decode step, which reads each weight
+ * once, streams one byte per weight instead of two.
  *
  * Tile 6 x 16: 12 ymm accumulators + 2 B vectors + 1 broadcast + 1 product
  * = the 16 registers; two vpmaddwd pipes need >= 8 independent sums.
@@ -12,15 +15,6 @@
 #define MR 6
 #define NR 16
 #define NV (NR / 8)
-
-/* 8 int8 values (fewer at a tail, the rest 0) sign-extended to int32. */
-static inline __m256i load8_epi32(const int8_t *src, size_t valid) {
-  if (valid >= 8) return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)src));
-  if (valid == 0) return _mm256_setzero_si256(); /* src may lie past B: not touched */
-  int8_t tmp[16] = {0};
-  memcpy(tmp, src, valid);
-  return _mm256_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)tmp));
-}
 
 static void pack_a_avx2(size_t mr, size_t kc, const int8_t *a, size_t lda, void *dst, size_t a_stride) {
   for (size_t i = 0; i < mr; i++) {
@@ -35,22 +29,28 @@ static void pack_a_avx2(size_t mr, size_t kc, const int8_t *a, size_t lda, void 
   }
 }
 
-/* Panel layout: for each pair of k values, NR dwords (int16 B[2g, j],
- * int16 B[2g+1, j]) as vpmaddwd consumes. */
+/* 8 int8 values (fewer at a tail, the rest 0) in the low half. */
+static inline __m128i load8_epi8(const int8_t *src, size_t valid) {
+  if (valid >= 8) return _mm_loadl_epi64((const __m128i *)(const void *)src);
+  int8_t tmp[16] = {0};
+  if (valid) memcpy(tmp, src, valid); /* src may lie past B when 0: not touched */
+  return _mm_loadl_epi64((const __m128i *)(const void *)tmp);
+}
+
+/* Panel layout: for each pair of k values, NR int8 pairs (B[2g, j],
+ * B[2g+1, j]): 16 bytes per 8 columns, which vpmovsxbw turns into the
+ * int16 pairs vpmaddwd consumes. */
 static void pack_b_avx2(size_t kc, size_t nc, const int8_t *b, size_t ldb, void *dst, int32_t *colsum) {
   (void)colsum;
   const size_t kcp = sk__qgemm_round_up(kc, 2);
-  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
   for (size_t j0 = 0; j0 < nc; j0 += NR) {
-    int16_t *panel = (int16_t *)dst + j0 * kcp;
+    int8_t *panel = (int8_t *)dst + j0 * kcp;
     for (size_t p = 0; p < kcp; p += 2)
       for (size_t v = 0; v < NV; v++) {
         size_t valid = nc - j0 > 8 * v ? nc - j0 - 8 * v : 0;
         const int8_t *src = b + p * ldb + j0 + 8 * v;
-        __m256i r0 = load8_epi32(src, valid);
-        __m256i r1 = load8_epi32(src + ldb, p + 1 < kc ? valid : 0);
-        __m256i packed = _mm256_or_si256(_mm256_and_si256(r0, low16), _mm256_slli_epi32(r1, 16));
-        _mm256_store_si256((__m256i *)(void *)(panel + p * NR + 16 * v), packed);
+        __m128i r0 = load8_epi8(src, valid), r1 = load8_epi8(src + ldb, p + 1 < kc ? valid : 0);
+        _mm_storeu_si128((__m128i *)(void *)(panel + p * NR + 16 * v), _mm_unpacklo_epi8(r0, r1));
       }
   }
 }
@@ -58,10 +58,11 @@ static void pack_b_avx2(size_t kc, size_t nc, const int8_t *b, size_t ldb, void 
 /* The k loop over the first `rows` rows (exact int32 sums: any order). */
 static inline __attribute__((always_inline)) void k_loop(size_t rows, size_t kcp, const char *const a[MR],
                                                          const char *wp, __m256i acc[MR][NV]) {
-  for (size_t p = 0; p < kcp; p += 2, wp += 4 * NR) {
+  for (size_t p = 0; p < kcp; p += 2, wp += 2 * NR) {
     __m256i bv[NV];
 #pragma GCC unroll 2
-    for (size_t v = 0; v < NV; v++) bv[v] = _mm256_load_si256((const __m256i *)(const void *)(wp + 32 * v));
+    for (size_t v = 0; v < NV; v++)
+      bv[v] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(wp + 16 * v)));
 #pragma GCC unroll 8
     for (size_t i = 0; i < rows; i++) {
       int32_t pair;
@@ -110,5 +111,5 @@ void sk__qs8_gemm_ukernel_6x16c2__avx2(size_t mr, size_t nr, size_t kcp, const v
 }
 
 const sk__qgemm_config sk__qs8_gemm_config_avx2 = {
-    "avx2", MR, NR, 2, 2, 512, pack_a_avx2, pack_b_avx2, sk__qs8_gemm_ukernel_6x16c2__avx2,
+    "avx2", MR, NR, 2, 2, 512, pack_a_avx2, pack_b_avx2, sk__qs8_gemm_ukernel_6x16c2__avx2, 1,
 };

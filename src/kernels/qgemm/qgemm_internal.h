@@ -45,11 +45,12 @@ typedef struct sk__qgemm_config {
   const char *name;
   int mr, nr;
   int kgroup;     /* packed K is padded with zero rows to a multiple of this */
-  int elem_bytes; /* bytes per packed element: 1 (int8 / uint8) or 2 (int16) */
+  int elem_bytes; /* bytes per packed A element: 1 (int8 / uint8) or 2 (int16) */
   int kc;         /* K block (a multiple of kgroup): a B micro-panel is kc * NR elements */
   sk__qgemm_pack_a_fn pack_a;
   sk__qgemm_pack_b_fn pack_b;
   sk__qgemm_ukernel_fn ukernel;
+  int b_elem_bytes; /* bytes per packed B element: what a decode step streams */
 } sk__qgemm_config;
 
 /* One configuration per ISA file. */
