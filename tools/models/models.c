@@ -20,6 +20,7 @@
  *   outputs:  routing = h of sk5 [64, 128] fp16, quantized [64, 64] int8
  */
 #include "models.h"
+#include "model_builder.h"
 #include "moe_layer.h"
 
 #include <math.h>
@@ -100,16 +101,7 @@ enum {
   DSQ0, DSQ1, DSQ2, DATA1, DATA2, SCALE, N_INPUTS
 };
 
-/* A builder that stops at the first error and remembers it. */
-typedef struct builder {
-  sk_graph *g;
-  const skm_io *weights; /* non-NULL: weights become constants with these values */
-  sk_status st;
-  char *msg;
-  size_t msg_size;
-} builder;
-
-static void fail(builder *b, sk_status st, const char *what) {
+void skm_builder_fail(skm_builder *b, sk_status st, const char *what) {
   if (b->st != SK_STATUS_OK) return;
   b->st = st;
   set_msg(b->msg, b->msg_size, "%s: %s: %s", what, sk_status_string(st), sk_last_error());
@@ -126,8 +118,7 @@ int skm_is_weight(const char *name) {
   return 0;
 }
 
-/* A graph input, or with b->weights a constant when the name is a weight. */
-static void input(builder *b, const char *name, sk_dtype dtype, int rank, const int64_t *shape, sk_value *out) {
+void skm_builder_input(skm_builder *b, const char *name, sk_dtype dtype, int rank, const int64_t *shape, sk_value *out) {
   if (b->st != SK_STATUS_OK) return;
   sk_status st;
   const skm_tensor *w = NULL;
@@ -142,149 +133,146 @@ static void input(builder *b, const char *name, sk_dtype dtype, int rank, const 
   } else {
     st = sk_graph_add_input(b->g, name, dtype, rank, shape, out);
   }
-  if (st != SK_STATUS_OK) fail(b, st, name);
+  if (st != SK_STATUS_OK) skm_builder_fail(b, st, name);
 }
 
-static void node(builder *b, const char *name, const char *op, const sk_op_input *in, size_t n_in,
+void skm_builder_node(skm_builder *b, const char *name, const char *op, const sk_op_input *in, size_t n_in,
                  const sk_attr *attrs, size_t n_attrs, sk_value *outs, size_t max_outs) {
   if (b->st != SK_STATUS_OK) return;
   sk_op_desc d = {.struct_size = sizeof d, .op = op, .name = name, .inputs = in, .n_inputs = n_in,
                   .attrs = attrs, .n_attrs = n_attrs};
   sk_status st = sk_graph_add_op(b->g, &d, outs, max_outs, NULL);
-  if (st != SK_STATUS_OK) fail(b, st, name);
+  if (st != SK_STATUS_OK) skm_builder_fail(b, st, name);
 }
 
-static void scope(builder *b, const char *name, const char *options) {
+void skm_builder_scope(skm_builder *b, const char *name, const char *options) {
   if (b->st != SK_STATUS_OK) return;
   sk_status st = name ? sk_graph_begin_scope(b->g, name, options) : sk_graph_end_scope(b->g);
-  if (st != SK_STATUS_OK) fail(b, st, name ? name : "end of scope");
+  if (st != SK_STATUS_OK) skm_builder_fail(b, st, name ? name : "end of scope");
 }
 
-static void build_graph(builder *b, int64_t t, int64_t small, const char *options) {
+void skm_builder_output(skm_builder *b, sk_value value, const char *name) {
+  if (b->st != SK_STATUS_OK) return;
+  sk_status st = sk_graph_mark_output(b->g, value, name);
+  if (st != SK_STATUS_OK) skm_builder_fail(b, st, name);
+}
+
+static void build_graph(skm_builder *b, int64_t t, int64_t small, const char *options) {
   const int seed_layout = t == 256;
   const int64_t rows = dsq_rows_of(t);
   sk_value in[N_INPUTS];
-  input(b, "gmm1_x_0", SK_FP16, 2, (int64_t[]){small, 128}, &in[GMM1_X0]);
-  input(b, "gmm1_x_1", SK_FP16, 2, (int64_t[]){t, 180}, &in[GMM1_X1]);
-  input(b, "gmm1_weight_0", SK_FP16, 2, (int64_t[]){128, 64}, &in[GMM1_W0]);
-  input(b, "gmm1_weight_1", SK_FP16, 2, (int64_t[]){180, 320}, &in[GMM1_W1]);
-  input(b, "gmm1_bias_0", SK_FP16, 1, (int64_t[]){64}, &in[GMM1_B0]);
-  input(b, "gmm1_bias_1", SK_FP16, 1, (int64_t[]){320}, &in[GMM1_B1]);
-  input(b, "gmm2_weight_0", SK_FP16, 2, (int64_t[]){64, 56}, &in[GMM2_W0]);
-  input(b, "gmm2_weight_1", SK_FP16, 2, (int64_t[]){320, 256}, &in[GMM2_W1]);
-  input(b, "moe1_bias", SK_FP16, 1, (int64_t[]){256}, &in[MOE1_BIAS]);
-  input(b, "dsq_input_0", SK_FP32, 1, (int64_t[]){128}, &in[DSQ0]);
-  input(b, "dsq_input_1", SK_FP32, 2, (int64_t[]){rows, 1}, &in[DSQ1]);
-  input(b, "dsq_input_2", SK_FP32, 2, (int64_t[]){1, 64}, &in[DSQ2]);
+  skm_builder_input(b, "gmm1_x_0", SK_FP16, 2, (int64_t[]){small, 128}, &in[GMM1_X0]);
+  skm_builder_input(b, "gmm1_x_1", SK_FP16, 2, (int64_t[]){t, 180}, &in[GMM1_X1]);
+  skm_builder_input(b, "gmm1_weight_0", SK_FP16, 2, (int64_t[]){128, 64}, &in[GMM1_W0]);
+  skm_builder_input(b, "gmm1_weight_1", SK_FP16, 2, (int64_t[]){180, 320}, &in[GMM1_W1]);
+  skm_builder_input(b, "gmm1_bias_0", SK_FP16, 1, (int64_t[]){64}, &in[GMM1_B0]);
+  skm_builder_input(b, "gmm1_bias_1", SK_FP16, 1, (int64_t[]){320}, &in[GMM1_B1]);
+  skm_builder_input(b, "gmm2_weight_0", SK_FP16, 2, (int64_t[]){64, 56}, &in[GMM2_W0]);
+  skm_builder_input(b, "gmm2_weight_1", SK_FP16, 2, (int64_t[]){320, 256}, &in[GMM2_W1]);
+  skm_builder_input(b, "moe1_bias", SK_FP16, 1, (int64_t[]){256}, &in[MOE1_BIAS]);
+  skm_builder_input(b, "dsq_input_0", SK_FP32, 1, (int64_t[]){128}, &in[DSQ0]);
+  skm_builder_input(b, "dsq_input_1", SK_FP32, 2, (int64_t[]){rows, 1}, &in[DSQ1]);
+  skm_builder_input(b, "dsq_input_2", SK_FP32, 2, (int64_t[]){1, 64}, &in[DSQ2]);
   if (seed_layout)
-    input(b, "data1", SK_INT32, 3, (int64_t[]){4, 8, 128}, &in[DATA1]);
+    skm_builder_input(b, "data1", SK_INT32, 3, (int64_t[]){4, 8, 128}, &in[DATA1]);
   else
-    input(b, "data1", SK_INT32, 2, (int64_t[]){32, 128}, &in[DATA1]);
-  input(b, "data2", SK_INT8, 3, (int64_t[]){6, 64, 64}, &in[DATA2]);
-  input(b, "scale", SK_INT64, 1, (int64_t[]){1}, &in[SCALE]);
+    skm_builder_input(b, "data1", SK_INT32, 2, (int64_t[]){32, 128}, &in[DATA1]);
+  skm_builder_input(b, "data2", SK_INT8, 3, (int64_t[]){6, 64, 64}, &in[DATA2]);
+  skm_builder_input(b, "scale", SK_INT64, 1, (int64_t[]){1}, &in[SCALE]);
 
   /* ---- sk1: grouped_matmul -> grouped_matmul -> moe_gating_topk ---- */
-  scope(b, "sk1", options);
+  skm_builder_scope(b, "sk1", options);
   sk_value g1[2], g2[2], moe[3];
   sk_op_input gmm1_in[] = {{"x", &in[GMM1_X0], 2}, {"weight", &in[GMM1_W0], 2}, {"bias", &in[GMM1_B0], 2}};
   sk_attr lists[] = {SK_ATTR_INT("group_type", -1)};
-  node(b, "gmm1", "grouped_matmul", gmm1_in, 3, lists, 1, g1, 2);
+  skm_builder_node(b, "gmm1", "grouped_matmul", gmm1_in, 3, lists, 1, g1, 2);
   sk_op_input gmm2_in[] = {{"x", g1, 2}, {"weight", &in[GMM2_W0], 2}};
-  node(b, "gmm2", "grouped_matmul", gmm2_in, 2, lists, 1, g2, 2);
+  skm_builder_node(b, "gmm2", "grouped_matmul", gmm2_in, 2, lists, 1, g2, 2);
   sk_op_input moe_in[] = {{"x", &g2[1], 1}, {"bias", &in[MOE1_BIAS], 1}};
   sk_attr moe_attrs[] = {SK_ATTR_INT("k", 8), SK_ATTR_INT("k_group", 4), SK_ATTR_INT("group_count", 8),
                          SK_ATTR_INT("group_select_mode", 1), SK_ATTR_INT("norm_type", 1)};
-  node(b, "moe1", "moe_gating_topk", moe_in, 2, moe_attrs, 5, moe, 3);
+  skm_builder_node(b, "moe1", "moe_gating_topk", moe_in, 2, moe_attrs, 5, moe, 3);
   sk_value idx = moe[1];
-  scope(b, NULL, NULL);
+  skm_builder_scope(b, NULL, NULL);
 
   /* ---- unfused middle segment: reshape -> square -> concat -> reshape ---- */
   sk_value r1, s, c, r2;
   sk_op_input r1_in[] = {{"x", &idx, 1}};
   static const int64_t seed_shape[] = {2, 8, 128}, rows_shape[] = {-1, 128};
   sk_attr r1_shape[] = {seed_layout ? SK_ATTR_INTS("shape", seed_shape, 3) : SK_ATTR_INTS("shape", rows_shape, 2)};
-  node(b, "reshape1", "reshape", r1_in, 1, r1_shape, 1, &r1, 1);
+  skm_builder_node(b, "reshape1", "reshape", r1_in, 1, r1_shape, 1, &r1, 1);
   sk_op_input s_in[] = {{"x", &r1, 1}};
-  node(b, "square", "square", s_in, 1, NULL, 0, &s, 1);
+  skm_builder_node(b, "square", "square", s_in, 1, NULL, 0, &s, 1);
   sk_value parts[2] = {s, in[DATA1]};
   sk_op_input c_in[] = {{"x", parts, 2}};
   sk_attr dim0[] = {SK_ATTR_INT("dim", 0)};
-  node(b, "concat", "concat", c_in, 1, dim0, 1, &c, 1);
+  skm_builder_node(b, "concat", "concat", c_in, 1, dim0, 1, &c, 1);
   sk_op_input r2_in[] = {{"x", &c, 1}};
   sk_attr r2_shape[] = {SK_ATTR_INTS("shape", rows_shape, 2)};
-  node(b, "reshape2", "reshape", r2_in, 1, r2_shape, 1, &r2, 1);
+  skm_builder_node(b, "reshape2", "reshape", r2_in, 1, r2_shape, 1, &r2, 1);
 
   /* ---- sk2: dequant_swiglu_quant -> quant_matmul ---- */
-  scope(b, "sk2", options);
+  skm_builder_scope(b, "sk2", options);
   sk_value dsq[2], out = SK_VALUE_NONE;
   sk_op_input dsq_in[] = {{"x", &r2, 1},
                           {"weight_scale", &in[DSQ0], 1},
                           {"activation_scale", &in[DSQ1], 1},
                           {"quant_scale", &in[DSQ2], 1}};
   sk_attr dsq_attrs[] = {SK_ATTR_INT("activate_left", 0), SK_ATTR_INT("quant_mode", 1)};
-  node(b, "dsq", "dequant_swiglu_quant", dsq_in, 4, dsq_attrs, 2, dsq, 2);
+  skm_builder_node(b, "dsq", "dequant_swiglu_quant", dsq_in, 4, dsq_attrs, 2, dsq, 2);
   sk_op_input qmm_in[] = {{"x1", &dsq[0], 1}, {"x2", &in[DATA2], 1}, {"scale", &in[SCALE], 1}};
   sk_attr qmm_attrs[] = {SK_ATTR_INT("output_dtype", SK_FP16)};
-  node(b, "qmm", "quant_matmul", qmm_in, 3, qmm_attrs, 1, &out, 1);
-  scope(b, NULL, NULL);
-  if (b->st == SK_STATUS_OK) {
-    sk_status st = sk_graph_mark_output(b->g, out, "output");
-    if (st != SK_STATUS_OK) fail(b, st, "output");
-  }
+  skm_builder_node(b, "qmm", "quant_matmul", qmm_in, 3, qmm_attrs, 1, &out, 1);
+  skm_builder_scope(b, NULL, NULL);
+  skm_builder_output(b, out, "output");
 }
 
 /* One routing scope of example02: scores = x @ w (+ bias), gating top-k;
  * returns the normalized scores cast back to fp16 for the next scope. */
-static sk_value routing_scope(builder *b, int index, sk_value x, sk_value w, const sk_value *bias,
+static sk_value routing_scope(skm_builder *b, int index, sk_value x, sk_value w, const sk_value *bias,
                               const char *options) {
   char scope_name[8], name[32];
   snprintf(scope_name, sizeof scope_name, "sk%d", index);
-  scope(b, scope_name, options);
+  skm_builder_scope(b, scope_name, options);
   sk_op_input mm_in[] = {{"x", &x, 1}, {"weight", &w, 1}, {"bias", bias, 1}};
   sk_value scores = SK_VALUE_NONE, gate[3] = {SK_VALUE_NONE, SK_VALUE_NONE, SK_VALUE_NONE}, next = SK_VALUE_NONE;
   snprintf(name, sizeof name, "gmm_%d", index);
-  node(b, name, "grouped_matmul", mm_in, bias ? 3 : 2, NULL, 0, &scores, 1);
+  skm_builder_node(b, name, "grouped_matmul", mm_in, bias ? 3 : 2, NULL, 0, &scores, 1);
   sk_op_input moe_in[] = {{"x", &scores, 1}};
   sk_attr moe_attrs[] = {SK_ATTR_INT("k", 8), SK_ATTR_INT("k_group", 4), SK_ATTR_INT("group_count", 8),
                          SK_ATTR_INT("group_select_mode", 1), SK_ATTR_INT("norm_type", 1), SK_ATTR_INT("out_flag", 1)};
   snprintf(name, sizeof name, "moe_%d", index);
-  node(b, name, "moe_gating_topk", moe_in, 1, moe_attrs, 6, gate, 3);
+  skm_builder_node(b, name, "moe_gating_topk", moe_in, 1, moe_attrs, 6, gate, 3);
   sk_op_input cast_in[] = {{"x", &gate[2], 1}};
   sk_attr to_fp16[] = {SK_ATTR_INT("dtype", SK_FP16)};
   snprintf(name, sizeof name, "cast_%d", index);
-  node(b, name, "cast", cast_in, 1, to_fp16, 1, &next, 1);
-  scope(b, NULL, NULL);
+  skm_builder_node(b, name, "cast", cast_in, 1, to_fp16, 1, &next, 1);
+  skm_builder_scope(b, NULL, NULL);
   return next;
 }
 
 /* example02's graph. Scope sk5 keeps its own options (early-start=0, as in
  * the example); the others take `options`. */
-static void build_profiling_graph(builder *b, const char *options) {
+static void build_profiling_graph(skm_builder *b, const char *options) {
   sk_value x = SK_VALUE_NONE, w = SK_VALUE_NONE, bias = SK_VALUE_NONE, dx = SK_VALUE_NONE, ws = SK_VALUE_NONE;
-  input(b, "x", SK_FP16, 2, (int64_t[]){EX02_T, EX02_E}, &x);
-  input(b, "w", SK_FP16, 2, (int64_t[]){EX02_E, EX02_E}, &w);
-  input(b, "b", SK_FP16, 1, (int64_t[]){EX02_E}, &bias);
-  input(b, "dsq_x", SK_INT32, 2, (int64_t[]){EX02_T, 2 * EX02_H}, &dx);
-  input(b, "dsq_scale", SK_FP32, 1, (int64_t[]){2 * EX02_H}, &ws);
+  skm_builder_input(b, "x", SK_FP16, 2, (int64_t[]){EX02_T, EX02_E}, &x);
+  skm_builder_input(b, "w", SK_FP16, 2, (int64_t[]){EX02_E, EX02_E}, &w);
+  skm_builder_input(b, "b", SK_FP16, 1, (int64_t[]){EX02_E}, &bias);
+  skm_builder_input(b, "dsq_x", SK_INT32, 2, (int64_t[]){EX02_T, 2 * EX02_H}, &dx);
+  skm_builder_input(b, "dsq_scale", SK_FP32, 1, (int64_t[]){2 * EX02_H}, &ws);
   sk_value h = routing_scope(b, 1, x, w, NULL, options);
   h = routing_scope(b, 2, h, w, NULL, options);
   h = routing_scope(b, 3, h, w, &bias, options);
   h = routing_scope(b, 4, h, w, NULL, options);
   h = routing_scope(b, 5, h, w, NULL, "early-start=0");
-  scope(b, "sk6", options);
+  skm_builder_scope(b, "sk6", options);
   sk_op_input dsq_in[] = {{"x", &dx, 1}, {"weight_scale", &ws, 1}};
   sk_attr dsq_attrs[] = {SK_ATTR_INT("quant_mode", 1)};
   sk_value q[2] = {SK_VALUE_NONE, SK_VALUE_NONE};
-  node(b, "dsq", "dequant_swiglu_quant", dsq_in, 2, dsq_attrs, 1, q, 2);
-  scope(b, NULL, NULL);
-  if (b->st == SK_STATUS_OK) {
-    sk_status st = sk_graph_mark_output(b->g, h, "routing");
-    if (st != SK_STATUS_OK) fail(b, st, "routing");
-  }
-  if (b->st == SK_STATUS_OK) {
-    sk_status st = sk_graph_mark_output(b->g, q[0], "quantized");
-    if (st != SK_STATUS_OK) fail(b, st, "quantized");
-  }
+  skm_builder_node(b, "dsq", "dequant_swiglu_quant", dsq_in, 2, dsq_attrs, 1, q, 2);
+  skm_builder_scope(b, NULL, NULL);
+  skm_builder_output(b, h, "routing");
+  skm_builder_output(b, q[0], "quantized");
 }
 
 int skm_gemm_shapes(const char *model, skm_gemm *out, int max) {
@@ -331,25 +319,23 @@ sk_status skm_build(const char *model, const skm_config *cfg, sk_graph **graph_o
     set_msg(msg, msg_size, "unknown model '%s' (known: %s)", model ? model : "(null)", skm_model_list());
     return SK_STATUS_NOT_FOUND;
   }
-  skm_moe_layer moe;
-  if (skm_moe_parse(model, &moe)) {
-    sk_status st = skm_moe_build(&moe, cfg ? cfg->options : NULL, cfg ? cfg->weights : NULL, graph_out, msg, msg_size);
-    if (st == SK_STATUS_OK && info) *info = mi;
-    return st;
-  }
-  builder b = {.st = SK_STATUS_OK, .msg = msg, .msg_size = msg_size, .weights = cfg ? cfg->weights : NULL};
+  skm_builder b = {.st = SK_STATUS_OK, .msg = msg, .msg_size = msg_size, .weights = cfg ? cfg->weights : NULL};
   sk_status st = sk_graph_create(&b.g);
   if (st != SK_STATUS_OK) {
-    fail(&b, st, "sk_graph_create");
+    skm_builder_fail(&b, st, "sk_graph_create");
     return st;
   }
   const model_def *def = NULL;
   for (size_t i = 0; i < N_MODELS; i++)
     if (strcmp(models[i].name, mi.name) == 0) def = &models[i];
-  if (def && def->kind == KIND_PROFILING)
-    build_profiling_graph(&b, cfg ? cfg->options : NULL);
+  skm_moe_layer moe;
+  const char *options = cfg ? cfg->options : NULL;
+  if (skm_moe_parse(model, &moe))
+    skm_moe_graph(&b, &moe, options);
+  else if (def && def->kind == KIND_PROFILING)
+    build_profiling_graph(&b, options);
   else
-    build_graph(&b, mi.t, mi.small_rows, cfg ? cfg->options : NULL);
+    build_graph(&b, mi.t, mi.small_rows, options);
   if (b.st != SK_STATUS_OK) {
     /* Prefix the model so the message says where it came from. */
     if (msg && msg_size) {

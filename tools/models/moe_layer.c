@@ -32,8 +32,9 @@
  * values are drawn uniformly with ranges that keep activations of unit
  * size at every preset (models.c's ranges).
  */
-#include "models.h"
 #include "moe_layer.h"
+
+#include "model_builder.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -111,137 +112,99 @@ int skm_moe_parse(const char *name, skm_moe_layer *out) {
 
 /* ---- building ---- */
 
-typedef struct moe_builder {
-  sk_graph *g;
-  const skm_io *weights;
-  sk_status st;
-  char *msg;
-  size_t msg_size;
-} moe_builder;
-
-static void note(moe_builder *b, sk_status st, const char *what) {
-  if (b->st != SK_STATUS_OK || st == SK_STATUS_OK) return;
-  b->st = st;
-  if (b->msg && b->msg_size) snprintf(b->msg, b->msg_size, "%s: %s: %s", what, sk_status_string(st), sk_last_error());
-}
-
-static sk_value tensor(moe_builder *b, const char *name, sk_dtype dt, int rank, const int64_t *shape) {
-  sk_value v = SK_VALUE_NONE;
-  if (b->st != SK_STATUS_OK) return v;
-  const skm_tensor *w = b->weights && skm_is_weight(name) ? skm_io_find_input((skm_io *)b->weights, name) : NULL;
-  if (b->weights && skm_is_weight(name) && !w) {
-    b->st = SK_STATUS_NOT_FOUND;
-    if (b->msg && b->msg_size) snprintf(b->msg, b->msg_size, "%s: no values for this weight", name);
-    return v;
-  }
-  note(b, w ? sk_graph_add_constant(b->g, name, dt, rank, shape, w->data, SK_CONSTANT_COPY, &v)
-            : sk_graph_add_input(b->g, name, dt, rank, shape, &v),
-       name);
-  return v;
-}
-
-static void node(moe_builder *b, const char *name, const char *op, const sk_op_input *in, size_t n_in,
-                 const sk_attr *attrs, size_t n_attrs, sk_value *outs, size_t n_outs) {
-  if (b->st != SK_STATUS_OK) return;
-  sk_op_desc d = {.struct_size = sizeof d, .op = op, .name = name, .inputs = in, .n_inputs = n_in,
-                  .attrs = attrs, .n_attrs = n_attrs};
-  note(b, sk_graph_add_op(b->g, &d, outs, n_outs, NULL), name);
-}
-
-static sk_value matmul(moe_builder *b, const char *name, sk_value x, sk_value w, const sk_value *ends) {
+static sk_value matmul(skm_builder *b, const char *name, sk_value x, sk_value w, const sk_value *ends) {
   sk_op_input in[] = {{"x", &x, 1}, {"weight", &w, 1}, {"group_list", ends, 1}};
   sk_attr experts[] = {SK_ATTR_INT("group_type", 0), SK_ATTR_INT("split_item", 3)};
   sk_value y = SK_VALUE_NONE;
-  node(b, name, "grouped_matmul", in, ends ? 3 : 2, ends ? experts : NULL, ends ? 2 : 0, &y, 1);
+  skm_builder_node(b, name, "grouped_matmul", in, ends ? 3 : 2, ends ? experts : NULL, ends ? 2 : 0, &y, 1);
   return y;
 }
 
-static sk_value act(moe_builder *b, const char *name, sk_value x) {
+static sk_value act(skm_builder *b, const char *name, sk_value x) {
   sk_op_input in[] = {{"x", &x, 1}};
   sk_value y = SK_VALUE_NONE;
-  node(b, name, "swiglu", in, 1, NULL, 0, &y, 1);
+  skm_builder_node(b, name, "swiglu", in, 1, NULL, 0, &y, 1);
   return y;
 }
 
-/* The w8a8 experts (the top of the file): routing = init_routing's
+/* The w8a8 experts (the top of the file says how): routing = init_routing's
  * int8 rows, map, counts, row scales. Returns the bf16 rows [T*k, H]. */
-static sk_value quantized_experts(moe_builder *b, const sk_value *routing, sk_value up, sk_value down, sk_value up_scale,
+static sk_value quantized_experts(skm_builder *b, const sk_value *routing, sk_value up, sk_value down, sk_value up_scale,
                                   sk_value down_scale) {
   sk_op_input uin[] = {{"x", &routing[0], 1}, {"weight", &up, 1}, {"group_list", &routing[2], 1}};
   sk_attr moe[] = {SK_ATTR_INT("group_type", 0), SK_ATTR_INT("split_item", 3), SK_ATTR_INT("group_list_type", 1),
                    SK_ATTR_INT("output_dtype", SK_BF16)};
   sk_value acc = SK_VALUE_NONE, q[2] = {SK_VALUE_NONE, SK_VALUE_NONE}, y = SK_VALUE_NONE;
-  node(b, "experts_up", "grouped_matmul", uin, 3, moe, 3, &acc, 1); /* int32 */
+  skm_builder_node(b, "experts_up", "grouped_matmul", uin, 3, moe, 3, &acc, 1); /* int32 */
   sk_op_input din[] = {{"x", &acc, 1}, {"weight_scale", &up_scale, 1}, {"activation_scale", &routing[3], 1},
                        {"group_index", &routing[2], 1}};
   sk_attr dat[] = {SK_ATTR_INT("quant_mode", 1), SK_ATTR_INT("activate_left", 1)};
-  node(b, "experts_act", "dequant_swiglu_quant", din, 4, dat, 2, q, 2);
+  skm_builder_node(b, "experts_act", "dequant_swiglu_quant", din, 4, dat, 2, q, 2);
   sk_op_input win[] = {{"x", &q[0], 1}, {"weight", &down, 1}, {"scale", &down_scale, 1},
                        {"per_token_scale", &q[1], 1}, {"group_list", &routing[2], 1}};
-  node(b, "experts_down", "grouped_matmul", win, 5, moe, 4, &y, 1);
+  skm_builder_node(b, "experts_down", "grouped_matmul", win, 5, moe, 4, &y, 1);
   return y;
 }
 
-sk_status skm_moe_build(const skm_moe_layer *m, const char *options, const skm_io *weights, sk_graph **graph_out,
-                        char *msg, size_t msg_size) {
-  moe_builder b = {.weights = weights, .st = SK_STATUS_OK, .msg = msg, .msg_size = msg_size};
-  note(&b, sk_graph_create(&b.g), "sk_graph_create");
-  if (b.st != SK_STATUS_OK) return b.st;
+void skm_moe_graph(skm_builder *b, const skm_moe_layer *m, const char *options) {
   const int64_t t = m->t, h = m->hidden, e = m->experts, i2 = 2 * m->inter, si = m->shared * m->inter;
-  sk_value x = tensor(&b, "moe_x", m->dtype, 2, (int64_t[]){t, h});
-  sk_value gate = tensor(&b, "moe_gate", SK_FP32, 2, (int64_t[]){e, h});
   const bool w8a8 = m->expert_dtype == SK_INT8;
-  sk_value up = tensor(&b, "moe_w_up", m->expert_dtype, 3, (int64_t[]){e, h, i2});
-  sk_value down = tensor(&b, "moe_w_down", m->expert_dtype, 3, (int64_t[]){e, m->inter, h});
-  sk_value up_scale = w8a8 ? tensor(&b, "moe_w_up_scale", SK_FP32, 2, (int64_t[]){e, i2}) : SK_VALUE_NONE;
-  sk_value down_scale = w8a8 ? tensor(&b, "moe_w_down_scale", SK_FP32, 2, (int64_t[]){e, h}) : SK_VALUE_NONE;
-  sk_value bias = m->sigmoid ? tensor(&b, "moe_score_bias", SK_FP32, 1, (int64_t[]){e}) : SK_VALUE_NONE;
-  sk_value s_up = si ? tensor(&b, "moe_shared_up", m->dtype, 2, (int64_t[]){h, 2 * si}) : SK_VALUE_NONE;
-  sk_value s_down = si ? tensor(&b, "moe_shared_down", m->dtype, 2, (int64_t[]){si, h}) : SK_VALUE_NONE;
-  if (b.st == SK_STATUS_OK) note(&b, sk_graph_begin_scope(b.g, "moe", options), "scope moe");
+  /* NONE until added: a failed step leaves the builder's error, and every
+   * later call returns at once. */
+  sk_value x = SK_VALUE_NONE, gate = SK_VALUE_NONE, up = SK_VALUE_NONE, down = SK_VALUE_NONE;
+  sk_value up_scale = SK_VALUE_NONE, down_scale = SK_VALUE_NONE, bias = SK_VALUE_NONE;
+  sk_value s_up = SK_VALUE_NONE, s_down = SK_VALUE_NONE;
+  skm_builder_input(b, "moe_x", m->dtype, 2, (int64_t[]){t, h}, &x);
+  skm_builder_input(b, "moe_gate", SK_FP32, 2, (int64_t[]){e, h}, &gate);
+  skm_builder_input(b, "moe_w_up", m->expert_dtype, 3, (int64_t[]){e, h, i2}, &up);
+  skm_builder_input(b, "moe_w_down", m->expert_dtype, 3, (int64_t[]){e, m->inter, h}, &down);
+  if (w8a8) {
+    skm_builder_input(b, "moe_w_up_scale", SK_FP32, 2, (int64_t[]){e, i2}, &up_scale);
+    skm_builder_input(b, "moe_w_down_scale", SK_FP32, 2, (int64_t[]){e, h}, &down_scale);
+  }
+  if (m->sigmoid) skm_builder_input(b, "moe_score_bias", SK_FP32, 1, (int64_t[]){e}, &bias);
+  if (si) {
+    skm_builder_input(b, "moe_shared_up", m->dtype, 2, (int64_t[]){h, 2 * si}, &s_up);
+    skm_builder_input(b, "moe_shared_down", m->dtype, 2, (int64_t[]){si, h}, &s_down);
+  }
+  skm_builder_scope(b, "moe", options);
 
   sk_op_input cin[] = {{"x", &x, 1}};
   sk_attr to32[] = {SK_ATTR_INT("dtype", SK_FP32)};
   sk_value xf = SK_VALUE_NONE, logits = SK_VALUE_NONE, gating[4] = {SK_VALUE_NONE, SK_VALUE_NONE};
-  node(&b, "x_fp32", "cast", cin, 1, to32, 1, &xf, 1);
+  skm_builder_node(b, "x_fp32", "cast", cin, 1, to32, 1, &xf, 1);
   sk_op_input lin[] = {{"x", &xf, 1}, {"weight", &gate, 1}};
-  node(&b, "gate", "linear", lin, 2, NULL, 0, &logits, 1);
+  skm_builder_node(b, "gate", "linear", lin, 2, NULL, 0, &logits, 1);
   if (m->sigmoid) {
     sk_op_input gin[] = {{"x", &logits, 1}, {"bias", &bias, 1}};
     sk_attr at[] = {SK_ATTR_INT("k", m->top_k), SK_ATTR_INT("k_group", m->k_group), SK_ATTR_INT("group_count", m->groups),
                     SK_ATTR_INT("group_select_mode", 1), SK_ATTR_INT("norm_type", 1), SK_ATTR_INT("renorm", m->renorm),
                     SK_ATTR_FLOAT("routed_scaling_factor", m->scaling)};
-    node(&b, "gating", "moe_gating_topk", gin, 2, at, 7, gating, 3);
+    skm_builder_node(b, "gating", "moe_gating_topk", gin, 2, at, 7, gating, 3);
   } else {
     sk_op_input gin[] = {{"x", &logits, 1}};
     sk_attr at[] = {SK_ATTR_INT("k", m->top_k), SK_ATTR_INT("renorm", m->renorm)};
-    node(&b, "gating", "moe_gating_topk_softmax", gin, 1, at, 2, gating, 4);
+    skm_builder_node(b, "gating", "moe_gating_topk_softmax", gin, 1, at, 2, gating, 4);
   }
   sk_value routing[4] = {SK_VALUE_NONE, SK_VALUE_NONE, SK_VALUE_NONE, SK_VALUE_NONE};
   sk_op_input rin[] = {{"x", &x, 1}, {"expert_idx", &gating[1], 1}};
   sk_attr rat[] = {SK_ATTR_INT("expert_num", e), SK_ATTR_INT("quant_mode", w8a8 ? 1 : -1),
                    SK_ATTR_INT("expert_tokens_num_type", w8a8 ? 1 : 0)};
-  node(&b, "dispatch", "moe_init_routing", rin, 2, rat, 3, routing, 4);
-  sk_value d = w8a8 ? quantized_experts(&b, routing, up, down, up_scale, down_scale)
-                    : matmul(&b, "experts_down", act(&b, "experts_act", matmul(&b, "experts_up", routing[0], up, &routing[2])),
+  skm_builder_node(b, "dispatch", "moe_init_routing", rin, 2, rat, 3, routing, 4);
+  sk_value d = w8a8 ? quantized_experts(b, routing, up, down, up_scale, down_scale)
+                    : matmul(b, "experts_down", act(b, "experts_act", matmul(b, "experts_up", routing[0], up, &routing[2])),
                              down, &routing[2]);
-  sk_value shared = si ? matmul(&b, "shared_down", act(&b, "shared_act", matmul(&b, "shared_up", x, s_up, NULL)), s_down, NULL)
+  sk_value shared = si ? matmul(b, "shared_down", act(b, "shared_act", matmul(b, "shared_up", x, s_up, NULL)), s_down, NULL)
                        : SK_VALUE_NONE;
   sk_op_input fin[6] = {{"expanded_permuted_rows", &d, 1}, {"expanded_src_to_dst_row", &routing[1], 1},
                         {"skip1", &x, 1}, {"scales", &gating[0], 1}, {"export_for_source_row", &gating[1], 1},
                         {"skip2", &shared, 1}};
   sk_attr fat[] = {SK_ATTR_INT("drop_pad_mode", 2)};
   sk_value y = SK_VALUE_NONE;
-  node(&b, "combine", "moe_finalize_routing", fin, si ? 6 : 5, fat, 1, &y, 1);
-  if (b.st == SK_STATUS_OK) note(&b, sk_graph_end_scope(b.g), "end of scope moe");
-  if (b.st == SK_STATUS_OK) note(&b, sk_graph_mark_output(b.g, y, "y"), "y");
-  if (b.st == SK_STATUS_OK) note(&b, sk_graph_mark_output(b.g, routing[2], "expert_ends"), "expert_ends");
-  if (b.st != SK_STATUS_OK) {
-    sk_graph_destroy(b.g);
-    return b.st;
-  }
-  *graph_out = b.g;
-  return SK_STATUS_OK;
+  skm_builder_node(b, "combine", "moe_finalize_routing", fin, si ? 6 : 5, fat, 1, &y, 1);
+  skm_builder_scope(b, NULL, NULL);
+  skm_builder_output(b, y, "y");
+  skm_builder_output(b, routing[2], "expert_ends");
 }
 
 double skm_moe_bytes(const skm_moe_layer *m, const int64_t *expert_ends) {

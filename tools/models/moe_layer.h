@@ -20,9 +20,9 @@ typedef struct skm_moe_layer {
 const char *skm_moe_presets(void);
 /* Parses a moe-layer name into *out; 0 when it is not one (or malformed). */
 int skm_moe_parse(const char *name, skm_moe_layer *out);
-/* The layer's graph (weights as constants from `weights` when not NULL). */
-sk_status skm_moe_build(const skm_moe_layer *m, const char *options, const skm_io *weights, sk_graph **graph_out,
-                        char *msg, size_t msg_size);
+struct skm_builder;
+/* Adds the layer to b's graph (moe_layer.c has the graph); skm_build calls it. */
+void skm_moe_graph(struct skm_builder *b, const skm_moe_layer *m, const char *options);
 
 /* Bytes one run of the layer reads at least, given its routing (its
  * expert_ends output, cumulative rows per expert): the weights of every
