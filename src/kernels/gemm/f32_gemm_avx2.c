@@ -139,14 +139,23 @@ SK_ALWAYS_INLINE void store_tile(size_t mr, size_t nr, __m256 acc[MR][NV], const
   }
 }
 
+/* Element i of a panel as a vector of 8: fp32 panels as they are, 16-bit
+ * ones (fp16, bf16) widened in registers (exactly). */
+SK_ALWAYS_INLINE __m256 panel_vector(const void *w, size_t i, sk_dtype dtype) {
+  if (dtype == SK_FP32) return _mm256_load_ps((const float *)w + i);
+  __m128i h = _mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)w + i));
+  if (dtype == SK_FP16) return _mm256_cvtph_ps(h);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
 /* The k loop over the first `rows` rows: for each p,
- * acc[i] = fma(A[i,p], W[p,:], acc[i]) in order. */
-SK_ALWAYS_INLINE void k_loop(size_t rows, size_t k, const float *const a[MR], const float *w,
+ * acc[i] = fma(A[i,p], W[p,:], acc[i]) in order, W a panel of w_dtype. */
+SK_ALWAYS_INLINE void k_loop(size_t rows, size_t k, const float *const a[MR], const void *w, sk_dtype w_dtype,
                              __m256 acc[MR][NV]) {
-  for (size_t p = 0; p < k; p++, w += NR) {
+  for (size_t p = 0; p < k; p++) {
     __m256 b[NV];
 #pragma GCC unroll 2
-    for (size_t v = 0; v < NV; v++) b[v] = _mm256_load_ps(w + 8 * v);
+    for (size_t v = 0; v < NV; v++) b[v] = panel_vector(w, p * NR + 8 * v, w_dtype);
 #pragma GCC unroll 8
     for (size_t i = 0; i < rows; i++) {
       __m256 av = _mm256_broadcast_ss(a[i] + p);
@@ -156,26 +165,17 @@ SK_ALWAYS_INLINE void k_loop(size_t rows, size_t k, const float *const a[MR], co
   }
 }
 
-/* The same k loop on a 16-bit panel, each W vector widened as it is
- * loaded (exactly: the products and sums are those of k_loop). */
-SK_ALWAYS_INLINE __m256 widen8(const uint16_t *w, sk_dtype dtype) {
-  __m128i h = _mm_loadu_si128((const __m128i *)(const void *)w);
-  if (dtype == SK_FP16) return _mm256_cvtph_ps(h);
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-SK_ALWAYS_INLINE void k_loop16(size_t rows, size_t k, const float *const a[MR], const uint16_t *w,
-                               sk_dtype dtype, __m256 acc[MR][NV]) {
-  for (size_t p = 0; p < k; p++, w += NR) {
-    __m256 b[NV];
-#pragma GCC unroll 2
-    for (size_t v = 0; v < NV; v++) b[v] = widen8(w + 8 * v, dtype);
-#pragma GCC unroll 8
-    for (size_t i = 0; i < rows; i++) {
-      __m256 av = _mm256_broadcast_ss(a[i] + p);
-#pragma GCC unroll 2
-      for (size_t v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(av, b[v], acc[i][v]);
-    }
+/* k_loop for the rows there are: a decode step's 1-5 rows would otherwise
+ * pay for all MR. */
+SK_ALWAYS_INLINE void k_loop_rows(size_t mr, size_t k, const float *const rows[MR], const void *w, sk_dtype w_dtype,
+                                  __m256 acc[MR][NV]) {
+  switch (mr) {
+    case 1: k_loop(1, k, rows, w, w_dtype, acc); break;
+    case 2: k_loop(2, k, rows, w, w_dtype, acc); break;
+    case 3: k_loop(3, k, rows, w, w_dtype, acc); break;
+    case 4: k_loop(4, k, rows, w, w_dtype, acc); break;
+    case 5: k_loop(5, k, rows, w, w_dtype, acc); break;
+    default: k_loop(MR, k, rows, w, w_dtype, acc); break;
   }
 }
 
@@ -221,30 +221,8 @@ void sk__f32_gemm_ukernel_6x16__avx2(size_t mr, size_t nr, size_t k, const float
   const float *rows[MR];
   __m256 acc[MR][NV];
   tile_start(mr, a, a_stride, acc_in, rows, acc);
-  /* Only the rows there are: a decode step's 1-4 rows would otherwise pay
-   * for all MR. */
-  switch (mr) {
-    case 1: k_loop(1, k, rows, w, acc); break;
-    case 2: k_loop(2, k, rows, w, acc); break;
-    case 3: k_loop(3, k, rows, w, acc); break;
-    case 4: k_loop(4, k, rows, w, acc); break;
-    case 5: k_loop(5, k, rows, w, acc); break;
-    default: k_loop(MR, k, rows, w, acc); break;
-  }
+  k_loop_rows(mr, k, rows, w, SK_FP32, acc);
   tile_finish(mr, nr, acc, acc_out, bias, c, ldc, c_dtype);
-}
-
-/* k_loop16 for one dtype, for the rows there are. */
-SK_ALWAYS_INLINE void k_loop16_rows(size_t mr, size_t k, const float *const rows[MR], const uint16_t *w,
-                                    sk_dtype dtype, __m256 acc[MR][NV]) {
-  switch (mr) {
-    case 1: k_loop16(1, k, rows, w, dtype, acc); break;
-    case 2: k_loop16(2, k, rows, w, dtype, acc); break;
-    case 3: k_loop16(3, k, rows, w, dtype, acc); break;
-    case 4: k_loop16(4, k, rows, w, dtype, acc); break;
-    case 5: k_loop16(5, k, rows, w, dtype, acc); break;
-    default: k_loop16(MR, k, rows, w, dtype, acc); break;
-  }
 }
 
 void sk__f32_gemm_ukernel16_6x16__avx2(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride,
@@ -257,8 +235,8 @@ void sk__f32_gemm_ukernel16_6x16__avx2(size_t mr, size_t nr, size_t k, const flo
   const float *rows[MR];
   __m256 acc[MR][NV];
   tile_start(mr, a, a_stride, acc_in, rows, acc);
-  if (w_dtype == SK_FP16) k_loop16_rows(mr, k, rows, w, SK_FP16, acc);
-  else k_loop16_rows(mr, k, rows, w, SK_BF16, acc);
+  if (w_dtype == SK_FP16) k_loop_rows(mr, k, rows, w, SK_FP16, acc);
+  else k_loop_rows(mr, k, rows, w, SK_BF16, acc);
   tile_finish(mr, nr, acc, acc_out, bias, c, ldc, c_dtype);
 }
 
