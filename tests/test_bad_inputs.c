@@ -391,6 +391,7 @@ static sk_status swiglu(sk_dtype dt, const int64_t *shape, int rank, int64_t dim
 static sk_status swiglu_odd(void) { return swiglu(SK_FP16, SH(4, 7), 2, -1); }
 static sk_status swiglu_int(void) { return swiglu(SK_INT8, SH(4, 8), 2, -1); }
 static sk_status swiglu_dim(void) { return swiglu(SK_FP32, SH(4, 8), 2, 2); }
+static sk_status swiglu_scalar(void) { return swiglu(SK_FP32, SH(1), 0, -1); }
 /* moe_init_routing, moe_finalize_routing */
 static sk_status init_routing(sk_dtype id_dt, int64_t id_rows, const sk_attr *a, size_t n_a) {
   sk_value x = in("x", SK_FP16, 2, SH(6, 8)), e = in("e", id_dt, 2, SH(id_rows, 2));
@@ -1118,6 +1119,7 @@ static const row ROWS[] = {
     R("shape", swiglu_odd, SHAPE, "swiglu", "even", "[4, 7]"),
     R("dtype", swiglu_int, DTYPE, "swiglu", "input x", "int8"),
     R("attr", swiglu_dim, ATTR, "swiglu", "dim", "got 2"),
+    R("shape", swiglu_scalar, SHAPE, "swiglu", "input x", "0-d"),
     R("dtype", ir_ids_int64, DTYPE, "moe_init_routing", "expert_idx", "int64"),
     R("shape", ir_ids_rows, SHAPE, "moe_init_routing", "expert_idx", "[6, K]"),
     R("attr", ir_no_experts, ATTR, "moe_init_routing", "expert_num"),

@@ -54,12 +54,6 @@ static const sk_op_output_info outputs[] = {
 
 #define MAX_GROUPS 1024
 
-/* The optional slot's tensor, NULL when absent (the schema allows no list). */
-static const sk__tensor *optional(sk__build_ctx *ctx, int i) {
-  const sk__slot *s = sk__ctx_slot(ctx, i);
-  return s->count ? &s->tensors[0] : NULL;
-}
-
 static sk_status need_dtype(const char *op, int slot, const sk__tensor *t, bool ok, const char *expected) {
   if (ok) return SK_STATUS_OK;
   return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s: expected dtype %s, got %s", op, inputs[slot].name, expected,
@@ -98,7 +92,7 @@ static sk_status build(sk__build_ctx *ctx) {
 
   const sk__tensor *x, *in[SK__MAX_SLOTS] = {0};
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, DSQ_X, &x));
-  for (int i = DSQ_WEIGHT_SCALE; i <= DSQ_GROUP_INDEX; i++) in[i] = optional(ctx, i);
+  for (int i = DSQ_WEIGHT_SCALE; i <= DSQ_GROUP_INDEX; i++) in[i] = sk__ctx_optional(ctx, i);
   const sk__tensor *ws = in[DSQ_WEIGHT_SCALE], *as = in[DSQ_ACTIVATION_SCALE], *bias = in[DSQ_BIAS];
   const sk__tensor *qs = in[DSQ_QUANT_SCALE], *qo = in[DSQ_QUANT_OFFSET], *gi = in[DSQ_GROUP_INDEX];
   char s[SK_SHAPE_STR_MAX];

@@ -42,7 +42,7 @@ static sk_status build(sk__build_ctx *ctx) {
   const sk__tensor *x, *w;
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_X, &x));
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_WEIGHT, &w));
-  const sk__slot *bs = sk__ctx_slot(ctx, SLOT_BIAS);
+  const sk__tensor *b = sk__ctx_optional(ctx, SLOT_BIAS);
   char s[SK_SHAPE_STR_MAX];
   if (!sk__is_float(x->dtype))
     return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x: expected dtype fp32, fp16 or bf16, got %s", op,
@@ -55,8 +55,7 @@ static sk_status build(sk__build_ctx *ctx) {
                     "%s: input weight: expected %s [N, %lld] (x's dtype and K), got %s %s", op, sk_dtype_name(x->dtype),
                     (long long)k, sk_dtype_name(w->dtype), sk__shape_str(w->rank, w->shape, s, sizeof s));
   int64_t n = w->shape[0];
-  if (bs->count) {
-    const sk__tensor *b = &bs->tensors[0];
+  if (b) {
     if (b->dtype != x->dtype || b->rank != 1 || b->shape[0] != n)
       return sk__fail(b->dtype != x->dtype ? SK_STATUS_INVALID_DTYPE : SK_STATUS_INVALID_SHAPE,
                       "%s: input bias: expected %s [%lld] (x's dtype, N), got %s %s", op, sk_dtype_name(x->dtype),
@@ -64,11 +63,8 @@ static sk_status build(sk__build_ctx *ctx) {
   }
   linear_params *p = sk__ctx_params(ctx);
   p->k = k, p->n = n, p->dtype = x->dtype;
-  p->m = k > 0 ? sk__tensor_numel(x) / k : 1;
-  if (k == 0) {
-    p->m = 1;
-    for (int d = 0; d < x->rank - 1; d++) p->m *= x->shape[d];
-  }
+  p->m = 1; /* the rows: every dimension but the last (K may be 0) */
+  for (int d = 0; d < x->rank - 1; d++) p->m *= x->shape[d];
   int64_t shape[SK_MAX_RANK];
   memcpy(shape, x->shape, sizeof shape);
   shape[x->rank - 1] = n;

@@ -53,11 +53,6 @@ static const sk_op_attr_info attrs[] = {
 };
 static const sk_op_output_info outputs[] = {SK__OUT("y", "[N, H], the rows' dtype")};
 
-static const sk__tensor *optional(sk__build_ctx *ctx, int slot) {
-  const sk__slot *s = sk__ctx_slot(ctx, slot);
-  return s->count ? &s->tensors[0] : NULL;
-}
-
 static sk_status need(const char *op, int slot, const sk__tensor *t, sk_dtype d1, sk_dtype d2, int64_t a, int64_t b) {
   char s[SK_SHAPE_STR_MAX];
   bool dtype_ok = t->dtype == d1 || t->dtype == d2;
@@ -76,9 +71,9 @@ static sk_status build(sk__build_ctx *ctx) {
   const sk__tensor *rows, *map;
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_ROWS, &rows));
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_SRC_TO_DST, &map));
-  const sk__tensor *skip1 = optional(ctx, SLOT_SKIP1), *skip2 = optional(ctx, SLOT_SKIP2);
-  const sk__tensor *bias = optional(ctx, SLOT_BIAS), *scales = optional(ctx, SLOT_SCALES);
-  const sk__tensor *expert = optional(ctx, SLOT_EXPERT);
+  const sk__tensor *skip1 = sk__ctx_optional(ctx, SLOT_SKIP1), *skip2 = sk__ctx_optional(ctx, SLOT_SKIP2);
+  const sk__tensor *bias = sk__ctx_optional(ctx, SLOT_BIAS), *scales = sk__ctx_optional(ctx, SLOT_SCALES);
+  const sk__tensor *expert = sk__ctx_optional(ctx, SLOT_EXPERT);
   char s[SK_SHAPE_STR_MAX];
   if (!sk__is_float(rows->dtype) || rows->rank != 2 || rows->shape[1] < 1)
     return sk__fail(sk__is_float(rows->dtype) ? SK_STATUS_INVALID_SHAPE : SK_STATUS_INVALID_DTYPE,
@@ -121,6 +116,15 @@ static const void *data_of(const sk__node_io *io, int slot) {
   return io->in[slot].count ? io->in[slot].tensors[0].data : NULL;
 }
 
+/* Entry i of the map for pair (n, k): the order drop_pad_mode names. */
+static int64_t pair_index(const finalize_params *p, int64_t n, int64_t k) {
+  return p->order == 0 ? k * p->n + n : n * p->k + k;
+}
+
+static int64_t pair_row(const finalize_params *p, const int32_t *map, int64_t n, int64_t k) {
+  return map[pair_index(p, n, k)];
+}
+
 /* Whether token n's indices are all valid; else the run error is set,
  * before anything is read through them. */
 static bool check_token(const sk__node_io *io, int64_t n) {
@@ -128,7 +132,7 @@ static bool check_token(const sk__node_io *io, int64_t n) {
   const int32_t *map = data_of(io, SLOT_SRC_TO_DST), *expert = data_of(io, SLOT_EXPERT);
   const bool bias = data_of(io, SLOT_BIAS) != NULL;
   for (int64_t k = 0; k < p->k; k++) {
-    int64_t i = p->order == 0 ? k * p->n + n : n * p->k + k;
+    int64_t i = pair_index(p, n, k);
     if (map[i] < -1 || map[i] >= p->r) {
       sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
                         "%s (moe_finalize_routing): input expanded_src_to_dst_row[%lld] = %d: expected -1 or a row in "
@@ -144,10 +148,6 @@ static bool check_token(const sk__node_io *io, int64_t n) {
     }
   }
   return true;
-}
-
-static int64_t pair_row(const finalize_params *p, const int32_t *map, int64_t n, int64_t k) {
-  return map[p->order == 0 ? k * p->n + n : n * p->k + k];
 }
 
 /* The rule at the top, element by element. */
@@ -182,7 +182,7 @@ static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const finalize_params *p = io->params;
   int64_t min_rows = p->h >= 4096 ? 1 : 4096 / p->h;
   *out = sk__flat_tiling(p->n, sk__flat_block_size(p->n, n_cores, 1, min_rows));
-  out->workspace_bytes = 2 * (size_t)p->h * sizeof(float);
+  out->workspace_bytes = 3 * (size_t)p->h * sizeof(float);
   return SK_STATUS_OK;
 }
 
@@ -201,7 +201,7 @@ static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk_
 /* The same operations row by row: each element sees the reference's
  * sequence (skip1, + skip2, then per k: row + bias, times the weight,
  * added), so the bits agree; the rows are converted with the SIMD
- * converters. workspace: 2 H floats. */
+ * converters. workspace: 3 H floats. */
 static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const finalize_params *p = io->params;
   const sk_dtype dt = io->in[SLOT_ROWS].tensors[0].dtype;
@@ -213,7 +213,7 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const int32_t *map = data_of(io, SLOT_SRC_TO_DST), *expert = data_of(io, SLOT_EXPERT);
   const sk__isa isa = sk__cpu_isa();
   const int64_t h = p->h;
-  float *acc = workspace, *r = acc + h;
+  float *acc = workspace, *r = acc + h, *bias_row = r + h;
   int64_t n0, n1;
   sk__flat_block_range(p->n, io->n_blocks, block, &n0, &n1);
   for (int64_t n = n0; n < n1; n++) {
@@ -230,8 +230,8 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
       float w = scales ? sk__load_f32(scales, scale_dt, (size_t)(n * p->k + k)) : 1.0f;
       sk__convert(rows + (size_t)(d * h) * es, dt, r, SK_FP32, (size_t)h, isa);
       if (bias) {
-        const char *b = bias + (size_t)(expert[n * p->k + k] * h) * es;
-        for (int64_t j = 0; j < h; j++) r[j] = r[j] + sk__load_f32(b, dt, (size_t)j);
+        sk__convert(bias + (size_t)(expert[n * p->k + k] * h) * es, dt, bias_row, SK_FP32, (size_t)h, isa);
+        for (int64_t j = 0; j < h; j++) r[j] = r[j] + bias_row[j];
       }
       for (int64_t j = 0; j < h; j++) {
         float prod = w * r[j];

@@ -77,7 +77,7 @@ static sk_status build(sk__build_ctx *ctx) {
   const sk__tensor *x, *idx;
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_X, &x));
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_EXPERT_IDX, &idx));
-  const sk__slot *sc = sk__ctx_slot(ctx, SLOT_SCALE);
+  const sk__tensor *scale = sk__ctx_optional(ctx, SLOT_SCALE);
   char s[SK_SHAPE_STR_MAX];
   if (!sk__is_float(x->dtype))
     return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x: expected dtype fp32, fp16 or bf16, got %s", op,
@@ -112,8 +112,7 @@ static sk_status build(sk__build_ctx *ctx) {
                       (long long)e);
     p->lo = range[0], p->hi = range[1];
   }
-  if (sc->count) {
-    const sk__tensor *scale = &sc->tensors[0];
+  if (scale) {
     if (quant == 1)
       return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input scale: not supported with quant_mode 1 (smooth scales)", op);
     if (scale->dtype != SK_FP32 || scale->rank != 1 || scale->shape[0] != p->n)
@@ -169,10 +168,11 @@ static float quantize_row(const float *v, int64_t h, int8_t *q) {
   return s;
 }
 
-/* Destination rows [d0, d1) and, with whole, the index outputs.
+/* Destination rows [d0, d1) and, with whole, the index outputs; convert
+ * widens rows to quantize (the reference's or the SIMD converter).
  * scratch: N*K int32 + (hi - lo + 1) int64 + H floats. */
-static void route(const sk__node_io *io, int64_t d0, int64_t d1, bool whole, void *scratch, sk__isa isa,
-                  bool reference) {
+static void route(const sk__node_io *io, int64_t d0, int64_t d1, bool whole, void *scratch, sk__convert_fn convert,
+                  sk__isa isa) {
   const init_params *p = io->params;
   const sk__tensor *x = &io->in[SLOT_X].tensors[0];
   const int32_t *idx = io->in[SLOT_EXPERT_IDX].tensors[0].data;
@@ -194,8 +194,7 @@ static void route(const sk__node_io *io, int64_t d0, int64_t d1, bool whole, voi
     const int64_t token = sorted[d] / p->k;
     const char *src = (const char *)x->data + (size_t)(token * p->h) * xs;
     if (p->quant_mode == 1) {
-      if (reference) sk__convert_reference(src, x->dtype, row, SK_FP32, (size_t)p->h);
-      else sk__convert(src, x->dtype, row, SK_FP32, (size_t)p->h, isa);
+      convert(src, x->dtype, row, SK_FP32, (size_t)p->h, isa);
       scale_out[d] = quantize_row(row, p->h, (int8_t *)dst);
     } else {
       memcpy(dst, src, (size_t)p->h * xs);
@@ -224,7 +223,7 @@ static void reference(const sk__node_io *io) {
   const init_params *p = io->params;
   void *scratch = malloc(scratch_bytes(p));
   if (!scratch) return; /* the oracle of tests only */
-  route(io, 0, p->rows, true, scratch, SK_ISA_SCALAR, true);
+  route(io, 0, p->rows, true, scratch, sk__convert_reference_isa, SK_ISA_SCALAR);
   free(scratch);
 }
 
@@ -255,7 +254,7 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const init_params *p = io->params;
   int64_t d0, d1;
   sk__flat_block_range(p->rows, io->n_blocks, block, &d0, &d1);
-  route(io, d0, d1, block == 0, workspace, sk__cpu_isa(), false);
+  route(io, d0, d1, block == 0, workspace, sk__convert, sk__cpu_isa());
 }
 
 const sk__op_def sk__op_moe_init_routing = {

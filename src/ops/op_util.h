@@ -9,6 +9,13 @@
 
 #include "ops/op.h"
 
+/* The tensor of optional single slot i at build time, NULL when it is
+ * absent (the schema gives a single slot at most one tensor). */
+static inline const sk__tensor *sk__ctx_optional(sk__build_ctx *ctx, int i) {
+  const sk__slot *s = sk__ctx_slot(ctx, i);
+  return s->count ? &s->tensors[0] : NULL;
+}
+
 static inline bool sk__is_float(sk_dtype d) { return d == SK_FP32 || d == SK_FP16 || d == SK_BF16; }
 
 static inline int64_t sk__ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

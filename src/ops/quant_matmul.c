@@ -97,16 +97,11 @@ static sk_status check_vector(const char *op, const char *name, const sk__tensor
                   sk__shape_str(t->rank, t->shape, s, sizeof s));
 }
 
-static const sk__tensor *optional(sk__build_ctx *ctx, int slot) {
-  const sk__slot *s = sk__ctx_slot(ctx, slot);
-  return s->count == 1 ? &s->tensors[0] : NULL;
-}
-
 static sk_status build_quant_inputs(sk__build_ctx *ctx, qmm_params *p) {
   const char *op = sk__ctx_op(ctx);
   const sk_dtype out = p->out_dtype;
-  const sk__tensor *scale = optional(ctx, QMM_SCALE), *offset = optional(ctx, QMM_OFFSET);
-  const sk__tensor *pt = optional(ctx, QMM_PERTOKEN), *bias = optional(ctx, QMM_BIAS);
+  const sk__tensor *scale = sk__ctx_optional(ctx, QMM_SCALE), *offset = sk__ctx_optional(ctx, QMM_OFFSET);
+  const sk__tensor *pt = sk__ctx_optional(ctx, QMM_PERTOKEN), *bias = sk__ctx_optional(ctx, QMM_BIAS);
   bool per_col;
   if (!scale && out != SK_INT32)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input scale: required for %s output (optional only for int32)", op,

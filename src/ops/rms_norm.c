@@ -141,9 +141,7 @@ static const sk__tensor *slot_tensor(const sk__node_io *io, int slot) { return &
 /* Rows [r0, r1): convert reads and writes the op's dtypes (the reference
  * passes the one-element-at-a-time converter, the kernel the SIMD one;
  * both round to nearest even alike). scratch holds 3 H floats. */
-typedef void (*convert_fn)(const void *src, sk_dtype sd, void *dst, sk_dtype dd, size_t n, sk__isa isa);
-
-static void rows(const sk__node_io *io, int64_t r0, int64_t r1, float *scratch, convert_fn convert, sk__isa isa) {
+static void rows(const sk__node_io *io, int64_t r0, int64_t r1, float *scratch, sk__convert_fn convert, sk__isa isa) {
   const rms_params *p = io->params;
   const int64_t h = p->h;
   const sk__tensor *x = slot_tensor(io, p->add ? ADD_X1 : RMS_X);
@@ -167,16 +165,11 @@ static void rows(const sk__node_io *io, int64_t r0, int64_t r1, float *scratch, 
   }
 }
 
-static void reference_convert(const void *src, sk_dtype sd, void *dst, sk_dtype dd, size_t n, sk__isa isa) {
-  (void)isa;
-  sk__convert_reference(src, sd, dst, dd, n);
-}
-
 static void reference(const sk__node_io *io) {
   const rms_params *p = io->params;
   float *scratch = malloc((size_t)(3 * p->h) * sizeof *scratch);
   if (!scratch) return; /* the oracle of tests only: they see the outputs untouched */
-  rows(io, 0, p->rows, scratch, reference_convert, SK_ISA_SCALAR);
+  rows(io, 0, p->rows, scratch, sk__convert_reference_isa, SK_ISA_SCALAR);
   free(scratch);
 }
 

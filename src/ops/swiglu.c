@@ -33,9 +33,12 @@ static sk_status build(sk__build_ctx *ctx) {
   if (!sk__is_float(x->dtype))
     return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x: expected dtype fp32, fp16 or bf16, got %s", op,
                     sk_dtype_name(x->dtype));
+  if (x->rank < 1)
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x: expected rank >= 1 (a dimension to split), got a 0-d tensor",
+                    op);
   int64_t dim;
   SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "dim", &dim));
-  if (x->rank < 1 || dim < -x->rank || dim >= x->rank)
+  if (dim < -x->rank || dim >= x->rank)
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute dim: expected %d..%d for input x of rank %d, got %lld", op,
                     -x->rank, x->rank - 1, x->rank, (long long)dim);
   int d = (int)(dim < 0 ? dim + x->rank : dim);

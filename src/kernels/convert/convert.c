@@ -70,6 +70,12 @@ SK__REF_FROM(uint8_t, uint8)
 
 static int valid_dtype(sk_dtype d) { return d > SK_DTYPE_INVALID && d < SK_DTYPE_COUNT_; }
 
+void sk__convert_reference_isa(const void *src, sk_dtype src_dtype, void *dst, sk_dtype dst_dtype, size_t n,
+                               sk__isa isa) {
+  (void)isa;
+  sk__convert_reference(src, src_dtype, dst, dst_dtype, n);
+}
+
 /* Invalid dtypes are a caller bug (ops validate dtypes first): nothing is
  * written. */
 void sk__convert_reference(const void *src, sk_dtype src_dtype, void *dst,

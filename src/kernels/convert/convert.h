@@ -32,6 +32,14 @@ void sk__convert(const void *src, sk_dtype src_dtype, void *dst, sk_dtype dst_dt
 void sk__convert_reference(const void *src, sk_dtype src_dtype, void *dst,
                            sk_dtype dst_dtype, size_t n);
 
+/* sk__convert's signature, for an op's code that its reference and its
+ * kernel share: the kernel passes sk__convert, the reference
+ * sk__convert_reference_isa (sk__convert_reference; isa ignored). */
+typedef void (*sk__convert_fn)(const void *src, sk_dtype src_dtype, void *dst, sk_dtype dst_dtype, size_t n,
+                               sk__isa isa);
+void sk__convert_reference_isa(const void *src, sk_dtype src_dtype, void *dst, sk_dtype dst_dtype, size_t n,
+                               sk__isa isa);
+
 /* Loads element i of a buffer of any dtype as fp32 / stores fp32 into it
  * (rounded per the rules above); for references and odd tails. */
 float sk__load_f32(const void *p, sk_dtype dtype, size_t i);
