@@ -56,7 +56,7 @@ static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 #endif
 
 /* Tiles of at most this many rows run 16-bit constant panels through the
- * widening micro-kernel. bench_gemm_large, 4096x2048 bf16 on Zen 3, 1
+ * widening micro-kernel. bench_gemm_large, 4096x2048 bf16 on an AMD EPYC (family 25 model 17), 1
  * thread: 32 rows 7.2-8.9 ms against 10.2-11.0 with the widening pass, 64
  * rows 16.4 against 17.4-18.9; at 256 rows the two are even (65-72 ms),
  * the pass being amortized over many row blocks. */
