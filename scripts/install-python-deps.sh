@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 venv="${SK_VENV:-$PWD/.venv}"
 req="$PWD/python/requirements-test.txt"
 py="$venv/bin/python"
-modules="torch, numpy, pytest, scikit_build_core"
+modules="torch, numpy, pytest, scikit_build_core, transformers, safetensors"
 
 give_up() {
   echo "install-python-deps: WARNING: $*" >&2

@@ -14,7 +14,7 @@ foreach(file ${sk_python_tests})
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(python_${stem} PROPERTIES
     LABELS python TIMEOUT 600 SKIP_RETURN_CODE 77
-    ENVIRONMENT "PYTHONPATH=${PROJECT_SOURCE_DIR}/python;SUPERKERNEL_LIBRARY=$<TARGET_LINKER_FILE:superkernel>")
+    ENVIRONMENT "PYTHONPATH=${PROJECT_SOURCE_DIR}/python;SUPERKERNEL_LIBRARY=$<TARGET_LINKER_FILE:superkernel>;SK_CLI=$<TARGET_FILE:sk>")
 endforeach()
 
 # pip install . for real: builds the wheel (CMake's build dir kept in

@@ -2,14 +2,22 @@
 # command-line tool (tools/sk), run as ctest tests through run_expect.sh,
 # which checks exit codes and output fragments.
 
-# test_npy links the public shared library through sk_models (not
-# superkernel_internal: one copy of the library per process).
-add_executable(test_npy test_npy.c)
-target_link_libraries(test_npy PRIVATE sk_models superkernel)
-target_include_directories(test_npy PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-set_target_properties(test_npy PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin/tests)
-add_test(NAME test_npy COMMAND test_npy)
-set_tests_properties(test_npy PROPERTIES TIMEOUT 60)
+# A test of tools/models: it links the public shared library through
+# sk_models (not superkernel_internal: one copy of the library per process).
+function(sk_models_test name)
+  add_executable(${name} ${name}.c)
+  target_link_libraries(${name} PRIVATE sk_models superkernel)
+  target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin/tests)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 60)
+endfunction()
+
+sk_models_test(test_npy)
+# The JSON and safetensors readers of sk --weights (tools/models/json.c,
+# safetensors.c); sk --weights itself is tested against transformers in
+# tests/python/test_checkpoint.py.
+sk_models_test(test_checkpoint_files)
 
 # ---- sk CLI ---------------------------------------------------------------
 set(SK_EXPECT bash ${CMAKE_CURRENT_SOURCE_DIR}/run_expect.sh)
@@ -61,6 +69,9 @@ sk_cli_test(sk_run_iters_zero 2 -E "--iters" -- ${SK} run decode --iters=0)
 sk_cli_test(sk_run_bad_options 2 -E "invalid --options" -E "early-start" -- ${SK} run decode --options early-start=3)
 sk_cli_test(sk_run_options_vs_team 2 -E "debug-aic-num" -E "team size 1"
             -- ${SK} run decode --threads 1 --options debug-aic-num=2 --iters 1)
+sk_cli_test(sk_run_weights_missing 1 -E "--weights: ${SK_CLI_DIR}/no_ckpt/config.json: No such file" -- ${SK} run moe-layer --weights ${SK_CLI_DIR}/no_ckpt)
+sk_cli_test(sk_run_layer_without_weights 2 -E "--layer needs --weights" -- ${SK} run moe-layer --layer 3)
+sk_cli_test(sk_run_moe_layer_needs_preset 2 -E "unknown model 'moe-layer'" -- ${SK} run moe-layer)
 sk_cli_test(sk_run_inputs_not_dir 2 -E "not a directory" -- ${SK} run decode --inputs ${SK_CLI_DIR}/no_such_dir)
 
 # sk run: runs.
@@ -337,3 +348,4 @@ sk_cli_test(sk_bench_moe_layer_w8a8 0 -o "moe-layer:tiny:int8:t6" -o "bitwise eq
 sk_cli_test(sk_run_moe_layer_bad_tokens 2 -E "unknown model 'moe-layer:tiny:t0'" -- ${SK} run moe-layer:tiny:t0)
 sk_cli_test(sk_run_moe_layer_bad_preset 2 -E "PRESET: tiny, qwen3-30b-a3b" -- ${SK} run moe-layer:gpt5)
 sk_cli_test(sk_run_moe_layer_topk_over_experts 2 -E "unknown model" -- ${SK} run moe-layer:qwen3-30b-a3b:e4)
+

@@ -59,16 +59,19 @@ const char *const skm_model_names[] = {"example01", "seed", "decode", "prefill",
 
 const char *skm_model_list(void) {
   return "example01, seed, decode, prefill, example02, moe-layer:PRESET[:tN][:bf16|fp16|int8][:eN] (PRESET: tiny, "
-         "qwen3-30b-a3b, deepseek-v2-lite, deepseek-v3)";
+         "qwen3-30b-a3b, deepseek-v2-lite, deepseek-v3), moe-layer[:tN][:dtype][:eN] with --weights DIR";
 }
 
-static void set_msg(char *msg, size_t size, const char *fmt, ...) {
-  if (!msg || size == 0) return;
+sk_status skm_error(char *msg, size_t msg_size, sk_status st, const char *fmt, ...) {
+  if (!msg || msg_size == 0) return st;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, size, fmt, ap);
+  vsnprintf(msg, msg_size, fmt, ap);
   va_end(ap);
+  return st;
 }
+
+#define set_msg(msg, size, ...) ((void)skm_error(msg, size, SK_STATUS_OK, __VA_ARGS__))
 
 static int64_t dsq_rows_of(int64_t t) { return t == 256 ? 48 : t * 8 / 128 + 32; }
 

@@ -27,6 +27,14 @@
 extern "C" {
 #endif
 
+/* Writes a printf-style message into msg (msg_size bytes; msg may be NULL)
+ * and returns st: the one error helper of tools/models. */
+sk_status skm_error(char *msg, size_t msg_size, sk_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
 /* What the model builder is asked for. */
 typedef struct skm_config {
   /* Options string given to every scope (sk1, sk2; example02's sk1..sk4 and

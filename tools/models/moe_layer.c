@@ -62,12 +62,22 @@ static const preset presets[] = {
 
 const char *skm_moe_presets(void) { return "tiny, qwen3-30b-a3b, deepseek-v2-lite, deepseek-v3"; }
 
+/* The layer of a checkpoint (skm_moe_use_checkpoint): what "moe-layer" and
+ * "moe-layer:MODIFIERS" name while it is set. */
+static skm_moe_layer checkpoint_layer;
+static bool have_checkpoint;
+
+void skm_moe_use_checkpoint(const skm_moe_layer *layer) {
+  have_checkpoint = layer != NULL;
+  if (layer) checkpoint_layer = *layer;
+}
+
 int skm_moe_parse(const char *name, skm_moe_layer *out) {
   static const char prefix[] = "moe-layer:";
+  if (name && have_checkpoint && strcmp(name, "moe-layer") == 0) return *out = checkpoint_layer, 1;
   if (!name || strncmp(name, prefix, sizeof prefix - 1) != 0) return 0;
   char buf[128];
   if (snprintf(buf, sizeof buf, "%s", name + sizeof prefix - 1) >= (int)sizeof buf) return 0;
-  skm_moe_layer m = {.t = 16, .dtype = SK_BF16, .expert_dtype = SK_BF16};
   /* The parts between ':': buf cut in place. */
   char *parts[8];
   int n_parts = 0;
@@ -76,23 +86,29 @@ int skm_moe_parse(const char *name, skm_moe_layer *out) {
     at = strchr(at, ':');
     if (at) *at++ = '\0';
   }
-  const char *part = parts[0];
   const preset *p = NULL;
-  for (size_t i = 0; part && i < N_PRESETS; i++)
-    if (strcmp(presets[i].name, part) == 0) p = &presets[i];
-  if (!p) return 0;
-  m.hidden = p->hidden, m.experts = p->experts, m.top_k = p->top_k, m.inter = p->inter, m.shared = p->shared;
-  m.sigmoid = p->groups > 0, m.groups = p->groups, m.k_group = p->k_group, m.renorm = p->renorm, m.scaling = p->scaling;
-  m.preset = p->name, m.about = p->about;
-  for (int k = 1; k < n_parts; k++) {
-    part = parts[k];
+  for (size_t i = 0; i < N_PRESETS; i++)
+    if (strcmp(presets[i].name, parts[0]) == 0) p = &presets[i];
+  if (!p && !have_checkpoint) return 0;
+  skm_moe_layer m = have_checkpoint ? checkpoint_layer : (skm_moe_layer){0};
+  int first = 0; /* the first modifier */
+  if (p) {
+    m = (skm_moe_layer){.t = 16, .dtype = SK_BF16, .expert_dtype = SK_BF16};
+    m.hidden = p->hidden, m.experts = p->experts, m.top_k = p->top_k, m.inter = p->inter, m.shared = p->shared;
+    m.sigmoid = p->groups > 0, m.groups = p->groups, m.k_group = p->k_group, m.renorm = p->renorm;
+    m.scaling = p->scaling, m.preset = p->name, m.about = p->about;
+    first = 1;
+  }
+  const int64_t max_experts = m.experts;
+  for (int k = first; k < n_parts; k++) {
+    const char *part = parts[k];
     char *end;
     if (strcmp(part, "bf16") == 0) m.dtype = m.expert_dtype = SK_BF16;
     else if (strcmp(part, "fp16") == 0) m.dtype = m.expert_dtype = SK_FP16;
     else if (strcmp(part, "int8") == 0) m.dtype = SK_BF16, m.expert_dtype = SK_INT8;
     else if ((part[0] == 't' || part[0] == 'e') && part[1] >= '0' && part[1] <= '9') {
       long long v = strtoll(part + 1, &end, 10);
-      if (*end || v < 1 || v > (part[0] == 't' ? 1 << 16 : p->experts)) return 0;
+      if (*end || v < 1 || v > (part[0] == 't' ? 1 << 16 : max_experts)) return 0;
       if (part[0] == 't') m.t = v;
       else m.experts = v;
     } else {

@@ -18,6 +18,10 @@ typedef struct skm_moe_layer {
 
 /* "tiny, qwen3-30b-a3b, ..." */
 const char *skm_moe_presets(void);
+/* While layer is set (a checkpoint's, checkpoint.h; NULL: unset), the
+ * names "moe-layer" and "moe-layer:MODIFIERS" (tN, a dtype, eN; no PRESET)
+ * parse as that layer with the modifiers applied. */
+void skm_moe_use_checkpoint(const skm_moe_layer *layer);
 /* Parses a moe-layer name into *out; 0 when it is not one (or malformed). */
 int skm_moe_parse(const char *name, skm_moe_layer *out);
 struct skm_builder;

@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L /* fdopen, mkstemp, O_CLOEXEC */
 #include "npy.h"
 
+#include "models.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -20,15 +22,6 @@ static const char magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
  * unless told otherwise); ours are under 200. */
 #define MAX_HEADER_LEN (1u << 20)
 
-static sk_status fail(char *msg, size_t size, sk_status st, const char *fmt, ...) {
-  if (msg && size) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, size, fmt, ap);
-    va_end(ap);
-  }
-  return st;
-}
 
 const char *skm_npy_descr(sk_dtype dtype) {
   switch (dtype) {
@@ -70,20 +63,20 @@ static int64_t shape_numel(int rank, const int64_t *shape, size_t itemsize) {
 
 sk_status skm_npy_write(const char *path, sk_dtype dtype, int rank, const int64_t *shape, const void *data,
                         char *msg, size_t msg_size) {
-  if (!path) return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "npy write: path is NULL");
+  if (!path) return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "npy write: path is NULL");
   const char *descr = skm_npy_descr(dtype);
   if (!descr)
-    return fail(msg, msg_size, SK_STATUS_INVALID_DTYPE, "%s: cannot write dtype %s", path, sk_dtype_name(dtype));
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_DTYPE, "%s: cannot write dtype %s", path, sk_dtype_name(dtype));
   if (rank < 0 || rank > SK_MAX_RANK || (rank > 0 && !shape))
-    return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: rank %d is outside 0..%d", path, rank, SK_MAX_RANK);
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: rank %d is outside 0..%d", path, rank, SK_MAX_RANK);
   size_t itemsize = sk_dtype_size(dtype);
   int64_t numel = shape_numel(rank, shape, itemsize);
   if (numel < 0) {
     char sb[256];
-    return fail(msg, msg_size, SK_STATUS_INVALID_SHAPE, "%s: invalid shape %s", path, shape_str(rank, shape, sb, sizeof sb));
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_SHAPE, "%s: invalid shape %s", path, shape_str(rank, shape, sb, sizeof sb));
   }
   size_t bytes = (size_t)numel * itemsize;
-  if (bytes && !data) return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: data is NULL", path);
+  if (bytes && !data) return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: data is NULL", path);
 
   /* {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } padded with
    * spaces and a '\n' so that 10 + header length is a multiple of 64. */
@@ -111,14 +104,14 @@ sk_status skm_npy_write(const char *path, sk_dtype dtype, int rank, const int64_
    * complete, so a failed write leaves the previous file as it was. */
   struct stat lst;
   if (lstat(path, &lst) == 0 && !S_ISREG(lst.st_mode))
-    return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: is %s, not a regular file: not overwritten", path,
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: is %s, not a regular file: not overwritten", path,
                 S_ISLNK(lst.st_mode) ? "a symbolic link" : S_ISDIR(lst.st_mode) ? "a directory" : "a special file");
   char tmp[4096];
   if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp)
-    return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: path too long", path);
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: path too long", path);
   int fd = mkstemp(tmp);
   if (fd < 0)
-    return fail(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_SYSTEM_ERROR,
+    return skm_error(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_SYSTEM_ERROR,
                 "%s: cannot create: %s", path, strerror(errno));
   mode_t mask = umask(0); /* the mode a plain create would give (mkstemp makes 0600) */
   umask(mask);
@@ -137,7 +130,7 @@ sk_status skm_npy_write(const char *path, sk_dtype dtype, int rank, const int64_
   }
   if (!ok) {
     unlink(tmp);
-    return fail(msg, msg_size, SK_STATUS_SYSTEM_ERROR, "%s: write failed: %s", path, strerror(saved));
+    return skm_error(msg, msg_size, SK_STATUS_SYSTEM_ERROR, "%s: write failed: %s", path, strerror(saved));
   }
   return SK_STATUS_OK;
 }
@@ -345,49 +338,49 @@ duplicate:
 /* Opens a file and reads its header; on success f is positioned at the data. */
 static sk_status open_and_read_header(const char *path, FILE **f_out, header *h, char *msg, size_t msg_size) {
   *f_out = NULL;
-  if (!path) return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "npy read: path is NULL");
+  if (!path) return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "npy read: path is NULL");
   /* O_NONBLOCK: opening a FIFO with no writer would wait forever; only a
    * regular file is read (then the flag changes nothing). */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat lst;
   if (fd < 0 && errno == ENOENT && lstat(path, &lst) == 0) /* there, but it points nowhere: not "missing" */
-    return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: a symbolic link to a file that does not exist", path);
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: a symbolic link to a file that does not exist", path);
   if (fd < 0)
-    return fail(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_SYSTEM_ERROR, "%s: cannot open: %s",
+    return skm_error(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_SYSTEM_ERROR, "%s: cannot open: %s",
                 path, strerror(errno));
   struct stat fst;
   if (fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
     close(fd);
-    return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: not a regular file (a .npy file is read only from one)",
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: not a regular file (a .npy file is read only from one)",
                 path);
   }
   FILE *f = fdopen(fd, "rb");
   if (!f) {
     close(fd);
-    return fail(msg, msg_size, SK_STATUS_SYSTEM_ERROR, "%s: cannot open: %s", path, strerror(errno));
+    return skm_error(msg, msg_size, SK_STATUS_SYSTEM_ERROR, "%s: cannot open: %s", path, strerror(errno));
   }
   unsigned char prefix[12];
   size_t got = fread(prefix, 1, 8, f);
   sk_status st = SK_STATUS_OK;
   if (got < 8 && ferror(f)) {
-    st = fail(msg, msg_size, SK_STATUS_SYSTEM_ERROR, "%s: read error: %s", path, strerror(errno));
+    st = skm_error(msg, msg_size, SK_STATUS_SYSTEM_ERROR, "%s: read error: %s", path, strerror(errno));
     goto out;
   }
   if (got < 8 || memcmp(prefix, magic, 6) != 0) {
-    st = fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: not a .npy file (%s)", path,
+    st = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: not a .npy file (%s)", path,
               got >= 6 ? "bad magic: the file does not start with \\x93NUMPY"
                        : "shorter than the 8-byte magic and version");
     goto out;
   }
   unsigned major = prefix[6], minor = prefix[7];
   if (major < 1 || major > 3 || minor != 0) {
-    st = fail(msg, msg_size, SK_STATUS_UNSUPPORTED, "%s: unsupported .npy format version %u.%u (supported: 1.0, 2.0, 3.0)",
+    st = skm_error(msg, msg_size, SK_STATUS_UNSUPPORTED, "%s: unsupported .npy format version %u.%u (supported: 1.0, 2.0, 3.0)",
               path, major, minor);
     goto out;
   }
   size_t len_bytes = major == 1 ? 2 : 4;
   if (fread(prefix + 8, 1, len_bytes, f) != len_bytes) {
-    st = fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: truncated header: the file ends inside the header length",
+    st = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: truncated header: the file ends inside the header length",
               path);
     goto out;
   }
@@ -395,18 +388,18 @@ static sk_status open_and_read_header(const char *path, FILE **f_out, header *h,
                              : (uint32_t)prefix[8] | (uint32_t)prefix[9] << 8 | (uint32_t)prefix[10] << 16 |
                                    (uint32_t)prefix[11] << 24;
   if (hlen == 0 || hlen > MAX_HEADER_LEN) {
-    st = fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: bad header length %u", path, (unsigned)hlen);
+    st = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: bad header length %u", path, (unsigned)hlen);
     goto out;
   }
   char *text = malloc(hlen);
   if (!text) {
-    st = fail(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+    st = skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
     goto out;
   }
   got = fread(text, 1, hlen, f);
   if (got != hlen) {
     free(text);
-    st = fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT,
+    st = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT,
               "%s: truncated header: the header length says %u bytes, the file holds %zu", path, (unsigned)hlen, got);
     goto out;
   }
@@ -417,9 +410,9 @@ static sk_status open_and_read_header(const char *path, FILE **f_out, header *h,
   free(text);
   if (st != SK_STATUS_OK) {
     if (about_descr)
-      fail(msg, msg_size, st, "%s: descr '%s': %s", path, h->descr, why);
+      skm_error(msg, msg_size, st, "%s: descr '%s': %s", path, h->descr, why);
     else
-      fail(msg, msg_size, st, "%s: bad header: %s", path, why);
+      skm_error(msg, msg_size, st, "%s: bad header: %s", path, why);
     goto out;
   }
 out:
@@ -436,8 +429,8 @@ static sk_status read_data(FILE *f, const char *path, void *data, size_t bytes, 
   size_t got = bytes ? fread(data, 1, bytes, f) : 0;
   sk_status st = SK_STATUS_OK;
   if (got != bytes) {
-    st = ferror(f) ? fail(msg, msg_size, SK_STATUS_SYSTEM_ERROR, "%s: read error: %s", path, strerror(errno))
-                   : fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT,
+    st = ferror(f) ? skm_error(msg, msg_size, SK_STATUS_SYSTEM_ERROR, "%s: read error: %s", path, strerror(errno))
+                   : skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT,
                           "%s: truncated data: expected %zu bytes after the header, found %zu", path, bytes, got);
   } else if (fgetc(f) != EOF) {
     /* A regular file (open_and_read_header): its size tells how much
@@ -447,7 +440,7 @@ static sk_status read_data(FILE *f, const char *path, void *data, size_t bytes, 
     unsigned long long extra = fstat(fileno(f), &fst) == 0 && at > 0 && fst.st_size >= at
                                    ? (unsigned long long)(fst.st_size - at) + 1
                                    : 1;
-    st = fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: %llu trailing byte%s after the %zu bytes of array data",
+    st = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: %llu trailing byte%s after the %zu bytes of array data",
               path, extra, extra == 1 ? "" : "s", bytes);
   }
   fclose(f);
@@ -455,7 +448,7 @@ static sk_status read_data(FILE *f, const char *path, void *data, size_t bytes, 
 }
 
 sk_status skm_npy_read(const char *path, skm_npy_array *out, char *msg, size_t msg_size) {
-  if (!out) return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "npy read: out is NULL");
+  if (!out) return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "npy read: out is NULL");
   memset(out, 0, sizeof *out);
   FILE *f;
   header h;
@@ -466,14 +459,14 @@ sk_status skm_npy_read(const char *path, skm_npy_array *out, char *msg, size_t m
   if (numel < 0) {
     fclose(f);
     char sb[256];
-    return fail(msg, msg_size, SK_STATUS_INVALID_SHAPE, "%s: shape %s is too large", path,
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_SHAPE, "%s: shape %s is too large", path,
                 shape_str(h.rank, h.shape, sb, sizeof sb));
   }
   size_t bytes = (size_t)numel * itemsize;
   void *data = malloc(bytes ? bytes : 1);
   if (!data) {
     fclose(f);
-    return fail(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", path, bytes);
+    return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", path, bytes);
   }
   st = read_data(f, path, data, bytes, msg, msg_size);
   if (st != SK_STATUS_OK) {
@@ -499,11 +492,11 @@ sk_status skm_npy_read_into(const char *path, sk_dtype dtype, int rank, const in
                             size_t bytes, char *msg, size_t msg_size) {
   char want[256], got[256];
   if (!skm_npy_descr(dtype) || rank < 0 || rank > SK_MAX_RANK || (rank > 0 && !shape))
-    return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: npy read: bad expected dtype or rank",
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: npy read: bad expected dtype or rank",
                 path ? path : "(null)");
   int64_t numel = shape_numel(rank, shape, sk_dtype_size(dtype));
   if (numel < 0 || (size_t)numel * sk_dtype_size(dtype) != bytes || (bytes && !data))
-    return fail(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: npy read: buffer of %zu bytes does not fit %s %s",
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: npy read: buffer of %zu bytes does not fit %s %s",
                 path ? path : "(null)", bytes, sk_dtype_name(dtype), shape_str(rank, shape, want, sizeof want));
   FILE *f;
   header h;
@@ -511,14 +504,14 @@ sk_status skm_npy_read_into(const char *path, sk_dtype dtype, int rank, const in
   if (st != SK_STATUS_OK) return st;
   if (h.dtype != dtype) {
     fclose(f);
-    return fail(msg, msg_size, SK_STATUS_INVALID_DTYPE, "%s: dtype mismatch: expected %s ('%s'), got %s ('%s')", path,
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_DTYPE, "%s: dtype mismatch: expected %s ('%s'), got %s ('%s')", path,
                 sk_dtype_name(dtype), skm_npy_descr(dtype), sk_dtype_name(h.dtype), h.descr);
   }
   bool same = h.rank == rank;
   for (int d = 0; same && d < rank; d++) same = h.shape[d] == shape[d];
   if (!same) {
     fclose(f);
-    return fail(msg, msg_size, SK_STATUS_INVALID_SHAPE, "%s: shape mismatch: expected %s, got %s", path,
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_SHAPE, "%s: shape mismatch: expected %s, got %s", path,
                 shape_str(rank, shape, want, sizeof want), shape_str(h.rank, h.shape, got, sizeof got));
   }
   return read_data(f, path, data, bytes, msg, msg_size);

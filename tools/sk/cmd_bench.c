@@ -19,7 +19,7 @@
 static const char synopsis[] = "bench [SCENARIO ...] [options]";
 static const char full_synopsis[] =
     "bench [SCENARIO ...] [--iters N] [--threads LIST] [--json] [--options STRING] [--no-floor]\n"
-    "                [--weights-as-inputs]";
+    "                [--weights-as-inputs] [--weights DIR [--layer N]]";
 
 enum { N_MODES = 3, BATCH = 10, MAX_SCENARIOS = 32, MAX_THREADS = 32 };
 static const sk_executor mode_executor[N_MODES] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
@@ -55,6 +55,7 @@ static void usage(void) {
          "  --no-floor         skip the OpenBLAS floor\n"
          "  --weights-as-inputs  the weights are program inputs bound at every run;\n"
          "                     default: graph constants, packed once at compile\n"
+         CLI_WEIGHTS_USAGE
          "  -h, --help         this help\n\n"
          "Exit status 1 also when the modes' outputs differ (the times are still printed).\n",
          full_synopsis, BATCH, skm_model_list());
@@ -68,6 +69,7 @@ typedef struct bench_args {
   long iters;
   bool json, no_floor, weights_as_inputs;
   const char *options;
+  cli_weights weights;
 } bench_args;
 
 /* Parses "1,2,all" into a->threads. */
@@ -128,10 +130,10 @@ static int parse(int argc, char **argv, bench_args *a) {
     } else if (VALUE_OPTION("--options")) {
       if (r < 0) return SK_EXIT_USAGE;
       a->options = val;
+    } else if ((r = cli_weights_option("bench", synopsis, argc, argv, &i, &a->weights)) != 0) {
+      if (r < 0) return SK_EXIT_USAGE;
     } else if (arg[0] == '-') {
       return cli_usage_error("bench", synopsis, "unknown option '%s'", arg);
-    } else if (!skm_model_lookup(arg, NULL)) {
-      return cli_usage_error("bench", synopsis, "unknown scenario '%s' (known: %s)", arg, skm_model_list());
     } else if (a->n_scenarios >= MAX_SCENARIOS) {
       return cli_usage_error("bench", synopsis, "at most %d scenarios", MAX_SCENARIOS);
     } else {
@@ -139,6 +141,14 @@ static int parse(int argc, char **argv, bench_args *a) {
     }
 #undef VALUE_OPTION
   }
+  /* The names are known once the checkpoint (if any) is open. */
+  int rc = cli_weights_open("bench", synopsis, &a->weights);
+  if (rc != SK_EXIT_OK) return rc;
+  for (int k = 0; k < a->n_scenarios; k++)
+    if (!skm_model_lookup(a->scenarios[k], NULL))
+      return cli_usage_error("bench", synopsis, "unknown scenario '%s' (known: %s)", a->scenarios[k],
+                             skm_model_list());
+  if (a->n_scenarios == 0 && a->weights.dir) a->scenarios[a->n_scenarios++] = "moe-layer";
   if (a->n_scenarios == 0)
     for (size_t k = 0; k < sizeof default_scenarios / sizeof default_scenarios[0]; k++)
       a->scenarios[a->n_scenarios++] = default_scenarios[k];
@@ -387,7 +397,7 @@ static void print_json(const bench_args *a, const sk_bench_machine *machine, con
   printf("\n  ]\n}\n");
 }
 
-int sk_cmd_bench(int argc, char **argv) {
+static int bench(int argc, char **argv) {
   bench_args a;
   int rc = parse(argc, argv, &a);
   if (rc < 0) return SK_EXIT_OK; /* --help */
@@ -438,4 +448,10 @@ int sk_cmd_bench(int argc, char **argv) {
   free(res);
   if (rc != SK_EXIT_OK) return rc;
   return equal ? SK_EXIT_OK : SK_EXIT_FAIL;
+}
+
+int sk_cmd_bench(int argc, char **argv) {
+  int rc = bench(argc, argv);
+  cli_weights_close();
+  return rc;
 }

@@ -15,7 +15,8 @@
 #include "models.h"
 #include "sk.h"
 
-static const char synopsis[] = "profile MODEL --out DIR [--options STRING] [--threads N] [--iters N]";
+static const char synopsis[] =
+    "profile MODEL --out DIR [--options STRING] [--threads N] [--iters N] [--weights DIR [--layer N]]";
 
 static void usage(void) {
   printf("usage: sk %s\n\n"
@@ -34,6 +35,7 @@ static void usage(void) {
          "                     sk5) keep theirs\n"
          "  --threads N        team size (default: every available core, or $SK_NUM_THREADS)\n"
          "  --iters N          recorded runs of each program (default 20)\n"
+         CLI_WEIGHTS_USAGE
          "  -h, --help         this help\n\n"
          "Exit status 1 also when the two programs' outputs differ.\n",
          synopsis, skm_model_list());
@@ -160,7 +162,8 @@ static bool same_outputs(const skm_io *a, const skm_io *b) {
   return true;
 }
 
-int sk_cmd_profile(int argc, char **argv) {
+static int profile(int argc, char **argv) {
+  cli_weights weights = {0};
   const char *model = NULL, *options = NULL, *out = NULL, *val;
   long threads = 0, iters = 20;
   for (int i = 1; i < argc; i++) {
@@ -180,6 +183,8 @@ int sk_cmd_profile(int argc, char **argv) {
       if (r < 0 || !cli_parse_int("profile", synopsis, "--threads", val, 1, 1024, &threads)) return SK_EXIT_USAGE;
     } else if (VALUE_OPTION("--iters")) {
       if (r < 0 || !cli_parse_int("profile", synopsis, "--iters", val, 1, 10000000, &iters)) return SK_EXIT_USAGE;
+    } else if ((r = cli_weights_option("profile", synopsis, argc, argv, &i, &weights)) != 0) {
+      if (r < 0) return SK_EXIT_USAGE;
     } else if (a[0] == '-') {
       return cli_usage_error("profile", synopsis, "unknown option '%s'", a);
     } else if (model) {
@@ -193,8 +198,10 @@ int sk_cmd_profile(int argc, char **argv) {
   if (!out) return cli_usage_error("profile", synopsis, "missing --out DIR");
   if (!*out) return cli_usage_error("profile", synopsis, "--out: empty directory name");
 
+  int rc = cli_weights_open("profile", synopsis, &weights);
+  if (rc != SK_EXIT_OK) return rc;
   sk_session s;
-  int rc = sk_session_open_team(&s, "profile", synopsis, model, options, (int)threads);
+  rc = sk_session_open_team(&s, "profile", synopsis, model, options, (int)threads);
   if (rc != SK_EXIT_OK) return rc;
 
   /* profiling=1 under the user's options, unless they set it themselves. */
@@ -264,5 +271,11 @@ int sk_cmd_profile(int argc, char **argv) {
   free(dirs[0]);
   free(dirs[1]);
   sk_session_close(&s);
+  return rc;
+}
+
+int sk_cmd_profile(int argc, char **argv) {
+  int rc = profile(argc, argv);
+  cli_weights_close();
   return rc;
 }

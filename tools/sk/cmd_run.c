@@ -19,7 +19,7 @@ static const char synopsis[] = "run MODEL [options]";
 static const char full_synopsis[] =
     "run MODEL [--executor NAME | --no-sk] [--threads N] [--options STRING] [--iters N]\n"
     "              [--seed N] [--weights-as-inputs] [--inputs DIR] [--save-inputs DIR]\n"
-    "              [--save-outputs DIR]";
+    "              [--save-outputs DIR] [--weights DIR [--layer N]]";
 
 static void usage(void) {
   printf("usage: sk %s\n\n"
@@ -49,6 +49,7 @@ static void usage(void) {
          "  --save-inputs DIR    write DIR/<input>.npy for every input and weight (DIR is\n"
          "                       created)\n"
          "  --save-outputs DIR   write DIR/<output>.npy for every output (DIR is created)\n"
+         CLI_WEIGHTS_USAGE
          "  -h, --help           this help\n\n"
          "The summary line names the executor that ran and how many super kernels the JIT\n"
          "compiled; on a terminal a line 'compiling sk1 (1/2)' shows the JIT's progress.\n\n"
@@ -65,6 +66,7 @@ typedef struct run_args {
   bool no_sk, has_executor, weights_as_inputs;
   sk_executor executor;
   long threads, iters, seed;
+  cli_weights weights;
 } run_args;
 
 static int parse(int argc, char **argv, run_args *a) {
@@ -104,6 +106,8 @@ static int parse(int argc, char **argv, run_args *a) {
     } else if (VALUE_OPTION("--save-outputs")) {
       if (r < 0) return SK_EXIT_USAGE;
       a->save_outputs_dir = val;
+    } else if ((r = cli_weights_option("run", synopsis, argc, argv, &i, &a->weights)) != 0) {
+      if (r < 0) return SK_EXIT_USAGE;
     } else if (arg[0] == '-') {
       return cli_usage_error("run", synopsis, "unknown option '%s'", arg);
     } else if (a->model) {
@@ -229,19 +233,11 @@ static int run_and_report(sk_session *s, skm_io *io, long iters) {
   return SK_EXIT_OK;
 }
 
-int sk_cmd_run(int argc, char **argv) {
-  run_args a;
-  int rc = parse(argc, argv, &a);
-  if (rc < 0) return SK_EXIT_OK; /* --help */
-  if (rc != SK_EXIT_OK) return rc;
-  if (a.inputs_dir && !cli_is_dir(a.inputs_dir)) {
-    fprintf(stderr, "sk run: --inputs %s: not a directory\n", a.inputs_dir);
-    return SK_EXIT_USAGE;
-  }
+static int run(const run_args a) {
 
   sk_executor executor = a.has_executor ? a.executor : a.no_sk ? SK_EXECUTOR_EAGER : SK_EXECUTOR_DEFAULT;
   sk_session s;
-  rc = sk_session_open_team(&s, "run", synopsis, a.model, a.options, (int)a.threads);
+  int rc = sk_session_open_team(&s, "run", synopsis, a.model, a.options, (int)a.threads);
   if (rc != SK_EXIT_OK) return rc;
   s.seed = (uint64_t)a.seed;
   s.weights_as_inputs = a.weights_as_inputs || a.inputs_dir;
@@ -277,5 +273,20 @@ int sk_cmd_run(int argc, char **argv) {
 
   skm_io_free(&io);
   sk_session_close(&s);
+  return rc;
+}
+
+int sk_cmd_run(int argc, char **argv) {
+  run_args a;
+  int rc = parse(argc, argv, &a);
+  if (rc < 0) return SK_EXIT_OK; /* --help */
+  if (rc != SK_EXIT_OK) return rc;
+  if (a.inputs_dir && !cli_is_dir(a.inputs_dir)) {
+    fprintf(stderr, "sk run: --inputs %s: not a directory\n", a.inputs_dir);
+    return SK_EXIT_USAGE;
+  }
+  rc = cli_weights_open("run", synopsis, &a.weights);
+  if (rc == SK_EXIT_OK) rc = run(a);
+  cli_weights_close();
   return rc;
 }

@@ -194,6 +194,8 @@ int sk_session_open_team(sk_session *s, const char *cmd, const char *synopsis, c
     fprintf(stderr, "sk %s: invalid --options: %s\n", cmd, sk_last_error());
     return SK_EXIT_USAGE;
   }
+  int rc = cli_weights_check_model(cmd, synopsis, model);
+  if (rc != SK_EXIT_OK) return rc;
   snprintf(s->model, sizeof s->model, "%s", info.name);
   s->seed = SKM_DEFAULT_SEED;
   snprintf(s->description, sizeof s->description, "%s", info.description);
@@ -217,6 +219,7 @@ int sk_session_compile(sk_session *s, const char *cmd, sk_executor executor, con
   if (!s->have_values) {
     st = skm_values(s->model, NULL, s->seed, &s->values, msg, sizeof msg);
     s->have_values = st == SK_STATUS_OK;
+    if (s->have_values && cli_weights_fill(cmd, s->model, &s->values) != SK_EXIT_OK) return SK_EXIT_FAIL;
   }
   skm_config mc = {.weights = s->weights_as_inputs ? NULL : &s->values};
   if (st == SK_STATUS_OK) st = skm_build(s->model, &mc, &g, NULL, msg, sizeof msg);

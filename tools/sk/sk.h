@@ -62,6 +62,28 @@ int cli_option_value(const char *cmd, const char *synopsis, int argc, char **arg
 bool cli_parse_int(const char *cmd, const char *synopsis, const char *option, const char *text, long lo, long hi,
                    long *out);
 
+/* --weights DIR [--layer N] (weights_option.c): a Hugging Face checkpoint's
+ * MoE layer as the moe-layer model. */
+typedef struct cli_weights {
+  const char *dir;
+  long layer;
+  bool has_layer;
+} cli_weights;
+#define CLI_WEIGHTS_USAGE                                                                               \
+  "  --weights DIR        a Hugging Face checkpoint directory (config.json + *.safetensors): MODEL is\n" \
+  "                       then its MoE layer, moe-layer[:tN][:bf16|fp16|int8][:eN], with its weights\n" \
+  "                       (converted once: see docs/checkpoints.md)\n"                                   \
+  "  --layer N            the checkpoint's layer (default: its first MoE layer)\n"
+/* Matches --weights / --layer at argv[*i] as cli_option_value does. */
+int cli_weights_option(const char *cmd, const char *synopsis, int argc, char **argv, int *i, cli_weights *w);
+/* Opens the checkpoint (if any) once the arguments are parsed; prints errors. */
+int cli_weights_open(const char *cmd, const char *synopsis, const cli_weights *w);
+void cli_weights_close(void);
+/* With a checkpoint open: `model` must name its layer (a usage error else). */
+int cli_weights_check_model(const char *cmd, const char *synopsis, const char *model);
+/* With a checkpoint open and `model` its layer: its weights into values. */
+int cli_weights_fill(const char *cmd, const char *model, skm_io *values);
+
 /* Creates a directory and its parents (mode 0777 & ~umask); an existing
  * directory is fine. Returns 0, or -1 with errno set. */
 int cli_mkdir_p(const char *path);

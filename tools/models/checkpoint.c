@@ -1,0 +1,427 @@
+/*
+ * checkpoint.c — checkpoint.h: config.json to a moe-layer description, the
+ * layer's tensors checked when opening (so a run never starts on a
+ * checkpoint it cannot finish), then converted into the model's weights.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "safetensors.h"
+
+#define MAX_CONFIG_BYTES (16u << 20)
+
+typedef enum family { QWEN3_MOE, DEEPSEEK_V3, DEEPSEEK_V2 } family;
+
+struct skm_checkpoint {
+  skm_st_dir *st;
+  skm_moe_layer layer;
+  family family;
+  int index;
+  bool fused; /* experts.gate_up_proj / experts.down_proj */
+  char prefix[64]; /* "model.layers.N.mlp." */
+  char about[256];
+};
+
+
+/* ---- config.json ---- */
+
+typedef struct config {
+  const skj_value *root;
+  const char *path;
+  char *msg;
+  size_t msg_size;
+  sk_status st;
+} config;
+
+static bool config_fail(config *c, const char *fmt, ...) {
+  if (c->st != SK_STATUS_OK) return false;
+  c->st = SK_STATUS_UNSUPPORTED;
+  char why[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  skm_error(c->msg, c->msg_size, c->st, "%s: %s", c->path, why);
+  return false;
+}
+
+/* An integer member in [lo, hi]; absent or null: dflt, or an error when
+ * dflt < lo (required). */
+static int64_t config_int(config *c, const char *key, int64_t dflt, int64_t lo, int64_t hi) {
+  const skj_value *v = skj_get(c->root, key);
+  if (!v || v->type == SKJ_NULL) {
+    if (dflt < lo) config_fail(c, "\"%s\" is missing", key);
+    return dflt;
+  }
+  if (v->type != SKJ_NUMBER || !v->is_integer || v->integer < lo || v->integer > hi) {
+    config_fail(c, "\"%s\" must be an integer in [%lld, %lld]", key, (long long)lo, (long long)hi);
+    return dflt;
+  }
+  return v->integer;
+}
+
+static double config_number(config *c, const char *key, double dflt) {
+  const skj_value *v = skj_get(c->root, key);
+  if (!v || v->type == SKJ_NULL) return dflt;
+  if (v->type != SKJ_NUMBER || !isfinite(v->number)) config_fail(c, "\"%s\" must be a finite number", key);
+  return v->type == SKJ_NUMBER ? v->number : dflt;
+}
+
+static bool config_bool(config *c, const char *key, bool dflt) {
+  const skj_value *v = skj_get(c->root, key);
+  if (!v || v->type == SKJ_NULL) return dflt;
+  if (v->type != SKJ_BOOL) config_fail(c, "\"%s\" must be true or false", key);
+  return v->type == SKJ_BOOL ? v->boolean : dflt;
+}
+
+/* A string member that must equal one of the allowed values when present. */
+static void config_expect(config *c, const char *key, const char *allowed) {
+  const skj_value *v = skj_get(c->root, key);
+  if (!v || v->type == SKJ_NULL) return;
+  if (v->type != SKJ_STRING || strcmp(v->string, allowed) != 0)
+    config_fail(c, "\"%s\" is %s%s%s; only \"%s\" is supported", key, v->type == SKJ_STRING ? "\"" : "",
+                v->type == SKJ_STRING ? v->string : skj_type_name(v->type), v->type == SKJ_STRING ? "\"" : "",
+                allowed);
+}
+
+/* Whether layer n is a MoE layer; explains why not into why. */
+static bool is_moe_layer(config *c, family f, int64_t n, char *why, size_t why_size) {
+  if (f == QWEN3_MOE) {
+    int64_t step = config_int(c, "decoder_sparse_step", 1, 1, 1 << 20);
+    const skj_value *dense = skj_get(c->root, "mlp_only_layers");
+    for (size_t i = 0; dense && dense->type == SKJ_ARRAY && i < dense->n; i++)
+      if (dense->items[i].type == SKJ_NUMBER && dense->items[i].is_integer && dense->items[i].integer == n)
+        return snprintf(why, why_size, "it is in \"mlp_only_layers\""), false;
+    if ((n + 1) % step != 0)
+      return snprintf(why, why_size, "(layer + 1) %% decoder_sparse_step (%lld) is not 0", (long long)step), false;
+    return true;
+  }
+  int64_t first = config_int(c, "first_k_dense_replace", 0, 0, 1 << 20);
+  int64_t freq = config_int(c, "moe_layer_freq", 1, 1, 1 << 20);
+  if (n < first) return snprintf(why, why_size, "layers below first_k_dense_replace (%lld) are dense", (long long)first), false;
+  if (n % freq != 0) return snprintf(why, why_size, "layer %% moe_layer_freq (%lld) is not 0", (long long)freq), false;
+  return true;
+}
+
+/* config.json's root into ck->layer and ck->family (dtypes set later). */
+static sk_status read_config(skm_checkpoint *ck, config *c, int layer) {
+  const skj_value *type = skj_get(c->root, "model_type");
+  if (c->root->type != SKJ_OBJECT) return config_fail(c, "expected an object"), c->st;
+  if (!type || type->type != SKJ_STRING) return config_fail(c, "\"model_type\" is missing"), c->st;
+  if (strcmp(type->string, "qwen3_moe") == 0) ck->family = QWEN3_MOE;
+  else if (strcmp(type->string, "deepseek_v3") == 0) ck->family = DEEPSEEK_V3;
+  else if (strcmp(type->string, "deepseek_v2") == 0) ck->family = DEEPSEEK_V2;
+  else
+    return config_fail(c, "model_type \"%s\" is not supported (qwen3_moe, deepseek_v3, deepseek_v2)", type->string),
+           c->st;
+  if (skj_get(c->root, "quantization_config"))
+    return config_fail(c, "quantized checkpoints (\"quantization_config\") are not supported; use a bf16, fp16 or "
+                          "fp32 one (the layer can be quantized to int8 on loading: moe-layer:int8)"),
+           c->st;
+  skm_moe_layer *m = &ck->layer;
+  const bool qwen = ck->family == QWEN3_MOE;
+  m->hidden = config_int(c, "hidden_size", -1, 1, 1 << 20);
+  /* Qwen3's config.json says num_experts; transformers 5 writes num_local_experts. */
+  const skj_value *num_experts = skj_get(c->root, "num_experts");
+  const char *experts_key = !qwen                                            ? "n_routed_experts"
+                            : num_experts && num_experts->type != SKJ_NULL ? "num_experts"
+                                                                           : "num_local_experts";
+  int64_t experts = config_int(c, experts_key, -1, 0, 1 << 16);
+  m->experts = experts;
+  m->top_k = config_int(c, "num_experts_per_tok", -1, 1, 1 << 16);
+  m->inter = config_int(c, "moe_intermediate_size", -1, 1, 1 << 20);
+  m->shared = qwen ? 0 : config_int(c, "n_shared_experts", 0, 0, 64);
+  int64_t n_layers = config_int(c, "num_hidden_layers", -1, 1, 1 << 20);
+  config_expect(c, "hidden_act", "silu");
+  if (c->st != SK_STATUS_OK) return c->st;
+  if (experts == 0) return config_fail(c, "%s is 0: the model has no MoE layer", experts_key), c->st;
+  if (m->top_k > m->experts)
+    return config_fail(c, "num_experts_per_tok (%lld) exceeds the experts (%lld)", (long long)m->top_k,
+                       (long long)m->experts),
+           c->st;
+  m->scaling = 1.0, m->groups = 1, m->k_group = 1;
+  if (ck->family == DEEPSEEK_V3) {
+    config_expect(c, "scoring_func", "sigmoid");
+    config_expect(c, "topk_method", "noaux_tc");
+    m->sigmoid = 1;
+    m->groups = (int)config_int(c, "n_group", 1, 1, 1 << 16);
+    m->k_group = (int)config_int(c, "topk_group", 1, 1, 1 << 16);
+    m->renorm = config_bool(c, "norm_topk_prob", true);
+    m->scaling = config_number(c, "routed_scaling_factor", 1.0);
+    if (c->st == SK_STATUS_OK && (m->experts % m->groups != 0 || m->experts / m->groups <= 2 || m->k_group > m->groups))
+      config_fail(c, "n_group %d / topk_group %d over %lld experts: the groups must divide the experts into more "
+                     "than 2 each (the top-2 group score) and topk_group be at most n_group",
+                  m->groups, m->k_group, (long long)m->experts);
+    if (c->st == SK_STATUS_OK && m->top_k > m->k_group * (m->experts / m->groups))
+      config_fail(c, "num_experts_per_tok %lld exceeds the experts of topk_group groups", (long long)m->top_k);
+  } else if (ck->family == DEEPSEEK_V2) {
+    config_expect(c, "scoring_func", "softmax");
+    config_expect(c, "topk_method", "greedy");
+    if (config_bool(c, "mlp_bias", false)) config_fail(c, "\"mlp_bias\" true is not supported");
+    double scaling = config_number(c, "routed_scaling_factor", 1.0);
+    if (c->st == SK_STATUS_OK && scaling != 1.0)
+      config_fail(c, "routed_scaling_factor %g with softmax gating is not supported (only 1)", scaling);
+    m->renorm = 0; /* transformers' DeepseekV2 router never renormalizes */
+  } else {
+    m->renorm = config_bool(c, "norm_topk_prob", false);
+  }
+  if (c->st != SK_STATUS_OK) return c->st;
+  char why[160] = "";
+  if (layer < 0) {
+    for (int64_t n = 0; n < n_layers && layer < 0; n++)
+      if (is_moe_layer(c, ck->family, n, why, sizeof why)) layer = (int)n;
+    if (layer < 0) return config_fail(c, "none of its %lld layers is a MoE layer", (long long)n_layers), c->st;
+  } else if (layer >= n_layers) {
+    return skm_error(c->msg, c->msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: layer %d: the model has %lld layers", c->path,
+                     layer, (long long)n_layers);
+  } else if (!is_moe_layer(c, ck->family, layer, why, sizeof why)) {
+    return skm_error(c->msg, c->msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: layer %d is not a MoE layer: %s", c->path,
+                     layer, why);
+  }
+  ck->index = layer;
+  return c->st;
+}
+
+/* ---- the layer's tensors ---- */
+
+static const skm_st_tensor *find(const skm_checkpoint *ck, const char *suffix) {
+  char name[256];
+  snprintf(name, sizeof name, "%s%s", ck->prefix, suffix);
+  return skm_st_find(ck->st, name);
+}
+
+/* Tensor prefix+suffix must exist, be float and have the given shape. */
+static sk_status need(const skm_checkpoint *ck, const char *suffix, int rank, const int64_t *shape, char *msg,
+                      size_t msg_size) {
+  const skm_st_tensor *t = find(ck, suffix);
+  if (!t)
+    return skm_error(msg, msg_size, SK_STATUS_NOT_FOUND, "tensor %s%s is missing (layer %d)", ck->prefix, suffix,
+                     ck->index);
+  if (!skm_st_is_float(t))
+    return skm_error(msg, msg_size, SK_STATUS_UNSUPPORTED, "tensor %s: dtype %s is not supported (F32, F16, BF16)",
+                     t->name, t->dtype_name);
+  bool same = t->rank == rank;
+  for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
+  if (!same) {
+    char got[96], want[96];
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_SHAPE, "tensor %s: shape %s, the config gives %s", t->name,
+                     skm_format_shape(t->rank, t->shape, got, sizeof got), skm_format_shape(rank, shape, want, sizeof want));
+  }
+  return SK_STATUS_OK;
+}
+
+static sk_status check_tensors(skm_checkpoint *ck, char *msg, size_t msg_size) {
+  const skm_moe_layer *m = &ck->layer;
+  const int64_t h = m->hidden, i = m->inter, e = m->experts, si = m->shared * m->inter;
+  sk_status s = need(ck, "gate.weight", 2, (int64_t[]){e, h}, msg, msg_size);
+  if (s == SK_STATUS_OK && m->sigmoid) s = need(ck, "gate.e_score_correction_bias", 1, (int64_t[]){e}, msg, msg_size);
+  ck->fused = find(ck, "experts.gate_up_proj") != NULL;
+  if (ck->fused) {
+    if (s == SK_STATUS_OK) s = need(ck, "experts.gate_up_proj", 3, (int64_t[]){e, 2 * i, h}, msg, msg_size);
+    if (s == SK_STATUS_OK) s = need(ck, "experts.down_proj", 3, (int64_t[]){e, h, i}, msg, msg_size);
+  }
+  for (int64_t j = 0; !ck->fused && s == SK_STATUS_OK && j < e; j++) {
+    char name[96];
+    static const char *const proj[] = {"gate_proj", "up_proj", "down_proj"};
+    for (int p = 0; s == SK_STATUS_OK && p < 3; p++) {
+      snprintf(name, sizeof name, "experts.%lld.%s.weight", (long long)j, proj[p]);
+      s = need(ck, name, 2, p < 2 ? (int64_t[]){i, h} : (int64_t[]){h, i}, msg, msg_size);
+    }
+  }
+  if (s == SK_STATUS_OK && si) s = need(ck, "shared_experts.gate_proj.weight", 2, (int64_t[]){si, h}, msg, msg_size);
+  if (s == SK_STATUS_OK && si) s = need(ck, "shared_experts.up_proj.weight", 2, (int64_t[]){si, h}, msg, msg_size);
+  if (s == SK_STATUS_OK && si) s = need(ck, "shared_experts.down_proj.weight", 2, (int64_t[]){h, si}, msg, msg_size);
+  return s;
+}
+
+sk_status skm_checkpoint_open(const char *dir, int layer, skm_checkpoint **out, char *msg, size_t msg_size) {
+  *out = NULL;
+  char path[4096];
+  if (!dir || snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "checkpoint directory: %s", dir ? "path too long" : "none");
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return skm_error(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_INVALID_ARGUMENT, "%s: %s", path,
+                     strerror(errno));
+  char *text = malloc(MAX_CONFIG_BYTES);
+  size_t len = text ? fread(text, 1, MAX_CONFIG_BYTES, f) : 0;
+  bool too_long = text && len == MAX_CONFIG_BYTES, failed = ferror(f);
+  fclose(f);
+  if (!text || too_long || failed) {
+    free(text);
+    return skm_error(msg, msg_size, text ? SK_STATUS_INVALID_ARGUMENT : SK_STATUS_OUT_OF_MEMORY, "%s: %s", path,
+                     !text ? "out of memory" : too_long ? "larger than 16 MiB" : "read error");
+  }
+  skj_value root;
+  char why[256];
+  bool parsed = skj_parse(text, len, &root, why, sizeof why);
+  free(text);
+  if (!parsed) return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: %s", path, why);
+  skm_checkpoint *ck = calloc(1, sizeof *ck);
+  if (!ck) {
+    skj_free(&root);
+    return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
+  }
+  config c = {.root = &root, .path = path, .msg = msg, .msg_size = msg_size, .st = SK_STATUS_OK};
+  sk_status s = read_config(ck, &c, layer);
+  const char *model_type = s == SK_STATUS_OK ? skj_get(&root, "model_type")->string : "";
+  snprintf(ck->prefix, sizeof ck->prefix, "model.layers.%d.mlp.", ck->index);
+  skm_moe_layer *m = &ck->layer;
+  if (s == SK_STATUS_OK) s = skm_st_open(dir, &ck->st, msg, msg_size);
+  if (s == SK_STATUS_OK) s = check_tensors(ck, msg, msg_size);
+  if (s == SK_STATUS_OK) {
+    const skm_st_tensor *w = find(ck, ck->fused ? "experts.gate_up_proj" : "experts.0.gate_proj.weight");
+    m->dtype = m->expert_dtype = w->dtype == SK_FP16 ? SK_FP16 : SK_BF16;
+    m->t = 16;
+    m->preset = "checkpoint";
+    if (m->sigmoid)
+      snprintf(ck->about, sizeof ck->about,
+               "%s layer %d of %s: H %lld, %lld experts, top-%lld, I %lld, sigmoid %d groups / %d, %lld shared",
+               model_type, ck->index, dir, (long long)m->hidden, (long long)m->experts, (long long)m->top_k,
+               (long long)m->inter, m->groups, m->k_group, (long long)m->shared);
+    else
+      snprintf(ck->about, sizeof ck->about, "%s layer %d of %s: H %lld, %lld experts, top-%lld, I %lld, softmax, %lld shared",
+               model_type, ck->index, dir, (long long)m->hidden, (long long)m->experts, (long long)m->top_k,
+               (long long)m->inter, (long long)m->shared);
+    m->about = ck->about;
+  }
+  skj_free(&root);
+  if (s != SK_STATUS_OK) {
+    skm_checkpoint_close(ck);
+    return s;
+  }
+  *out = ck;
+  return SK_STATUS_OK;
+}
+
+void skm_checkpoint_close(skm_checkpoint *ck) {
+  if (!ck) return;
+  skm_st_close(ck->st);
+  free(ck);
+}
+
+const skm_moe_layer *skm_checkpoint_layer(const skm_checkpoint *ck) { return &ck->layer; }
+int skm_checkpoint_layer_index(const skm_checkpoint *ck) { return ck->index; }
+
+/* ---- converting into the model's weights ---- */
+
+/* Rows converted at a time: the strided writes of a transpose land in
+ * runs of this many contiguous elements. */
+#define ROW_BLOCK 16
+
+static void put(void *dst, sk_dtype dtype, int64_t i, float v) {
+  if (dtype == SK_FP32) ((float *)dst)[i] = v;
+  else if (dtype == SK_FP16) ((uint16_t *)dst)[i] = sk_fp32_to_fp16(v);
+  else if (dtype == SK_BF16) ((uint16_t *)dst)[i] = sk_fp32_to_bf16(v);
+  else ((int8_t *)dst)[i] = (int8_t)v;
+}
+
+/* Columns [col0, col0 + n) of the [K, N] matrix dst are rows [0, n) of a
+ * torch weight [n, K] at element `base` of t (y = x @ dst is torch's
+ * x @ weight^T). int8: each column is rounded with its own scale
+ * max|w| / 127 (written to scales[col0 + r]; 1 for an all-zero column). */
+static sk_status transpose_rows(void *dst, sk_dtype dtype, int64_t k_dim, int64_t n_dim, int64_t col0, int64_t n,
+                                const skm_st_tensor *t, int64_t base, float *scales) {
+  float *rows = malloc(sizeof(float) * ROW_BLOCK * (size_t)k_dim);
+  if (!rows) return SK_STATUS_OUT_OF_MEMORY;
+  for (int64_t r0 = 0; r0 < n; r0 += ROW_BLOCK) {
+    int64_t nr = n - r0 < ROW_BLOCK ? n - r0 : ROW_BLOCK;
+    for (int64_t r = 0; r < nr; r++) {
+      float *row = rows + r * k_dim, amax = 0.0f;
+      for (int64_t k = 0; k < k_dim; k++) row[k] = skm_st_float_at(t, base + (r0 + r) * k_dim + k);
+      if (dtype != SK_INT8) continue;
+      for (int64_t k = 0; k < k_dim; k++) amax = fmaxf(amax, fabsf(row[k]));
+      float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+      scales[col0 + r0 + r] = scale;
+      for (int64_t k = 0; k < k_dim; k++) row[k] = fminf(fmaxf(rintf(row[k] / scale), -127.0f), 127.0f);
+    }
+    for (int64_t k = 0; k < k_dim; k++)
+      for (int64_t r = 0; r < nr; r++) put(dst, dtype, k * n_dim + col0 + r0 + r, rows[r * k_dim + k]);
+  }
+  free(rows);
+  return SK_STATUS_OK;
+}
+
+static skm_tensor *weight(skm_io *values, const char *name, sk_dtype dtype, int64_t numel, char *msg, size_t msg_size) {
+  skm_tensor *v = skm_io_find_input(values, name);
+  if (!v || v->dtype != dtype || v->numel != numel) {
+    skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "checkpoint: the model's %s is %s, not %s of %lld elements",
+              name, v ? "of another dtype or size" : "missing", sk_dtype_name(dtype), (long long)numel);
+    return NULL;
+  }
+  return v;
+}
+
+/* One expert's (or the shared experts') up [H, 2I] and down [I, H] from
+ * gate, up and down tensors at element offsets. */
+typedef struct mlp_source {
+  const skm_st_tensor *gate, *up, *down;
+  int64_t gate_base, up_base, down_base;
+} mlp_source;
+
+static sk_status fill_mlp(const mlp_source *src, int64_t h, int64_t i, sk_dtype dtype, void *up, void *down,
+                          float *up_scale, float *down_scale) {
+  sk_status s = transpose_rows(up, dtype, h, 2 * i, 0, i, src->gate, src->gate_base, up_scale);
+  if (s == SK_STATUS_OK) s = transpose_rows(up, dtype, h, 2 * i, i, i, src->up, src->up_base, up_scale);
+  if (s == SK_STATUS_OK) s = transpose_rows(down, dtype, i, h, 0, h, src->down, src->down_base, down_scale);
+  return s;
+}
+
+sk_status skm_checkpoint_fill(const skm_checkpoint *ck, const skm_moe_layer *m, skm_io *values, char *msg,
+                              size_t msg_size) {
+  const skm_moe_layer *c = &ck->layer;
+  if (m->hidden != c->hidden || m->inter != c->inter || m->shared != c->shared || m->experts > c->experts)
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "checkpoint: the model is not this checkpoint's layer");
+  const int64_t h = m->hidden, i = m->inter, e = m->experts, si = m->shared * m->inter;
+  const bool w8a8 = m->expert_dtype == SK_INT8;
+  const size_t es = sk_dtype_size(m->expert_dtype);
+  skm_tensor *gate = weight(values, "moe_gate", SK_FP32, e * h, msg, msg_size);
+  skm_tensor *up = gate ? weight(values, "moe_w_up", m->expert_dtype, e * h * 2 * i, msg, msg_size) : NULL;
+  skm_tensor *down = up ? weight(values, "moe_w_down", m->expert_dtype, e * i * h, msg, msg_size) : NULL;
+  skm_tensor *up_scale = down && w8a8 ? weight(values, "moe_w_up_scale", SK_FP32, e * 2 * i, msg, msg_size) : NULL;
+  skm_tensor *down_scale = up_scale ? weight(values, "moe_w_down_scale", SK_FP32, e * h, msg, msg_size) : NULL;
+  skm_tensor *bias = down && m->sigmoid ? weight(values, "moe_score_bias", SK_FP32, e, msg, msg_size) : NULL;
+  skm_tensor *s_up = down && si ? weight(values, "moe_shared_up", m->dtype, h * 2 * si, msg, msg_size) : NULL;
+  skm_tensor *s_down = s_up ? weight(values, "moe_shared_down", m->dtype, si * h, msg, msg_size) : NULL;
+  if (!down || (w8a8 && !down_scale) || (m->sigmoid && !bias) || (si && !s_down)) return SK_STATUS_INVALID_ARGUMENT;
+
+  /* The gate and bias: the first e rows, widened (their layouts match). */
+  const skm_st_tensor *g = find(ck, "gate.weight");
+  for (int64_t k = 0; k < e * h; k++) ((float *)gate->data)[k] = skm_st_float_at(g, k);
+  if (bias) {
+    const skm_st_tensor *b = find(ck, "gate.e_score_correction_bias");
+    for (int64_t k = 0; k < e; k++) ((float *)bias->data)[k] = skm_st_float_at(b, k);
+  }
+  sk_status s = SK_STATUS_OK;
+  for (int64_t j = 0; s == SK_STATUS_OK && j < e; j++) {
+    mlp_source src;
+    if (ck->fused) {
+      const skm_st_tensor *gu = find(ck, "experts.gate_up_proj"), *d = find(ck, "experts.down_proj");
+      src = (mlp_source){gu, gu, d, j * 2 * i * h, j * 2 * i * h + i * h, j * h * i};
+    } else {
+      char name[3][96];
+      static const char *const proj[] = {"gate_proj", "up_proj", "down_proj"};
+      for (int p = 0; p < 3; p++) snprintf(name[p], sizeof name[p], "experts.%lld.%s.weight", (long long)j, proj[p]);
+      src = (mlp_source){find(ck, name[0]), find(ck, name[1]), find(ck, name[2]), 0, 0, 0};
+    }
+    s = fill_mlp(&src, h, i, m->expert_dtype, (char *)up->data + (size_t)(j * h * 2 * i) * es,
+                 (char *)down->data + (size_t)(j * i * h) * es, w8a8 ? (float *)up_scale->data + j * 2 * i : NULL,
+                 w8a8 ? (float *)down_scale->data + j * h : NULL);
+  }
+  if (s == SK_STATUS_OK && si) {
+    mlp_source src = {find(ck, "shared_experts.gate_proj.weight"), find(ck, "shared_experts.up_proj.weight"),
+                      find(ck, "shared_experts.down_proj.weight"), 0, 0, 0};
+    s = fill_mlp(&src, h, si, m->dtype, s_up->data, s_down->data, NULL, NULL);
+  }
+  if (s != SK_STATUS_OK) return skm_error(msg, msg_size, s, "checkpoint: out of memory converting the weights");
+  return SK_STATUS_OK;
+}
