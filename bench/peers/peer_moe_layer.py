@@ -1,52 +1,151 @@
-"""PyTorch eager on transformers' own Qwen3-MoE sparse block at the size of
-`sk bench moe-layer:qwen3-30b-a3b` (H 2048, 128 experts, top-8, expert
-intermediate 768, bf16), for the times beside sk's. Optional: needs
-`pip install transformers` (not in the test venv).
+"""PyTorch (eager, optionally Inductor) on transformers' own MoE block beside
+sk's super kernel, on the same checkpoint weights and the same x, outputs
+compared. Optional: needs transformers (python/requirements-test.txt).
 
-    python3 bench/peers/peer_moe_layer.py [--threads 2] [--tokens 1,4,16] [--experts 128] [--iters 15]
+    # a one-layer checkpoint of a preset's size, random weights (save_pretrained)
+    python3 bench/peers/peer_moe_layer.py make DIR [--preset qwen3-30b-a3b] [--experts N] [--dtype bf16]
+    # for each T: sk run moe-layer:tT --weights DIR (jit) and the module of layer 0
+    python3 bench/peers/peer_moe_layer.py run DIR [--sk build/bin/sk] [--threads 2] [--tokens 1,4,16]
+                                                  [--iters 15] [--inductor]
 
-The block has its own random weights (uniform +-0.03, as sk's moe-layer
-draws them), so times compare and outputs do not: the same weights in both
-is the checkpoint loading still to come. Prints the median of --iters calls
-after 3 warm-up calls per token count.
+Presets (their config.json shapes; deepseek-v3 with --experts, default 32,
+so it fits in memory): qwen3-30b-a3b, deepseek-v2-lite, deepseek-v3. The
+weights are drawn N(0, 1/fan_in), so activations stay of unit size.
+
+`run` writes x (bf16, uniform in [-1, 1)) to a scratch directory, runs
+`sk run moe-layer:tT --weights DIR --inputs SCRATCH --executor jit` (the
+weights stay constants: sk's own default), reads its y and expert counts,
+then times the transformers module (x + block(x), as sk's layer adds the
+residual) with torch.set_num_threads(--threads), median of --iters calls
+after 3 warm-up calls. Printed per T: the experts hit, both medians, the
+ratio, and max |y_sk - y_torch| / max |y_torch| (both bf16: each rounds
+its own intermediates) with whether the routing agrees.
 """
 
 import argparse
+import os
+import re
+import subprocess
+import tempfile
 import time
 
+import numpy as np
 import torch
+
+PRESETS = {
+    "qwen3-30b-a3b": ("qwen3_moe", dict(hidden_size=2048, num_experts=128, num_experts_per_tok=8,
+                                        moe_intermediate_size=768, norm_topk_prob=True, intermediate_size=6144,
+                                        num_attention_heads=32, num_key_value_heads=4, head_dim=128)),
+    "deepseek-v2-lite": ("deepseek_v2", dict(hidden_size=2048, n_routed_experts=64, n_shared_experts=2,
+                                             num_experts_per_tok=6, moe_intermediate_size=1408,
+                                             intermediate_size=10944, num_attention_heads=16, kv_lora_rank=512,
+                                             q_lora_rank=None, qk_rope_head_dim=64, qk_nope_head_dim=128,
+                                             v_head_dim=128, first_k_dense_replace=0)),
+    "deepseek-v3": ("deepseek_v3", dict(hidden_size=7168, n_routed_experts=32, n_shared_experts=1,
+                                        num_experts_per_tok=8, moe_intermediate_size=2048, n_group=8, topk_group=4,
+                                        routed_scaling_factor=2.5, intermediate_size=18432, num_attention_heads=8,
+                                        kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64,
+                                        qk_nope_head_dim=128, v_head_dim=128, first_k_dense_replace=0)),
+}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def make(a):
+    import transformers
+    family, kw = PRESETS[a.preset]
+    kw = dict(kw, num_hidden_layers=1, vocab_size=32)
+    if a.experts:
+        kw["num_experts" if family == "qwen3_moe" else "n_routed_experts"] = a.experts
+    names = {"qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM"),
+             "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM"),
+             "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM")}[family]
+    torch.manual_seed(0)
+    model = getattr(transformers, names[1])(getattr(transformers, names[0])(**kw))
+    with torch.no_grad():
+        for name, p in list(model.named_parameters()) + list(model.named_buffers()):
+            if "e_score_correction_bias" in name:
+                p.copy_(torch.randn_like(p) * 0.1)
+            elif ".mlp." in name:
+                p.normal_(0.0, p.shape[-1] ** -0.5)
+    model.to(DTYPES[a.dtype]).save_pretrained(a.dir)
+    print(f"{a.dir}: {a.preset} ({family}), one layer, {a.dtype}")
+
+
+def median_ms(fn, iters):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return times[len(times) // 2] * 1e3
+
+
+def write_npy(path, x):
+    """fp16 as '<f2'; bf16, which NumPy lacks, as its bits '<u2' (sk's convention)."""
+    np.save(path, x.numpy() if x.dtype == torch.float16 else x.contiguous().view(torch.int16).numpy().view(np.uint16))
+
+
+def run(a):
+    import transformers
+    torch.set_num_threads(a.threads)
+    model = transformers.AutoModelForCausalLM.from_pretrained(a.dir, dtype=torch.bfloat16).eval()
+    block = model.model.layers[0].mlp
+    dtype = model.dtype
+    hidden = model.config.hidden_size
+    compiled = torch.compile(block) if a.inductor else None
+    print(f"checkpoint {a.dir} ({model.config.model_type}, {dtype}), {a.threads} threads, torch {torch.__version__}, "
+          f"transformers {transformers.__version__}")
+    print(f"{'T':>5} {'hit':>4} {'sk jit ms':>10} {'torch eager ms':>15} {'eager/sk':>9}"
+          + (f" {'inductor ms':>12} {'inductor/sk':>12}" if a.inductor else "") + "  max|dy|/max|y|  routing")
+    for t in (int(v) for v in a.tokens.split(",")):
+        torch.manual_seed(t)
+        x = (torch.rand(t, hidden) * 2 - 1).to(dtype)
+        with tempfile.TemporaryDirectory() as scratch:
+            write_npy(os.path.join(scratch, "moe_x.npy"), x)
+            out = os.path.join(scratch, "out")
+            r = subprocess.run([a.sk, "run", f"moe-layer:t{t}", "--weights", a.dir, "--layer", "0", "--executor",
+                                "jit", "--threads", str(a.threads), "--iters", str(a.iters + 1), "--inputs", scratch,
+                                "--save-outputs", out], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise SystemExit(f"sk run failed:\n{r.stderr}")
+            m = re.search(r"median ([0-9.]+) us", r.stdout)
+            sk_ms = float(m.group(1)) / 1e3
+            y_sk = torch.from_numpy(np.load(os.path.join(out, "y.npy")).view(np.int16).copy()).view(dtype).float()
+            ends = torch.from_numpy(np.load(os.path.join(out, "expert_ends.npy")))
+        with torch.no_grad():
+            y_torch = (x[None] + block(x[None]))[0].float()
+            _, _, idx = block.gate(x)
+            eager_ms = median_ms(lambda: block(x[None]), a.iters)
+            ind_ms = median_ms(lambda: compiled(x[None]), a.iters) if compiled else None
+        counts = torch.bincount(idx.flatten(), minlength=ends.numel())
+        same_routing = torch.equal(torch.cumsum(counts, 0), ends)
+        err = ((y_sk - y_torch).abs().max() / y_torch.abs().max()).item()
+        line = f"{t:>5} {int((counts > 0).sum()):>4} {sk_ms:>10.3f} {eager_ms:>15.3f} {eager_ms / sk_ms:>9.2f}"
+        if compiled:
+            line += f" {ind_ms:>12.3f} {ind_ms / sk_ms:>12.2f}"
+        print(line + f"  {err:>14.2e}  {'same' if same_routing else 'DIFFERS'}")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--tokens", default="1,4,16")
-    ap.add_argument("--experts", type=int, default=128)
-    ap.add_argument("--iters", type=int, default=15)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    mk = sub.add_parser("make", help="write a one-layer checkpoint of a preset's size")
+    mk.add_argument("dir")
+    mk.add_argument("--preset", choices=sorted(PRESETS), default="qwen3-30b-a3b")
+    mk.add_argument("--experts", type=int, default=0, help="routed experts (default: the preset's; deepseek-v3 32)")
+    mk.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    rn = sub.add_parser("run", help="time sk and PyTorch on the checkpoint")
+    rn.add_argument("dir")
+    rn.add_argument("--sk", default="build/bin/sk")
+    rn.add_argument("--threads", type=int, default=2)
+    rn.add_argument("--tokens", default="1,4,16")
+    rn.add_argument("--iters", type=int, default=15)
+    rn.add_argument("--inductor", action="store_true", help="also torch.compile(block) (Inductor)")
     a = ap.parse_args()
-    from transformers import Qwen3MoeConfig
-    from transformers.models.qwen3_moe import modeling_qwen3_moe as qwen3
-
-    torch.manual_seed(0)
-    torch.set_num_threads(a.threads)
-    cfg = Qwen3MoeConfig(hidden_size=2048, num_experts=a.experts, num_experts_per_tok=8, moe_intermediate_size=768,
-                         norm_topk_prob=True)
-    block = qwen3.Qwen3MoeSparseMoeBlock(cfg).to(torch.bfloat16).eval()
-    for p in block.parameters():
-        torch.nn.init.uniform_(p, -0.03, 0.03)
-    for t in (int(v) for v in a.tokens.split(",")):
-        x = (torch.rand(1, t, 2048) * 2 - 1).to(torch.bfloat16)
-        times = []
-        with torch.no_grad():
-            for _ in range(3):
-                block(x)
-            for _ in range(a.iters):
-                t0 = time.perf_counter()
-                block(x)
-                times.append(time.perf_counter() - t0)
-        times.sort()
-        print(f"qwen3-30b-a3b T={t} experts={a.experts} threads={a.threads}: torch eager median "
-              f"{times[len(times) // 2] * 1e3:.2f} ms (torch {torch.__version__})")
+    make(a) if a.cmd == "make" else run(a)
 
 
 if __name__ == "__main__":

@@ -331,6 +331,16 @@ static void put(void *dst, sk_dtype dtype, int64_t i, float v) {
  * max|w| / 127 (written to scales[col0 + r]; 1 for an all-zero column). */
 static sk_status transpose_rows(void *dst, sk_dtype dtype, int64_t k_dim, int64_t n_dim, int64_t col0, int64_t n,
                                 const skm_st_tensor *t, int64_t base, float *scales) {
+  if (t->dtype == dtype) { /* the same dtype: the bits move as they are */
+    const size_t es = sk_dtype_size(dtype);
+    const char *src = (const char *)t->data + (size_t)base * es;
+    char *out = dst;
+    for (int64_t r0 = 0; r0 < n; r0 += ROW_BLOCK)
+      for (int64_t k = 0; k < k_dim; k++)
+        for (int64_t r = r0; r < n && r < r0 + ROW_BLOCK; r++)
+          memcpy(out + (size_t)(k * n_dim + col0 + r) * es, src + (size_t)(r * k_dim + k) * es, es);
+    return SK_STATUS_OK;
+  }
   float *rows = malloc(sizeof(float) * ROW_BLOCK * (size_t)k_dim);
   if (!rows) return SK_STATUS_OUT_OF_MEMORY;
   for (int64_t r0 = 0; r0 < n; r0 += ROW_BLOCK) {

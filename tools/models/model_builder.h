@@ -11,6 +11,7 @@
 typedef struct skm_builder {
   sk_graph *g;
   const skm_io *weights; /* non-NULL: weights become constants with these values */
+  int borrow;            /* ... borrowed, not copied (skm_config.borrow_weights) */
   sk_status st;
   char *msg;
   size_t msg_size;

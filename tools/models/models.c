@@ -132,7 +132,8 @@ void skm_builder_input(skm_builder *b, const char *name, sk_dtype dtype, int ran
       set_msg(b->msg, b->msg_size, "%s: no values for this weight", name);
       return;
     }
-    st = sk_graph_add_constant(b->g, name, dtype, rank, shape, w->data, SK_CONSTANT_COPY, out);
+    st = sk_graph_add_constant(b->g, name, dtype, rank, shape, w->data, b->borrow ? SK_CONSTANT_BORROW : SK_CONSTANT_COPY,
+                               out);
   } else {
     st = sk_graph_add_input(b->g, name, dtype, rank, shape, out);
   }
@@ -322,7 +323,8 @@ sk_status skm_build(const char *model, const skm_config *cfg, sk_graph **graph_o
     set_msg(msg, msg_size, "unknown model '%s' (known: %s)", model ? model : "(null)", skm_model_list());
     return SK_STATUS_NOT_FOUND;
   }
-  skm_builder b = {.st = SK_STATUS_OK, .msg = msg, .msg_size = msg_size, .weights = cfg ? cfg->weights : NULL};
+  skm_builder b = {.st = SK_STATUS_OK, .msg = msg, .msg_size = msg_size, .weights = cfg ? cfg->weights : NULL,
+                   .borrow = cfg && cfg->borrow_weights};
   sk_status st = sk_graph_create(&b.g);
   if (st != SK_STATUS_OK) {
     skm_builder_fail(&b, st, "sk_graph_create");

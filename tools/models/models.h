@@ -47,6 +47,10 @@ typedef struct skm_config {
    * w, b and dsq_scale) are graph constants (copied) holding the data of
    * the same-named tensors here (skm_values), and not program inputs. */
   const struct skm_io *weights;
+  /* With weights: the constants borrow its data (SK_CONSTANT_BORROW)
+   * instead of copying it, so weights must outlive, unchanged, every
+   * program compiled from the graph. For large layers: one copy less. */
+  int borrow_weights;
 } skm_config;
 
 /* What a model is. */

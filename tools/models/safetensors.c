@@ -25,6 +25,7 @@
 
 typedef struct mapped_file {
   char *name;
+  char *path; /* dir/name, for messages */
   void *map;
   size_t size;
 } mapped_file;
@@ -71,26 +72,26 @@ static sk_status add_entry(skm_st_dir *d, const mapped_file *f, const char *data
 #define BAD(...) skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, __VA_ARGS__)
   const skj_value *dt = skj_get(e, "dtype"), *sh = skj_get(e, "shape"), *off = skj_get(e, "data_offsets");
   if (e->type != SKJ_OBJECT || !dt || dt->type != SKJ_STRING || !sh || !off)
-    return BAD("%s: tensor '%s': expected an object with \"dtype\", \"shape\" and \"data_offsets\"", f->name, name);
+    return BAD("%s: tensor '%s': expected an object with \"dtype\", \"shape\" and \"data_offsets\"", f->path, name);
   size_t k = 0, n_dtypes = sizeof dtypes / sizeof dtypes[0];
   while (k < n_dtypes && strcmp(dtypes[k].name, dt->string) != 0) k++;
-  if (k == n_dtypes) return BAD("%s: tensor '%s': unknown dtype '%s'", f->name, name, dt->string);
+  if (k == n_dtypes) return BAD("%s: tensor '%s': unknown dtype '%s'", f->path, name, dt->string);
   skm_st_tensor t = {.dtype_name = dtypes[k].name, .dtype = dtypes[k].dtype, .file = f->name, .numel = 1};
   t.rank = int_array(sh, t.shape, SKM_ST_MAX_RANK);
   if (t.rank < 0)
-    return BAD("%s: tensor '%s': \"shape\" must be at most %d non-negative integers", f->name, name, SKM_ST_MAX_RANK);
+    return BAD("%s: tensor '%s': \"shape\" must be at most %d non-negative integers", f->path, name, SKM_ST_MAX_RANK);
   int64_t range[2];
   if (int_array(off, range, 2) != 2 || range[0] > range[1] || (uint64_t)range[1] > data_size)
     return BAD("%s: tensor '%s': \"data_offsets\" must be [begin, end] with begin <= end <= %zu (the data's size)",
-               f->name, name, data_size);
+               f->path, name, data_size);
   for (int i = 0; i < t.rank; i++) {
     if (t.shape[i] && t.numel > INT64_MAX / t.shape[i])
-      return BAD("%s: tensor '%s': its shape overflows", f->name, name);
+      return BAD("%s: tensor '%s': its shape overflows", f->path, name);
     t.numel *= t.shape[i];
   }
   if ((uint64_t)t.numel > (uint64_t)(range[1] - range[0]) / dtypes[k].size ||
       (uint64_t)t.numel * dtypes[k].size != (uint64_t)(range[1] - range[0]))
-    return BAD("%s: tensor '%s': %lld bytes of data for %lld elements of %s", f->name, name,
+    return BAD("%s: tensor '%s': %lld bytes of data for %lld elements of %s", f->path, name,
                (long long)(range[1] - range[0]), (long long)t.numel, t.dtype_name);
 #undef BAD
   t.data = data + range[0];
@@ -108,12 +109,12 @@ static sk_status add_entry(skm_st_dir *d, const mapped_file *f, const char *data
 
 static sk_status map_file(skm_st_dir *d, const char *dir, const char *name, char *msg, size_t msg_size) {
   mapped_file *f = &d->files[d->n_files];
-  *f = (mapped_file){.name = strdup(name)};
-  if (!f->name) return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
+  size_t path_size = strlen(dir) + strlen(name) + 2;
+  *f = (mapped_file){.name = strdup(name), .path = malloc(path_size)};
   d->n_files++; /* from here on closed with the directory */
-  char path[4096];
-  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s/%s: path too long", dir, name);
+  if (!f->name || !f->path) return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
+  snprintf(f->path, path_size, "%s/%s", dir, name);
+  const char *path = f->path;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -210,6 +211,7 @@ void skm_st_close(skm_st_dir *d) {
   for (size_t i = 0; i < d->n_files; i++) {
     if (d->files[i].map) munmap(d->files[i].map, d->files[i].size);
     free(d->files[i].name);
+    free(d->files[i].path);
   }
   free(d->tensors);
   free(d->files);

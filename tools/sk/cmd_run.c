@@ -45,7 +45,7 @@ static void usage(void) {
          "                       compile (the same values, the same outputs)\n"
          "  --inputs DIR         read DIR/<input>.npy for each graph input; a missing file\n"
          "                       keeps the built-in values, a wrong dtype or shape is an error\n"
-         "                       (implies --weights-as-inputs: the files may hold weights)\n"
+         "                       (when one of them is a weight's, implies --weights-as-inputs)\n"
          "  --save-inputs DIR    write DIR/<input>.npy for every input and weight (DIR is\n"
          "                       created)\n"
          "  --save-outputs DIR   write DIR/<output>.npy for every output (DIR is created)\n"
@@ -162,6 +162,23 @@ static void warn_strays(const char *dir, const skm_io *io, const char *model) {
 }
 
 /* Reads DIR/<input>.npy for every input that has one. */
+/* Whether dir holds a weight's .npy file (then the weights must be program
+ * inputs for it to be read; without one they stay constants). */
+static bool holds_a_weight(const char *dir) {
+  DIR *d = opendir(dir);
+  bool found = false;
+  for (struct dirent *e; d && !found && (e = readdir(d));) {
+    size_t n = strlen(e->d_name);
+    char stem[256];
+    if (n <= 4 || n - 4 >= sizeof stem || strcmp(e->d_name + n - 4, ".npy") != 0) continue;
+    memcpy(stem, e->d_name, n - 4);
+    stem[n - 4] = '\0';
+    found = skm_is_weight(stem);
+  }
+  if (d) closedir(d);
+  return found;
+}
+
 static int read_inputs(const char *dir, skm_io *io, const char *model) {
   size_t n_read = 0;
   for (size_t i = 0; i < io->n_inputs; i++) {
@@ -240,7 +257,7 @@ static int run(const run_args a) {
   int rc = sk_session_open_team(&s, "run", synopsis, a.model, a.options, (int)a.threads);
   if (rc != SK_EXIT_OK) return rc;
   s.seed = (uint64_t)a.seed;
-  s.weights_as_inputs = a.weights_as_inputs || a.inputs_dir;
+  s.weights_as_inputs = a.weights_as_inputs || (a.inputs_dir && holds_a_weight(a.inputs_dir));
   rc = sk_session_compile(&s, "run", executor, a.options, 0, &s.program, &s.stats);
   if (rc != SK_EXIT_OK) {
     sk_session_close(&s);

@@ -221,7 +221,8 @@ int sk_session_compile(sk_session *s, const char *cmd, sk_executor executor, con
     s->have_values = st == SK_STATUS_OK;
     if (s->have_values && cli_weights_fill(cmd, s->model, &s->values) != SK_EXIT_OK) return SK_EXIT_FAIL;
   }
-  skm_config mc = {.weights = s->weights_as_inputs ? NULL : &s->values};
+  /* The values live until sk_session_close, after every program. */
+  skm_config mc = {.weights = s->weights_as_inputs ? NULL : &s->values, .borrow_weights = 1};
   if (st == SK_STATUS_OK) st = skm_build(s->model, &mc, &g, NULL, msg, sizeof msg);
   if (st != SK_STATUS_OK) {
     fprintf(stderr, "sk %s: %s\n", cmd, msg);
@@ -279,9 +280,9 @@ int sk_session_fill_inputs(sk_session *s, const char *cmd, skm_io *io) {
 }
 
 void sk_session_close(sk_session *s) {
+  sk_program_destroy(s->program); /* first: it may borrow the values */
   skm_io_free(&s->values);
   s->have_values = false;
-  sk_program_destroy(s->program);
   sk_team_destroy(s->team);
   s->program = NULL;
   s->team = NULL;

@@ -140,6 +140,8 @@ int sk_session_open_team(sk_session *s, const char *cmd, const char *synopsis, c
  * sk_session_open. */
 int sk_session_compile(sk_session *s, const char *cmd, sk_executor executor, const char *options, int profile,
                        sk_program **out, sk_compile_stats *stats);
+/* Destroys s->program, then the values (programs from sk_session_compile
+ * borrow them: destroy those first), then the team. */
 void sk_session_close(sk_session *s);
 /* Fills a program's inputs (io from skm_io_alloc) with the session's model
  * values, whichever way the weights were built; errors as sk_session_open. */
