@@ -18,6 +18,7 @@ sk_models_test(test_npy)
 # safetensors.c); sk --weights itself is tested against transformers in
 # tests/python/test_checkpoint.py.
 sk_models_test(test_checkpoint_files)
+sk_models_test(test_moe_skew)
 
 # ---- sk CLI ---------------------------------------------------------------
 set(SK_EXPECT bash ${CMAKE_CURRENT_SOURCE_DIR}/run_expect.sh)
@@ -346,6 +347,10 @@ sk_cli_test(sk_bench_moe_layer 0 -o "moe-layer:tiny:t9" -o "bitwise equal" -O "D
             -- ${SK} bench moe-layer:tiny:t9 --iters 10 --threads 1,2)
 sk_cli_test(sk_bench_moe_layer_w8a8 0 -o "moe-layer:tiny:int8:t6" -o "bitwise equal" -o "bandwidth floor" -O "DIFFER"
             -- ${SK} bench moe-layer:tiny:int8:t6 --iters 5 --threads 2)
+# Skewed routing: the hot experts' rows are many per expert; still bitwise.
+sk_cli_test(sk_bench_moe_layer_skew 0 -o "moe-layer:tiny:t32:skew" -o "bitwise equal" -O "DIFFER"
+            -- ${SK} bench moe-layer:tiny:t32:skew --iters 5 --threads 2)
+sk_cli_test(sk_run_moe_layer_skew_checkpoint 2 -E "unknown model 'moe-layer:skew'" -- ${SK} run moe-layer:skew)
 sk_cli_test(sk_run_moe_layer_bad_tokens 2 -E "unknown model 'moe-layer:tiny:t0'" -- ${SK} run moe-layer:tiny:t0)
 sk_cli_test(sk_run_moe_layer_bad_preset 2 -E "PRESET: tiny, qwen3-30b-a3b" -- ${SK} run moe-layer:gpt5)
 sk_cli_test(sk_run_moe_layer_topk_over_experts 2 -E "unknown model" -- ${SK} run moe-layer:qwen3-30b-a3b:e4)

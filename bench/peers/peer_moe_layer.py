@@ -17,7 +17,9 @@ weights are drawn N(0, 1/fan_in), so activations stay of unit size.
 weights stay constants: sk's own default), reads its y and expert counts,
 then times the transformers module (x + block(x), as sk's layer adds the
 residual) with torch.set_num_threads(--threads), median of --iters calls
-after 3 warm-up calls. Printed per T: the experts hit, both medians, the
+after 3 warm-up calls (--experts-impl picks transformers' experts
+implementation: eager loops over the experts hit, grouped_mm is
+torch's grouped GEMM, transformers' default where torch has it). Printed per T: the experts hit, both medians, the
 ratio, and max |y_sk - y_torch| / max |y_torch| (both bf16: each rounds
 its own intermediates) with whether the routing agrees.
 """
@@ -91,13 +93,14 @@ def write_npy(path, x):
 def run(a):
     import transformers
     torch.set_num_threads(a.threads)
-    model = transformers.AutoModelForCausalLM.from_pretrained(a.dir, dtype=torch.bfloat16).eval()
+    extra = {"experts_implementation": a.experts_impl} if a.experts_impl else {}
+    model = transformers.AutoModelForCausalLM.from_pretrained(a.dir, dtype="auto", **extra).eval()
     block = model.model.layers[0].mlp
     dtype = model.dtype
     hidden = model.config.hidden_size
     compiled = torch.compile(block) if a.inductor else None
     print(f"checkpoint {a.dir} ({model.config.model_type}, {dtype}), {a.threads} threads, torch {torch.__version__}, "
-          f"transformers {transformers.__version__}")
+          f"transformers {transformers.__version__}, experts_implementation {model.config._experts_implementation}")
     print(f"{'T':>5} {'hit':>4} {'sk jit ms':>10} {'torch eager ms':>15} {'eager/sk':>9}"
           + (f" {'inductor ms':>12} {'inductor/sk':>12}" if a.inductor else "") + "  max|dy|/max|y|  routing")
     for t in (int(v) for v in a.tokens.split(",")):
@@ -119,12 +122,12 @@ def run(a):
             y_torch = (x[None] + block(x[None]))[0].float()
             _, _, idx = block.gate(x)
             eager_ms = median_ms(lambda: block(x[None]), a.iters)
-            ind_ms = median_ms(lambda: compiled(x[None]), a.iters) if compiled else None
+            ind_ms = median_ms(lambda: compiled(x[None]), a.iters) if compiled is not None else None
         counts = torch.bincount(idx.flatten(), minlength=ends.numel())
         same_routing = torch.equal(torch.cumsum(counts, 0), ends)
         err = ((y_sk - y_torch).abs().max() / y_torch.abs().max()).item()
         line = f"{t:>5} {int((counts > 0).sum()):>4} {sk_ms:>10.3f} {eager_ms:>15.3f} {eager_ms / sk_ms:>9.2f}"
-        if compiled:
+        if compiled is not None:
             line += f" {ind_ms:>12.3f} {ind_ms / sk_ms:>12.2f}"
         print(line + f"  {err:>14.2e}  {'same' if same_routing else 'DIFFERS'}")
 
@@ -144,6 +147,8 @@ def main():
     rn.add_argument("--tokens", default="1,4,16")
     rn.add_argument("--iters", type=int, default=15)
     rn.add_argument("--inductor", action="store_true", help="also torch.compile(block) (Inductor)")
+    rn.add_argument("--experts-impl", choices=("eager", "grouped_mm", "batched_mm"),
+                    help="transformers' experts_implementation (default: its own choice)")
     a = ap.parse_args()
     make(a) if a.cmd == "make" else run(a)
 

@@ -58,7 +58,7 @@ static const model_def models[] = {
 const char *const skm_model_names[] = {"example01", "seed", "decode", "prefill", "example02", NULL};
 
 const char *skm_model_list(void) {
-  return "example01, seed, decode, prefill, example02, moe-layer:PRESET[:tN][:bf16|fp16|int8][:eN] (PRESET: tiny, "
+  return "example01, seed, decode, prefill, example02, moe-layer:PRESET[:tN][:bf16|fp16|int8][:eN][:skew] (PRESET: tiny, "
          "qwen3-30b-a3b, deepseek-v2-lite, deepseek-v3), moe-layer[:tN][:dtype][:eN] with --weights DIR";
 }
 
@@ -603,6 +603,8 @@ sk_status skm_values(const char *model, const skm_config *cfg, uint64_t seed, sk
   }
   values->owner = p;
   skm_fill_inputs(values, seed);
+  skm_moe_layer moe;
+  if (skm_moe_parse(model, &moe)) skm_moe_adjust_values(&moe, values);
   return SK_STATUS_OK;
 }
 

@@ -2,13 +2,14 @@
  * moe_layer.c — the `moe-layer` model family (issue 16): one MoE block of a
  * real model's shape, as one super kernel.
  *
- *   moe-layer:PRESET[:tN][:bf16|fp16|int8][:eN]
+ *   moe-layer:PRESET[:tN][:bf16|fp16|int8][:eN][:skew]
  *
  * PRESET is a model's MoE block (the table below, from the models'
  * config.json), tN the tokens T (default 16), the dtype of x and the
  * expert weights (default bf16; int8: w8a8, below), eN the routed experts
  * kept (default all; fewer so a large model fits in memory: top-k must
- * stay <= N). The graph, in scope "moe":
+ * stay <= N), skew a skewed routing (skm_moe_adjust_values). The graph,
+ * in scope "moe":
  *
  *   logits = linear(cast(moe_x, fp32), moe_gate)                  [T, E] fp32
  *   w, idx = moe_gating_topk_softmax(logits, k, renorm)           (softmax presets)
@@ -106,6 +107,7 @@ int skm_moe_parse(const char *name, skm_moe_layer *out) {
     if (strcmp(part, "bf16") == 0) m.dtype = m.expert_dtype = SK_BF16;
     else if (strcmp(part, "fp16") == 0) m.dtype = m.expert_dtype = SK_FP16;
     else if (strcmp(part, "int8") == 0) m.dtype = SK_BF16, m.expert_dtype = SK_INT8;
+    else if (strcmp(part, "skew") == 0 && p) m.skew = 1; /* a checkpoint's gate is its own */
     else if ((part[0] == 't' || part[0] == 'e') && part[1] >= '0' && part[1] <= '9') {
       long long v = strtoll(part + 1, &end, 10);
       if (*end || v < 1 || v > (part[0] == 't' ? 1 << 16 : max_experts)) return 0;
@@ -236,4 +238,11 @@ double skm_moe_bytes(const skm_moe_layer *m, const int64_t *expert_ends) {
   bytes += (double)(m->hidden * 3 * m->shared * m->inter) * es;
   bytes += 2.0 * (double)(m->t * m->hidden) * es;
   return bytes;
+}
+
+void skm_moe_adjust_values(const skm_moe_layer *m, skm_io *values) {
+  skm_tensor *gate = m->skew ? skm_io_find_input(values, "moe_gate") : NULL;
+  if (!gate) return;
+  int64_t hot = m->experts / 8 > m->top_k ? m->experts / 8 : m->top_k;
+  for (int64_t k = 0; k < hot * m->hidden && k < gate->numel; k++) ((float *)gate->data)[k] *= SKM_MOE_SKEW;
 }

@@ -14,6 +14,7 @@ typedef struct skm_moe_layer {
   double scaling;
   sk_dtype dtype;         /* x, y, the shared experts */
   sk_dtype expert_dtype;  /* the routed experts' weights: dtype, or int8 (w8a8) */
+  int skew;               /* skewed routing (":skew"): a few hot experts take most rows */
 } skm_moe_layer;
 
 /* "tiny, qwen3-30b-a3b, ..." */
@@ -27,6 +28,13 @@ int skm_moe_parse(const char *name, skm_moe_layer *out);
 struct skm_builder;
 /* Adds the layer to b's graph (moe_layer.c has the graph); skm_build calls it. */
 void skm_moe_graph(struct skm_builder *b, const skm_moe_layer *m, const char *options);
+
+/* Adjusts the drawn values (skm_values) for m: with skew, the gate rows of
+ * the first max(top-k, E / 8) experts are scaled by SKM_MOE_SKEW, so their
+ * logits spread 4x wider and they win most top-k picks: routing as a model
+ * with popular experts sees it, fewer experts hit by more rows each. */
+#define SKM_MOE_SKEW 4.0f
+void skm_moe_adjust_values(const skm_moe_layer *m, skm_io *values);
 
 /* Bytes one run of the layer reads at least, given its routing (its
  * expert_ends output, cumulative rows per expert): the weights of every
