@@ -81,19 +81,41 @@ static void split_group(int64_t m, int64_t n, int64_t want, int64_t mr, int64_t 
   *tn_out = best_tn;
 }
 
-/* A run-time group list: about one tile of the whole output per core. */
+/* A run-time group list: about one tile of the whole output per core.
+ *
+ * While every row fits one tile (decode: T * k rows), tiles are column
+ * strips of all rows, as many per core: a row tile's work is the experts
+ * its rows fall in, which only the routing knows, so row tiles would leave
+ * cores idle (qwen3-30b-a3b at T = 1 cut its 8 rows into 6 + 2: one core
+ * streamed three experts' weights for each one of the other's). A column
+ * strip reads the same share of every expert hit, whatever the routing. */
 static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, sk__tiling *out) {
   const gmm_params *p = io->params;
   gmm_group q = sk__gmm_group_rows(io, 0, 0, io->in[GMM_X].tensors[0].shape[0]);
-  int64_t tm, tn;
-  split_group(q.m, q.n, n_cores, mr, nr, &tm, &tn);
   gmm_tiles t = {0};
-  for (int64_t m0 = 0; m0 < q.m; m0 += tm)
-    for (int64_t n0 = 0; n0 < q.n; n0 += tn)
-      if (!push(&t, (gmm_tile){GMM_RUNTIME_TILE, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n})) {
-        free(t.tiles);
-        return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
-      }
+  int64_t tm, tn;
+  bool ok = true;
+  if (q.m > 0 && q.m <= TILE_M_MAX && q.n > 0 && n_cores > 1) {
+    /* Strips of NR-column units, dealt evenly: widths differ by one unit. */
+    int64_t units = sk__ceil_div(q.n, nr);
+    int64_t cols = sk__ceil_div(sk__ceil_div(q.n, TILE_N_MAX), n_cores) * n_cores;
+    if (cols > units) cols = units;
+    tm = sk__ceil_div(q.m, mr) * mr;
+    tn = sk__ceil_div(units, cols) * nr;
+    for (int64_t c = 0; ok && c < cols; c++) {
+      int64_t n0 = c * units / cols * nr, n1 = (c + 1) * units / cols * nr;
+      ok = push(&t, (gmm_tile){GMM_RUNTIME_TILE, 0, q.m, n0, n1 < q.n ? n1 : q.n});
+    }
+  } else {
+    split_group(q.m, q.n, n_cores, mr, nr, &tm, &tn);
+    for (int64_t m0 = 0; ok && m0 < q.m; m0 += tm)
+      for (int64_t n0 = 0; ok && n0 < q.n; n0 += tn)
+        ok = push(&t, (gmm_tile){GMM_RUNTIME_TILE, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n});
+  }
+  if (!ok) {
+    free(t.tiles);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
+  }
   out->n_blocks = t.count;
   out->workspace_bytes = p->quant ? quant_workspace(tm, tn, q.k) : sk__gemm_workspace_size(tm, tn, q.k);
   out->plan = t.tiles;
