@@ -230,3 +230,19 @@ def test_weights_need_the_checkpoint_model(tmp_path):
     assert r.returncode == 2 and "with --weights the model is the checkpoint's layer" in r.stderr
     r = run_sk(["moe-layer", "--layer", "1"], check=False)
     assert r.returncode == 2 and "--layer needs --weights" in r.stderr
+
+
+def test_every_command_takes_weights(tmp_path):
+    """plan, source, bench and profile build the checkpoint's layer too."""
+    directory = save_checkpoint("deepseek_v3", "bf16", str(tmp_path / "ckpt"))
+    common = ["moe-layer:t4", "--weights", directory, "--layer", "1"]
+    runs = {
+        "plan": (common, "deepseek_v3 layer 1 of"),
+        "source": (common + ["--scope", "moe"], "superkernel JIT: one super kernel"),
+        "bench": (common + ["--iters", "5", "--threads", "2", "--no-floor"], "bitwise equal"),
+        "profile": (common + ["--iters", "2", "--out", str(tmp_path / "prof")], "outputs bitwise equal"),
+    }
+    for command, (args, expected) in runs.items():
+        r = subprocess.run([SK, command, *args], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"sk {command}: exit {r.returncode}\n{r.stderr}"
+        assert expected in r.stdout, f"sk {command}: no '{expected}' in\n{r.stdout}"

@@ -55,7 +55,7 @@ static void usage(void) {
          "  --no-floor         skip the OpenBLAS floor\n"
          "  --weights-as-inputs  the weights are program inputs bound at every run;\n"
          "                     default: graph constants, packed once at compile\n"
-         CLI_WEIGHTS_USAGE
+         CLI_WEIGHTS_USAGE("")
          "  -h, --help         this help\n\n"
          "Exit status 1 also when the modes' outputs differ (the times are still printed).\n",
          full_synopsis, BATCH, skm_model_list());

@@ -8,7 +8,7 @@
 #include "models.h"
 #include "sk.h"
 
-static const char synopsis[] = "plan MODEL [--options STRING] [--threads N]";
+static const char synopsis[] = "plan MODEL [--options STRING] [--threads N] [--weights DIR [--layer N]]";
 
 static void usage(void) {
   printf("usage: sk %s\n\n"
@@ -18,11 +18,13 @@ static void usage(void) {
          "  MODEL              %s\n"
          "  --options STRING   super-kernel options for every scope (see 'sk options')\n"
          "  --threads N        team size the plan is made for (default: every available core)\n"
+         CLI_WEIGHTS_USAGE("")
          "  -h, --help         this help\n",
          synopsis, skm_model_list());
 }
 
-int sk_cmd_plan(int argc, char **argv) {
+static int plan(int argc, char **argv) {
+  cli_weights weights = {0};
   const char *model = NULL, *options = NULL, *val;
   long threads = 0;
   for (int i = 1; i < argc; i++) {
@@ -36,6 +38,8 @@ int sk_cmd_plan(int argc, char **argv) {
       options = val;
     } else if ((r = cli_option_value("plan", synopsis, argc, argv, &i, "--threads", &val)) != 0) {
       if (r < 0 || !cli_parse_int("plan", synopsis, "--threads", val, 1, 1024, &threads)) return SK_EXIT_USAGE;
+    } else if ((r = cli_weights_option("plan", synopsis, argc, argv, &i, &weights)) != 0) {
+      if (r < 0) return SK_EXIT_USAGE;
     } else if (a[0] == '-') {
       return cli_usage_error("plan", synopsis, "unknown option '%s'", a);
     } else if (model) {
@@ -46,8 +50,10 @@ int sk_cmd_plan(int argc, char **argv) {
   }
   if (!model) return cli_usage_error("plan", synopsis, "missing MODEL (one of %s)", skm_model_list());
 
+  int rc = cli_weights_open("plan", synopsis, &weights);
+  if (rc != SK_EXIT_OK) return rc;
   sk_session s;
-  int rc = sk_session_open(&s, "plan", synopsis, model, options, (int)threads, SK_EXECUTOR_INTERP);
+  rc = sk_session_open(&s, "plan", synopsis, model, options, (int)threads, SK_EXECUTOR_INTERP);
   if (rc != SK_EXIT_OK) return rc;
   char *text = NULL;
   sk_status st = sk_program_describe(s.program, &text);
@@ -61,4 +67,10 @@ int sk_cmd_plan(int argc, char **argv) {
   sk_free(text);
   sk_session_close(&s);
   return SK_EXIT_OK;
+}
+
+int sk_cmd_plan(int argc, char **argv) {
+  int rc = plan(argc, argv);
+  cli_weights_close();
+  return rc;
 }

@@ -35,7 +35,7 @@ static void usage(void) {
          "                     sk5) keep theirs\n"
          "  --threads N        team size (default: every available core, or $SK_NUM_THREADS)\n"
          "  --iters N          recorded runs of each program (default 20)\n"
-         CLI_WEIGHTS_USAGE
+         CLI_WEIGHTS_USAGE("")
          "  -h, --help         this help\n\n"
          "Exit status 1 also when the two programs' outputs differ.\n",
          synopsis, skm_model_list());

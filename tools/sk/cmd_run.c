@@ -49,7 +49,7 @@ static void usage(void) {
          "  --save-inputs DIR    write DIR/<input>.npy for every input and weight (DIR is\n"
          "                       created)\n"
          "  --save-outputs DIR   write DIR/<output>.npy for every output (DIR is created)\n"
-         CLI_WEIGHTS_USAGE
+         CLI_WEIGHTS_USAGE("  ")
          "  -h, --help           this help\n\n"
          "The summary line names the executor that ran and how many super kernels the JIT\n"
          "compiled; on a terminal a line 'compiling sk1 (1/2)' shows the JIT's progress.\n\n"

@@ -9,7 +9,7 @@
 #include "models.h"
 #include "sk.h"
 
-static const char synopsis[] = "source MODEL --scope NAME [--options STRING] [--threads N]";
+static const char synopsis[] = "source MODEL --scope NAME [--options STRING] [--threads N] [--weights DIR [--layer N]]";
 
 static void usage(void) {
   printf("usage: sk %s\n\n"
@@ -23,6 +23,7 @@ static void usage(void) {
          "  --options STRING   super-kernel options for every scope (see 'sk options'),\n"
          "                     e.g. func-align=0 (no aligned attributes), profiling=1\n"
          "  --threads N        team size the plan is made for (default: every available core)\n"
+         CLI_WEIGHTS_USAGE("")
          "  -h, --help         this help\n",
          synopsis, skm_model_list());
 }
@@ -58,7 +59,8 @@ static const char *scope_list(const sk_program *p, char *buf, size_t size) {
   return buf;
 }
 
-int sk_cmd_source(int argc, char **argv) {
+static int source(int argc, char **argv) {
+  cli_weights weights = {0};
   const char *model = NULL, *options = NULL, *scope = NULL, *val;
   long threads = 0;
   for (int i = 1; i < argc; i++) {
@@ -76,6 +78,8 @@ int sk_cmd_source(int argc, char **argv) {
       options = val;
     } else if ((r = cli_option_value("source", synopsis, argc, argv, &i, "--threads", &val)) != 0) {
       if (r < 0 || !cli_parse_int("source", synopsis, "--threads", val, 1, 1024, &threads)) return SK_EXIT_USAGE;
+    } else if ((r = cli_weights_option("source", synopsis, argc, argv, &i, &weights)) != 0) {
+      if (r < 0) return SK_EXIT_USAGE;
     } else if (a[0] == '-') {
       return cli_usage_error("source", synopsis, "unknown option '%s'", a);
     } else if (model) {
@@ -88,8 +92,10 @@ int sk_cmd_source(int argc, char **argv) {
 
   /* The interpreter's program has the same plans, so the same source, and
    * needs no compiler: nothing is built or cached. */
+  int rc = cli_weights_open("source", synopsis, &weights);
+  if (rc != SK_EXIT_OK) return rc;
   sk_session s;
-  int rc = sk_session_open(&s, "source", synopsis, model, options, (int)threads, SK_EXECUTOR_INTERP);
+  rc = sk_session_open(&s, "source", synopsis, model, options, (int)threads, SK_EXECUTOR_INTERP);
   if (rc != SK_EXIT_OK) return rc;
   char scopes[512];
   if (!scope) {
@@ -117,4 +123,10 @@ int sk_cmd_source(int argc, char **argv) {
   sk_free(text);
   sk_session_close(&s);
   return fflush(stdout) == 0 ? SK_EXIT_OK : SK_EXIT_FAIL;
+}
+
+int sk_cmd_source(int argc, char **argv) {
+  int rc = source(argc, argv);
+  cli_weights_close();
+  return rc;
 }

@@ -69,11 +69,13 @@ typedef struct cli_weights {
   long layer;
   bool has_layer;
 } cli_weights;
-#define CLI_WEIGHTS_USAGE                                                                               \
-  "  --weights DIR        a Hugging Face checkpoint directory (config.json + *.safetensors): MODEL is\n" \
-  "                       then its MoE layer, moe-layer[:tN][:bf16|fp16|int8][:eN], with its weights\n" \
-  "                       (converted once: see docs/checkpoints.md)\n"                                   \
-  "  --layer N            the checkpoint's layer (default: its first MoE layer)\n"
+/* The two options' help lines; pad: "" where a command's help puts its
+ * descriptions at column 21, "  " at column 23. */
+#define CLI_WEIGHTS_USAGE(pad)                                                                            \
+  "  --weights DIR      " pad "a Hugging Face checkpoint directory (config.json + *.safetensors):\n"    \
+  "                     " pad "MODEL is then its MoE layer, moe-layer[:tN][:bf16|fp16|int8][:eN],\n"    \
+  "                     " pad "with its weights (converted once: see docs/checkpoints.md)\n"            \
+  "  --layer N          " pad "the checkpoint's layer (default: its first MoE layer)\n"
 /* Matches --weights / --layer at argv[*i] as cli_option_value does. */
 int cli_weights_option(const char *cmd, const char *synopsis, int argc, char **argv, int *i, cli_weights *w);
 /* Opens the checkpoint (if any) once the arguments are parsed; prints errors. */
