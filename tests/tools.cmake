@@ -72,6 +72,9 @@ sk_cli_test(sk_run_options_vs_team 2 -E "debug-aic-num" -E "team size 1"
             -- ${SK} run decode --threads 1 --options debug-aic-num=2 --iters 1)
 sk_cli_test(sk_run_weights_missing 1 -E "--weights: ${SK_CLI_DIR}/no_ckpt/config.json: No such file" -- ${SK} run moe-layer --weights ${SK_CLI_DIR}/no_ckpt)
 sk_cli_test(sk_run_layer_without_weights 2 -E "--layer needs --weights" -- ${SK} run moe-layer --layer 3)
+sk_cli_test(sk_run_layer_not_integer 2 -E "--layer: expected an integer in 0..1048576, got 'two'"
+            -- ${SK} run moe-layer --weights ${SK_CLI_DIR} --layer two)
+sk_cli_test(sk_bench_weights_empty 2 -E "--weights: empty directory name" -- ${SK} bench --weights=)
 sk_cli_test(sk_run_moe_layer_needs_preset 2 -E "unknown model 'moe-layer'" -- ${SK} run moe-layer)
 sk_cli_test(sk_run_inputs_not_dir 2 -E "not a directory" -- ${SK} run decode --inputs ${SK_CLI_DIR}/no_such_dir)
 

@@ -37,10 +37,11 @@ import os
 import re
 import subprocess
 import tempfile
-import time
 
 import numpy as np
 import torch
+
+from common import time_each
 
 PRESETS = {
     "qwen3-30b-a3b": ("qwen3_moe", dict(hidden_size=2048, num_experts=128, num_experts_per_tok=8,
@@ -82,15 +83,8 @@ def make(a):
 
 
 def median_ms(fn, iters):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2] * 1e3
+    """Median of iters calls after 3 warm-up calls (common.time_each), in ms."""
+    return time_each({"fn": fn}, iters, 3)["fn"]["median_us"] / 1e3
 
 
 def write_npy(path, x):

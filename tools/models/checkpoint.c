@@ -24,13 +24,11 @@ typedef enum family { QWEN3_MOE, DEEPSEEK_V3, DEEPSEEK_V2 } family;
 struct skm_checkpoint {
   skm_st_dir *st;
   skm_moe_layer layer;
-  family family;
   int index;
   bool fused; /* experts.gate_up_proj / experts.down_proj */
   char prefix[64]; /* "model.layers.N.mlp." */
   char about[256];
 };
-
 
 /* ---- config.json ---- */
 
@@ -42,16 +40,16 @@ typedef struct config {
   sk_status st;
 } config;
 
-static bool config_fail(config *c, const char *fmt, ...) {
-  if (c->st != SK_STATUS_OK) return false;
+/* Records the first problem (unsupported or malformed) and returns it. */
+static sk_status config_fail(config *c, const char *fmt, ...) {
+  if (c->st != SK_STATUS_OK) return c->st;
   c->st = SK_STATUS_UNSUPPORTED;
   char why[256];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(why, sizeof why, fmt, ap);
   va_end(ap);
-  skm_error(c->msg, c->msg_size, c->st, "%s: %s", c->path, why);
-  return false;
+  return skm_error(c->msg, c->msg_size, c->st, "%s: %s", c->path, why);
 }
 
 /* An integer member in [lo, hi]; absent or null: dflt, or an error when
@@ -107,49 +105,47 @@ static bool is_moe_layer(config *c, family f, int64_t n, char *why, size_t why_s
   }
   int64_t first = config_int(c, "first_k_dense_replace", 0, 0, 1 << 20);
   int64_t freq = config_int(c, "moe_layer_freq", 1, 1, 1 << 20);
-  if (n < first) return snprintf(why, why_size, "layers below first_k_dense_replace (%lld) are dense", (long long)first), false;
+  if (n < first)
+    return snprintf(why, why_size, "layers below first_k_dense_replace (%lld) are dense", (long long)first), false;
   if (n % freq != 0) return snprintf(why, why_size, "layer %% moe_layer_freq (%lld) is not 0", (long long)freq), false;
   return true;
 }
 
-/* config.json's root into ck->layer and ck->family (dtypes set later). */
+/* config.json's root into ck->layer and ck->index (dtypes set later). */
 static sk_status read_config(skm_checkpoint *ck, config *c, int layer) {
+  family fam;
   const skj_value *type = skj_get(c->root, "model_type");
-  if (c->root->type != SKJ_OBJECT) return config_fail(c, "expected an object"), c->st;
-  if (!type || type->type != SKJ_STRING) return config_fail(c, "\"model_type\" is missing"), c->st;
-  if (strcmp(type->string, "qwen3_moe") == 0) ck->family = QWEN3_MOE;
-  else if (strcmp(type->string, "deepseek_v3") == 0) ck->family = DEEPSEEK_V3;
-  else if (strcmp(type->string, "deepseek_v2") == 0) ck->family = DEEPSEEK_V2;
+  if (c->root->type != SKJ_OBJECT) return config_fail(c, "expected an object");
+  if (!type || type->type != SKJ_STRING) return config_fail(c, "\"model_type\" is missing");
+  if (strcmp(type->string, "qwen3_moe") == 0) fam = QWEN3_MOE;
+  else if (strcmp(type->string, "deepseek_v3") == 0) fam = DEEPSEEK_V3;
+  else if (strcmp(type->string, "deepseek_v2") == 0) fam = DEEPSEEK_V2;
   else
-    return config_fail(c, "model_type \"%s\" is not supported (qwen3_moe, deepseek_v3, deepseek_v2)", type->string),
-           c->st;
+    return config_fail(c, "model_type \"%s\" is not supported (qwen3_moe, deepseek_v3, deepseek_v2)", type->string);
   if (skj_get(c->root, "quantization_config"))
     return config_fail(c, "quantized checkpoints (\"quantization_config\") are not supported; use a bf16, fp16 or "
-                          "fp32 one (the layer can be quantized to int8 on loading: moe-layer:int8)"),
-           c->st;
+                          "fp32 one (the layer can be quantized to int8 on loading: moe-layer:int8)");
   skm_moe_layer *m = &ck->layer;
-  const bool qwen = ck->family == QWEN3_MOE;
+  const bool qwen = fam == QWEN3_MOE;
   m->hidden = config_int(c, "hidden_size", -1, 1, 1 << 20);
   /* Qwen3's config.json says num_experts; transformers 5 writes num_local_experts. */
   const skj_value *num_experts = skj_get(c->root, "num_experts");
   const char *experts_key = !qwen                                            ? "n_routed_experts"
                             : num_experts && num_experts->type != SKJ_NULL ? "num_experts"
                                                                            : "num_local_experts";
-  int64_t experts = config_int(c, experts_key, -1, 0, 1 << 16);
-  m->experts = experts;
+  m->experts = config_int(c, experts_key, -1, 0, 1 << 16);
   m->top_k = config_int(c, "num_experts_per_tok", -1, 1, 1 << 16);
   m->inter = config_int(c, "moe_intermediate_size", -1, 1, 1 << 20);
   m->shared = qwen ? 0 : config_int(c, "n_shared_experts", 0, 0, 64);
   int64_t n_layers = config_int(c, "num_hidden_layers", -1, 1, 1 << 20);
   config_expect(c, "hidden_act", "silu");
   if (c->st != SK_STATUS_OK) return c->st;
-  if (experts == 0) return config_fail(c, "%s is 0: the model has no MoE layer", experts_key), c->st;
+  if (m->experts == 0) return config_fail(c, "%s is 0: the model has no MoE layer", experts_key);
   if (m->top_k > m->experts)
     return config_fail(c, "num_experts_per_tok (%lld) exceeds the experts (%lld)", (long long)m->top_k,
-                       (long long)m->experts),
-           c->st;
+                       (long long)m->experts);
   m->scaling = 1.0, m->groups = 1, m->k_group = 1;
-  if (ck->family == DEEPSEEK_V3) {
+  if (fam == DEEPSEEK_V3) {
     config_expect(c, "scoring_func", "sigmoid");
     config_expect(c, "topk_method", "noaux_tc");
     m->sigmoid = 1;
@@ -163,7 +159,7 @@ static sk_status read_config(skm_checkpoint *ck, config *c, int layer) {
                   m->groups, m->k_group, (long long)m->experts);
     if (c->st == SK_STATUS_OK && m->top_k > m->k_group * (m->experts / m->groups))
       config_fail(c, "num_experts_per_tok %lld exceeds the experts of topk_group groups", (long long)m->top_k);
-  } else if (ck->family == DEEPSEEK_V2) {
+  } else if (fam == DEEPSEEK_V2) {
     config_expect(c, "scoring_func", "softmax");
     config_expect(c, "topk_method", "greedy");
     if (config_bool(c, "mlp_bias", false)) config_fail(c, "\"mlp_bias\" true is not supported");
@@ -178,12 +174,12 @@ static sk_status read_config(skm_checkpoint *ck, config *c, int layer) {
   char why[160] = "";
   if (layer < 0) {
     for (int64_t n = 0; n < n_layers && layer < 0; n++)
-      if (is_moe_layer(c, ck->family, n, why, sizeof why)) layer = (int)n;
-    if (layer < 0) return config_fail(c, "none of its %lld layers is a MoE layer", (long long)n_layers), c->st;
+      if (is_moe_layer(c, fam, n, why, sizeof why)) layer = (int)n;
+    if (layer < 0) return config_fail(c, "none of its %lld layers is a MoE layer", (long long)n_layers);
   } else if (layer >= n_layers) {
-    return skm_error(c->msg, c->msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: layer %d: the model has %lld layers", c->path,
-                     layer, (long long)n_layers);
-  } else if (!is_moe_layer(c, ck->family, layer, why, sizeof why)) {
+    return skm_error(c->msg, c->msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: layer %d: the model has %lld layers",
+                     c->path, layer, (long long)n_layers);
+  } else if (!is_moe_layer(c, fam, layer, why, sizeof why)) {
     return skm_error(c->msg, c->msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: layer %d is not a MoE layer: %s", c->path,
                      layer, why);
   }
@@ -214,7 +210,8 @@ static sk_status need(const skm_checkpoint *ck, const char *suffix, int rank, co
   if (!same) {
     char got[96], want[96];
     return skm_error(msg, msg_size, SK_STATUS_INVALID_SHAPE, "tensor %s: shape %s, the config gives %s", t->name,
-                     skm_format_shape(t->rank, t->shape, got, sizeof got), skm_format_shape(rank, shape, want, sizeof want));
+                     skm_format_shape(t->rank, t->shape, got, sizeof got),
+                     skm_format_shape(rank, shape, want, sizeof want));
   }
   return SK_STATUS_OK;
 }
@@ -247,7 +244,8 @@ sk_status skm_checkpoint_open(const char *dir, int layer, skm_checkpoint **out, 
   *out = NULL;
   char path[4096];
   if (!dir || snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "checkpoint directory: %s", dir ? "path too long" : "none");
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "checkpoint directory: %s",
+                     dir ? "path too long" : "none");
   FILE *f = fopen(path, "rb");
   if (!f)
     return skm_error(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_INVALID_ARGUMENT, "%s: %s", path,
@@ -283,15 +281,11 @@ sk_status skm_checkpoint_open(const char *dir, int layer, skm_checkpoint **out, 
     m->dtype = m->expert_dtype = w->dtype == SK_FP16 ? SK_FP16 : SK_BF16;
     m->t = 16;
     m->preset = "checkpoint";
-    if (m->sigmoid)
-      snprintf(ck->about, sizeof ck->about,
-               "%s layer %d of %s: H %lld, %lld experts, top-%lld, I %lld, sigmoid %d groups / %d, %lld shared",
-               model_type, ck->index, dir, (long long)m->hidden, (long long)m->experts, (long long)m->top_k,
-               (long long)m->inter, m->groups, m->k_group, (long long)m->shared);
-    else
-      snprintf(ck->about, sizeof ck->about, "%s layer %d of %s: H %lld, %lld experts, top-%lld, I %lld, softmax, %lld shared",
-               model_type, ck->index, dir, (long long)m->hidden, (long long)m->experts, (long long)m->top_k,
-               (long long)m->inter, (long long)m->shared);
+    char gating[48] = "softmax";
+    if (m->sigmoid) snprintf(gating, sizeof gating, "sigmoid %d groups / %d", m->groups, m->k_group);
+    snprintf(ck->about, sizeof ck->about, "%s layer %d of %s: H %lld, %lld experts, top-%lld, I %lld, %s, %lld shared",
+             model_type, ck->index, dir, (long long)m->hidden, (long long)m->experts, (long long)m->top_k,
+             (long long)m->inter, gating, (long long)m->shared);
     m->about = ck->about;
   }
   skj_free(&root);
@@ -310,7 +304,6 @@ void skm_checkpoint_close(skm_checkpoint *ck) {
 }
 
 const skm_moe_layer *skm_checkpoint_layer(const skm_checkpoint *ck) { return &ck->layer; }
-int skm_checkpoint_layer_index(const skm_checkpoint *ck) { return ck->index; }
 
 /* ---- converting into the model's weights ---- */
 

@@ -47,7 +47,6 @@ void skm_checkpoint_close(skm_checkpoint *ck);
 /* The layer as config.json describes it (t 16, dtype: the experts' when
  * fp16 or bf16, else bf16); preset "checkpoint", about a one-line summary. */
 const skm_moe_layer *skm_checkpoint_layer(const skm_checkpoint *ck);
-int skm_checkpoint_layer_index(const skm_checkpoint *ck);
 
 /* Writes the layer's weights, converted for m (its dtypes and its first
  * m->experts experts; built from skm_checkpoint_layer), into the same-named

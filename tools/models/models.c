@@ -71,8 +71,6 @@ sk_status skm_error(char *msg, size_t msg_size, sk_status st, const char *fmt, .
   return st;
 }
 
-#define set_msg(msg, size, ...) ((void)skm_error(msg, size, SK_STATUS_OK, __VA_ARGS__))
-
 static int64_t dsq_rows_of(int64_t t) { return t == 256 ? 48 : t * 8 / 128 + 32; }
 
 int skm_model_lookup(const char *name, skm_model_info *info) {
@@ -107,7 +105,7 @@ enum {
 void skm_builder_fail(skm_builder *b, sk_status st, const char *what) {
   if (b->st != SK_STATUS_OK) return;
   b->st = st;
-  set_msg(b->msg, b->msg_size, "%s: %s: %s", what, sk_status_string(st), sk_last_error());
+  skm_error(b->msg, b->msg_size, st, "%s: %s: %s", what, sk_status_string(st), sk_last_error());
 }
 
 static const char *const weight_names[] = {
@@ -128,8 +126,7 @@ void skm_builder_input(skm_builder *b, const char *name, sk_dtype dtype, int ran
   if (b->weights && skm_is_weight(name)) {
     w = skm_io_find_input((skm_io *)b->weights, name);
     if (!w) {
-      b->st = SK_STATUS_NOT_FOUND;
-      set_msg(b->msg, b->msg_size, "%s: no values for this weight", name);
+      b->st = skm_error(b->msg, b->msg_size, SK_STATUS_NOT_FOUND, "%s: no values for this weight", name);
       return;
     }
     st = sk_graph_add_constant(b->g, name, dtype, rank, shape, w->data, b->borrow ? SK_CONSTANT_BORROW : SK_CONSTANT_COPY,
@@ -313,16 +310,13 @@ int skm_gemm_shapes(const char *model, skm_gemm *out, int max) {
 sk_status skm_build(const char *model, const skm_config *cfg, sk_graph **graph_out, skm_model_info *info,
                     char *msg, size_t msg_size) {
   if (msg && msg_size) msg[0] = '\0';
-  if (!graph_out) {
-    set_msg(msg, msg_size, "skm_build: graph_out is NULL");
-    return SK_STATUS_INVALID_ARGUMENT;
-  }
+  if (!graph_out)
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "skm_build: graph_out is NULL");
   *graph_out = NULL;
   skm_model_info mi;
-  if (!skm_model_lookup(model, &mi)) {
-    set_msg(msg, msg_size, "unknown model '%s' (known: %s)", model ? model : "(null)", skm_model_list());
-    return SK_STATUS_NOT_FOUND;
-  }
+  if (!skm_model_lookup(model, &mi))
+    return skm_error(msg, msg_size, SK_STATUS_NOT_FOUND, "unknown model '%s' (known: %s)", model ? model : "(null)",
+                     skm_model_list());
   skm_builder b = {.st = SK_STATUS_OK, .msg = msg, .msg_size = msg_size, .weights = cfg ? cfg->weights : NULL,
                    .borrow = cfg && cfg->borrow_weights};
   sk_status st = sk_graph_create(&b.g);
@@ -346,7 +340,7 @@ sk_status skm_build(const char *model, const skm_config *cfg, sk_graph **graph_o
     if (msg && msg_size) {
       char tmp[1024];
       snprintf(tmp, sizeof tmp, "%s", msg);
-      set_msg(msg, msg_size, "model %s: %s", mi.name, tmp);
+      skm_error(msg, msg_size, b.st, "model %s: %s", mi.name, tmp);
     }
     sk_graph_destroy(b.g);
     return b.st;
@@ -374,28 +368,23 @@ static sk_status describe_all(const sk_program *p, int outputs, skm_tensor *ts, 
     skm_tensor *t = &ts[i];
     sk_status st = outputs ? sk_program_output_info(p, i, &t->name, &t->dtype, &t->rank, t->shape)
                            : sk_program_input_info(p, i, &t->name, &t->dtype, &t->rank, t->shape);
-    if (st != SK_STATUS_OK) {
-      set_msg(msg, msg_size, "%s %zu: %s", outputs ? "output" : "input", i, sk_last_error());
-      return st;
-    }
+    if (st != SK_STATUS_OK)
+      return skm_error(msg, msg_size, st, "%s %zu: %s", outputs ? "output" : "input", i, sk_last_error());
     t->numel = 1;
     for (int d = 0; d < t->rank; d++) t->numel *= t->shape[d];
     t->bytes = (size_t)t->numel * sk_dtype_size(t->dtype);
     t->data = alloc_zeroed(t->bytes);
-    if (!t->data) {
-      set_msg(msg, msg_size, "out of memory allocating %zu bytes for %s", t->bytes, t->name);
-      return SK_STATUS_OUT_OF_MEMORY;
-    }
+    if (!t->data)
+      return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory allocating %zu bytes for %s", t->bytes,
+                       t->name);
   }
   return SK_STATUS_OK;
 }
 
 sk_status skm_io_alloc(const sk_program *program, skm_io *io, char *msg, size_t msg_size) {
   memset(io, 0, sizeof *io);
-  if (!program) {
-    set_msg(msg, msg_size, "skm_io_alloc: program is NULL");
-    return SK_STATUS_INVALID_ARGUMENT;
-  }
+  if (!program)
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "skm_io_alloc: program is NULL");
   size_t ni = sk_program_num_inputs(program), no = sk_program_num_outputs(program);
   io->inputs = calloc(ni + 1, sizeof *io->inputs);
   io->outputs = calloc(no + 1, sizeof *io->outputs);
@@ -403,8 +392,7 @@ sk_status skm_io_alloc(const sk_program *program, skm_io *io, char *msg, size_t 
   io->out_buffers = calloc(no + 1, sizeof *io->out_buffers);
   if (!io->inputs || !io->outputs || !io->in_buffers || !io->out_buffers) {
     skm_io_free(io);
-    set_msg(msg, msg_size, "out of memory");
-    return SK_STATUS_OUT_OF_MEMORY;
+    return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
   }
   io->n_inputs = ni;
   io->n_outputs = no;
@@ -592,10 +580,8 @@ sk_status skm_values(const char *model, const skm_config *cfg, uint64_t seed, sk
   sk_program *p = NULL;
   st = sk_compile(g, &cc, &p);
   sk_graph_destroy(g);
-  if (st != SK_STATUS_OK) {
-    set_msg(msg, msg_size, "model %s: compiling for its values: %s", model, sk_last_error());
-    return st;
-  }
+  if (st != SK_STATUS_OK)
+    return skm_error(msg, msg_size, st, "model %s: compiling for its values: %s", model, sk_last_error());
   st = skm_io_alloc(p, values, msg, msg_size);
   if (st != SK_STATUS_OK) {
     sk_program_destroy(p);
@@ -612,10 +598,9 @@ sk_status skm_fill_from(skm_io *io, const skm_io *values, char *msg, size_t msg_
   for (size_t i = 0; i < io->n_inputs; i++) {
     skm_tensor *t = &io->inputs[i];
     const skm_tensor *v = skm_io_find_input((skm_io *)values, t->name);
-    if (!v || v->bytes != t->bytes) {
-      set_msg(msg, msg_size, "input %s: %s", t->name, v ? "size differs from its values" : "no values for it");
-      return v ? SK_STATUS_INVALID_SHAPE : SK_STATUS_NOT_FOUND;
-    }
+    if (!v || v->bytes != t->bytes)
+      return skm_error(msg, msg_size, v ? SK_STATUS_INVALID_SHAPE : SK_STATUS_NOT_FOUND, "input %s: %s", t->name,
+                       v ? "size differs from its values" : "no values for it");
     memcpy(t->data, v->data, t->bytes);
   }
   return SK_STATUS_OK;

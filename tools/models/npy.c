@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +20,6 @@ static const char magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 /* The largest header we accept (numpy itself refuses more than 10000 bytes
  * unless told otherwise); ours are under 200. */
 #define MAX_HEADER_LEN (1u << 20)
-
 
 const char *skm_npy_descr(sk_dtype dtype) {
   switch (dtype) {
@@ -68,12 +66,14 @@ sk_status skm_npy_write(const char *path, sk_dtype dtype, int rank, const int64_
   if (!descr)
     return skm_error(msg, msg_size, SK_STATUS_INVALID_DTYPE, "%s: cannot write dtype %s", path, sk_dtype_name(dtype));
   if (rank < 0 || rank > SK_MAX_RANK || (rank > 0 && !shape))
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: rank %d is outside 0..%d", path, rank, SK_MAX_RANK);
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: rank %d is outside 0..%d", path, rank,
+                     SK_MAX_RANK);
   size_t itemsize = sk_dtype_size(dtype);
   int64_t numel = shape_numel(rank, shape, itemsize);
   if (numel < 0) {
     char sb[256];
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_SHAPE, "%s: invalid shape %s", path, shape_str(rank, shape, sb, sizeof sb));
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_SHAPE, "%s: invalid shape %s", path, shape_str(rank, shape, sb,
+                     sizeof sb));
   }
   size_t bytes = (size_t)numel * itemsize;
   if (bytes && !data) return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: data is NULL", path);
@@ -105,14 +105,16 @@ sk_status skm_npy_write(const char *path, sk_dtype dtype, int rank, const int64_
   struct stat lst;
   if (lstat(path, &lst) == 0 && !S_ISREG(lst.st_mode))
     return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: is %s, not a regular file: not overwritten", path,
-                S_ISLNK(lst.st_mode) ? "a symbolic link" : S_ISDIR(lst.st_mode) ? "a directory" : "a special file");
+                     S_ISLNK(lst.st_mode)   ? "a symbolic link"
+                     : S_ISDIR(lst.st_mode) ? "a directory"
+                                            : "a special file");
   char tmp[4096];
   if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp)
     return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: path too long", path);
   int fd = mkstemp(tmp);
   if (fd < 0)
     return skm_error(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_SYSTEM_ERROR,
-                "%s: cannot create: %s", path, strerror(errno));
+                     "%s: cannot create: %s", path, strerror(errno));
   mode_t mask = umask(0); /* the mode a plain create would give (mkstemp makes 0600) */
   umask(mask);
   FILE *f = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "wb") : NULL;
@@ -344,15 +346,18 @@ static sk_status open_and_read_header(const char *path, FILE **f_out, header *h,
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat lst;
   if (fd < 0 && errno == ENOENT && lstat(path, &lst) == 0) /* there, but it points nowhere: not "missing" */
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: a symbolic link to a file that does not exist", path);
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: a symbolic link to a file that does not exist",
+                     path);
   if (fd < 0)
-    return skm_error(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_SYSTEM_ERROR, "%s: cannot open: %s",
-                path, strerror(errno));
+    return skm_error(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_SYSTEM_ERROR,
+                     "%s: cannot open: %s",
+                     path, strerror(errno));
   struct stat fst;
   if (fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
     close(fd);
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: not a regular file (a .npy file is read only from one)",
-                path);
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT,
+                     "%s: not a regular file (a .npy file is read only from one)",
+                     path);
   }
   FILE *f = fdopen(fd, "rb");
   if (!f) {
@@ -368,20 +373,22 @@ static sk_status open_and_read_header(const char *path, FILE **f_out, header *h,
   }
   if (got < 8 || memcmp(prefix, magic, 6) != 0) {
     st = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: not a .npy file (%s)", path,
-              got >= 6 ? "bad magic: the file does not start with \\x93NUMPY"
+                   got >= 6 ? "bad magic: the file does not start with \\x93NUMPY"
                        : "shorter than the 8-byte magic and version");
     goto out;
   }
   unsigned major = prefix[6], minor = prefix[7];
   if (major < 1 || major > 3 || minor != 0) {
-    st = skm_error(msg, msg_size, SK_STATUS_UNSUPPORTED, "%s: unsupported .npy format version %u.%u (supported: 1.0, 2.0, 3.0)",
-              path, major, minor);
+    st = skm_error(msg, msg_size, SK_STATUS_UNSUPPORTED,
+                   "%s: unsupported .npy format version %u.%u (supported: 1.0, 2.0, 3.0)",
+                   path, major, minor);
     goto out;
   }
   size_t len_bytes = major == 1 ? 2 : 4;
   if (fread(prefix + 8, 1, len_bytes, f) != len_bytes) {
-    st = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: truncated header: the file ends inside the header length",
-              path);
+    st = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT,
+                   "%s: truncated header: the file ends inside the header length",
+                   path);
     goto out;
   }
   uint32_t hlen = major == 1 ? (uint32_t)prefix[8] | (uint32_t)prefix[9] << 8
@@ -400,7 +407,8 @@ static sk_status open_and_read_header(const char *path, FILE **f_out, header *h,
   if (got != hlen) {
     free(text);
     st = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT,
-              "%s: truncated header: the header length says %u bytes, the file holds %zu", path, (unsigned)hlen, got);
+                   "%s: truncated header: the header length says %u bytes, the file holds %zu", path, (unsigned)hlen,
+                   got);
     goto out;
   }
   memset(h, 0, sizeof *h);
@@ -431,7 +439,7 @@ static sk_status read_data(FILE *f, const char *path, void *data, size_t bytes, 
   if (got != bytes) {
     st = ferror(f) ? skm_error(msg, msg_size, SK_STATUS_SYSTEM_ERROR, "%s: read error: %s", path, strerror(errno))
                    : skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT,
-                          "%s: truncated data: expected %zu bytes after the header, found %zu", path, bytes, got);
+                               "%s: truncated data: expected %zu bytes after the header, found %zu", path, bytes, got);
   } else if (fgetc(f) != EOF) {
     /* A regular file (open_and_read_header): its size tells how much
      * follows, where counting byte by byte took minutes for a large tail. */
@@ -440,8 +448,9 @@ static sk_status read_data(FILE *f, const char *path, void *data, size_t bytes, 
     unsigned long long extra = fstat(fileno(f), &fst) == 0 && at > 0 && fst.st_size >= at
                                    ? (unsigned long long)(fst.st_size - at) + 1
                                    : 1;
-    st = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: %llu trailing byte%s after the %zu bytes of array data",
-              path, extra, extra == 1 ? "" : "s", bytes);
+    st = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT,
+                   "%s: %llu trailing byte%s after the %zu bytes of array data",
+                   path, extra, extra == 1 ? "" : "s", bytes);
   }
   fclose(f);
   return st;
@@ -460,7 +469,7 @@ sk_status skm_npy_read(const char *path, skm_npy_array *out, char *msg, size_t m
     fclose(f);
     char sb[256];
     return skm_error(msg, msg_size, SK_STATUS_INVALID_SHAPE, "%s: shape %s is too large", path,
-                shape_str(h.rank, h.shape, sb, sizeof sb));
+                     shape_str(h.rank, h.shape, sb, sizeof sb));
   }
   size_t bytes = (size_t)numel * itemsize;
   void *data = malloc(bytes ? bytes : 1);
@@ -493,26 +502,27 @@ sk_status skm_npy_read_into(const char *path, sk_dtype dtype, int rank, const in
   char want[256], got[256];
   if (!skm_npy_descr(dtype) || rank < 0 || rank > SK_MAX_RANK || (rank > 0 && !shape))
     return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: npy read: bad expected dtype or rank",
-                path ? path : "(null)");
+                     path ? path : "(null)");
   int64_t numel = shape_numel(rank, shape, sk_dtype_size(dtype));
   if (numel < 0 || (size_t)numel * sk_dtype_size(dtype) != bytes || (bytes && !data))
     return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: npy read: buffer of %zu bytes does not fit %s %s",
-                path ? path : "(null)", bytes, sk_dtype_name(dtype), shape_str(rank, shape, want, sizeof want));
+                     path ? path : "(null)", bytes, sk_dtype_name(dtype), shape_str(rank, shape, want, sizeof want));
   FILE *f;
   header h;
   sk_status st = open_and_read_header(path, &f, &h, msg, msg_size);
   if (st != SK_STATUS_OK) return st;
   if (h.dtype != dtype) {
     fclose(f);
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_DTYPE, "%s: dtype mismatch: expected %s ('%s'), got %s ('%s')", path,
-                sk_dtype_name(dtype), skm_npy_descr(dtype), sk_dtype_name(h.dtype), h.descr);
+    return skm_error(msg, msg_size, SK_STATUS_INVALID_DTYPE, "%s: dtype mismatch: expected %s ('%s'), got %s ('%s')",
+                     path,
+                     sk_dtype_name(dtype), skm_npy_descr(dtype), sk_dtype_name(h.dtype), h.descr);
   }
   bool same = h.rank == rank;
   for (int d = 0; same && d < rank; d++) same = h.shape[d] == shape[d];
   if (!same) {
     fclose(f);
     return skm_error(msg, msg_size, SK_STATUS_INVALID_SHAPE, "%s: shape mismatch: expected %s, got %s", path,
-                shape_str(rank, shape, want, sizeof want), shape_str(h.rank, h.shape, got, sizeof got));
+                     shape_str(rank, shape, want, sizeof want), shape_str(h.rank, h.shape, got, sizeof got));
   }
   return read_data(f, path, data, bytes, msg, msg_size);
 }

@@ -250,15 +250,15 @@ static int run_and_report(sk_session *s, skm_io *io, long iters) {
   return SK_EXIT_OK;
 }
 
-static int run(const run_args a) {
+static int run(const run_args *a) {
 
-  sk_executor executor = a.has_executor ? a.executor : a.no_sk ? SK_EXECUTOR_EAGER : SK_EXECUTOR_DEFAULT;
+  sk_executor executor = a->has_executor ? a->executor : a->no_sk ? SK_EXECUTOR_EAGER : SK_EXECUTOR_DEFAULT;
   sk_session s;
-  int rc = sk_session_open_team(&s, "run", synopsis, a.model, a.options, (int)a.threads);
+  int rc = sk_session_open_team(&s, "run", synopsis, a->model, a->options, (int)a->threads);
   if (rc != SK_EXIT_OK) return rc;
-  s.seed = (uint64_t)a.seed;
-  s.weights_as_inputs = a.weights_as_inputs || (a.inputs_dir && holds_a_weight(a.inputs_dir));
-  rc = sk_session_compile(&s, "run", executor, a.options, 0, &s.program, &s.stats);
+  s.seed = (uint64_t)a->seed;
+  s.weights_as_inputs = a->weights_as_inputs || (a->inputs_dir && holds_a_weight(a->inputs_dir));
+  rc = sk_session_compile(&s, "run", executor, a->options, 0, &s.program, &s.stats);
   if (rc != SK_EXIT_OK) {
     sk_session_close(&s);
     return rc;
@@ -277,16 +277,16 @@ static int run(const run_args a) {
   char how[256];
   printf("executor %s, team of %d cores, options %s, weights %s\n",
          sk_compile_stats_format(&s.stats, how, sizeof how), sk_team_num_cores(s.team),
-         a.options ? a.options : "(defaults)", s.weights_as_inputs ? "as inputs" : "as constants");
-  if (rc == SK_EXIT_OK && a.inputs_dir) rc = read_inputs(a.inputs_dir, &io, s.model);
+         a->options ? a->options : "(defaults)", s.weights_as_inputs ? "as inputs" : "as constants");
+  if (rc == SK_EXIT_OK && a->inputs_dir) rc = read_inputs(a->inputs_dir, &io, s.model);
   /* Every tensor the model reads, weights included, whichever way they were
    * built: with constants the weights are not program inputs. */
   const skm_io *all = s.weights_as_inputs ? &io : &s.values;
-  if (rc == SK_EXIT_OK && a.save_inputs_dir)
-    rc = save_all("--save-inputs", a.save_inputs_dir, all->inputs, all->n_inputs);
-  if (rc == SK_EXIT_OK) rc = run_and_report(&s, &io, a.iters);
-  if (rc == SK_EXIT_OK && a.save_outputs_dir)
-    rc = save_all("--save-outputs", a.save_outputs_dir, io.outputs, io.n_outputs);
+  if (rc == SK_EXIT_OK && a->save_inputs_dir)
+    rc = save_all("--save-inputs", a->save_inputs_dir, all->inputs, all->n_inputs);
+  if (rc == SK_EXIT_OK) rc = run_and_report(&s, &io, a->iters);
+  if (rc == SK_EXIT_OK && a->save_outputs_dir)
+    rc = save_all("--save-outputs", a->save_outputs_dir, io.outputs, io.n_outputs);
 
   skm_io_free(&io);
   sk_session_close(&s);
@@ -303,7 +303,7 @@ int sk_cmd_run(int argc, char **argv) {
     return SK_EXIT_USAGE;
   }
   rc = cli_weights_open("run", synopsis, &a.weights);
-  if (rc == SK_EXIT_OK) rc = run(a);
+  if (rc == SK_EXIT_OK) rc = run(&a);
   cli_weights_close();
   return rc;
 }

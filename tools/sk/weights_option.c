@@ -1,6 +1,6 @@
 /*
  * weights_option.c — `--weights DIR [--layer N]`, shared by the commands
- * that build a model (run, bench, profile): one MoE layer of a Hugging Face
+ * that build a model (run, bench, profile, plan, source): one MoE layer of a Hugging Face
  * checkpoint directory becomes the moe-layer model (tools/models/checkpoint.h).
  * While it is open, "moe-layer" and "moe-layer:[tN][:bf16|fp16|int8][:eN]"
  * name that layer, and sessions fill its weights from the checkpoint.
@@ -16,6 +16,7 @@ static skm_checkpoint *open_checkpoint;
 int cli_weights_option(const char *cmd, const char *synopsis, int argc, char **argv, int *i, cli_weights *w) {
   const char *val;
   int r = cli_option_value(cmd, synopsis, argc, argv, i, "--weights", &val);
+  if (r > 0 && !*val) return cli_usage_error(cmd, synopsis, "--weights: empty directory name"), -1;
   if (r > 0) w->dir = val;
   if (r != 0) return r;
   r = cli_option_value(cmd, synopsis, argc, argv, i, "--layer", &val);
@@ -45,10 +46,14 @@ void cli_weights_close(void) {
   open_checkpoint = NULL;
 }
 
+/* Whether model names the open checkpoint's layer (into *m). */
+static bool names_checkpoint(const char *model, skm_moe_layer *m) {
+  return open_checkpoint && skm_moe_parse(model, m) && strcmp(m->preset, "checkpoint") == 0;
+}
+
 int cli_weights_check_model(const char *cmd, const char *synopsis, const char *model) {
-  if (!open_checkpoint) return SK_EXIT_OK;
   skm_moe_layer m;
-  if (!skm_moe_parse(model, &m) || strcmp(m.preset, "checkpoint") != 0)
+  if (open_checkpoint && !names_checkpoint(model, &m))
     return cli_usage_error(cmd, synopsis,
                            "with --weights the model is the checkpoint's layer: moe-layer[:tN][:bf16|fp16|int8][:eN], "
                            "not '%s'",
@@ -58,7 +63,7 @@ int cli_weights_check_model(const char *cmd, const char *synopsis, const char *m
 
 int cli_weights_fill(const char *cmd, const char *model, skm_io *values) {
   skm_moe_layer m;
-  if (!open_checkpoint || !skm_moe_parse(model, &m) || strcmp(m.preset, "checkpoint") != 0) return SK_EXIT_OK;
+  if (!names_checkpoint(model, &m)) return SK_EXIT_OK;
   char msg[1024];
   if (skm_checkpoint_fill(open_checkpoint, &m, values, msg, sizeof msg) == SK_STATUS_OK) return SK_EXIT_OK;
   fprintf(stderr, "sk %s: %s\n", cmd, msg);
