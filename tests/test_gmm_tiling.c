@@ -4,8 +4,9 @@
  * (the seed's decode step once gave one core a small group's tile on top
  * of its half of the large group); and results on 2-4 cores are bitwise
  * those of one core, float and int8. With a run-time group list and rows
- * that fit one tile (a decode step's), every tile is a column strip of
- * all rows and each core gets the same columns, whatever the routing. */
+ * that fit one tile (a decode step's), every block is a work item, a
+ * column strip of the j-th expert with rows, for the cores to claim: each
+ * (j, strip) once, strips even, and bitwise those of one core. */
 #include <string.h>
 
 #include "exec/program.h"
@@ -143,7 +144,7 @@ static void test_tiles_cover_and_balance(void) {
 }
 
 /* 8 rows (a decode step: T 1, top-8) over 16 experts found at run time. */
-static void test_runtime_tiles_are_column_strips(void) {
+static void test_runtime_tiles_are_expert_items(void) {
   const int64_t m = 8, k = 64, n = 720, e = 16;
   sk_graph *g;
   CHECK_OK(sk_graph_create(&g));
@@ -156,45 +157,57 @@ static void test_runtime_tiles_are_column_strips(void) {
   uint64_t seed = 99;
   rr_fill(x_data, SK_FP32, (size_t)(m * k), -1, 1, &seed);
   rr_fill(w_data, SK_FP32, (size_t)(e * k * n), -1, 1, &seed);
-  /* Rows of experts 1, 3 (three rows), 4, 9, 15 (two): cumulative ends. */
-  int64_t list[16] = {0, 1, 1, 4, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 8};
+  /* Rows of experts 1, 3 (three rows), 4, 9, 15 (two): cumulative ends;
+   * then only 6 of the 8 rows routed (the last two are zero-filled). */
+  static const int64_t lists[2][16] = {{0, 1, 1, 4, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 8},
+                                       {0, 1, 1, 4, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6}};
   size_t yb = (size_t)(m * n) * 4;
-  sk_buffer bufs[] = {{"x", x_data, (size_t)(m * k) * 4}, {"w", w_data, (size_t)(e * k * n) * 4}, {"ends", list, sizeof list}};
-  sk_program *p1;
-  sk_compile_config one = {.struct_size = sizeof one, .executor = SK_EXECUTOR_EAGER};
-  CHECK_OK(sk_compile(g, &one, &p1));
-  CHECK_OK(sk_program_run(p1, NULL, bufs, 3, (sk_buffer[]){{"y", y1, yb}}, 1));
-  for (int cores = 2; cores <= 4; cores++) {
-    sk_team *team;
-    sk_team_config tc = {.struct_size = sizeof tc, .num_cores = cores, .pin_threads = -1};
-    CHECK_OK(sk_team_create(&tc, &team));
-    sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team, .executor = SK_EXECUTOR_EAGER};
-    sk_program *p;
-    CHECK_OK(sk_compile(g, &cfg, &p));
-    const sk__exec_node *node = gmm_node(p);
-    CHECK(node != NULL);
-    int64_t cols[8] = {0}, widest = 0, narrowest = n;
-    for (int64_t b = 0; node && b < node->tiling.n_blocks; b++) {
-      const gmm_tile *t = &((const gmm_tile *)node->tiling.plan)[b];
-      CHECK_MSG(t->group == GMM_RUNTIME_TILE && t->m0 == 0 && t->m1 >= m,
-                "%d cores: block %lld is rows [%lld, %lld), not all %lld rows", cores, (long long)b, (long long)t->m0,
-                (long long)t->m1, (long long)m);
-      cols[b % cores] += t->n1 - t->n0;
+  int64_t mr, nr;
+  sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  for (int l = 0; l < 2; l++) {
+    sk_buffer bufs[] = {{"x", x_data, (size_t)(m * k) * 4}, {"w", w_data, (size_t)(e * k * n) * 4},
+                        {"ends", (void *)lists[l], sizeof lists[l]}};
+    sk_program *p1;
+    sk_compile_config one = {.struct_size = sizeof one, .executor = SK_EXECUTOR_EAGER};
+    CHECK_OK(sk_compile(g, &one, &p1));
+    memset(y1, 0x5A, yb);
+    CHECK_OK(sk_program_run(p1, NULL, bufs, 3, (sk_buffer[]){{"y", y1, yb}}, 1));
+    for (int cores = 2; cores <= 4; cores++) {
+      sk_team *team;
+      sk_team_config tc = {.struct_size = sizeof tc, .num_cores = cores, .pin_threads = -1};
+      CHECK_OK(sk_team_create(&tc, &team));
+      sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team, .executor = SK_EXECUTOR_EAGER};
+      sk_program *p;
+      CHECK_OK(sk_compile(g, &cfg, &p));
+      const sk__exec_node *node = gmm_node(p);
+      CHECK(node != NULL && node->tiling.claim);
+      /* Items (j, strip), j < min(e, m) = 8, strips over [0, n) in order. */
+      int64_t n_items = node ? node->tiling.n_blocks : 0, strips = n_items / 8, widest = 0, narrowest = n;
+      CHECK_MSG(n_items > 0 && n_items % 8 == 0 && strips >= 2, "%d cores: %lld blocks for 8 experts", cores,
+                (long long)n_items);
+      for (int64_t b = 0; b < n_items; b++) {
+        const gmm_tile *t = &((const gmm_tile *)node->tiling.plan)[b];
+        const gmm_tile *first = &((const gmm_tile *)node->tiling.plan)[b - b % strips];
+        int64_t n0 = b % strips ? t[-1].n1 : 0;
+        CHECK_MSG(t->group == GMM_EXPERT_TILE && t->m0 == b / strips && t->m1 == m && t->n0 == n0 &&
+                      t->n0 % nr == 0 && first->m0 == t->m0,
+                  "%d cores: block %lld is {%lld, %lld, %lld, %lld, %lld}", cores, (long long)b, (long long)t->group,
+                  (long long)t->m0, (long long)t->m1, (long long)t->n0, (long long)t->n1);
+        if (b % strips == strips - 1) CHECK(t->n1 == n);
+        widest = t->n1 - t->n0 > widest ? t->n1 - t->n0 : widest;
+        narrowest = t->n1 - t->n0 < narrowest ? t->n1 - t->n0 : narrowest;
+      }
+      CHECK_MSG(widest - narrowest <= nr, "%d cores: strips from %lld to %lld columns", cores, (long long)narrowest,
+                (long long)widest);
+      memset(yn, 0xA5, yb);
+      CHECK_OK(sk_program_run(p, team, bufs, 3, (sk_buffer[]){{"y", yn, yb}}, 1));
+      CHECK_MSG(memcmp(y1, yn, yb) == 0, "run-time groups (list %d): %d cores differ from one", l, cores);
+      sk_program_destroy(p);
+      sk_team_destroy(team);
     }
-    for (int c = 0; c < cores; c++) widest = cols[c] > widest ? cols[c] : widest, narrowest = cols[c] < narrowest ? cols[c] : narrowest;
-    int64_t mr, nr;
-    sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
-    CHECK_MSG(node && node->tiling.n_blocks % cores == 0 && widest - narrowest <= 2 * nr,
-              "%d cores: %lld blocks, columns per core from %lld to %lld", cores,
-              node ? (long long)node->tiling.n_blocks : -1LL, (long long)narrowest, (long long)widest);
-    memset(yn, 0x5A, yb);
-    CHECK_OK(sk_program_run(p, team, bufs, 3, (sk_buffer[]){{"y", yn, yb}}, 1));
-    CHECK_MSG(memcmp(y1, yn, yb) == 0, "run-time groups: %d cores differ from one", cores);
-    sk_program_destroy(p);
-    sk_team_destroy(team);
+    sk_program_destroy(p1);
   }
-  sk_program_destroy(p1);
   sk_graph_destroy(g);
 }
 
-TEST_MAIN(TEST_CASE(test_tiles_cover_and_balance), TEST_CASE(test_runtime_tiles_are_column_strips))
+TEST_MAIN(TEST_CASE(test_tiles_cover_and_balance), TEST_CASE(test_runtime_tiles_are_expert_items))

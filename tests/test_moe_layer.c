@@ -14,12 +14,17 @@
  *
  * Every fused executor, team size and a few option strings must give the
  * bits of eager, and the first fused run the bits of every op's reference
- * (rr_fused_vs_eager). Weights are graph constants (packed at compile). */
+ * (rr_fused_vs_eager). Weights are graph constants (packed at compile).
+ * The experts' matmuls are claimed sub-kernels (plan.h): their cores take
+ * blocks as they go, and the plan's shape says so. */
 #include <stdlib.h>
 
+#include "exec/program.h"
 #include "graph_builders.h"
 #include "harness.h"
+#include "profile/profile.h"
 #include "reference_runner.h"
+#include "superkernel/plan.h"
 
 typedef struct layer_config {
   const char *name;
@@ -171,12 +176,109 @@ static void test_every_pair_is_routed(void) {
   sk_graph_destroy(g);
 }
 
+static const sk__plan *first_plan(const sk_program *p) {
+  for (size_t s = 0; p && s < p->n_steps; s++)
+    if (p->steps[s].plan) return p->steps[s].plan;
+  return NULL;
+}
+
+static int sub_named(const sk__plan *plan, const sk_program *p, const char *name) {
+  for (size_t i = 0; plan && i < plan->n_subs; i++)
+    if (strcmp(p->nodes[plan->subs[i].node].name, name) == 0) return (int)i;
+  return -1;
+}
+
+/* What the plan of a claimed sub-kernel looks like: on each of its cores
+ * one CLAIM and no RUN; its consumer (swiglu) waits for the CLAIM's flag
+ * unless a barrier (early-start=0) orders them; one core, or a dcci flush
+ * around the op, deals the blocks out instead. profiling=1 records each
+ * claimed block once per run, on whichever core took it. */
+static void test_expert_matmuls_are_claimed(void) {
+  static const struct {
+    const char *options;
+    int cores;
+    bool claimed, waits;
+  } cases[] = {{NULL, 2, true, true},
+               {NULL, 3, true, true},
+               {"early-start=0", 2, true, false},
+               {"dcci-before-kernel-start=grouped_matmul", 2, false, true},
+               {NULL, 1, false, false}};
+  sk_graph *g = build_layer(&CONFIGS[1]);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[cases[c].cores - 1],
+                             .executor = SK_EXECUTOR_INTERP, .default_options = cases[c].options};
+    sk_program *p = NULL;
+    CHECK_OK(sk_compile(g, &cfg, &p));
+    const sk__plan *plan = first_plan(p);
+    int up = sub_named(plan, p, "experts_up"), act = sub_named(plan, p, "experts_act");
+    CHECK(plan && up >= 0 && act >= 0);
+    if (!plan || up < 0 || act < 0) {
+      sk_program_destroy(p);
+      continue;
+    }
+    CHECK_MSG(plan->subs[up].claimed == cases[c].claimed, "case %zu: experts_up claimed %d", c, plan->subs[up].claimed);
+    int32_t flag = -1;
+    for (int core = 0; core < plan->n_cores; core++) {
+      int claims = 0, runs = 0;
+      for (size_t t = plan->core_begin[core]; t < plan->core_begin[core + 1]; t++) {
+        const sk__task *task = &plan->tasks[t];
+        if (task->sub != up) continue;
+        claims += task->kind == SK_TASK_CLAIM;
+        runs += task->kind == SK_TASK_RUN;
+        if (task->kind == SK_TASK_CLAIM) flag = task->flag;
+      }
+      if (cases[c].claimed)
+        CHECK_MSG(claims == 1 && runs == 0, "case %zu, core %d: %d CLAIM, %d RUN tasks", c, core, claims, runs);
+      else
+        CHECK_MSG(claims == 0, "case %zu, core %d: %d CLAIM tasks, not claimed", c, core, claims);
+    }
+    if (cases[c].claimed) {
+      bool waited = false;
+      for (size_t t = 0; t < plan->n_tasks; t++) {
+        const sk__task *task = &plan->tasks[t];
+        for (int64_t d = 0; task->kind == SK_TASK_WAIT && task->sub == act && d < task->count; d++)
+          waited |= flag >= 0 && plan->deps[task->block + d] == flag;
+      }
+      CHECK_MSG(waited == cases[c].waits && (flag >= 0) == cases[c].waits, "case %zu: flag %d, swiglu waits for it: %d",
+                c, (int)flag, waited);
+    }
+    sk_program_destroy(p);
+  }
+  /* profiling=1: every claimed block once per run. */
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[1], .executor = SK_EXECUTOR_INTERP,
+                           .default_options = "profiling=1"};
+  sk_program *p = NULL;
+  rr_buffers b = {0};
+  CHECK_OK(sk_compile(g, &cfg, &p));
+  CHECK(rr_alloc(p, &b, -1, 1, 7));
+  const int runs = 3;
+  for (int r = 0; r < runs; r++) CHECK_OK(sk_program_run(p, teams[1], b.inputs, b.n_inputs, b.outputs, b.n_outputs));
+  const sk__plan *plan = first_plan(p);
+  int up = sub_named(plan, p, "experts_up");
+  CHECK(up >= 0 && p->profile != NULL);
+  if (up >= 0 && p->profile) {
+    int64_t n_blocks = plan->subs[up].n_blocks, *seen = calloc((size_t)n_blocks, sizeof *seen);
+    for (int core = 0; core < p->profile->n_cores; core++)
+      for (size_t r = 0; r < p->profile->cores[core].count; r++) {
+        const sk__prof_record *rec = &p->profile->cores[core].records[r];
+        if (rec->kind == SK_PROF_RUN && rec->sub == up && rec->block >= 0 && rec->block < n_blocks) seen[rec->block]++;
+      }
+    for (int64_t blk = 0; blk < n_blocks; blk++)
+      CHECK_MSG(seen[blk] == runs, "block %lld recorded %lld times in %d runs", (long long)blk, (long long)seen[blk], runs);
+    free(seen);
+  }
+  rr_free(&b);
+  sk_program_destroy(p);
+  sk_graph_destroy(g);
+}
+
 int main(void) {
   for (int t = 0; t < 3; t++) {
     sk_team_config cfg = {.struct_size = sizeof cfg, .num_cores = t + 1};
     if (sk_team_create(&cfg, &teams[t]) != SK_STATUS_OK) return 1;
   }
-  static const harness_case cases[] = {TEST_CASE(test_fused_equals_eager), TEST_CASE(test_every_pair_is_routed)};
+  static const harness_case cases[] = {TEST_CASE(test_fused_equals_eager), TEST_CASE(test_every_pair_is_routed),
+                                       TEST_CASE(test_expert_matmuls_are_claimed)};
   int rc = harness_run(cases, sizeof cases / sizeof cases[0]);
   for (int t = 0; t < 3; t++) sk_team_destroy(teams[t]);
   return rc;

@@ -36,6 +36,7 @@ static void env_text(sk__text *t) {
   sk__text_put(t, "/* The env: jit_env.h's lists, layout version %d. */\n", SK_JIT_LAYOUT_VERSION);
   sk__text_put(t, "struct sk__node_io; /* the library's; opaque here */\n");
   sk__text_put(t, "typedef struct sk_jit_flag %s sk_jit_flag;\n", SK__JIT_STR(SK_JIT_FLAG_BODY));
+  sk__text_put(t, "typedef struct sk_jit_claim %s sk_jit_claim;\n", SK__JIT_STR(SK_JIT_CLAIM_BODY));
   sk__text_put(t, "typedef struct sk_jit_env sk_jit_env;\n");
 #define SK__JIT_PRINT_TYPE(ret, name, params) sk__text_put(t, "typedef %s (*%s)%s;\n", #ret, #name, #params);
   SK_JIT_FN_TYPES(SK__JIT_PRINT_TYPE)
@@ -166,7 +167,7 @@ static void core_function(sk__text *t, const sk__plan *plan, const sk_program *p
   sk__text_put(t, "/* core %d: %zu tasks */\nstatic void core%d(const sk_jit_env *env, void *ws) {\n", core, end - begin,
       core);
   bool uses_ws = false;
-  for (size_t k = begin; k < end; k++) uses_ws |= plan->tasks[k].kind == SK_TASK_RUN;
+  for (size_t k = begin; k < end; k++) uses_ws |= plan->tasks[k].kind == SK_TASK_RUN || plan->tasks[k].kind == SK_TASK_CLAIM;
   if (!uses_ws) sk__text_put(t, "  (void)ws;\n");
   for (size_t k = begin; k < end; k++) {
     const sk__task *task = &plan->tasks[k];
@@ -200,6 +201,24 @@ static void core_function(sk__text *t, const sk__plan *plan, const sk_program *p
         sk__text_put(t, "  env->flush(env, %d, %lld, %d); /* flush %s of %s block %lld */\n", (int)task->sub, block, task->arg,
             task->arg ? "outputs" : "inputs", sub, block);
         break;
+      case SK_TASK_CLAIM: {
+        /* The interpreter's run_claimed: the next block nobody has taken;
+         * the core that finishes the last one signals the flag. */
+        long long n = (long long)plan->subs[task->sub].n_blocks;
+        sk__text_put(t, "  /* claim blocks of %s until none is left */\n", sub);
+        sk__text_put(t, "  for (int64_t b; (b = __atomic_fetch_add(&env->claims[%d].next, 1, __ATOMIC_RELAXED)) < %lld;) {\n",
+            (int)task->sub, n);
+        if (plan->options.profiling) sk__text_put(t, "    uint64_t t0 = SK_TSC();\n");
+        sk__text_put(t, "    sub%d_copy%d(env, b, ws);\n", (int)task->sub, copy);
+        if (plan->options.profiling) sk__text_put(t, "    env->prof(env, %d, 0, %d, b, t0, SK_TSC());\n", core, (int)task->sub);
+        if (task->flag >= 0)
+          sk__text_put(t, "    if (__atomic_add_fetch(&env->claims[%d].finished, 1, __ATOMIC_ACQ_REL) == %lld) sk_signal(env, %d);\n",
+              (int)task->sub, n, task->flag);
+        else /* no consumer waits: the count is the interpreter's, kept alike */
+          sk__text_put(t, "    __atomic_add_fetch(&env->claims[%d].finished, 1, __ATOMIC_ACQ_REL);\n", (int)task->sub);
+        sk__text_put(t, "  }\n");
+        break;
+      }
       case SK_TASK_COMPLEMENT:
         prof_begin(t, plan);
         sk__text_put(t, "  for (int i = 0; i < %lld; i++) if (env->sub_barrier(env, %d)) return; /* complement %s's barrier */\n",
@@ -226,7 +245,8 @@ sk_status sk__jit_codegen(const sk__plan *plan, const sk_program *p, char **body
   for (int c = 0; c < plan->n_cores; c++)
     for (size_t k = plan->core_begin[c]; k < plan->core_begin[c + 1]; k++) {
       bool *u = &used[plan->tasks[k].sub * (size_t)copies + (size_t)(c % copies)];
-      if (plan->tasks[k].kind == SK_TASK_RUN && !*u) *u = true, functions++;
+      bool runs = plan->tasks[k].kind == SK_TASK_RUN || plan->tasks[k].kind == SK_TASK_CLAIM;
+      if (runs && !*u) *u = true, functions++;
     }
   if (functions * (size_t)plan->options.func_align > SK_JIT_MAX_PADDING) {
     free(used);

@@ -22,6 +22,9 @@ _Static_assert(SK_PROF_RUN == 0 && SK_PROF_WAIT == 1 && SK_PROF_BARRIER == 2, "e
 _Static_assert(sizeof(sk_jit_flag) == sizeof(sk__wait_word), "sk_jit_flag must be sk__wait_word's size");
 _Static_assert(offsetof(sk_jit_flag, value) == offsetof(sk__wait_word, value), "flag value offset");
 _Static_assert(offsetof(sk_jit_flag, sleepers) == offsetof(sk__wait_word, sleepers), "flag sleepers offset");
+_Static_assert(sizeof(sk_jit_claim) == sizeof(sk__claim), "sk_jit_claim must be sk__claim's size");
+_Static_assert(offsetof(sk_jit_claim, next) == offsetof(sk__claim, next), "claim next offset");
+_Static_assert(offsetof(sk_jit_claim, finished) == offsetof(sk__claim, finished), "claim finished offset");
 
 /* A step's compiled code, shared by every run context of its program. */
 typedef struct sk__jit_step {
@@ -171,6 +174,7 @@ sk_status sk__jit_launch_create(const sk__step *step, sk__launch_state *st, sk__
   l->st = st;
   l->env = (sk_jit_env){
       .n_cores = step->plan->n_cores, .flags = (sk_jit_flag *)(void *)st->flags,
+      .claims = (sk_jit_claim *)(void *)st->claims,
       .io = (const struct sk__node_io *const *)st->sub_io, .run_block = js->run_block, .wait = cb_wait,
       .wake = cb_wake, .barrier = cb_barrier, .aborted = cb_aborted, .sub_barrier = cb_sub_barrier,
       .preload = cb_preload, .flush = cb_flush, .prof = cb_prof, .lib = st};

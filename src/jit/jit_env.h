@@ -22,6 +22,11 @@
 #define SK_JIT_FLAG_BODY \
   { uint32_t value; uint32_t sleepers; unsigned char pad_[56]; }
 
+/* A claimed sub-kernel's counters: sk__claim's layout (superkernel/launch.h):
+ * the next block to hand out, then the blocks finished, 64 bytes each. */
+#define SK_JIT_CLAIM_BODY \
+  { int64_t next; unsigned char pad0_[56]; int64_t finished; unsigned char pad1_[56]; }
+
 /* Callback types: T(return type, name, parameter list). */
 #define SK_JIT_FN_TYPES(T)                                                                   \
   T(void, sk_jit_run_fn, (const struct sk__node_io *io, int64_t block, void *workspace))     \
@@ -39,6 +44,7 @@
   F(uint32_t, epoch, "this launch's number: a flag is signalled in this launch when it equals it")  \
   F(int32_t, n_cores, "the team size the plan was made for")                                         \
   F(sk_jit_flag *, flags, "the plan's flags")                                                        \
+  F(sk_jit_claim *, claims, "per sub-kernel: a claimed one's counters, zeroed before each launch")   \
   F(const struct sk__node_io *const *, io, "per sub-kernel: its node's io (opaque here)")           \
   F(const sk_jit_run_fn *, run_block, "per sub-kernel: its op's run_block")                          \
   F(void *const *, workspace, "per core: scratch for run_block, or NULL for none")                   \
@@ -60,6 +66,7 @@
  * run_block is stored and called without a cast. */
 struct sk__node_io;
 typedef struct sk_jit_flag SK_JIT_FLAG_BODY sk_jit_flag;
+typedef struct sk_jit_claim SK_JIT_CLAIM_BODY sk_jit_claim;
 typedef struct sk_jit_env sk_jit_env;
 
 #define SK__JIT_TYPEDEF(ret, name, params) typedef ret(*name) params;

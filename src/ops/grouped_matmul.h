@@ -82,13 +82,18 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out);
 
 /* One block of the tiling: an output tile of one group (grouped_matmul_tiling.c). */
 typedef struct gmm_tile {
-  int64_t group; /* >= 0: that group's rows; GMM_ZERO_TILE; GMM_RUNTIME_TILE */
+  int64_t group; /* >= 0: that group's rows; GMM_ZERO_TILE; GMM_RUNTIME_TILE; GMM_EXPERT_TILE */
   int64_t m0, m1, n0, n1;
 } gmm_tile;
 
 enum {
-  GMM_ZERO_TILE = -1,   /* zero-fill rows [m0, m1) of the single output */
-  GMM_RUNTIME_TILE = -2 /* rows [m0, m1) of x and y, experts found at run time */
+  GMM_ZERO_TILE = -1,    /* zero-fill rows [m0, m1) of the single output */
+  GMM_RUNTIME_TILE = -2, /* rows [m0, m1) of x and y, experts found at run time */
+  /* Columns [n0, n1) of the m0-th expert that has rows in this run (in
+   * list order; none: nothing to do), within rows [0, m1) of x and y; the
+   * one with m0 == 0 also zero-fills its columns of the rows past the
+   * last expert. */
+  GMM_EXPERT_TILE = -3
 };
 
 /* Tiles of a node with groups known at compile that give each of the

@@ -81,14 +81,28 @@ static void split_group(int64_t m, int64_t n, int64_t want, int64_t mr, int64_t 
   *tn_out = best_tn;
 }
 
-/* A run-time group list: about one tile of the whole output per core.
+/* The weight bytes one decode work item streams. Small, so that a core the
+ * machine runs slower (cores do not keep one speed) leaves the rest to the
+ * others and the last item costs little; not so small that claiming it,
+ * reading the routing and packing its rows of x weigh: about 35 us of one
+ * core's share of memory bandwidth. */
+#define ITEM_WEIGHT_BYTES ((int64_t)512 * 1024)
+
+/* A run-time group list: the experts' rows are known only when a run reads
+ * it, so are the blocks' costs, and cores claim the blocks one at a time
+ * (tiling.claim).
  *
- * While every row fits one tile (decode: T * k rows), tiles are column
- * strips of all rows, as many per core: a row tile's work is the experts
- * its rows fall in, which only the routing knows, so row tiles would leave
- * cores idle (qwen3-30b-a3b at T = 1 cut its 8 rows into 6 + 2: one core
- * streamed three experts' weights for each one of the other's). A column
- * strip reads the same share of every expert hit, whatever the routing. */
+ * While every row fits one tile (decode: T * k rows) a block is one work
+ * item: a column strip of one expert, the j-th with rows in this run; j
+ * runs to min(experts, rows), the most that can have rows, and the items
+ * past the experts hit cost a look at the list. Each item streams about
+ * ITEM_WEIGHT_BYTES of one expert's weights, whatever the routing; strips
+ * are whole NR-column units dealt evenly. (Row tiles would not do: a row
+ * tile's work is the experts its rows fall in. qwen3-30b-a3b at T = 1 cut
+ * its 8 rows 6 + 2 and one core streamed three experts for each one of the
+ * other's.)
+ *
+ * Past that (prefill), tiles cut the whole [M, N] output, a few per core. */
 static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, sk__tiling *out) {
   const gmm_params *p = io->params;
   gmm_group q = sk__gmm_group_rows(io, 0, 0, io->in[GMM_X].tensors[0].shape[0]);
@@ -96,18 +110,20 @@ static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, in
   int64_t tm, tn;
   bool ok = true;
   if (q.m > 0 && q.m <= TILE_M_MAX && q.n > 0 && n_cores > 1) {
-    /* Strips of NR-column units, dealt evenly: widths differ by one unit. */
-    int64_t units = sk__ceil_div(q.n, nr);
-    int64_t cols = sk__ceil_div(sk__ceil_div(q.n, TILE_N_MAX), n_cores) * n_cores;
-    if (cols > units) cols = units;
+    int64_t units = sk__ceil_div(q.n, nr), unit_bytes = nr * q.k * (int64_t)sk_dtype_size(q.w_dtype);
+    int64_t strips = sk__ceil_div(units * unit_bytes, ITEM_WEIGHT_BYTES);
+    if (strips < sk__ceil_div(q.n, TILE_N_MAX)) strips = sk__ceil_div(q.n, TILE_N_MAX);
+    if (strips > units) strips = units;
+    int64_t experts = p->n_groups < q.m ? p->n_groups : q.m;
     tm = sk__ceil_div(q.m, mr) * mr;
-    tn = sk__ceil_div(units, cols) * nr;
-    for (int64_t c = 0; ok && c < cols; c++) {
-      int64_t n0 = c * units / cols * nr, n1 = (c + 1) * units / cols * nr;
-      ok = push(&t, (gmm_tile){GMM_RUNTIME_TILE, 0, q.m, n0, n1 < q.n ? n1 : q.n});
-    }
+    tn = sk__ceil_div(units, strips) * nr;
+    for (int64_t j = 0; ok && j < experts; j++)
+      for (int64_t c = 0; ok && c < strips; c++) {
+        int64_t n0 = c * units / strips * nr, n1 = (c + 1) * units / strips * nr;
+        ok = push(&t, (gmm_tile){GMM_EXPERT_TILE, j, q.m, n0, n1 < q.n ? n1 : q.n});
+      }
   } else {
-    split_group(q.m, q.n, n_cores, mr, nr, &tm, &tn);
+    split_group(q.m, q.n, n_cores > 1 ? 4 * n_cores : 1, mr, nr, &tm, &tn);
     for (int64_t m0 = 0; ok && m0 < q.m; m0 += tm)
       for (int64_t n0 = 0; ok && n0 < q.n; n0 += tn)
         ok = push(&t, (gmm_tile){GMM_RUNTIME_TILE, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n});
@@ -119,6 +135,7 @@ static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, in
   out->n_blocks = t.count;
   out->workspace_bytes = p->quant ? quant_workspace(tm, tn, q.k) : sk__gemm_workspace_size(tm, tn, q.k);
   out->plan = t.tiles;
+  out->claim = n_cores > 1;
   return SK_STATUS_OK;
 }
 
@@ -218,9 +235,25 @@ static void run_runtime_tile(const sk__node_io *io, const gmm_tile *tile, void *
   if (rows_used < tile->m1) zero_rows(io, rows_used > tile->m0 ? rows_used : tile->m0, tile->m1, tile->n0, tile->n1);
 }
 
+/* GMM_EXPERT_TILE: the tile's strip of the m0-th expert with rows. */
+static void run_expert_tile(const sk__node_io *io, const gmm_tile *tile, void *workspace) {
+  const gmm_params *p = io->params;
+  int64_t begin[GMM_MAX_GROUPS], end[GMM_MAX_GROUPS], rows_used;
+  if (!sk__gmm_runtime_rows(io, begin, end, &rows_used)) return; /* the run fails, naming the entry */
+  for (int64_t e = 0, hit = 0; e < p->n_groups; e++) {
+    if (begin[e] >= end[e] || hit++ < tile->m0) continue;
+    gmm_group q = sk__gmm_group_rows(io, e, begin[e], end[e] - begin[e]);
+    compute(io, &q, 0, q.m, tile->n0, tile->n1, workspace);
+    break;
+  }
+  if (tile->m0 == 0 && rows_used < tile->m1) zero_rows(io, rows_used, tile->m1, tile->n0, tile->n1);
+}
+
 void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const gmm_tile *tile = &((const gmm_tile *)io->plan)[block];
-  if (tile->group == GMM_RUNTIME_TILE) {
+  if (tile->group == GMM_EXPERT_TILE) {
+    run_expert_tile(io, tile, workspace);
+  } else if (tile->group == GMM_RUNTIME_TILE) {
     run_runtime_tile(io, tile, workspace);
   } else if (tile->group == GMM_ZERO_TILE) {
     zero_rows(io, tile->m0, tile->m1, 0, io->out[0].shape[1]);
@@ -236,11 +269,13 @@ void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
 void sk__gmm_footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
   const gmm_params *p = io->params;
   const gmm_tile *tile = &((const gmm_tile *)io->plan)[block];
-  if (tile->group == GMM_RUNTIME_TILE) { /* rows of x and y; every expert's operands may be read */
+  if (tile->group == GMM_RUNTIME_TILE || tile->group == GMM_EXPERT_TILE) {
+    /* Rows of x and y (an expert's: any of them); every expert's operands may be read. */
     const sk__tensor *x = &io->in[GMM_X].tensors[0], *y = &io->out[0];
     int64_t xrow = x->shape[1] * (int64_t)sk_dtype_size(x->dtype), yrow = y->shape[1] * (int64_t)sk_dtype_size(y->dtype);
-    reads[sk__io_input_index(io, GMM_X, 0)] = (sk__span){tile->m0 * xrow, tile->m1 * xrow};
-    writes[0] = (sk__span){tile->m0 * yrow, tile->m1 * yrow};
+    int64_t m0 = tile->group == GMM_EXPERT_TILE ? 0 : tile->m0;
+    reads[sk__io_input_index(io, GMM_X, 0)] = (sk__span){m0 * xrow, tile->m1 * xrow};
+    writes[0] = (sk__span){m0 * yrow, tile->m1 * yrow};
     return;
   }
   for (int s = 0; s < SK__MAX_SLOTS; s++)

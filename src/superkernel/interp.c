@@ -4,6 +4,22 @@
 #include "profile/profile.h"
 #include "superkernel/launch.h"
 
+/* CLAIM: blocks of a claimed sub-kernel until none is left, each timed on
+ * its own under profiling=1. */
+static void run_claimed(sk__launch_state *st, const sk__task *task, int core, void *workspace) {
+  const sk__plan *plan = st->plan;
+  const sk__node_io *io = st->sub_io[task->sub];
+  const sk__subkernel *sub = &plan->subs[task->sub];
+  void (*run_block)(const sk__node_io *, int64_t, void *) = st->p->nodes[sub->node].def->run_block;
+  if (st->pending_preload[core] == (int32_t)task->sub) st->pending_preload[core] = -1; /* too late */
+  for (int64_t b; (b = sk__launch_claim(st, task->sub)) < sub->n_blocks;) {
+    uint64_t t0 = st->profile ? sk__tsc() : 0;
+    run_block(io, b, workspace);
+    if (st->profile) sk__profile_add(st->profile, core, SK_PROF_RUN, plan->step, task->sub, b, t0, sk__tsc());
+    sk__launch_claimed_done(st, task->sub, task->flag);
+  }
+}
+
 /* One task; false when the watchdog tripped and the core must abandon the
  * rest of its list. */
 static bool run_task(sk__launch_state *st, const sk__task *task, int core, void *workspace) {
@@ -28,6 +44,7 @@ static bool run_task(sk__launch_state *st, const sk__task *task, int core, void 
       for (int64_t k = 0; k < task->count; k++)
         if (!sk__launch_sub_barrier(st, task->sub)) return false;
       return true;
+    case SK_TASK_CLAIM: run_claimed(st, task, core, workspace); return true;
   }
   return true;
 }

@@ -23,8 +23,13 @@ static sk_status settle(sk__launch_state *st) {
   return sk__watchdog_take(st->wd);
 }
 
-static void reset_preloads(sk__launch_state *st) {
+static void reset_preloads_and_claims(sk__launch_state *st) {
   for (int c = 0; c < st->plan->n_cores; c++) st->pending_preload[c] = -1;
+  for (size_t i = 0; i < st->plan->n_subs; i++) {
+    if (!st->plan->subs[i].claimed) continue;
+    atomic_store_explicit(&st->claims[i].next, 0, memory_order_relaxed);
+    atomic_store_explicit(&st->claims[i].finished, 0, memory_order_relaxed);
+  }
 }
 
 sk_status sk__launch(sk__launch_state *st, sk_team *team, sk_block_fn fn, void *arg, uint32_t *epoch_copy) {
@@ -35,7 +40,7 @@ sk_status sk__launch(sk__launch_state *st, sk_team *team, sk_block_fn fn, void *
                     "super kernel '%s' was planned for a team of %d cores, run on %d (compile with that team)",
                     plan->name, plan->n_cores, n_cores);
   /* Written before the launch, which orders them before every core's reads. */
-  reset_preloads(st);
+  reset_preloads_and_claims(st);
   uint32_t epoch = ++st->epoch;
   if (epoch_copy) *epoch_copy = epoch;
   if (!team) {
@@ -60,9 +65,15 @@ static void trip_flag(const sk__launch_state *st, const char *who, int32_t flag,
   char what[320] = "for an early-start flag";
   for (size_t t = 0; t < plan->n_tasks; t++) {
     const sk__task *task = &plan->tasks[t];
+    const char *name = st->p->nodes[plan->subs[task->sub].node].name;
     if (task->kind == SK_TASK_RUN && task->flag == flag) {
       snprintf(what, sizeof what, "for block %lld of sub-kernel '%s' (early-start flag %d)", (long long)task->block,
-               st->p->nodes[plan->subs[task->sub].node].name, (int)flag);
+               name, (int)flag);
+      break;
+    }
+    if (task->kind == SK_TASK_CLAIM && task->flag == flag) {
+      snprintf(what, sizeof what, "for the %lld claimed blocks of sub-kernel '%s' (early-start flag %d)",
+               (long long)plan->subs[task->sub].n_blocks, name, (int)flag);
       break;
     }
   }
@@ -92,6 +103,11 @@ bool sk__launch_sub_barrier(sk__launch_state *st, int32_t sub) { return sk__barr
 void sk__launch_signal(sk__launch_state *st, int32_t flag) {
   sk__wait_fetch_add(&st->flags[flag], 1); /* seq_cst: publishes the block's writes */
   sk__wait_wake(&st->flags[flag]);
+}
+
+void sk__launch_claimed_done(sk__launch_state *st, size_t sub, int32_t flag) {
+  int64_t done = atomic_fetch_add_explicit(&st->claims[sub].finished, 1, memory_order_acq_rel) + 1;
+  if (done == st->plan->subs[sub].n_blocks && flag >= 0) sk__launch_signal(st, flag);
 }
 
 /* ---- preload and flush ---- */

@@ -13,11 +13,24 @@
 #ifndef SK_SUPERKERNEL_LAUNCH_H
 #define SK_SUPERKERNEL_LAUNCH_H
 
+#include <stdatomic.h>
+
 #include "runtime/barrier.h"
 #include "runtime/watchdog.h"
 #include "superkernel/plan.h"
 
 struct sk__profile;
+
+/* A claimed sub-kernel's counters in one launch: the next block to hand out
+ * and the blocks finished, each on a cache line of its own (cores claim
+ * while others finish). Zeroed before every launch. The JIT's sk_jit_claim
+ * has this layout (jit.c asserts it). */
+typedef struct sk__claim {
+  _Atomic int64_t next;
+  unsigned char pad0_[56];
+  _Atomic int64_t finished;
+  unsigned char pad1_[56];
+} sk__claim;
 
 typedef struct sk__launch_state {
   const sk__plan *plan;
@@ -28,6 +41,7 @@ typedef struct sk__launch_state {
   sk__wait_word *flags;        /* plan->n_flags, 64-byte aligned */
   sk__barrier_t *barriers;     /* plan->n_barriers, 64-byte aligned */
   sk__barrier_t *sub_barriers; /* per sub-kernel when plan->any_sub_barrier */
+  sk__claim *claims;           /* per sub-kernel (claimed ones use theirs), 64-byte aligned */
   /* preload-code=per-func: per core, the sub-kernel whose operands a
    * PRELOAD task asked for and no wait has prefetched yet (-1: none). Each
    * core reads and writes only its own entry; reset before every launch. */
@@ -49,7 +63,8 @@ void sk__launch_state_destroy(sk__launch_state *st);
 
 /* One launch of the super kernel: checks the team size (the plan's),
  * starts a new epoch (also written to *epoch_copy when not NULL, before any
- * core starts: the JIT's env carries its own), clears pending preloads,
+ * core starts: the JIT's env carries its own), clears pending preloads and
+ * claim counters,
  * runs fn(arg, core, core) on every core (on the calling thread without a
  * team), rolls the epoch back when the team refuses the launch (a nested
  * one: no core ran), and settles: after a launch the watchdog abandoned,
@@ -72,6 +87,17 @@ bool sk__launch_sub_barrier(sk__launch_state *st, int32_t sub);
 /* After RUN: signal flag (publishes the block's writes) and wake its
  * sleepers. */
 void sk__launch_signal(sk__launch_state *st, int32_t flag);
+
+/* CLAIM: the next block of claimed sub-kernel `sub` no core has taken (at
+ * least its n_blocks: none is left). */
+static inline int64_t sk__launch_claim(sk__launch_state *st, size_t sub) {
+  /* Relaxed: what a block reads was published by flags waited for before. */
+  return atomic_fetch_add_explicit(&st->claims[sub].next, 1, memory_order_relaxed);
+}
+/* After a claimed block: counts it; the core that finishes the sub-kernel's
+ * last block signals flag (>= 0), publishing every block's writes (the
+ * count is an acq_rel read-modify-write chain). */
+void sk__launch_claimed_done(sk__launch_state *st, size_t sub, int32_t flag);
 
 /* PRELOAD: with preload-code=max, prefetch now; with per-func, record the
  * request for the core's next real wait ("while a core waits", the seed's

@@ -12,6 +12,7 @@ void sk__launch_state_destroy(sk__launch_state *st) {
   sk__aligned_free(st->flags);
   sk__aligned_free(st->barriers);
   sk__aligned_free(st->sub_barriers);
+  sk__aligned_free(st->claims);
   free(st->pending_preload);
   free(st);
 }
@@ -49,7 +50,8 @@ sk_status sk__launch_state_create(const sk__plan *plan, const sk_program *p, sk_
   if (plan->n_flags) st->flags = sk__aligned_calloc((size_t)plan->n_flags * sizeof *st->flags);
   if (plan->n_barriers) st->barriers = sk__aligned_calloc((size_t)plan->n_barriers * sizeof *st->barriers);
   if (plan->any_sub_barrier) st->sub_barriers = sk__aligned_calloc(plan->n_subs * sizeof *st->sub_barriers);
-  sk_status status = st->sub_io && st->pending_preload && (st->flags || !plan->n_flags) &&
+  st->claims = sk__aligned_calloc((plan->n_subs ? plan->n_subs : 1) * sizeof *st->claims);
+  sk_status status = st->sub_io && st->pending_preload && st->claims && (st->flags || !plan->n_flags) &&
                              (st->barriers || !plan->n_barriers) && (st->sub_barriers || !plan->any_sub_barrier)
                          ? SK_STATUS_OK
                          : sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory for its run state", plan->name);

@@ -14,9 +14,20 @@
  *   FLUSH    write back and evict (clflush) the bytes block `block` of
  *            `sub` reads (arg 0) or writes (arg 1): the dcci options;
  *   COMPLEMENT  a core with no block of a barrier-using sub-kernel joins
- *            its barrier as often as each block calls it (feed-sync-all).
+ *            its barrier as often as each block calls it (feed-sync-all);
+ *   CLAIM    run blocks of claimed sub-kernel `sub` that no core has taken
+ *            yet, one at a time, until none is left; the core that
+ *            finishes its last block signals `flag` (>= 0).
  * A flag counts completed launches, so "signalled in this launch" is
  * "equals the launch epoch" and nothing is reset between launches.
+ *
+ * A claimed sub-kernel (its op's tiling says the blocks' costs are known
+ * only at run time: an expert routing) is not dealt out: each of its cores
+ * has one CLAIM task, so a core the machine runs slower takes fewer
+ * blocks. Every core of it first waits (one WAIT) for what any of its
+ * blocks reads; its consumers wait for its one flag, set when all its
+ * blocks are done. Which core ran a block never changes the block's
+ * result, so outputs stay bitwise those of the dealt plan.
  *
  * A plan is immutable after sk_compile: what a launch changes (flags,
  * epoch, barriers, pending preloads) is a run context's, one
@@ -50,13 +61,14 @@ typedef enum sk__task_kind {
   SK_TASK_PRELOAD,
   SK_TASK_FLUSH,
   SK_TASK_COMPLEMENT,
+  SK_TASK_CLAIM,
 } sk__task_kind;
 
 typedef struct sk__task {
   uint8_t kind;
   uint8_t arg;   /* FLUSH: 0 inputs, 1 outputs */
   uint16_t sub;
-  int32_t flag;  /* RUN: flag to signal or -1; BARRIER: barrier index */
+  int32_t flag;  /* RUN, CLAIM: flag to signal or -1; BARRIER: barrier index */
   int64_t block; /* RUN / FLUSH: block; WAIT: first entry in deps */
   int64_t count; /* WAIT: number of flags */
 } sk__task;
@@ -68,6 +80,7 @@ typedef struct sk__subkernel {
   int core_first, n_cores; /* its cores: [core_first, core_first + n_cores) */
   int chain;              /* stream chain under stream fusion, else 0 */
   int barriers_per_block; /* team barriers each block calls (the op's) */
+  bool claimed;           /* its cores claim its blocks (CLAIM), not dealt: block b runs anywhere */
   bool *external;         /* per input tensor: produced outside this super
                            * kernel (what PRELOAD may prefetch) */
   /* Its tiling in this plan: the node's own, or (retiled, owned by the

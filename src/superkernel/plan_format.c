@@ -28,9 +28,10 @@ char *sk__plan_format(const sk__plan *plan, const sk_program *p) {
   for (size_t i = 0; i < plan->n_subs; i++) {
     const sk__subkernel *s = &plan->subs[i];
     const sk__exec_node *ex = &p->nodes[s->node];
-    sk__text_put(&t, "  sub %zu: %s (%s, %s), %lld blocks on cores %d-%d, workspace %zu bytes%s\n", i, ex->name, ex->def->type,
-        kind_name(s->kind), (long long)s->n_blocks, s->core_first, s->core_first + s->n_cores - 1,
-        s->tiling.workspace_bytes, plan->stream_fused ? (s->chain ? ", stream 1" : ", stream 0") : "");
+    sk__text_put(&t, "  sub %zu: %s (%s, %s), %lld blocks %son cores %d-%d, workspace %zu bytes%s\n", i, ex->name,
+        ex->def->type, kind_name(s->kind), (long long)s->n_blocks, s->claimed ? "claimed " : "", s->core_first,
+        s->core_first + s->n_cores - 1, s->tiling.workspace_bytes,
+        plan->stream_fused ? (s->chain ? ", stream 1" : ", stream 0") : "");
   }
   for (int c = 0; c < plan->n_cores; c++)
     for (size_t k = plan->core_begin[c]; k < plan->core_begin[c + 1]; k++) {
@@ -59,6 +60,10 @@ char *sk__plan_format(const sk__plan *plan, const sk_program *p) {
           break;
         case SK_TASK_COMPLEMENT:
           sk__text_put(&t, "complement %s's barrier x%lld (feed-sync-all)", sub_name(plan, p, task->sub), (long long)task->count);
+          break;
+        case SK_TASK_CLAIM:
+          sk__text_put(&t, "claim blocks of %s until none is left", sub_name(plan, p, task->sub));
+          if (task->flag >= 0) sk__text_put(&t, ", signal flag %d after the last", task->flag);
           break;
       }
       sk__text_put(&t, "\n");

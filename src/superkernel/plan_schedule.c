@@ -86,22 +86,33 @@ static sk_status place_barriers(scheduler *s) {
 
 /* Whether block (pi, pc) is certainly done before block (ci, cc) starts:
  * the same core runs them in order, or a barrier after a sub-kernel between
- * them holds both cores. */
+ * them holds both cores. A claimed producer's block may have run on any of
+ * its cores (pc is not used): only a barrier over all of them orders it. */
 static bool ordered(const scheduler *s, size_t pi, int pc, size_t ci, int cc) {
-  if (pc == cc) return true;
+  const sk__subkernel *producer = &s->plan->subs[pi];
+  if (!producer->claimed && pc == cc) return true;
+  int first = producer->claimed ? producer->core_first : pc, last = producer->claimed ? first + producer->n_cores - 1 : pc;
   for (size_t k = pi; k < ci; k++) {
     int b = s->barrier_after[k];
     if (b < 0) continue;
     const sk__barrier_set *set = &s->plan->barrier_sets[b];
-    if (in_set(pc, set->core_first, set->n_cores) && in_set(cc, set->core_first, set->n_cores)) return true;
+    if (in_set(cc, set->core_first, set->n_cores) && in_set(first, set->core_first, set->n_cores) &&
+        in_set(last, set->core_first, set->n_cores))
+      return true;
   }
   return false;
 }
 
-static sk_status add_pending(scheduler *s, int core, int64_t entry) {
-  if (s->waited[core * s->n_entries + entry]) return SK_STATUS_OK; /* flags only grow: once is enough */
+/* Whether core already waits for entry: pending, or waited for before (flags only grow: once is enough). */
+static bool is_pending(const scheduler *s, int core, int64_t entry) {
+  if (s->waited[core * s->n_entries + entry]) return true;
   for (size_t i = 0; i < s->n_pending; i++)
-    if (s->pending[i] == entry) return SK_STATUS_OK;
+    if (s->pending[i] == entry) return true;
+  return false;
+}
+
+static sk_status add_pending(scheduler *s, int core, int64_t entry) {
+  if (is_pending(s, core, entry)) return SK_STATUS_OK;
   if (s->n_pending == s->cap_pending) {
     size_t cap = s->cap_pending ? s->cap_pending * 2 : 16;
     int64_t *grown = realloc(s->pending, cap * sizeof *grown);
@@ -113,14 +124,13 @@ static sk_status add_pending(scheduler *s, int core, int64_t entry) {
   return SK_STATUS_OK;
 }
 
-/* Step 3 for one block: the producer blocks it must wait for, into pending
- * (entries of flag_used). */
-static sk_status block_dependencies(scheduler *s, size_t ci, int64_t cb, sk__span *reads, sk__span *writes) {
+/* Step 3 for one block run on core cc: the producer blocks it must wait
+ * for, added to pending (entries of flag_used). A claimed producer is
+ * waited for whole: the entry of its block 0 stands for its one flag. */
+static sk_status block_dependencies(scheduler *s, size_t ci, int64_t cb, int cc, sk__span *reads, sk__span *writes) {
   const sk__plan *plan = s->plan;
   const sk_program *p = s->p;
   const sk__exec_node *ex = &p->nodes[plan->subs[ci].node];
-  int cc = sk__sub_core(&plan->subs[ci], cb);
-  s->n_pending = 0;
   sk__block_footprint(ex, &plan->subs[ci].io, cb, reads, writes);
   for (size_t i = 0; i < ex->n_in_tensors; i++) {
     if (reads[i].begin >= reads[i].end) continue;
@@ -135,9 +145,15 @@ static sk_status block_dependencies(scheduler *s, size_t ci, int64_t cb, sk__spa
       size_t o = 0;
       while (o < px->io.n_out && p->root[px->out_values[o]] != root) o++;
       if (o == px->io.n_out) continue;
+      bool claimed = plan->subs[pi].claimed;
+      if (claimed && (is_pending(s, cc, s->block_base[pi]) || ordered(s, pi, -1, ci, cc))) break;
       for (int64_t pb = 0; pb < plan->subs[pi].n_blocks; pb++) {
         const sk__span *w = &s->writes[pi][pb * (int64_t)px->io.n_out + (int64_t)o];
         bool overlap = w->begin < reads[i].end && reads[i].begin < w->end;
+        if (overlap && claimed) {
+          SK_RETURN_IF_ERROR(add_pending(s, cc, s->block_base[pi]));
+          break;
+        }
         if (overlap && !ordered(s, pi, sk__sub_core(&plan->subs[pi], pb), ci, cc))
           SK_RETURN_IF_ERROR(add_pending(s, cc, s->block_base[pi] + pb));
       }
@@ -157,6 +173,10 @@ static sk_status block_dependencies(scheduler *s, size_t ci, int64_t cb, sk__spa
         if (produces) node = plan->subs[pi].node;
       }
       if (plan->subs[pi].node != node) continue;
+      if (plan->subs[pi].claimed) {
+        if (!ordered(s, pi, -1, ci, cc)) SK_RETURN_IF_ERROR(add_pending(s, cc, s->block_base[pi]));
+        continue;
+      }
       for (int64_t pb = 0; pb < plan->subs[pi].n_blocks; pb++)
         if (!ordered(s, pi, sk__sub_core(&plan->subs[pi], pb), ci, cc))
           SK_RETURN_IF_ERROR(add_pending(s, cc, s->block_base[pi] + pb));
@@ -187,9 +207,9 @@ static sk_status footprints(scheduler *s) {
   return s->flag_used && s->waited ? SK_STATUS_OK : oom(s);
 }
 
-/* Whether core c runs any block of sub-kernel s. */
+/* Whether core c runs (or, claimed, may run) any block of sub-kernel s. */
 static bool core_has_blocks(const sk__subkernel *s, int c) {
-  return in_set(c, s->core_first, s->n_cores) && (int64_t)(c - s->core_first) < s->n_blocks;
+  return in_set(c, s->core_first, s->n_cores) && (s->claimed || (int64_t)(c - s->core_first) < s->n_blocks);
 }
 
 /* The next sub-kernel after i (in i's chain) with blocks on core c, or -1. */
@@ -206,6 +226,52 @@ static void flush_rules(const sk__plan *plan, const sk__exec_node *ex, bool *bef
   bool disabled = sk__options_match(&o->dcci_disable_on_kernel, type);
   *before = !disabled && sk__options_match(&o->dcci_before_kernel_start, type);
   *after = !disabled && (o->debug_dcci_all || sk__options_match(&o->dcci_after_kernel_end, type));
+}
+
+/* Which sub-kernels are claimed: their op asks (tiling.claim), several
+ * cores and blocks share them, and nothing needs a block's core known in
+ * advance: no team barrier inside the blocks, no dcci flush around them. */
+static void choose_claimed(sk__plan *plan, const sk_program *p) {
+  for (size_t i = 0; i < plan->n_subs; i++) {
+    sk__subkernel *sub = &plan->subs[i];
+    bool before, after;
+    flush_rules(plan, &p->nodes[sub->node], &before, &after);
+    sub->claimed = sub->tiling.claim && sub->n_cores > 1 && sub->n_blocks > 1 && sub->barriers_per_block == 0 &&
+                   !before && !after;
+  }
+}
+
+/* A WAIT on core c for the pending entries (none: no task). */
+static sk_status push_wait(scheduler *s, int c, size_t sub) {
+  if (!s->n_pending) return SK_STATUS_OK;
+  if (s->n_deps + s->n_pending > s->cap_deps) {
+    size_t cap = (s->n_deps + s->n_pending) * 2;
+    int32_t *grown = realloc(s->deps, cap * sizeof *grown);
+    if (!grown) return oom(s);
+    s->deps = grown, s->cap_deps = cap;
+  }
+  sk__task wait = {.kind = SK_TASK_WAIT, .sub = (uint16_t)sub, .block = (int64_t)s->n_deps, .count = (int64_t)s->n_pending};
+  for (size_t k = 0; k < s->n_pending; k++) {
+    s->flag_used[s->pending[k]] = true;
+    s->waited[c * s->n_entries + s->pending[k]] = true;
+    s->deps[s->n_deps++] = (int32_t)s->pending[k];
+  }
+  return push_task(s, c, wait);
+}
+
+/* A claimed sub-kernel: on each of its cores, one WAIT for what any of its
+ * blocks reads (the core may claim any), then CLAIM, carrying the entry
+ * of block 0, which stands for the sub-kernel's one flag. */
+static sk_status emit_claim(scheduler *s, size_t i, sk__span *reads, sk__span *writes) {
+  const sk__subkernel *sub = &s->plan->subs[i];
+  for (int c = sub->core_first; c < sub->core_first + sub->n_cores; c++) {
+    s->n_pending = 0;
+    for (int64_t b = 0; b < sub->n_blocks; b++) SK_RETURN_IF_ERROR(block_dependencies(s, i, b, c, reads, writes));
+    SK_RETURN_IF_ERROR(push_wait(s, c, i));
+    SK_RETURN_IF_ERROR(
+        push_task(s, c, (sk__task){.kind = SK_TASK_CLAIM, .sub = (uint16_t)i, .flag = (int32_t)s->block_base[i]}));
+  }
+  return SK_STATUS_OK;
 }
 
 /* Step 3 and 4: waits and the task lists. RUN tasks first carry their
@@ -240,27 +306,12 @@ static sk_status emit_tasks(scheduler *s) {
         int next = core_has_blocks(sub, c) ? next_sub_on_core(plan, i, c) : -1;
         if (next >= 0) st = push_task(s, c, (sk__task){.kind = SK_TASK_PRELOAD, .sub = (uint16_t)next});
       }
-    for (int64_t b = 0; b < sub->n_blocks && st == SK_STATUS_OK; b++) {
+    if (sub->claimed && st == SK_STATUS_OK) st = emit_claim(s, i, reads, writes);
+    for (int64_t b = 0; !sub->claimed && b < sub->n_blocks && st == SK_STATUS_OK; b++) {
       int c = sk__sub_core(sub, b);
-      st = block_dependencies(s, i, b, reads, writes);
-      if (st == SK_STATUS_OK && s->n_pending) {
-        if (s->n_deps + s->n_pending > s->cap_deps) {
-          size_t cap = (s->n_deps + s->n_pending) * 2;
-          int32_t *grown = realloc(s->deps, cap * sizeof *grown);
-          if (!grown) st = oom(s);
-          else s->deps = grown, s->cap_deps = cap;
-        }
-        if (st == SK_STATUS_OK) {
-          sk__task wait = {.kind = SK_TASK_WAIT, .sub = (uint16_t)i, .block = (int64_t)s->n_deps,
-                           .count = (int64_t)s->n_pending};
-          for (size_t k = 0; k < s->n_pending; k++) {
-            s->flag_used[s->pending[k]] = true;
-            s->waited[c * s->n_entries + s->pending[k]] = true;
-            s->deps[s->n_deps++] = (int32_t)s->pending[k];
-          }
-          st = push_task(s, c, wait);
-        }
-      }
+      s->n_pending = 0;
+      st = block_dependencies(s, i, b, c, reads, writes);
+      if (st == SK_STATUS_OK) st = push_wait(s, c, i);
       if (st == SK_STATUS_OK && flush_before)
         st = push_task(s, c, (sk__task){.kind = SK_TASK_FLUSH, .arg = 0, .sub = (uint16_t)i, .block = b});
       if (st == SK_STATUS_OK)
@@ -297,7 +348,8 @@ static sk_status assign_flags(scheduler *s) {
   for (int64_t e = 0; e < total; e++) id[e] = s->flag_used[e] ? n++ : -1;
   for (int c = 0; c < plan->n_cores; c++)
     for (size_t t = 0; t < s->cores[c].n; t++)
-      if (s->cores[c].tasks[t].kind == SK_TASK_RUN) s->cores[c].tasks[t].flag = id[s->cores[c].tasks[t].flag];
+      if (s->cores[c].tasks[t].kind == SK_TASK_RUN || s->cores[c].tasks[t].kind == SK_TASK_CLAIM)
+        s->cores[c].tasks[t].flag = id[s->cores[c].tasks[t].flag];
   for (size_t d = 0; d < s->n_deps; d++) s->deps[d] = id[s->deps[d]];
   free(id);
   plan->n_flags = n;
@@ -333,6 +385,7 @@ sk_status sk__plan_schedule(sk__plan *plan, const sk_program *p) {
   s.block_base = calloc(n, sizeof *s.block_base);
   s.cores = calloc((size_t)plan->n_cores, sizeof *s.cores);
   sk_status st = s.barrier_after && s.writes && s.block_base && s.cores ? SK_STATUS_OK : oom(&s);
+  if (st == SK_STATUS_OK) choose_claimed(plan, p);
   if (st == SK_STATUS_OK) st = place_barriers(&s);
   if (st == SK_STATUS_OK) st = footprints(&s);
   if (st == SK_STATUS_OK) st = emit_tasks(&s);
