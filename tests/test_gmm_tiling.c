@@ -7,6 +7,7 @@
  * that fit one tile (a decode step's), every block is a work item, a
  * column strip of the j-th expert with rows, for the cores to claim: each
  * (j, strip) once, strips even, and bitwise those of one core. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "exec/program.h"
@@ -210,4 +211,58 @@ static void test_runtime_tiles_are_expert_items(void) {
   sk_graph_destroy(g);
 }
 
-TEST_MAIN(TEST_CASE(test_tiles_cover_and_balance), TEST_CASE(test_runtime_tiles_are_expert_items))
+/* A weight large next to its rows (a shared expert at decode): work items
+ * of whole rows for the cores to claim, bitwise those of one core, eager
+ * and in a super kernel; a small one keeps the dealt, even tiles. */
+static void test_streamed_weights_are_claimed_items(void) {
+  const int64_t m = 3, k = 1024, n = 2048;
+  size_t xb = (size_t)(m * k) * 4, wb = (size_t)(k * n) * 4, yb = (size_t)(m * n) * 4;
+  float *xs = malloc(xb), *ws = malloc(wb), *ya = malloc(yb), *yc = malloc(yb);
+  uint64_t seed = 5;
+  rr_fill(xs, SK_FP32, (size_t)(m * k), -1, 1, &seed);
+  rr_fill(ws, SK_FP32, (size_t)(k * n), -1, 1, &seed);
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x = input(g, "x", SK_FP32, 2, (int64_t[]){m, k}), w = input(g, "w", SK_FP32, 2, (int64_t[]){k, n}), y;
+  sk_op_input in[] = {{"x", &x, 1}, {"weight", &w, 1}};
+  CHECK_OK(sk_graph_begin_scope(g, "shared", NULL));
+  op(g, "grouped_matmul", "gmm", in, 2, NULL, 0, &y, 1);
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, y, "y"));
+  sk_buffer bufs[] = {{"x", xs, xb}, {"w", ws, wb}};
+  sk_program *p1;
+  sk_compile_config one = {.struct_size = sizeof one, .executor = SK_EXECUTOR_EAGER};
+  CHECK_OK(sk_compile(g, &one, &p1));
+  CHECK_OK(sk_program_run(p1, NULL, bufs, 2, (sk_buffer[]){{"y", ya, yb}}, 1));
+  CHECK(!gmm_node(p1)->tiling.claim);
+  int64_t mr, nr;
+  sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  sk_team *team;
+  sk_team_config tc = {.struct_size = sizeof tc, .num_cores = 2, .pin_threads = -1};
+  CHECK_OK(sk_team_create(&tc, &team));
+  for (int e = 0; e < 2; e++) {
+    sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team,
+                             .executor = e ? SK_EXECUTOR_INTERP : SK_EXECUTOR_EAGER};
+    sk_program *p;
+    CHECK_OK(sk_compile(g, &cfg, &p));
+    const sk__exec_node *node = gmm_node(p);
+    /* 8 MiB of fp32 weights: 16 strips of 128 columns, all 3 rows each. */
+    CHECK_MSG(node->tiling.claim && node->tiling.n_blocks == 16, "claim %d, %lld blocks", node->tiling.claim,
+              (long long)node->tiling.n_blocks);
+    for (int64_t b = 0; b < node->tiling.n_blocks; b++) {
+      const gmm_tile *t = &((const gmm_tile *)node->tiling.plan)[b];
+      CHECK(t->group == 0 && t->m0 == 0 && t->m1 == m && t->n0 == (b ? t[-1].n1 : 0) && t->n0 % nr == 0);
+    }
+    memset(yc, 0x5A, yb);
+    CHECK_OK(sk_program_run(p, team, bufs, 2, (sk_buffer[]){{"y", yc, yb}}, 1));
+    CHECK_MSG(memcmp(ya, yc, yb) == 0, "%s on 2 cores differs from one core", e ? "claimed super kernel" : "eager");
+    sk_program_destroy(p);
+  }
+  sk_team_destroy(team);
+  sk_program_destroy(p1);
+  sk_graph_destroy(g);
+  free(xs), free(ws), free(ya), free(yc);
+}
+
+TEST_MAIN(TEST_CASE(test_tiles_cover_and_balance), TEST_CASE(test_runtime_tiles_are_expert_items),
+          TEST_CASE(test_streamed_weights_are_claimed_items))

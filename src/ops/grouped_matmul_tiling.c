@@ -88,6 +88,16 @@ static void split_group(int64_t m, int64_t n, int64_t want, int64_t mr, int64_t 
  * core's share of memory bandwidth. */
 #define ITEM_WEIGHT_BYTES ((int64_t)512 * 1024)
 
+/* Strips of n columns (NR units dealt evenly) for work items of about
+ * ITEM_WEIGHT_BYTES of a k-deep weight, at least enough to keep strips
+ * within TILE_N_MAX. */
+static int64_t item_strips(int64_t n, int64_t k, sk_dtype w_dtype, int64_t nr) {
+  int64_t units = sk__ceil_div(n, nr), unit_bytes = nr * k * (int64_t)sk_dtype_size(w_dtype);
+  int64_t strips = sk__ceil_div(units * unit_bytes, ITEM_WEIGHT_BYTES);
+  if (strips < sk__ceil_div(n, TILE_N_MAX)) strips = sk__ceil_div(n, TILE_N_MAX);
+  return strips > units ? units : strips;
+}
+
 /* A run-time group list: the experts' rows are known only when a run reads
  * it, so are the blocks' costs, and cores claim the blocks one at a time
  * (tiling.claim).
@@ -110,10 +120,7 @@ static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, in
   int64_t tm, tn;
   bool ok = true;
   if (q.m > 0 && q.m <= TILE_M_MAX && q.n > 0 && n_cores > 1) {
-    int64_t units = sk__ceil_div(q.n, nr), unit_bytes = nr * q.k * (int64_t)sk_dtype_size(q.w_dtype);
-    int64_t strips = sk__ceil_div(units * unit_bytes, ITEM_WEIGHT_BYTES);
-    if (strips < sk__ceil_div(q.n, TILE_N_MAX)) strips = sk__ceil_div(q.n, TILE_N_MAX);
-    if (strips > units) strips = units;
+    int64_t units = sk__ceil_div(q.n, nr), strips = item_strips(q.n, q.k, q.w_dtype, nr);
     int64_t experts = p->n_groups < q.m ? p->n_groups : q.m;
     tm = sk__ceil_div(q.m, mr) * mr;
     tn = sk__ceil_div(units, strips) * nr;
@@ -166,6 +173,37 @@ static bool proportional_tiles(const sk__node_io *io, int n_cores, int64_t mr, i
   return true;
 }
 
+/* Groups known at compile whose weights outweigh their rows (a shared
+ * expert at decode): streaming the weights is the work, and that goes at
+ * the speed of each core's share of memory, which differs from core to
+ * core. So the groups are cut into work items of about ITEM_WEIGHT_BYTES
+ * (column strips of all of a group's rows) for the cores to claim. False
+ * when a group's rows exceed one tile or the weights give the team fewer
+ * than 8 items a core (the seed's small layers keep their even, dealt
+ * tiles, whose early-start waits a claimed sub-kernel would not have). */
+static bool weight_stream_items(const sk__node_io *io, int n_cores, int64_t nr, gmm_tiles *t, bool *oom) {
+  const gmm_params *p = io->params;
+  *oom = false;
+  if (n_cores < 2) return false;
+  int64_t bytes = 0;
+  for (int64_t g = 0; g < p->n_groups; g++) {
+    gmm_group q = sk__gmm_group(io, g);
+    if (q.m > TILE_M_MAX) return false;
+    if (q.m > 0) bytes += q.k * q.n * (int64_t)sk_dtype_size(q.w_dtype);
+  }
+  if (bytes < (int64_t)n_cores * 8 * ITEM_WEIGHT_BYTES) return false;
+  for (int64_t g = 0; g < p->n_groups; g++) {
+    gmm_group q = sk__gmm_group(io, g);
+    if (q.m == 0 || q.n == 0) continue;
+    int64_t units = sk__ceil_div(q.n, nr), strips = item_strips(q.n, q.k, q.w_dtype, nr);
+    for (int64_t c = 0; c < strips; c++) {
+      int64_t n0 = c * units / strips * nr, n1 = (c + 1) * units / strips * nr;
+      if (!push(t, (gmm_tile){g, 0, q.m, n0, n1 < q.n ? n1 : q.n})) return !(*oom = true);
+    }
+  }
+  return true;
+}
+
 sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const gmm_params *p = io->params;
   int64_t mr, nr;
@@ -173,9 +211,14 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   else sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
   if (p->runtime_groups) return tile_runtime(io, n_cores, mr, nr, out);
   gmm_tiles t = {0};
-  if (sk__gmm_balanced_tiles(io, n_cores, mr, nr, TILE_M_MAX, TILE_N_MAX, &t.tiles, &t.count)) {
+  bool oom, items = weight_stream_items(io, n_cores, nr, &t, &oom);
+  if (oom) {
+    free(t.tiles);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
+  }
+  if (!items && sk__gmm_balanced_tiles(io, n_cores, mr, nr, TILE_M_MAX, TILE_N_MAX, &t.tiles, &t.count)) {
     t.cap = t.count;
-  } else if (!proportional_tiles(io, n_cores, mr, nr, &t)) {
+  } else if (!items && !proportional_tiles(io, n_cores, mr, nr, &t)) {
     free(t.tiles);
     return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
   }
@@ -195,6 +238,7 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   out->n_blocks = t.count;
   out->workspace_bytes = workspace;
   out->plan = t.tiles;
+  out->claim = items;
   return SK_STATUS_OK;
 }
 

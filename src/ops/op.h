@@ -67,8 +67,9 @@ typedef struct sk__tiling {
   int64_t n_blocks;
   size_t workspace_bytes; /* per core, 64-byte aligned scratch */
   void *plan;             /* op-owned block table (malloc'd; freed with free) */
-  /* The blocks' costs are known only at run time (they follow data, such
-   * as an expert routing): a super kernel lets its cores claim them one at
+  /* The blocks' costs are known only at run time: they follow data (an
+   * expert routing) or the speed of each core's share of memory (a large
+   * weight streamed). A super kernel then lets its cores claim them one at
    * a time instead of dealing them out (plan.h, SK_TASK_CLAIM). */
   bool claim;
 } sk__tiling;
