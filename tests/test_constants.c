@@ -2,8 +2,11 @@
  * compile (grouped_matmul weights, reported by sk_program_describe), the
  * same bits as the weights given as inputs on every executor, constants
  * as outputs and behind views, and the errors. */
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "exec/program.h"
 #include "graph_builders.h"
 
 #define M 37
@@ -194,6 +197,47 @@ static void test_int8_weights_are_packed(void) {
     }
 }
 
+/* Packed weights a kernel streams: a large pack starts on a 2 MiB
+ * boundary (the huge-page request, sk__alloc_streamed), a small one is
+ * ordinary 64-byte-aligned memory; both compute the same bits. */
+static void test_large_packs_are_huge_page_aligned(void) {
+  for (int big = 0; big < 2; big++) {
+    const int64_t k = big ? 1024 : 64, n = big ? 2048 : 64; /* 8 MiB or 16 KiB of fp32 */
+    size_t wb = (size_t)(k * n) * 4;
+    float *w = malloc(wb), xs[2 * 1024], want[2 * 2048], got[2 * 2048];
+    uint64_t seed = 11;
+    rr_fill(w, SK_FP32, (size_t)(k * n), -1, 1, &seed);
+    rr_fill(xs, SK_FP32, (size_t)(2 * k), -1, 1, &seed);
+    for (int constant = 0; constant < 2; constant++) {
+      sk_graph *g;
+      CHECK_OK(sk_graph_create(&g));
+      sk_value x = input(g, "x", SK_FP32, 2, (int64_t[]){2, k}), wv, y;
+      if (constant) CHECK_OK(sk_graph_add_constant(g, "w", SK_FP32, 2, (int64_t[]){k, n}, w, SK_CONSTANT_BORROW, &wv));
+      else wv = input(g, "w", SK_FP32, 2, (int64_t[]){k, n});
+      sk_op_input in[] = {{"x", &x, 1}, {"weight", &wv, 1}};
+      op(g, "grouped_matmul", "gmm", in, 2, NULL, 0, &y, 1);
+      CHECK_OK(sk_graph_mark_output(g, y, "y"));
+      sk_program *p;
+      CHECK_OK(sk_compile(g, NULL, &p));
+      const void *packed = NULL;
+      for (size_t i = 0; i < p->n_nodes; i++)
+        if (p->nodes[i].packed) packed = p->nodes[i].packed;
+      if (constant) {
+        uintptr_t at = (uintptr_t)packed, want_align = big ? (uintptr_t)2 << 20 : 64;
+        CHECK_MSG(packed && at % want_align == 0, "%s pack at %p, not %zu-aligned", big ? "8 MiB" : "16 KiB", packed,
+                  (size_t)want_align);
+      }
+      sk_buffer bufs[] = {{"x", xs, (size_t)(2 * k) * 4}, {"w", w, wb}};
+      sk_buffer out = {"y", constant ? got : want, (size_t)(2 * n) * 4};
+      CHECK_OK(sk_program_run(p, NULL, bufs, constant ? 1 : 2, &out, 1));
+      if (constant) CHECK_MSG(memcmp(got, want, (size_t)(2 * n) * 4) == 0, "packed weights differ (big %d)", big);
+      sk_program_destroy(p);
+      sk_graph_destroy(g);
+    }
+    free(w);
+  }
+}
+
 static void test_errors(void) {
   sk_program_stats bad = {.struct_size = 1};
   CHECK_FAILS(sk_program_get_stats(NULL, &bad), SK_STATUS_INVALID_ARGUMENT, "program is NULL");
@@ -245,4 +289,5 @@ static void test_errors(void) {
 }
 
 TEST_MAIN(TEST_CASE(test_constants_match_inputs_on_every_executor), TEST_CASE(test_copied_and_borrowed),
-          TEST_CASE(test_constant_outputs_and_views), TEST_CASE(test_int8_weights_are_packed), TEST_CASE(test_errors))
+          TEST_CASE(test_constant_outputs_and_views), TEST_CASE(test_int8_weights_are_packed),
+          TEST_CASE(test_large_packs_are_huge_page_aligned), TEST_CASE(test_errors))

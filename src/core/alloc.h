@@ -12,6 +12,16 @@ void *sk__aligned_alloc(size_t size);
 void *sk__aligned_calloc(size_t size);
 void sk__aligned_free(void *p);
 
+/* Memory that kernels stream through (weights packed at compile): of at
+ * least SK_STREAMED_MIN bytes it is aligned to 2 MiB and, where the kernel
+ * offers it (Linux madvise), asked to be backed by transparent huge pages.
+ * A stream then crosses a page every 2 MiB instead of every 4 KiB: the
+ * hardware prefetchers, which stop at page boundaries, keep running, and
+ * one TLB entry covers 512 times the bytes. Smaller sizes are plain
+ * sk__aligned_alloc. Free with sk__aligned_free. */
+#define SK_STREAMED_MIN ((size_t)4 << 20)
+void *sk__alloc_streamed(size_t size);
+
 /* size rounded up to a multiple of SK_ALIGNMENT (no overflow check needed by
  * callers: sizes come from validated shapes well below SIZE_MAX / 2). */
 static inline size_t sk__align_up(size_t size) {

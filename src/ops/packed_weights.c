@@ -30,7 +30,7 @@ sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, in
     if (size && !mats[i].data) return SK_STATUS_OK; /* not a constant: nothing to pack */
     total += sk__align_up(size);
   }
-  packed_block *block = sk__aligned_alloc(total);
+  packed_block *block = sk__alloc_streamed(total); /* decode streams it: huge pages */
   if (!block) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory packing %zu bytes of weights", op, total);
   *block = (packed_block){.isa = isa, .kind = kind, .n = n};
   size_t at = header;
