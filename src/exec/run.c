@@ -145,7 +145,9 @@ static sk_status run_eager(sk_run_context *ctx, size_t s, sk_team *team, sk__pro
                     n->name, (long long)n->tiling.n_blocks, n_cores);
   uint64_t t0 = launches ? sk__tsc() : 0;
   launch_ctx l = {n->def, &ctx->io[node], ctx->workspaces, launches, (int32_t)s};
-  if (team) {
+  if (team && n->tiling.claim && !n->eager_barrier) { /* costs known only now: cores take blocks as they go */
+    SK_RETURN_IF_ERROR(sk__team_launch_claimed(team, run_block, &l, n->tiling.n_blocks));
+  } else if (team) {
     SK_RETURN_IF_ERROR(sk_team_launch(team, run_block, &l, n->tiling.n_blocks));
   } else {
     for (int64_t b = 0; b < n->tiling.n_blocks; b++) run_block(&l, b, 0);

@@ -3,10 +3,11 @@
  * Launch protocol (one launch in flight per team, under launch_lock):
  *
  *   launcher (core 0)                         worker c (1..N-1)
- *   fn, arg, n_blocks = ...     (plain)       seen = wait epoch != seen (acquire)
+ *   fn, arg, n_blocks, claimed, next = ...    seen = wait epoch != seen (acquire)
  *   remaining = N - 1           (relaxed)     if stop: exit
  *   epoch += 1, wake            (seq_cst)     run blocks c, c+N, ... (reads fn,...)
  *   run blocks 0, N, 2N, ...                  if (remaining -= 1) was 1: wake
+ *   (claimed: every core takes next++ until n_blocks instead)
  *   wait remaining == 0         (acquire)
  *
  * The epoch bump is a release that publishes the descriptor and the reset of
@@ -54,12 +55,14 @@ struct sk_team {
   sk_block_fn fn;
   void *arg;
   int64_t n_blocks;
+  bool claimed; /* blocks taken from `next`, not dealt b % N */
 
   /* Hot words, each on its own cache line (sk__wait_word is alignas(64)):
    * workers poll `epoch`, the launcher polls `remaining`, which every worker
    * writes; sharing a line would make each decrement stall the pollers. */
   sk__wait_word epoch;
   sk__wait_word remaining;
+  alignas(64) _Atomic int64_t next; /* a claimed launch's next block */
   sk__barrier_t barrier; /* all cores, for sk__team_barrier */
 
   pthread_mutex_t launch_lock;
@@ -93,8 +96,11 @@ int sk_team_num_cores(const sk_team *team) { return team ? team->num_cores : 0; 
 /* Workers                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static void run_blocks(const sk_team *team, int core, sk_block_fn fn, void *arg,
-                       int64_t n_blocks) {
+static void run_blocks(sk_team *team, int core, sk_block_fn fn, void *arg, int64_t n_blocks) {
+  if (team->claimed) { /* relaxed: the epoch's acquire and remaining's release order the blocks' data */
+    for (int64_t b; (b = atomic_fetch_add_explicit(&team->next, 1, memory_order_relaxed)) < n_blocks;) fn(arg, b, core);
+    return;
+  }
   int64_t stride = team->num_cores;
   for (int64_t b = core; b < n_blocks; b += stride) fn(arg, b, core);
 }
@@ -364,7 +370,7 @@ void sk_team_destroy(sk_team *team) {
 /* Launch                                                                    */
 /* ------------------------------------------------------------------------ */
 
-sk_status sk_team_launch(sk_team *team, sk_block_fn fn, void *arg, int64_t n_blocks) {
+static sk_status launch(sk_team *team, sk_block_fn fn, void *arg, int64_t n_blocks, bool claimed) {
   sk__clear_error();
   if (!team) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_team_launch: team is NULL");
   if (!fn) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_team_launch: fn is NULL");
@@ -386,11 +392,14 @@ sk_status sk_team_launch(sk_team *team, sk_block_fn fn, void *arg, int64_t n_blo
   tl_team = team;
   if (n == 1 || n_blocks == 1) {
     /* Everything runs on core 0: no need to wake the workers. */
+    team->claimed = false;
     run_blocks(team, 0, fn, arg, n_blocks);
   } else {
     team->fn = fn;
     team->arg = arg;
     team->n_blocks = n_blocks;
+    team->claimed = claimed;
+    atomic_store_explicit(&team->next, 0, memory_order_relaxed);
     atomic_store_explicit(&team->remaining.value, (uint32_t)(n - 1), memory_order_relaxed);
     sk__wait_fetch_add(&team->epoch, 1); /* publishes the lines above */
     sk__wait_wake(&team->epoch);
@@ -406,4 +415,12 @@ sk_status sk_team_launch(sk_team *team, sk_block_fn fn, void *arg, int64_t n_blo
   tl_team = outer_team;
   pthread_mutex_unlock(&team->launch_lock);
   return SK_STATUS_OK;
+}
+
+sk_status sk_team_launch(sk_team *team, sk_block_fn fn, void *arg, int64_t n_blocks) {
+  return launch(team, fn, arg, n_blocks, false);
+}
+
+sk_status sk__team_launch_claimed(sk_team *team, sk_block_fn fn, void *arg, int64_t n_blocks) {
+  return launch(team, fn, arg, n_blocks, true);
 }

@@ -34,6 +34,13 @@
  * and not checked. */
 void sk__team_barrier(sk_team *team, int core);
 
+/* sk_team_launch with the blocks claimed rather than dealt: each core takes
+ * the next block no core has taken until none is left, so a core that
+ * runs slower takes fewer (blocks whose costs are known only at run time,
+ * sk__tiling.claim). Not for blocks that meet at sk__team_barrier: which
+ * core runs which block is not fixed. */
+sk_status sk__team_launch_claimed(sk_team *team, sk_block_fn fn, void *arg, int64_t n_blocks);
+
 /* Core index of the calling thread while it runs a block of a launch
  * (0..num_cores-1); -1 outside any launch. For assertions and per-core
  * scratch lookup. */
