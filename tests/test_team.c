@@ -49,9 +49,7 @@ static void map_block(void *p, int64_t b, int core) {
   if (sk__team_current_core() != core) a->bad_current[core] = 1;
 }
 
-static void check_mapping(sk_team *team, int64_t n_blocks) {
-  int n = sk_team_num_cores(team);
-  size_t nb = n_blocks > 0 ? (size_t)n_blocks : 1;
+static map_arg map_arg_make(int n, size_t nb) {
   map_arg a = {.n_cores = n};
   a.core_of = calloc(nb, sizeof *a.core_of);
   a.runs = calloc(nb, sizeof *a.runs);
@@ -60,6 +58,21 @@ static void check_mapping(sk_team *team, int64_t n_blocks) {
   a.bad_current = calloc((size_t)n, sizeof *a.bad_current);
   for (int c = 0; c < n; c++) a.last[c] = -1;
   for (size_t b = 0; b < nb; b++) a.core_of[b] = -1;
+  return a;
+}
+
+static void map_arg_free(map_arg *a) {
+  free(a->core_of);
+  free(a->runs);
+  free(a->last);
+  free(a->bad_order);
+  free(a->bad_current);
+}
+
+static void check_mapping(sk_team *team, int64_t n_blocks) {
+  int n = sk_team_num_cores(team);
+  size_t nb = n_blocks > 0 ? (size_t)n_blocks : 1;
+  map_arg a = map_arg_make(n, nb);
 
   CHECK_OK(sk_team_launch(team, map_block, &a, n_blocks));
   CHECK(sk__team_current_core() == -1);
@@ -82,11 +95,7 @@ static void check_mapping(sk_team *team, int64_t n_blocks) {
     CHECK_MSG(a.last[c] == want, "team %d, %lld blocks: core %d ended at %lld, want %lld",
               n, (long long)n_blocks, c, (long long)a.last[c], (long long)want);
   }
-  free(a.core_of);
-  free(a.runs);
-  free(a.last);
-  free(a.bad_order);
-  free(a.bad_current);
+  map_arg_free(&a);
 }
 
 static void test_block_mapping(void) {
@@ -117,13 +126,7 @@ static void test_claimed_launch(void) {
       for (int rep = 0; rep < 3; rep++) { /* the counter starts again each launch */
         int64_t n_blocks = counts[k];
         size_t nb = n_blocks > 0 ? (size_t)n_blocks : 1;
-        map_arg a = {.n_cores = n};
-        a.core_of = calloc(nb, sizeof *a.core_of);
-        a.runs = calloc(nb, sizeof *a.runs);
-        a.last = malloc((size_t)n * sizeof *a.last);
-        a.bad_order = calloc((size_t)n, sizeof *a.bad_order);
-        a.bad_current = calloc((size_t)n, sizeof *a.bad_current);
-        for (int c = 0; c < n; c++) a.last[c] = -1;
+        map_arg a = map_arg_make(n, nb);
         CHECK_OK(sk__team_launch_claimed(team, map_block, &a, n_blocks));
         int bad = 0;
         for (int64_t b = 0; b < n_blocks; b++) bad += atomic_load(&a.runs[b]) != 1 || a.core_of[b] < 0 || a.core_of[b] >= n;
@@ -131,7 +134,7 @@ static void test_claimed_launch(void) {
                   (long long)n_blocks, bad);
         for (int c = 0; c < n; c++)
           CHECK_MSG(!a.bad_order[c] && !a.bad_current[c], "team %d: core %d out of order or wrong current core", n, c);
-        free(a.core_of), free(a.runs), free(a.last), free(a.bad_order), free(a.bad_current);
+        map_arg_free(&a);
       }
       check_mapping(team, counts[k]);
     }

@@ -112,7 +112,9 @@ static int64_t item_strips(int64_t n, int64_t k, sk_dtype w_dtype, int64_t nr) {
  * its 8 rows 6 + 2 and one core streamed three experts for each one of the
  * other's.)
  *
- * Past that (prefill), tiles cut the whole [M, N] output, a few per core. */
+ * Past that (prefill), tiles cut the whole [M, N] output, about one per core
+ * (within the tile size caps): a tile widens its weight panels, so more
+ * tiles would widen them again; claiming still evens out the experts. */
 static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, sk__tiling *out) {
   const gmm_params *p = io->params;
   gmm_group q = sk__gmm_group_rows(io, 0, 0, io->in[GMM_X].tensors[0].shape[0]);
@@ -130,7 +132,7 @@ static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, in
         ok = push(&t, (gmm_tile){GMM_EXPERT_TILE, j, q.m, n0, n1 < q.n ? n1 : q.n});
       }
   } else {
-    split_group(q.m, q.n, n_cores > 1 ? 4 * n_cores : 1, mr, nr, &tm, &tn);
+    split_group(q.m, q.n, n_cores, mr, nr, &tm, &tn);
     for (int64_t m0 = 0; ok && m0 < q.m; m0 += tm)
       for (int64_t n0 = 0; ok && n0 < q.n; n0 += tn)
         ok = push(&t, (gmm_tile){GMM_RUNTIME_TILE, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n});
