@@ -98,6 +98,28 @@ static void check_mapping(sk_team *team, int64_t n_blocks) {
   map_arg_free(&a);
 }
 
+/* A claimed launch, three times (the counter starts again each launch):
+ * every block runs exactly once, each core's blocks in increasing order
+ * (they come from one counter), on valid cores, with sk__team_current_core
+ * right. check_mapping after it on the same team shows the dealt mode is
+ * back (b % n: claiming does not stick). */
+static void check_claimed(sk_team *team, int64_t n_blocks) {
+  int n = sk_team_num_cores(team);
+  size_t nb = n_blocks > 0 ? (size_t)n_blocks : 1;
+  for (int rep = 0; rep < 3; rep++) {
+    map_arg a = map_arg_make(n, nb);
+    CHECK_OK(sk__team_launch_claimed(team, map_block, &a, n_blocks));
+    int bad = 0;
+    for (int64_t b = 0; b < n_blocks; b++) bad += atomic_load(&a.runs[b]) != 1 || a.core_of[b] < 0 || a.core_of[b] >= n;
+    CHECK_MSG(bad == 0, "team %d, %lld claimed blocks: %d not run exactly once on a valid core", n,
+              (long long)n_blocks, bad);
+    for (int c = 0; c < n; c++)
+      CHECK_MSG(!a.bad_order[c] && !a.bad_current[c], "team %d: core %d out of order or wrong current core", n, c);
+    map_arg_free(&a);
+  }
+}
+
+/* Dealt and claimed launches of every count, alternating on each team. */
 static void test_block_mapping(void) {
   static const int sizes[] = {1, 2, 3, 8};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -106,36 +128,8 @@ static void test_block_mapping(void) {
     if (!team) continue;
     CHECK(sk_team_num_cores(team) == n);
     const int64_t counts[] = {0, 1, n - 1, n, n + 1, 2 * n + 1, 1000, 1001};
-    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) check_mapping(team, counts[k]);
-    sk_team_destroy(team);
-  }
-}
-
-/* A claimed launch: every block runs exactly once, each core's blocks in
- * increasing order (they come from one counter), on valid cores, with
- * sk__team_current_core right; then a dealt launch on the same team deals
- * again (b % n: the claimed mode does not stick). */
-static void test_claimed_launch(void) {
-  static const int sizes[] = {1, 2, 3, 8};
-  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-    int n = sizes[i];
-    sk_team *team = make_team(n);
-    if (!team) continue;
-    const int64_t counts[] = {0, 1, n, 2 * n + 1, 1001};
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
-      for (int rep = 0; rep < 3; rep++) { /* the counter starts again each launch */
-        int64_t n_blocks = counts[k];
-        size_t nb = n_blocks > 0 ? (size_t)n_blocks : 1;
-        map_arg a = map_arg_make(n, nb);
-        CHECK_OK(sk__team_launch_claimed(team, map_block, &a, n_blocks));
-        int bad = 0;
-        for (int64_t b = 0; b < n_blocks; b++) bad += atomic_load(&a.runs[b]) != 1 || a.core_of[b] < 0 || a.core_of[b] >= n;
-        CHECK_MSG(bad == 0, "team %d, %lld claimed blocks: %d not run exactly once on a valid core", n,
-                  (long long)n_blocks, bad);
-        for (int c = 0; c < n; c++)
-          CHECK_MSG(!a.bad_order[c] && !a.bad_current[c], "team %d: core %d out of order or wrong current core", n, c);
-        map_arg_free(&a);
-      }
+      check_claimed(team, counts[k]);
       check_mapping(team, counts[k]);
     }
     sk_team_destroy(team);
@@ -543,7 +537,7 @@ static void test_current_core_outside(void) {
   CHECK(sk__team_current_core() == -1);
 }
 
-TEST_MAIN(TEST_CASE(test_current_core_outside), TEST_CASE(test_block_mapping), TEST_CASE(test_claimed_launch),
+TEST_MAIN(TEST_CASE(test_current_core_outside), TEST_CASE(test_block_mapping),
           TEST_CASE(test_back_to_back), TEST_CASE(test_create_destroy_loop),
           TEST_CASE(test_bad_arguments), TEST_CASE(test_env_threads),
           TEST_CASE(test_nested_launch), TEST_CASE(test_concurrent_launches_one_team),

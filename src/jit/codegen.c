@@ -211,11 +211,9 @@ static void core_function(sk__text *t, const sk__plan *plan, const sk_program *p
         if (plan->options.profiling) sk__text_put(t, "    uint64_t t0 = SK_TSC();\n");
         sk__text_put(t, "    sub%d_copy%d(env, b, ws);\n", (int)task->sub, copy);
         if (plan->options.profiling) sk__text_put(t, "    env->prof(env, %d, 0, %d, b, t0, SK_TSC());\n", core, (int)task->sub);
-        if (task->flag >= 0)
+        if (task->flag >= 0) /* a consumer waits: count the block (without one nothing needs the count) */
           sk__text_put(t, "    if (__atomic_add_fetch(&env->claims[%d].finished, 1, __ATOMIC_ACQ_REL) == %lld) sk_signal(env, %d);\n",
               (int)task->sub, n, task->flag);
-        else /* no consumer waits: the count is the interpreter's, kept alike */
-          sk__text_put(t, "    __atomic_add_fetch(&env->claims[%d].finished, 1, __ATOMIC_ACQ_REL);\n", (int)task->sub);
         sk__text_put(t, "  }\n");
         break;
       }

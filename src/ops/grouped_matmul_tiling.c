@@ -98,6 +98,17 @@ static int64_t item_strips(int64_t n, int64_t k, sk_dtype w_dtype, int64_t nr) {
   return strips > units ? units : strips;
 }
 
+/* The strips of item_strips as tiles of group rows [m0, m1): NR units
+ * dealt evenly, widths within one unit. False when out of memory. */
+static bool push_strips(gmm_tiles *t, int64_t group, int64_t m0, int64_t m1, int64_t n, int64_t strips, int64_t nr) {
+  int64_t units = sk__ceil_div(n, nr);
+  for (int64_t c = 0; c < strips; c++) {
+    int64_t n0 = c * units / strips * nr, n1 = (c + 1) * units / strips * nr;
+    if (!push(t, (gmm_tile){group, m0, m1, n0, n1 < n ? n1 : n})) return false;
+  }
+  return true;
+}
+
 /* A run-time group list: the experts' rows are known only when a run reads
  * it, so are the blocks' costs, and cores claim the blocks one at a time
  * (tiling.claim).
@@ -122,15 +133,10 @@ static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, in
   int64_t tm, tn;
   bool ok = true;
   if (q.m > 0 && q.m <= TILE_M_MAX && q.n > 0 && n_cores > 1) {
-    int64_t units = sk__ceil_div(q.n, nr), strips = item_strips(q.n, q.k, q.w_dtype, nr);
-    int64_t experts = p->n_groups < q.m ? p->n_groups : q.m;
+    int64_t strips = item_strips(q.n, q.k, q.w_dtype, nr), experts = p->n_groups < q.m ? p->n_groups : q.m;
     tm = sk__ceil_div(q.m, mr) * mr;
-    tn = sk__ceil_div(units, strips) * nr;
-    for (int64_t j = 0; ok && j < experts; j++)
-      for (int64_t c = 0; ok && c < strips; c++) {
-        int64_t n0 = c * units / strips * nr, n1 = (c + 1) * units / strips * nr;
-        ok = push(&t, (gmm_tile){GMM_EXPERT_TILE, j, q.m, n0, n1 < q.n ? n1 : q.n});
-      }
+    tn = sk__ceil_div(sk__ceil_div(q.n, nr), strips) * nr;
+    for (int64_t j = 0; ok && j < experts; j++) ok = push_strips(&t, GMM_EXPERT_TILE, j, q.m, q.n, strips, nr);
   } else {
     split_group(q.m, q.n, n_cores, mr, nr, &tm, &tn);
     for (int64_t m0 = 0; ok && m0 < q.m; m0 += tm)
@@ -197,11 +203,7 @@ static bool weight_stream_items(const sk__node_io *io, int n_cores, int64_t nr, 
   for (int64_t g = 0; g < p->n_groups; g++) {
     gmm_group q = sk__gmm_group(io, g);
     if (q.m == 0 || q.n == 0) continue;
-    int64_t units = sk__ceil_div(q.n, nr), strips = item_strips(q.n, q.k, q.w_dtype, nr);
-    for (int64_t c = 0; c < strips; c++) {
-      int64_t n0 = c * units / strips * nr, n1 = (c + 1) * units / strips * nr;
-      if (!push(t, (gmm_tile){g, 0, q.m, n0, n1 < q.n ? n1 : q.n})) return !(*oom = true);
-    }
+    if (!push_strips(t, g, 0, q.m, q.n, item_strips(q.n, q.k, q.w_dtype, nr), nr)) return !(*oom = true);
   }
   return true;
 }

@@ -390,16 +390,15 @@ static sk_status launch(sk_team *team, sk_block_fn fn, void *arg, int64_t n_bloc
   const sk_team *outer_team = tl_team; /* NULL: not a worker of any team */
   tl_core = 0;
   tl_team = team;
+  team->claimed = claimed;
+  atomic_store_explicit(&team->next, 0, memory_order_relaxed);
   if (n == 1 || n_blocks == 1) {
     /* Everything runs on core 0: no need to wake the workers. */
-    team->claimed = false;
     run_blocks(team, 0, fn, arg, n_blocks);
   } else {
     team->fn = fn;
     team->arg = arg;
     team->n_blocks = n_blocks;
-    team->claimed = claimed;
-    atomic_store_explicit(&team->next, 0, memory_order_relaxed);
     atomic_store_explicit(&team->remaining.value, (uint32_t)(n - 1), memory_order_relaxed);
     sk__wait_fetch_add(&team->epoch, 1); /* publishes the lines above */
     sk__wait_wake(&team->epoch);

@@ -16,7 +16,7 @@ static void run_claimed(sk__launch_state *st, const sk__task *task, int core, vo
     uint64_t t0 = st->profile ? sk__tsc() : 0;
     run_block(io, b, workspace);
     if (st->profile) sk__profile_add(st->profile, core, SK_PROF_RUN, plan->step, task->sub, b, t0, sk__tsc());
-    sk__launch_claimed_done(st, task->sub, task->flag);
+    if (task->flag >= 0) sk__launch_claimed_done(st, task->sub, task->flag); /* a consumer waits: count it */
   }
 }
 

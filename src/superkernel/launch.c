@@ -107,7 +107,7 @@ void sk__launch_signal(sk__launch_state *st, int32_t flag) {
 
 void sk__launch_claimed_done(sk__launch_state *st, size_t sub, int32_t flag) {
   int64_t done = atomic_fetch_add_explicit(&st->claims[sub].finished, 1, memory_order_acq_rel) + 1;
-  if (done == st->plan->subs[sub].n_blocks && flag >= 0) sk__launch_signal(st, flag);
+  if (done == st->plan->subs[sub].n_blocks) sk__launch_signal(st, flag);
 }
 
 /* ---- preload and flush ---- */

@@ -94,9 +94,10 @@ static inline int64_t sk__launch_claim(sk__launch_state *st, size_t sub) {
   /* Relaxed: what a block reads was published by flags waited for before. */
   return atomic_fetch_add_explicit(&st->claims[sub].next, 1, memory_order_relaxed);
 }
-/* After a claimed block: counts it; the core that finishes the sub-kernel's
- * last block signals flag (>= 0), publishing every block's writes (the
- * count is an acq_rel read-modify-write chain). */
+/* After a claimed block whose sub-kernel has a flag (>= 0: a consumer waits
+ * for it): counts the block; the core that finishes the last one signals
+ * flag, publishing every block's writes (the count is an acq_rel
+ * read-modify-write chain). Without a flag nothing needs the count. */
 void sk__launch_claimed_done(sk__launch_state *st, size_t sub, int32_t flag);
 
 /* PRELOAD: with preload-code=max, prefetch now; with per-func, record the
