@@ -264,5 +264,92 @@ static void test_streamed_weights_are_claimed_items(void) {
   free(xs), free(ws), free(ya), free(yc);
 }
 
+/* Constant weights (packed at compile) of a group with enough rows: row
+ * tiles for the cores to claim, MR-multiple heights, every output element
+ * once, no group cut into more than 8 row tiles; the same op with the
+ * weight as an input, or with decode's few rows, keeps the dealt tiles.
+ * Bitwise those of one core, eager and in a super kernel (interp, jit). */
+static void test_constant_weights_are_claimed_row_tiles(void) {
+  static const tiling_case cases[] = {
+      {"seed sk1: 64 + 256 rows", {64, 256}, 180, 320, true},
+      {"tall and wide: columns within a tile", {600, 5}, 16, 700, true},
+      {"decode: 8 + 16 rows", {8, 16}, 180, 320, false},
+  };
+  int64_t mr, nr;
+  sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  sk_team *team;
+  sk_team_config tc = {.struct_size = sizeof tc, .num_cores = 2, .pin_threads = -1};
+  CHECK_OK(sk_team_create(&tc, &team));
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const tiling_case *c = &cases[ci];
+    int64_t e = n_groups(c), m = 0, ends[6];
+    for (int64_t g = 0; g < e; g++) ends[g] = (m += c->rows[g]);
+    uint64_t seed = 31 + ci;
+    rr_fill(x_data, SK_FP32, (size_t)(m * c->k), -1, 1, &seed);
+    rr_fill(w_data, SK_FP32, (size_t)(e * c->k * c->n), -1, 1, &seed);
+    size_t xb = (size_t)(m * c->k) * 4, yb = (size_t)(m * c->n) * 4;
+    for (int constant = 0; constant < 2; constant++) {
+      sk_graph *g;
+      CHECK_OK(sk_graph_create(&g));
+      sk_value x = input(g, "x", SK_FP32, 2, (int64_t[]){m, c->k}), w, y;
+      if (constant)
+        CHECK_OK(sk_graph_add_constant(g, "w", SK_FP32, 3, (int64_t[]){e, c->k, c->n}, w_data, SK_CONSTANT_BORROW, &w));
+      else
+        w = input(g, "w", SK_FP32, 3, (int64_t[]){e, c->k, c->n});
+      sk_op_input in[] = {{"x", &x, 1}, {"weight", &w, 1}};
+      sk_attr attrs[] = {SK_ATTR_INT("group_type", 0), SK_ATTR_INT("split_item", 3),
+                         SK_ATTR_INTS("group_list", ends, (size_t)e)};
+      CHECK_OK(sk_graph_begin_scope(g, "sk", NULL));
+      op(g, "grouped_matmul", "gmm", in, 2, attrs, 3, &y, 1);
+      CHECK_OK(sk_graph_end_scope(g));
+      CHECK_OK(sk_graph_mark_output(g, y, "y"));
+      size_t n_in = constant ? 1 : 2;
+      sk_buffer bufs[] = {{"x", x_data, xb}, {"w", w_data, (size_t)(e * c->k * c->n) * 4}};
+      sk_program *p1;
+      sk_compile_config one = {.struct_size = sizeof one, .executor = SK_EXECUTOR_EAGER};
+      CHECK_OK(sk_compile(g, &one, &p1));
+      CHECK(!gmm_node(p1)->tiling.claim);
+      CHECK_OK(sk_program_run(p1, NULL, bufs, n_in, (sk_buffer[]){{"y", y1, yb}}, 1));
+      for (int ex = 0; ex < 3; ex++) {
+        static const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
+        sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team, .executor = executors[ex]};
+        sk_program *p;
+        CHECK_OK(sk_compile(g, &cfg, &p));
+        const sk__exec_node *node = gmm_node(p);
+        bool want = constant && c->balanced;
+        CHECK_MSG(node->tiling.claim == want, "%s, weight %s: claim %d", c->what, constant ? "constant" : "input",
+                  node->tiling.claim);
+        if (want) {
+          int64_t row0[7] = {0}, per_group[6] = {0};
+          for (int64_t gi = 0; gi < e; gi++) row0[gi + 1] = row0[gi] + c->rows[gi];
+          memset(covered, 0, sizeof covered);
+          for (int64_t b = 0; b < node->tiling.n_blocks; b++) {
+            const gmm_tile *t = &((const gmm_tile *)node->tiling.plan)[b];
+            CHECK(t->group >= 0 && t->group < e && (t->m0 % mr == 0) && (t->m1 % mr == 0 || t->m1 == c->rows[t->group]));
+            CHECK(t->n1 - t->n0 <= 512 && t->n0 % nr == 0);
+            per_group[t->group] += t->n0 == 0;
+            for (int64_t r = row0[t->group] + t->m0; r < row0[t->group] + t->m1; r++)
+              for (int64_t j = t->n0; j < t->n1; j++) covered[r * c->n + j]++;
+          }
+          int64_t bad = 0;
+          for (int64_t i = 0; i < m * c->n; i++) bad += covered[i] != 1;
+          CHECK_MSG(bad == 0 && node->tiling.n_blocks >= 8, "%s: %lld blocks, %lld elements not covered once",
+                    c->what, (long long)node->tiling.n_blocks, (long long)bad);
+          for (int64_t gi = 0; gi < e; gi++)
+            CHECK_MSG(per_group[gi] <= 8, "%s: group %lld in %lld row tiles", c->what, (long long)gi,
+                      (long long)per_group[gi]);
+        }
+        memset(yn, 0x5A, yb);
+        CHECK_OK(sk_program_run(p, team, bufs, n_in, (sk_buffer[]){{"y", yn, yb}}, 1));
+        CHECK_MSG(memcmp(y1, yn, yb) == 0, "%s, executor %d: 2 cores differ from one", c->what, ex);
+        sk_program_destroy(p);
+      }
+      sk_program_destroy(p1);
+      sk_graph_destroy(g);
+    }
+  }
+  sk_team_destroy(team);
+}
+
 TEST_MAIN(TEST_CASE(test_tiles_cover_and_balance), TEST_CASE(test_runtime_tiles_are_expert_items),
-          TEST_CASE(test_streamed_weights_are_claimed_items))
+          TEST_CASE(test_streamed_weights_are_claimed_items), TEST_CASE(test_constant_weights_are_claimed_row_tiles))

@@ -223,6 +223,68 @@ static void test_stream_fusion(void) {
   sk_graph_destroy(g);
 }
 
+/* Claimed sub-kernels keep early start: mm2's row tiles (constant weights,
+ * claimed) each wait for the one or two mm1 tiles of their rows, whichever
+ * core ran them, never for all of mm1; a consumer reading every block of a
+ * claimed producer (concat, one block) waits for its whole flag instead.
+ * Bitwise equal to eager for the interpreter and the JIT, with barriers
+ * (early-start=0), debug-sync-all and profiling too. */
+static void test_claimed_blocks_wait_for_their_rows(void) {
+  static float w1[64 * 128], w2[128 * 64];
+  uint64_t seed = 3;
+  rr_fill_dtype_range(w1, SK_FP32, 64 * 128, &seed);
+  rr_fill_dtype_range(w2, SK_FP32, 128 * 64, &seed);
+  sk_graph *g;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x = input(g, "x", SK_FP32, 2, (int64_t[]){512, 64}), c1, c2, h, y, z;
+  CHECK_OK(sk_graph_add_constant(g, "w1", SK_FP32, 2, (int64_t[]){64, 128}, w1, SK_CONSTANT_COPY, &c1));
+  CHECK_OK(sk_graph_add_constant(g, "w2", SK_FP32, 2, (int64_t[]){128, 64}, w2, SK_CONSTANT_COPY, &c2));
+  CHECK_OK(sk_graph_begin_scope(g, "claimed", NULL));
+  sk_op_input in1[] = {{"x", &x, 1}, {"weight", &c1, 1}};
+  op(g, "grouped_matmul", "mm1", in1, 2, NULL, 0, &h, 1);
+  sk_op_input in2[] = {{"x", &h, 1}, {"weight", &c2, 1}};
+  op(g, "grouped_matmul", "mm2", in2, 2, NULL, 0, &y, 1);
+  sk_value parts[] = {y, x};
+  sk_op_input in3[] = {{"x", parts, 2}};
+  op(g, "concat", "cat", in3, 1, (sk_attr[]){SK_ATTR_INT("dim", 1)}, 1, &z, 1);
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, z, "z"));
+  sk_program *p = compile_with(g, teams[1], NULL);
+  const sk__plan *plan = p ? first_plan(p) : NULL;
+  if (plan) {
+    const sk__subkernel *mm1 = &plan->subs[0], *mm2 = &plan->subs[1];
+    CHECK_MSG(plan->n_subs == 3 && mm1->claimed && mm2->claimed && mm1->n_blocks >= 8 && mm2->n_blocks >= 8,
+              "%zu subs, claimed %d %d, %lld / %lld blocks", plan->n_subs, mm1->claimed, mm2->claimed,
+              (long long)mm1->n_blocks, (long long)mm2->n_blocks);
+    /* The CLAIM task of mm1 carries no whole flag (nobody waits for all of
+     * it); mm2's carries one, for cat. */
+    int32_t whole1 = -2, whole2 = -2;
+    for (size_t t = 0; t < plan->n_tasks; t++)
+      if (plan->tasks[t].kind == SK_TASK_CLAIM) *(plan->tasks[t].sub == 0 ? &whole1 : &whole2) = plan->tasks[t].flag;
+    CHECK_MSG(whole1 == -1 && whole2 >= 0, "whole flags %d %d", whole1, whole2);
+    for (int64_t b = 0; b < mm2->n_blocks; b++) {
+      int64_t n = mm2->claim_waits[b + 1] - mm2->claim_waits[b];
+      CHECK_MSG(n >= 1 && n <= 2, "mm2 block %lld waits for %lld flags", (long long)b, (long long)n);
+      for (int64_t d = mm2->claim_waits[b]; d < mm2->claim_waits[b + 1]; d++) {
+        bool of_mm1 = false;
+        for (int64_t a = 0; a < mm1->n_blocks; a++) of_mm1 |= mm1->claim_flags[a] == plan->deps[d];
+        CHECK_MSG(of_mm1, "mm2 block %lld waits for flag %d, not an mm1 block's", (long long)b, plan->deps[d]);
+      }
+    }
+    CHECK(mm1->claim_waits[0] == mm1->claim_waits[mm1->n_blocks]); /* x comes from outside: no waits */
+  }
+  sk_program_destroy(p);
+  static const char *options[] = {NULL, "early-start=0", "debug-sync-all=1", "profiling=1"};
+  for (size_t o = 0; o < sizeof options / sizeof options[0]; o++)
+    for (int t = 1; t < 3; t++) {
+      CHECK_MSG(rr_fused_vs_eager(g, teams[t], SK_EXECUTOR_INTERP, options[o], 11 + o) == 0, "interp, %s",
+                options[o] ? options[o] : "defaults");
+      CHECK_MSG(rr_fused_vs_eager(g, teams[t], SK_EXECUTOR_JIT, options[o], 17 + o) == 0, "jit, %s",
+                options[o] ? options[o] : "defaults");
+    }
+  sk_graph_destroy(g);
+}
+
 int main(void) {
   for (int t = 0; t < 3; t++) {
     sk_team_config cfg = {.struct_size = sizeof cfg, .num_cores = t + 1};
@@ -230,7 +292,7 @@ int main(void) {
   }
   static const harness_case cases[] = {
       TEST_CASE(test_scope_errors),         TEST_CASE(test_plan_elementwise_chain), TEST_CASE(test_plan_waits_and_types),
-      TEST_CASE(test_stream_fusion),        TEST_CASE(test_option_grid),
+      TEST_CASE(test_stream_fusion),        TEST_CASE(test_option_grid),            TEST_CASE(test_claimed_blocks_wait_for_their_rows),
   };
   int rc = harness_run(cases, sizeof cases / sizeof cases[0]);
   for (int t = 0; t < 3; t++) sk_team_destroy(teams[t]);

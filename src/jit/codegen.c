@@ -160,6 +160,45 @@ static void prof_end(sk__text *t, const sk__plan *plan, int core, int kind, int 
     sk__text_put(t, "    env->prof(env, %d, %d, %d, %lld, t0, SK_TSC()); }\n", core, kind, sub, block);
 }
 
+static bool any_claim_flag(const sk__subkernel *s) {
+  for (int64_t b = 0; b < s->n_blocks; b++)
+    if (s->claim_flags[b] >= 0) return true;
+  return false;
+}
+
+static void int_table(sk__text *t, const char *name, int i, const int32_t *v, int64_t n) {
+  sk__text_put(t, "static const int32_t claim%d_%s[%lld] = {", i, name, (long long)n);
+  for (int64_t k = 0; k < n; k++) sk__text_put(t, "%s%d", k == 0 ? "\n  " : k % 16 ? ", " : ",\n  ", (int)v[k]);
+  sk__text_put(t, "\n};\n");
+}
+
+/* A claimed sub-kernel's per-block waits and flags as tables (the plan's
+ * claim_waits and claim_flags; what an interpreter reads from the plan):
+ * block b waits for claimI_deps[claimI_at[b] .. claimI_at[b + 1]), then
+ * signals claimI_flag[b] (-1: none). Tables that would hold nothing are
+ * left out, and so is the code that reads them. */
+static void claim_tables(sk__text *t, const sk__plan *plan) {
+  for (size_t i = 0; i < plan->n_subs; i++) {
+    const sk__subkernel *s = &plan->subs[i];
+    if (!s->claimed) continue;
+    int64_t n = s->n_blocks, d0 = s->claim_waits[0], d1 = s->claim_waits[n];
+    sk__text_put(t, "/* sub-kernel %zu, claimed: its blocks' own waits and flags */\n", i);
+    if (d0 < d1) {
+      int32_t *at = malloc(((size_t)n + 1) * sizeof *at);
+      if (!at) {
+        t->failed = true;
+        return;
+      }
+      for (int64_t b = 0; b <= n; b++) at[b] = (int32_t)(s->claim_waits[b] - d0);
+      int_table(t, "at", (int)i, at, n + 1);
+      int_table(t, "deps", (int)i, plan->deps + d0, d1 - d0);
+      free(at);
+    }
+    if (any_claim_flag(s)) int_table(t, "flag", (int)i, s->claim_flags, n);
+    sk__text_put(t, "\n");
+  }
+}
+
 static void core_function(sk__text *t, const sk__plan *plan, const sk_program *p, int core) {
   size_t begin = plan->core_begin[core], end = plan->core_begin[core + 1];
   int copy = core % n_copies(plan);
@@ -202,18 +241,29 @@ static void core_function(sk__text *t, const sk__plan *plan, const sk_program *p
             task->arg ? "outputs" : "inputs", sub, block);
         break;
       case SK_TASK_CLAIM: {
-        /* The interpreter's run_claimed: the next block nobody has taken;
-         * the core that finishes the last one signals the flag. */
-        long long n = (long long)plan->subs[task->sub].n_blocks;
+        /* The interpreter's run_claimed: the next block nobody has taken,
+         * after its own waits (claim_tables); the core that finishes the
+         * last one signals the whole flag. */
+        int i = (int)task->sub;
+        const sk__subkernel *cs = &plan->subs[i];
+        long long n = (long long)cs->n_blocks;
+        bool waits = cs->claim_waits[0] < cs->claim_waits[n], flags = any_claim_flag(cs);
         sk__text_put(t, "  /* claim blocks of %s until none is left */\n", sub);
-        sk__text_put(t, "  for (int64_t b; (b = __atomic_fetch_add(&env->claims[%d].next, 1, __ATOMIC_RELAXED)) < %lld;) {\n",
-            (int)task->sub, n);
+        sk__text_put(t, "  for (int64_t b; (b = __atomic_fetch_add(&env->claims[%d].next, 1, __ATOMIC_RELAXED)) < %lld;) {\n", i, n);
         if (plan->options.profiling) sk__text_put(t, "    uint64_t t0 = SK_TSC();\n");
-        sk__text_put(t, "    sub%d_copy%d(env, b, ws);\n", (int)task->sub, copy);
-        if (plan->options.profiling) sk__text_put(t, "    env->prof(env, %d, 0, %d, b, t0, SK_TSC());\n", core, (int)task->sub);
+        if (waits) {
+          sk__text_put(t, "    for (int32_t d = claim%d_at[b]; d < claim%d_at[b + 1]; d++)\n", i, i);
+          sk__text_put(t, "      if (sk_wait(env, claim%d_deps[d])) return;\n", i);
+          if (plan->options.profiling)
+            sk__text_put(t, "    if (claim%d_at[b] < claim%d_at[b + 1]) { uint64_t t1 = SK_TSC(); env->prof(env, %d, 1, %d, -1, t0, t1); t0 = t1; }\n",
+                i, i, core, i);
+        }
+        sk__text_put(t, "    sub%d_copy%d(env, b, ws);\n", i, copy);
+        if (plan->options.profiling) sk__text_put(t, "    env->prof(env, %d, 0, %d, b, t0, SK_TSC());\n", core, i);
+        if (flags) sk__text_put(t, "    if (claim%d_flag[b] >= 0) sk_signal(env, claim%d_flag[b]);\n", i, i);
         if (task->flag >= 0) /* a consumer waits: count the block (without one nothing needs the count) */
           sk__text_put(t, "    if (__atomic_add_fetch(&env->claims[%d].finished, 1, __ATOMIC_ACQ_REL) == %lld) sk_signal(env, %d);\n",
-              (int)task->sub, n, task->flag);
+              i, n, task->flag);
         sk__text_put(t, "  }\n");
         break;
       }
@@ -258,6 +308,7 @@ sk_status sk__jit_codegen(const sk__plan *plan, const sk_program *p, char **body
   prelude(&t, plan, p);
   wrappers(&t, plan, p, used);
   free(used);
+  claim_tables(&t, plan);
   for (int c = 0; c < plan->n_cores; c++)
     if (plan->core_begin[c + 1] > plan->core_begin[c]) core_function(&t, plan, p, c);
   sk__text_put(&t, "void sk_jit_entry(const sk_jit_env *env, int core);\n");

@@ -105,6 +105,12 @@ enum {
 bool sk__gmm_balanced_tiles(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, int64_t max_m, int64_t max_n,
                             gmm_tile **tiles, int64_t *count);
 
+/* Tiles of constant (compile-packed) weights for the cores to claim
+ * (grouped_matmul_balance.c); false when a weight is not a constant, the
+ * tiles would be too few, or out of memory (*oom set). */
+bool sk__gmm_claimed_tiles(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, int64_t max_m, int64_t max_n,
+                           gmm_tile **tiles, int64_t *count, bool *oom);
+
 /* The pack hook: constant weights (every group's) into GEMM panels once. */
 sk_status sk__gmm_pack(const sk__node_io *io, void **packed, size_t *bytes);
 void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace);

@@ -165,3 +165,75 @@ bool sk__gmm_balanced_tiles(const sk__node_io *io, int n_cores, int64_t mr, int6
   *count_out = rounds * n_cores;
   return true;
 }
+
+/* Claimed tiles, about this many a core: enough that the last ones cost
+ * little when the cores run at different speeds. */
+#define CLAIM_TILES_PER_CORE 8
+/* Rows of a claimed row tile, at least, in micro-tiles of MR: each tile
+ * reads all of its group's packed weights (columns within max_n), which
+ * fewer rows would not repay; nor are a group's rows cut into more than
+ * CLAIM_TILES_PER_CORE tiles, so a weight too large for the caches (a
+ * shared expert at prefill) is streamed at most that many times. (Column strips of decode's few rows, claimed, ran 1.5x slower
+ * than the dealt tiles: a strip of one or two NR units is too narrow.) */
+#define CLAIM_TILE_MIN_MR 4
+
+static bool push_tile(gmm_tile **tiles, int64_t *count, int64_t *cap, gmm_tile t) {
+  if (*count == *cap) {
+    *cap = *cap ? 2 * *cap : 32;
+    gmm_tile *grown = realloc(*tiles, (size_t)*cap * sizeof *grown);
+    if (!grown) return false;
+    *tiles = grown;
+  }
+  (*tiles)[(*count)++] = t;
+  return true;
+}
+
+/* Tiles for the cores to claim, where the weights are constants (packed
+ * at compile, before any run): a tile reads the packed panels and packs
+ * only its own rows of x, so row tiles pack nothing twice, however many
+ * there are. Each group's rows are cut into MR-multiple tiles of about 1 /
+ * (CLAIM_TILES_PER_CORE * n_cores) of the op's work (columns within
+ * max_n). A core the machine runs slower takes fewer, and a consumer's row
+ * tile (a second matmul, the gating) can start once the tiles of its rows
+ * are done. False when some weight is not a constant, when the rows make
+ * too few tiles to even the cores out (decode), or out of memory (*oom). */
+bool sk__gmm_claimed_tiles(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, int64_t max_m, int64_t max_n,
+                           gmm_tile **tiles_out, int64_t *count_out, bool *oom) {
+  const gmm_params *p = io->params;
+  *oom = false;
+  if (n_cores < 2 || p->runtime_groups || p->n_groups < 1) return false;
+  double total = 0;
+  for (int64_t g = 0; g < p->n_groups; g++) {
+    gmm_group q = sk__gmm_group(io, g);
+    if (q.m == 0 || q.n == 0) continue;
+    if (!q.w) return false; /* a weight that changes from run to run: not packed */
+    total += (double)q.m * (double)q.n * (double)(q.k + 1);
+  }
+  if (total <= 0) return false;
+  double target = total / (CLAIM_TILES_PER_CORE * n_cores);
+  int64_t count = 0, cap = 0, min_rows = CLAIM_TILE_MIN_MR * mr;
+  gmm_tile *tiles = NULL;
+  bool ok = true;
+  for (int64_t g = 0; ok && g < p->n_groups; g++) {
+    gmm_group q = sk__gmm_group(io, g);
+    if (q.m == 0 || q.n == 0) continue;
+    int64_t units = sk__ceil_div(q.n, nr), col_parts = sk__ceil_div(q.n, max_n);
+    int64_t rows = (int64_t)(target / ((double)q.n * (double)(q.k + 1))) / mr * mr;
+    int64_t least = sk__ceil_div(sk__ceil_div(q.m, CLAIM_TILES_PER_CORE), mr) * mr; /* weights read <= 8 times */
+    if (least < min_rows) least = min_rows;
+    rows = rows < least ? least : rows > max_m ? max_m / mr * mr : rows;
+    for (int64_t m0 = 0; ok && m0 < q.m; m0 += rows)
+      for (int64_t c = 0; ok && c < col_parts; c++) {
+        int64_t n0 = c * units / col_parts * nr, n1 = (c + 1) * units / col_parts * nr;
+        ok = push_tile(&tiles, &count, &cap, (gmm_tile){g, m0, m0 + rows < q.m ? m0 + rows : q.m, n0, n1 < q.n ? n1 : q.n});
+      }
+  }
+  if (!ok || count < CLAIM_TILES_PER_CORE / 2 * n_cores) { /* too few to even out the cores: the dealt tiles */
+    free(tiles);
+    *oom = !ok;
+    return false;
+  }
+  *tiles_out = tiles;
+  *count_out = count;
+  return true;
+}

@@ -216,6 +216,10 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   if (p->runtime_groups) return tile_runtime(io, n_cores, mr, nr, out);
   gmm_tiles t = {0};
   bool oom, items = weight_stream_items(io, n_cores, nr, &t, &oom);
+  if (!items && !oom) {
+    items = sk__gmm_claimed_tiles(io, n_cores, mr, nr, TILE_M_MAX, TILE_N_MAX, &t.tiles, &t.count, &oom);
+    t.cap = t.count;
+  }
   if (oom) {
     free(t.tiles);
     return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");

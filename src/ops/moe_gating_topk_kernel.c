@@ -1,8 +1,9 @@
 /* moe_gating_topk: tiling and the fast kernel, in the arithmetic order fixed
  * at the top of moe_gating_topk.c.
  *
- * A block is a range of rows (about one block per core, at least 4 rows
- * each). Per row, the norm is built in place in the row of `out`: widening
+ * A block is a range of rows: about one block per core (at least 4 rows
+ * each), or, when enough rows are shared by several cores, about eight a
+ * core for them to claim (sk__moe_tile). Per row, the norm is built in place in the row of `out`: widening
  * and exp / sigmoid through the SIMD converters and activation arrays, the
  * max and the sixteen partial sums as loops over 16 independent lanes
  * (vectorized on the baseline ISA without reassociating anything). The
@@ -68,9 +69,22 @@ static size_t scratch_layout(const moe_params *p, void *base, row_scratch *s) {
   return off;
 }
 
+/* Blocks a core, about, when several cores share the rows: claimed, so a
+ * core the machine runs slower takes fewer, and a block starts as soon as
+ * the producer tiles of its rows are done. At least CLAIM_MIN_ROWS rows a
+ * block (each block widens the bias again). */
+#define CLAIM_BLOCKS_PER_CORE 8
+#define CLAIM_MIN_ROWS 8
+
 sk_status sk__moe_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const moe_params *p = io->params;
-  *out = sk__flat_tiling(p->t, sk__flat_block_size(p->t, n_cores, 1, 4));
+  int64_t claimed = sk__flat_block_size(p->t, n_cores * CLAIM_BLOCKS_PER_CORE, 1, CLAIM_MIN_ROWS);
+  if (n_cores > 1 && sk__ceil_div(p->t, claimed) > n_cores) {
+    *out = sk__flat_tiling(p->t, claimed);
+    out->claim = true;
+  } else {
+    *out = sk__flat_tiling(p->t, sk__flat_block_size(p->t, n_cores, 1, 4));
+  }
   out->workspace_bytes = scratch_layout(p, NULL, NULL);
   return SK_STATUS_OK;
 }

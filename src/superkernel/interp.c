@@ -4,20 +4,31 @@
 #include "profile/profile.h"
 #include "superkernel/launch.h"
 
-/* CLAIM: blocks of a claimed sub-kernel until none is left, each timed on
- * its own under profiling=1. */
-static void run_claimed(sk__launch_state *st, const sk__task *task, int core, void *workspace) {
+/* CLAIM: blocks of a claimed sub-kernel until none is left, each after its
+ * own waits and timed on its own under profiling=1; false when a wait
+ * gave up (the launch is abandoned). */
+static bool run_claimed(sk__launch_state *st, const sk__task *task, int core, void *workspace) {
   const sk__plan *plan = st->plan;
   const sk__node_io *io = st->sub_io[task->sub];
   const sk__subkernel *sub = &plan->subs[task->sub];
   void (*run_block)(const sk__node_io *, int64_t, void *) = st->p->nodes[sub->node].def->run_block;
   if (st->pending_preload[core] == (int32_t)task->sub) st->pending_preload[core] = -1; /* too late */
   for (int64_t b; (b = sk__launch_claim(st, task->sub)) < sub->n_blocks;) {
+    int64_t d0 = sub->claim_waits[b], d1 = sub->claim_waits[b + 1];
     uint64_t t0 = st->profile ? sk__tsc() : 0;
+    for (int64_t d = d0; d < d1; d++)
+      if (!sk__launch_wait_flag(st, plan->deps[d], core, plan->sub_labels[task->sub])) return false;
+    if (st->profile && d0 < d1) {
+      uint64_t t1 = sk__tsc();
+      sk__profile_add(st->profile, core, SK_PROF_WAIT, plan->step, task->sub, -1, t0, t1);
+      t0 = t1;
+    }
     run_block(io, b, workspace);
     if (st->profile) sk__profile_add(st->profile, core, SK_PROF_RUN, plan->step, task->sub, b, t0, sk__tsc());
+    if (sub->claim_flags[b] >= 0) sk__launch_signal(st, sub->claim_flags[b]);
     if (task->flag >= 0) sk__launch_claimed_done(st, task->sub, task->flag); /* a consumer waits: count it */
   }
+  return true;
 }
 
 /* One task; false when the watchdog tripped and the core must abandon the
@@ -44,7 +55,7 @@ static bool run_task(sk__launch_state *st, const sk__task *task, int core, void 
       for (int64_t k = 0; k < task->count; k++)
         if (!sk__launch_sub_barrier(st, task->sub)) return false;
       return true;
-    case SK_TASK_CLAIM: run_claimed(st, task, core, workspace); return true;
+    case SK_TASK_CLAIM: return run_claimed(st, task, core, workspace);
   }
   return true;
 }

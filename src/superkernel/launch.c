@@ -77,6 +77,11 @@ static void trip_flag(const sk__launch_state *st, const char *who, int32_t flag,
       break;
     }
   }
+  for (size_t i = 0; i < plan->n_subs; i++)
+    for (int64_t b = 0; plan->subs[i].claimed && b < plan->subs[i].n_blocks; b++)
+      if (plan->subs[i].claim_flags[b] == flag)
+        snprintf(what, sizeof what, "for claimed block %lld of sub-kernel '%s' (early-start flag %d)", (long long)b,
+                 st->p->nodes[plan->subs[i].node].name, (int)flag);
   sk__watchdog_trip(st->wd, who, what, core);
 }
 

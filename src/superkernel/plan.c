@@ -42,6 +42,8 @@ void sk__plan_destroy(sk__plan *plan) {
   sk__options_free(&plan->options);
   for (size_t i = 0; plan->subs && i < plan->n_subs; i++) {
     free(plan->subs[i].external);
+    free(plan->subs[i].claim_waits);
+    free(plan->subs[i].claim_flags);
     if (plan->subs[i].retiled) free(plan->subs[i].tiling.plan);
   }
   free(plan->subs);

@@ -16,18 +16,26 @@
  *   COMPLEMENT  a core with no block of a barrier-using sub-kernel joins
  *            its barrier as often as each block calls it (feed-sync-all);
  *   CLAIM    run blocks of claimed sub-kernel `sub` that no core has taken
- *            yet, one at a time, until none is left; the core that
- *            finishes its last block signals `flag` (>= 0).
+ *            yet, one at a time, until none is left: each waits for its
+ *            own producers' flags first and signals its own flag after
+ *            (the sub-kernel's claim_waits and claim_flags); the core that
+ *            finishes the last block signals `flag` (>= 0), the flag of
+ *            the whole sub-kernel.
  * A flag counts completed launches, so "signalled in this launch" is
  * "equals the launch epoch" and nothing is reset between launches.
  *
- * A claimed sub-kernel (its op's tiling says the blocks' costs are known
- * only at run time: an expert routing) is not dealt out: each of its cores
- * has one CLAIM task, so a core the machine runs slower takes fewer
- * blocks. Every core of it first waits (one WAIT) for what any of its
- * blocks reads; its consumers wait for its one flag, set when all its
- * blocks are done. Which core ran a block never changes the block's
- * result, so outputs stay bitwise those of the dealt plan.
+ * A claimed sub-kernel (its op's tiling asks: the blocks' costs are known
+ * only at run time, an expert routing, or cores of one machine run at
+ * different speeds) is not dealt out: each of its cores has one CLAIM
+ * task, so a core the machine runs slower takes fewer blocks. Blocks are
+ * claimed in order, and each waits only for the producer blocks whose
+ * output bytes it reads, as a dealt block does (early start across
+ * claimed sub-kernels: a row tile of a second matmul starts once the first
+ * matmul's tile of those rows is done, on whichever core). A consumer that
+ * reads more than SK_CLAIM_DEPS_MAX blocks of a claimed producer (an
+ * expert's rows: any of them) waits for the producer's whole flag
+ * instead. Which core ran a block never changes the block's result, so
+ * outputs stay bitwise those of the dealt plan.
  *
  * A plan is immutable after sk_compile: what a launch changes (flags,
  * epoch, barriers, pending preloads) is a run context's, one
@@ -81,6 +89,11 @@ typedef struct sk__subkernel {
   int chain;              /* stream chain under stream fusion, else 0 */
   int barriers_per_block; /* team barriers each block calls (the op's) */
   bool claimed;           /* its cores claim its blocks (CLAIM), not dealt: block b runs anywhere */
+  /* Claimed: block b first waits for the flags deps[claim_waits[b] ..
+   * claim_waits[b + 1]) and after running signals claim_flags[b] (-1: no
+   * consumer waits for that block alone). Owned by the plan. */
+  int64_t *claim_waits;
+  int32_t *claim_flags;
   bool *external;         /* per input tensor: produced outside this super
                            * kernel (what PRELOAD may prefetch) */
   /* Its tiling in this plan: the node's own, or (retiled, owned by the
@@ -91,6 +104,10 @@ typedef struct sk__subkernel {
   bool retiled;
   sk__node_io io;
 } sk__subkernel;
+
+/* The most blocks of a claimed producer a consumer block waits for one by
+ * one; past that it waits for the producer's whole flag. */
+#define SK_CLAIM_DEPS_MAX 16
 
 typedef struct sk__barrier_set {
   int core_first, n_cores;

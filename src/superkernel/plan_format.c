@@ -1,6 +1,7 @@
 /* A plan in readable form: a header, the sub-kernels, then one line per
  * task, core by core (what `sk plan` prints). */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,42 @@ static const char *kind_name(sk__kernel_kind kind) {
 
 static const char *sub_name(const sk__plan *plan, const sk_program *p, size_t sub) {
   return p->nodes[plan->subs[sub].node].name;
+}
+
+/* Runs of claimed blocks listed one by one, at most (then a count). */
+#define CLAIMED_LISTED 32
+
+/* Whether claimed block b waits for what block a waits for and signals the
+ * flag after a's (both none, or a's + (b - a)). */
+static bool same_run(const sk__plan *plan, const sk__subkernel *s, int64_t a, int64_t b) {
+  int64_t na = s->claim_waits[a + 1] - s->claim_waits[a], nb = s->claim_waits[b + 1] - s->claim_waits[b];
+  if (na != nb) return false;
+  for (int64_t d = 0; d < na; d++)
+    if (plan->deps[s->claim_waits[a] + d] != plan->deps[s->claim_waits[b] + d]) return false;
+  int32_t fa = s->claim_flags[a], fb = s->claim_flags[b];
+  return fa < 0 ? fb < 0 : fb == fa + (int32_t)(b - a);
+}
+
+/* A claimed sub-kernel's blocks, in runs that wait for the same flags
+ * (any core may run any of them): what each waits for and signals. */
+static void claimed_blocks(sk__text *t, const sk__plan *plan, const sk__subkernel *s) {
+  int64_t runs = 0;
+  for (int64_t a = 0, e; a < s->n_blocks; a = e) {
+    for (e = a + 1; e < s->n_blocks && same_run(plan, s, a, e);) e++;
+    int64_t d0 = s->claim_waits[a], d1 = s->claim_waits[a + 1];
+    if ((d0 == d1 && s->claim_flags[a] < 0) || runs++ >= CLAIMED_LISTED) continue;
+    if (e - a > 1) sk__text_put(t, "    claimed blocks %lld-%lld:", (long long)a, (long long)(e - 1));
+    else sk__text_put(t, "    claimed block %lld:", (long long)a);
+    if (d0 < d1) sk__text_put(t, " wait for flag%s", d1 - d0 > 1 ? "s" : "");
+    for (int64_t d = d0; d < d1; d++) sk__text_put(t, " %d", plan->deps[d]);
+    if (s->claim_flags[a] >= 0) {
+      sk__text_put(t, "%s signal flag%s %d", d0 < d1 ? "," : "", e - a > 1 ? "s" : "", s->claim_flags[a]);
+      if (e - a > 1) sk__text_put(t, "-%d", s->claim_flags[e - 1]);
+    }
+    sk__text_put(t, "\n");
+  }
+  if (runs > CLAIMED_LISTED)
+    sk__text_put(t, "    ... and %lld more runs of claimed blocks\n", (long long)(runs - CLAIMED_LISTED));
 }
 
 char *sk__plan_format(const sk__plan *plan, const sk_program *p) {
@@ -32,6 +69,7 @@ char *sk__plan_format(const sk__plan *plan, const sk_program *p) {
         ex->def->type, kind_name(s->kind), (long long)s->n_blocks, s->claimed ? "claimed " : "", s->core_first,
         s->core_first + s->n_cores - 1, s->tiling.workspace_bytes,
         plan->stream_fused ? (s->chain ? ", stream 1" : ", stream 0") : "");
+    if (s->claimed) claimed_blocks(&t, plan, s);
   }
   for (int c = 0; c < plan->n_cores; c++)
     for (size_t k = plan->core_begin[c]; k < plan->core_begin[c + 1]; k++) {

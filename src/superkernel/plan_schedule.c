@@ -28,7 +28,8 @@ typedef struct scheduler {
   task_list *cores;     /* per core */
   int32_t *deps;
   size_t n_deps, cap_deps;
-  bool *flag_used;      /* per (sub, block), indexed by block_base */
+  bool *flag_used;      /* per (sub, block), indexed by block_base; a
+                         * claimed sub has one entry more, its whole flag */
   int64_t *block_base;  /* per sub: first index into flag_used */
   int64_t *pending;     /* scratch: the current block's producer entries */
   size_t n_pending, cap_pending;
@@ -84,28 +85,35 @@ static sk_status place_barriers(scheduler *s) {
   return SK_STATUS_OK;
 }
 
+/* The entry of claimed sub-kernel i's whole flag (all its blocks done). */
+static int64_t whole_entry(const scheduler *s, size_t i) { return s->block_base[i] + s->plan->subs[i].n_blocks; }
+
 /* Whether block (pi, pc) is certainly done before block (ci, cc) starts:
  * the same core runs them in order, or a barrier after a sub-kernel between
  * them holds both cores. A claimed producer's block may have run on any of
- * its cores (pc is not used): only a barrier over all of them orders it. */
+ * its cores (pc is not used), and a claimed consumer's (cc < 0) may run on
+ * any of its: only a barrier over all of them orders them. */
 static bool ordered(const scheduler *s, size_t pi, int pc, size_t ci, int cc) {
-  const sk__subkernel *producer = &s->plan->subs[pi];
-  if (!producer->claimed && pc == cc) return true;
+  const sk__subkernel *producer = &s->plan->subs[pi], *consumer = &s->plan->subs[ci];
+  if (!producer->claimed && cc >= 0 && pc == cc) return true;
   int first = producer->claimed ? producer->core_first : pc, last = producer->claimed ? first + producer->n_cores - 1 : pc;
+  int cfirst = cc >= 0 ? cc : consumer->core_first, clast = cc >= 0 ? cc : cfirst + consumer->n_cores - 1;
   for (size_t k = pi; k < ci; k++) {
     int b = s->barrier_after[k];
     if (b < 0) continue;
     const sk__barrier_set *set = &s->plan->barrier_sets[b];
-    if (in_set(cc, set->core_first, set->n_cores) && in_set(first, set->core_first, set->n_cores) &&
-        in_set(last, set->core_first, set->n_cores))
+    if (in_set(cfirst, set->core_first, set->n_cores) && in_set(clast, set->core_first, set->n_cores) &&
+        in_set(first, set->core_first, set->n_cores) && in_set(last, set->core_first, set->n_cores))
       return true;
   }
   return false;
 }
 
-/* Whether core already waits for entry: pending, or waited for before (flags only grow: once is enough). */
+/* Whether core already waits for entry: pending, or waited for before
+ * (flags only grow: once is enough; core < 0, a claimed block, has no
+ * history). */
 static bool is_pending(const scheduler *s, int core, int64_t entry) {
-  if (s->waited[core * s->n_entries + entry]) return true;
+  if (core >= 0 && s->waited[core * s->n_entries + entry]) return true;
   for (size_t i = 0; i < s->n_pending; i++)
     if (s->pending[i] == entry) return true;
   return false;
@@ -124,9 +132,26 @@ static sk_status add_pending(scheduler *s, int core, int64_t entry) {
   return SK_STATUS_OK;
 }
 
-/* Step 3 for one block run on core cc: the producer blocks it must wait
- * for, added to pending (entries of flag_used). A claimed producer is
- * waited for whole: the entry of its block 0 stands for its one flag. */
+/* A claimed producer pi (output o) of a block reading span r on core cc:
+ * the blocks it overlaps one by one, or the whole flag when that is all of
+ * them or more than SK_CLAIM_DEPS_MAX. */
+static sk_status claimed_producer(scheduler *s, size_t pi, size_t o, sk__span r, int cc) {
+  const sk__subkernel *producer = &s->plan->subs[pi];
+  size_t n_out = s->p->nodes[producer->node].io.n_out, mark = s->n_pending;
+  int64_t hits = 0;
+  for (int64_t pb = 0; pb < producer->n_blocks && hits <= SK_CLAIM_DEPS_MAX; pb++) {
+    const sk__span *w = &s->writes[pi][pb * (int64_t)n_out + (int64_t)o];
+    if (w->begin < r.end && r.begin < w->end && ++hits <= SK_CLAIM_DEPS_MAX)
+      SK_RETURN_IF_ERROR(add_pending(s, cc, s->block_base[pi] + pb));
+  }
+  if (hits <= SK_CLAIM_DEPS_MAX && (hits < producer->n_blocks || hits == 1)) return SK_STATUS_OK;
+  s->n_pending = mark; /* drops only what this call added */
+  return add_pending(s, cc, whole_entry(s, pi));
+}
+
+/* Step 3 for one block run on core cc (< 0: a claimed block, any of its
+ * sub-kernel's cores): the producer blocks it must wait for, added to
+ * pending (entries of flag_used). */
 static sk_status block_dependencies(scheduler *s, size_t ci, int64_t cb, int cc, sk__span *reads, sk__span *writes) {
   const sk__plan *plan = s->plan;
   const sk_program *p = s->p;
@@ -145,15 +170,14 @@ static sk_status block_dependencies(scheduler *s, size_t ci, int64_t cb, int cc,
       size_t o = 0;
       while (o < px->io.n_out && p->root[px->out_values[o]] != root) o++;
       if (o == px->io.n_out) continue;
-      bool claimed = plan->subs[pi].claimed;
-      if (claimed && (is_pending(s, cc, s->block_base[pi]) || ordered(s, pi, -1, ci, cc))) break;
+      if (plan->subs[pi].claimed) {
+        if (!is_pending(s, cc, whole_entry(s, pi)) && !ordered(s, pi, -1, ci, cc))
+          SK_RETURN_IF_ERROR(claimed_producer(s, pi, o, reads[i], cc));
+        break;
+      }
       for (int64_t pb = 0; pb < plan->subs[pi].n_blocks; pb++) {
         const sk__span *w = &s->writes[pi][pb * (int64_t)px->io.n_out + (int64_t)o];
         bool overlap = w->begin < reads[i].end && reads[i].begin < w->end;
-        if (overlap && claimed) {
-          SK_RETURN_IF_ERROR(add_pending(s, cc, s->block_base[pi]));
-          break;
-        }
         if (overlap && !ordered(s, pi, sk__sub_core(&plan->subs[pi], pb), ci, cc))
           SK_RETURN_IF_ERROR(add_pending(s, cc, s->block_base[pi] + pb));
       }
@@ -174,7 +198,7 @@ static sk_status block_dependencies(scheduler *s, size_t ci, int64_t cb, int cc,
       }
       if (plan->subs[pi].node != node) continue;
       if (plan->subs[pi].claimed) {
-        if (!ordered(s, pi, -1, ci, cc)) SK_RETURN_IF_ERROR(add_pending(s, cc, s->block_base[pi]));
+        if (!ordered(s, pi, -1, ci, cc)) SK_RETURN_IF_ERROR(add_pending(s, cc, whole_entry(s, pi)));
         continue;
       }
       for (int64_t pb = 0; pb < plan->subs[pi].n_blocks; pb++)
@@ -189,7 +213,7 @@ static sk_status footprints(scheduler *s) {
   int64_t total = 0;
   for (size_t i = 0; i < plan->n_subs; i++) {
     s->block_base[i] = total;
-    total += plan->subs[i].n_blocks;
+    total += plan->subs[i].n_blocks + (plan->subs[i].claimed ? 1 : 0);
     const sk__exec_node *ex = &s->p->nodes[plan->subs[i].node];
     s->writes[i] = malloc(((size_t)plan->subs[i].n_blocks * ex->io.n_out + 1) * sizeof(sk__span));
     sk__span *reads = malloc((ex->n_in_tensors + 1) * sizeof(sk__span));
@@ -241,36 +265,50 @@ static void choose_claimed(sk__plan *plan, const sk_program *p) {
   }
 }
 
-/* A WAIT on core c for the pending entries (none: no task). */
-static sk_status push_wait(scheduler *s, int c, size_t sub) {
-  if (!s->n_pending) return SK_STATUS_OK;
+/* The pending entries appended to deps and marked used (and, on core c
+ * >= 0, waited for). */
+static sk_status append_pending(scheduler *s, int c) {
   if (s->n_deps + s->n_pending > s->cap_deps) {
     size_t cap = (s->n_deps + s->n_pending) * 2;
     int32_t *grown = realloc(s->deps, cap * sizeof *grown);
     if (!grown) return oom(s);
     s->deps = grown, s->cap_deps = cap;
   }
-  sk__task wait = {.kind = SK_TASK_WAIT, .sub = (uint16_t)sub, .block = (int64_t)s->n_deps, .count = (int64_t)s->n_pending};
   for (size_t k = 0; k < s->n_pending; k++) {
     s->flag_used[s->pending[k]] = true;
-    s->waited[c * s->n_entries + s->pending[k]] = true;
+    if (c >= 0) s->waited[c * s->n_entries + s->pending[k]] = true;
     s->deps[s->n_deps++] = (int32_t)s->pending[k];
   }
+  return SK_STATUS_OK;
+}
+
+/* A WAIT on core c for the pending entries (none: no task). */
+static sk_status push_wait(scheduler *s, int c, size_t sub) {
+  if (!s->n_pending) return SK_STATUS_OK;
+  sk__task wait = {.kind = SK_TASK_WAIT, .sub = (uint16_t)sub, .block = (int64_t)s->n_deps, .count = (int64_t)s->n_pending};
+  SK_RETURN_IF_ERROR(append_pending(s, c));
   return push_task(s, c, wait);
 }
 
-/* A claimed sub-kernel: on each of its cores, one WAIT for what any of its
- * blocks reads (the core may claim any), then CLAIM, carrying the entry
- * of block 0, which stands for the sub-kernel's one flag. */
+/* A claimed sub-kernel: each block's own waits (claim_waits, entries until
+ * assign_flags), its flag entry (claim_flags), and on each of its cores
+ * one CLAIM carrying the entry of the whole flag. */
 static sk_status emit_claim(scheduler *s, size_t i, sk__span *reads, sk__span *writes) {
-  const sk__subkernel *sub = &s->plan->subs[i];
-  for (int c = sub->core_first; c < sub->core_first + sub->n_cores; c++) {
+  sk__subkernel *sub = &s->plan->subs[i];
+  sub->claim_waits = malloc(((size_t)sub->n_blocks + 1) * sizeof *sub->claim_waits);
+  sub->claim_flags = malloc(((size_t)sub->n_blocks + 1) * sizeof *sub->claim_flags);
+  if (!sub->claim_waits || !sub->claim_flags) return oom(s);
+  for (int64_t b = 0; b < sub->n_blocks; b++) {
+    sub->claim_waits[b] = (int64_t)s->n_deps;
+    sub->claim_flags[b] = (int32_t)(s->block_base[i] + b);
     s->n_pending = 0;
-    for (int64_t b = 0; b < sub->n_blocks; b++) SK_RETURN_IF_ERROR(block_dependencies(s, i, b, c, reads, writes));
-    SK_RETURN_IF_ERROR(push_wait(s, c, i));
-    SK_RETURN_IF_ERROR(
-        push_task(s, c, (sk__task){.kind = SK_TASK_CLAIM, .sub = (uint16_t)i, .flag = (int32_t)s->block_base[i]}));
+    SK_RETURN_IF_ERROR(block_dependencies(s, i, b, -1, reads, writes));
+    SK_RETURN_IF_ERROR(append_pending(s, -1));
   }
+  sub->claim_waits[sub->n_blocks] = (int64_t)s->n_deps;
+  for (int c = sub->core_first; c < sub->core_first + sub->n_cores; c++)
+    SK_RETURN_IF_ERROR(
+        push_task(s, c, (sk__task){.kind = SK_TASK_CLAIM, .sub = (uint16_t)i, .flag = (int32_t)whole_entry(s, i)}));
   return SK_STATUS_OK;
 }
 
@@ -340,8 +378,7 @@ static sk_status emit_tasks(scheduler *s) {
 /* Entries of flag_used become flag ids; tasks and deps are rewritten. */
 static sk_status assign_flags(scheduler *s) {
   sk__plan *plan = s->plan;
-  int64_t total = 0;
-  for (size_t i = 0; i < plan->n_subs; i++) total += plan->subs[i].n_blocks;
+  int64_t total = s->n_entries;
   int32_t *id = malloc((size_t)(total ? total : 1) * sizeof *id);
   if (!id) return oom(s);
   int32_t n = 0;
@@ -351,6 +388,9 @@ static sk_status assign_flags(scheduler *s) {
       if (s->cores[c].tasks[t].kind == SK_TASK_RUN || s->cores[c].tasks[t].kind == SK_TASK_CLAIM)
         s->cores[c].tasks[t].flag = id[s->cores[c].tasks[t].flag];
   for (size_t d = 0; d < s->n_deps; d++) s->deps[d] = id[s->deps[d]];
+  for (size_t i = 0; i < plan->n_subs; i++)
+    for (int64_t b = 0; plan->subs[i].claim_flags && b < plan->subs[i].n_blocks; b++)
+      plan->subs[i].claim_flags[b] = id[plan->subs[i].claim_flags[b]];
   free(id);
   plan->n_flags = n;
   return SK_STATUS_OK;
