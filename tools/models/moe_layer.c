@@ -146,21 +146,29 @@ static sk_value act(skm_builder *b, const char *name, sk_value x) {
 }
 
 /* The w8a8 experts (the top of the file says how): routing = init_routing's
- * int8 rows, map, counts, row scales. Returns the bf16 rows [T*k, H]. */
-static sk_value quantized_experts(skm_builder *b, const sk_value *routing, sk_value up, sk_value down, sk_value up_scale,
-                                  sk_value down_scale) {
+ * int8 rows, map, counts, row scales. The up projection: int32 rows. */
+static const sk_attr W8A8_GMM[] = {SK_ATTR_INT("group_type", 0), SK_ATTR_INT("split_item", 3),
+                                   SK_ATTR_INT("group_list_type", 1), SK_ATTR_INT("output_dtype", SK_BF16)};
+
+static sk_value quantized_up(skm_builder *b, const sk_value *routing, sk_value up) {
   sk_op_input uin[] = {{"x", &routing[0], 1}, {"weight", &up, 1}, {"group_list", &routing[2], 1}};
-  sk_attr moe[] = {SK_ATTR_INT("group_type", 0), SK_ATTR_INT("split_item", 3), SK_ATTR_INT("group_list_type", 1),
-                   SK_ATTR_INT("output_dtype", SK_BF16)};
-  sk_value acc = SK_VALUE_NONE, q[2] = {SK_VALUE_NONE, SK_VALUE_NONE}, y = SK_VALUE_NONE;
-  skm_builder_node(b, "experts_up", "grouped_matmul", uin, 3, moe, 3, &acc, 1); /* int32 */
+  sk_value acc = SK_VALUE_NONE;
+  skm_builder_node(b, "experts_up", "grouped_matmul", uin, 3, W8A8_GMM, 3, &acc, 1); /* int32 */
+  return acc;
+}
+
+/* dequant_swiglu_quant and the down projection of quantized_up's rows:
+ * the bf16 rows [T*k, H]. */
+static sk_value quantized_down(skm_builder *b, const sk_value *routing, sk_value acc, sk_value down, sk_value up_scale,
+                               sk_value down_scale) {
+  sk_value q[2] = {SK_VALUE_NONE, SK_VALUE_NONE}, y = SK_VALUE_NONE;
   sk_op_input din[] = {{"x", &acc, 1}, {"weight_scale", &up_scale, 1}, {"activation_scale", &routing[3], 1},
                        {"group_index", &routing[2], 1}};
   sk_attr dat[] = {SK_ATTR_INT("quant_mode", 1), SK_ATTR_INT("activate_left", 1)};
   skm_builder_node(b, "experts_act", "dequant_swiglu_quant", din, 4, dat, 2, q, 2);
   sk_op_input win[] = {{"x", &q[0], 1}, {"weight", &down, 1}, {"scale", &down_scale, 1},
                        {"per_token_scale", &q[1], 1}, {"group_list", &routing[2], 1}};
-  skm_builder_node(b, "experts_down", "grouped_matmul", win, 5, moe, 4, &y, 1);
+  skm_builder_node(b, "experts_down", "grouped_matmul", win, 5, W8A8_GMM, 4, &y, 1);
   return y;
 }
 
@@ -204,16 +212,23 @@ void skm_moe_graph(skm_builder *b, const skm_moe_layer *m, const char *options) 
     sk_attr at[] = {SK_ATTR_INT("k", m->top_k), SK_ATTR_INT("renorm", m->renorm)};
     skm_builder_node(b, "gating", "moe_gating_topk_softmax", gin, 1, at, 2, gating, 4);
   }
+  /* The order is each core's order in the super kernel (the planner keeps
+   * it): the shared expert needs only x, so its up projection comes before
+   * the dispatch, for the cores with no block of the gate or the gating to
+   * claim its items meanwhile; its down projection between the routed up
+   * projection and what waits for all of it, so the core done first with
+   * the routed items fills the others' last ones (what the NPU's second
+   * stream does, stream-fusion=1). */
+  sk_value s_h = si ? matmul(b, "shared_up", x, s_up, NULL) : SK_VALUE_NONE;
   sk_value routing[4] = {SK_VALUE_NONE, SK_VALUE_NONE, SK_VALUE_NONE, SK_VALUE_NONE};
   sk_op_input rin[] = {{"x", &x, 1}, {"expert_idx", &gating[1], 1}};
   sk_attr rat[] = {SK_ATTR_INT("expert_num", e), SK_ATTR_INT("quant_mode", w8a8 ? 1 : -1),
                    SK_ATTR_INT("expert_tokens_num_type", w8a8 ? 1 : 0)};
   skm_builder_node(b, "dispatch", "moe_init_routing", rin, 2, rat, 3, routing, 4);
-  sk_value d = w8a8 ? quantized_experts(b, routing, up, down, up_scale, down_scale)
-                    : matmul(b, "experts_down", act(b, "experts_act", matmul(b, "experts_up", routing[0], up, &routing[2])),
-                             down, &routing[2]);
-  sk_value shared = si ? matmul(b, "shared_down", act(b, "shared_act", matmul(b, "shared_up", x, s_up, NULL)), s_down, NULL)
-                       : SK_VALUE_NONE;
+  sk_value u = w8a8 ? quantized_up(b, routing, up) : matmul(b, "experts_up", routing[0], up, &routing[2]);
+  sk_value shared = si ? matmul(b, "shared_down", act(b, "shared_act", s_h), s_down, NULL) : SK_VALUE_NONE;
+  sk_value d = w8a8 ? quantized_down(b, routing, u, down, up_scale, down_scale)
+                    : matmul(b, "experts_down", act(b, "experts_act", u), down, &routing[2]);
   sk_op_input fin[6] = {{"expanded_permuted_rows", &d, 1}, {"expanded_src_to_dst_row", &routing[1], 1},
                         {"skip1", &x, 1}, {"scales", &gating[0], 1}, {"export_for_source_row", &gating[1], 1},
                         {"skip2", &shared, 1}};
