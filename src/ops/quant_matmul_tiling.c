@@ -2,8 +2,7 @@
  *
  * A block is one output tile (rows x columns) of one output matrix. As in
  * grouped_matmul, tiles are sized so the team gets about one tile of equal
- * work per core (a tile packs its own B panels), or several a core to
- * claim when the op is large enough (sk__qmm_tile), heights multiples of the
+ * work per core (a tile packs its own B panels), heights multiples of the
  * int8 micro-kernel's MR, widths of NR. The int32 tile is computed into the
  * core's workspace (int32 output: straight into the output), then the
  * epilogue of quant_matmul.c's header comment writes the output rows. Every
@@ -23,14 +22,6 @@
 
 #define TILE_M_MAX 256
 #define TILE_N_MAX 512
-/* With several cores, an op of at least CLAIM_TILES_PER_CORE tiles of
- * CLAIM_TILE_MIN_WORK multiply-adds a core is cut into that many a core
- * for them to claim: a core the machine runs slower takes fewer. Smaller
- * tiles cost more than they even out: decode's 6 x [33, 64] x [64, 64]
- * claimed in 18 tiles of ~50k took 20% more core time than 6 dealt ones
- * (the seed's 75k tiles, the same as dealt). */
-#define CLAIM_TILES_PER_CORE 8
-#define CLAIM_TILE_MIN_WORK 65536.0
 
 typedef struct qmm_plan {
   int64_t tm, tn;               /* tile size */
@@ -48,12 +39,10 @@ sk_status sk__qmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   if (p->batch == 0 || p->m == 0 || p->n == 0) return SK_STATUS_OK;
   int64_t mr, nr;
   sk__qgemm_micro_tile(sk__cpu_isa(), &mr, &nr);
-  /* Each core gets about one tile's worth of the whole op, or, claimed,
-   * about CLAIM_TILES_PER_CORE; a matrix is cut into `want` tiles when it
-   * is that many tiles' worth. */
-  double work = (double)p->m * (double)p->n * (double)(p->k + 1), total = work * (double)p->batch;
-  bool claim = n_cores > 1 && total >= (double)n_cores * CLAIM_TILES_PER_CORE * CLAIM_TILE_MIN_WORK;
-  double target = claim ? total / (n_cores * CLAIM_TILES_PER_CORE) : n_cores > 1 ? total / n_cores : INFINITY;
+  /* Each core gets about one tile's worth of the whole op; a matrix is cut
+   * into `want` tiles when it is that many cores' worth. */
+  double work = (double)p->m * (double)p->n * (double)(p->k + 1);
+  double target = n_cores > 1 ? work * (double)p->batch / n_cores : INFINITY;
   int64_t want = (int64_t)llround(work / target);
   if (want < 1) want = 1;
   int64_t row_parts = sk__ceil_div(p->m, TILE_M_MAX), max_row_parts = sk__ceil_div(p->m, mr);
@@ -73,7 +62,6 @@ sk_status sk__qmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
                          5 * sk__align_up((size_t)plan->tn * 4);
   out->n_blocks = p->batch * plan->row_parts * plan->col_parts;
   out->plan = plan;
-  out->claim = claim;
   return SK_STATUS_OK;
 }
 
