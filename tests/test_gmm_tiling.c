@@ -14,10 +14,11 @@
 #include "graph_builders.h"
 #include "kernels/qgemm/qgemm.h"
 #include "ops/grouped_matmul.h"
+#include "ops/op_util.h"
 
 #define MAX_M 640
 #define MAX_N 720
-#define MAX_K 200
+#define MAX_K 400
 
 typedef struct tiling_case {
   const char *what;
@@ -265,14 +266,16 @@ static void test_streamed_weights_are_claimed_items(void) {
 }
 
 /* Constant weights (packed at compile) of a group with enough rows: row
- * tiles for the cores to claim, MR-multiple heights, every output element
- * once, no group cut into more than 8 row tiles; the same op with the
+ * tiles for the cores to claim, MR-multiple heights of at least 4 MR,
+ * every output element once, a weight over 1 MiB in no more than 8 row
+ * tiles; the same op with the
  * weight as an input, or with decode's few rows, keeps the dealt tiles.
  * Bitwise those of one core, eager and in a super kernel (interp, jit). */
 static void test_constant_weights_are_claimed_row_tiles(void) {
   static const tiling_case cases[] = {
       {"seed sk1: 64 + 256 rows", {64, 256}, 180, 320, true},
       {"tall and wide: columns within a tile", {600, 5}, 16, 700, true},
+      {"a weight over 1 MiB: streamed at most 8 times", {600}, 400, 700, true},
       {"decode: 8 + 16 rows", {8, 16}, 180, 320, false},
   };
   int64_t mr, nr;
@@ -335,9 +338,15 @@ static void test_constant_weights_are_claimed_row_tiles(void) {
           for (int64_t i = 0; i < m * c->n; i++) bad += covered[i] != 1;
           CHECK_MSG(bad == 0 && node->tiling.n_blocks >= 8, "%s: %lld blocks, %lld elements not covered once",
                     c->what, (long long)node->tiling.n_blocks, (long long)bad);
-          for (int64_t gi = 0; gi < e; gi++)
-            CHECK_MSG(per_group[gi] <= 8, "%s: group %lld in %lld row tiles", c->what, (long long)gi,
+          /* A group's weight over 1 MiB is cut in at most 8 row tiles;
+           * smaller ones in tiles of at least 4 MR rows (but the last). */
+          for (int64_t gi = 0; gi < e; gi++) {
+            bool streamed = c->k * c->n * 4 > (1 << 20);
+            CHECK_MSG(!streamed || per_group[gi] <= 8, "%s: group %lld in %lld row tiles", c->what, (long long)gi,
                       (long long)per_group[gi]);
+            CHECK_MSG(per_group[gi] <= sk__ceil_div(c->rows[gi], 4 * mr), "%s: group %lld in %lld row tiles",
+                      c->what, (long long)gi, (long long)per_group[gi]);
+          }
         }
         memset(yn, 0x5A, yb);
         CHECK_OK(sk_program_run(p, team, bufs, n_in, (sk_buffer[]){{"y", yn, yb}}, 1));
