@@ -5,6 +5,7 @@
  * refused with a message naming the file and the problem). The end-to-end
  * checks against transformers are tests/python/test_checkpoint.py. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +134,35 @@ static void test_safetensors_reads(void) {
   skm_st_close(d);
 }
 
+/* Every FP8 E4M3 byte against the format's definition in double (sign,
+ * 4 exponent bits of bias 7, 3 mantissa bits; exponent 0 subnormal;
+ * S.1111.111 NaN, no infinities), a few known values, and an F8_E4M3
+ * tensor read through skm_st_float_at. */
+static void test_fp8_e4m3_values(void) {
+  for (int b = 0; b < 256; b++) {
+    int e = (b >> 3) & 15, m = b & 7;
+    float got = skm_fp8_e4m3_to_float((uint8_t)b);
+    if (e == 15 && m == 7) {
+      CHECK_MSG(got != got, "0x%02x: %g, not NaN", b, got);
+      continue;
+    }
+    double want = (e == 0 ? m / 8.0 * ldexp(1.0, -6) : (1.0 + m / 8.0) * ldexp(1.0, e - 7)) * (b & 0x80 ? -1 : 1);
+    CHECK_MSG((double)got == want && (b != 0x80 || signbit(got)), "0x%02x: %g, want %g", b, got, want);
+  }
+  CHECK(skm_fp8_e4m3_to_float(0x38) == 1.0f && skm_fp8_e4m3_to_float(0x7E) == 448.0f &&
+        skm_fp8_e4m3_to_float(0x01) == 0x1p-9f && skm_fp8_e4m3_to_float(0xC0) == -2.0f);
+  clear_dir();
+  unsigned char codes[4] = {0x38, 0xC0, 0x7E, 0x01};
+  write_st("f.safetensors", "{\"q\": {\"dtype\": \"F8_E4M3\", \"shape\": [2, 2], \"data_offsets\": [0, 4]}}",
+           codes, sizeof codes);
+  skm_st_dir *d = NULL;
+  CHECK_OK(skm_st_open(dir, &d, msg, sizeof msg));
+  const skm_st_tensor *q = d ? skm_st_find(d, "q") : NULL;
+  CHECK(q && q->fp8_e4m3 && !skm_st_is_float(q));
+  if (q) CHECK(skm_st_float_at(q, 1) == -2.0f && skm_st_float_at(q, 2) == 448.0f && skm_st_float_at(q, 3) == 0x1p-9f);
+  skm_st_close(d);
+}
+
 static void expect_refused(const char *header, size_t data_bytes, sk_status status, const char *why) {
   clear_dir();
   unsigned char data[64] = {0};
@@ -198,6 +228,7 @@ int main(void) {
       TEST_CASE(test_json_refuses),
       TEST_CASE(test_safetensors_reads),
       TEST_CASE(test_safetensors_refuses),
+      TEST_CASE(test_fp8_e4m3_values),
   };
   int rc = harness_run(cases, sizeof cases / sizeof cases[0]);
   char cmd[600];

@@ -155,6 +155,86 @@ def test_fused_experts_layout(tmp_path):
     assert torch.equal(y_fused.view(torch.int16), y_split.view(torch.int16))
 
 
+FP8_BLOCK = [16, 32]  # small blocks, so the test's 32 x 64 weights hold several
+
+
+def quantize_fp8(directory, out_directory):
+    """DeepSeek-V3's published FP8 format from a saved checkpoint: each
+    routed and shared expert weight of the MoE layers becomes F8_E4M3 with
+    a float32 "<name>_scale_inv" per FP8_BLOCK block (value = fp8 * scale),
+    and config.json gets its quantization_config. Returns the dequantized
+    weights (fp32), as DeepSeek's own weight_dequant computes them."""
+    shutil.copytree(directory, out_directory)
+    path = os.path.join(out_directory, "model.safetensors")
+    tensors = safetensors_torch.load_file(path)
+    dequantized = {}
+    br, bc = FP8_BLOCK
+    for name in [n for n in tensors if ".mlp.experts." in n or ".mlp.shared_experts." in n]:
+        w = tensors[name].float()
+        rows, cols = w.shape
+        blocks = w.reshape(rows // br, br, cols // bc, bc)
+        scale = blocks.abs().amax(dim=(1, 3)).clamp(min=1e-12) / 448.0
+        q = (blocks / scale[:, None, :, None]).reshape(rows, cols).to(torch.float8_e4m3fn)
+        tensors[name], tensors[name + "_scale_inv"] = q, scale.contiguous()
+        expand = scale.repeat_interleave(br, 0).repeat_interleave(bc, 1)
+        dequantized[name] = q.float() * expand
+    safetensors_torch.save_file(tensors, path, metadata={"format": "pt"})
+    edit_config(out_directory, quantization_config={"activation_scheme": "dynamic", "fmt": "e4m3",
+                                                    "quant_method": "fp8", "weight_block_size": FP8_BLOCK})
+    return dequantized
+
+
+def test_fp8_checkpoint(tmp_path):
+    """An FP8 checkpoint's layer equals, bit for bit, the bf16 checkpoint
+    holding its dequantized weights (fp8 * scale in fp32, rounded to bf16
+    once, as torch rounds them), and matches transformers on those weights,
+    as its int8 (w8a8) layer does within int8's tolerance."""
+    bf16 = save_checkpoint("deepseek_v3", "bf16", str(tmp_path / "bf16"))
+    fp8 = str(tmp_path / "fp8")
+    dequantized = quantize_fp8(bf16, fp8)
+    edit_safetensors(os.path.join(bf16, "model.safetensors"),
+                     lambda t: t.update({n: w.to(torch.bfloat16) for n, w in dequantized.items()}))
+    r = run_sk(["moe-layer:t4", "--weights", fp8, "--iters", "1"])
+    assert "FP8 weights (blocks of 16 x 32)" in r.stdout, r.stdout
+    x, y, ends = run_layer(fp8, 1, "moe-layer:t32")
+    x_ref, y_ref, ends_ref = run_layer(bf16, 1, "moe-layer:t32")
+    assert torch.equal(x.view(torch.int16), x_ref.view(torch.int16))
+    assert torch.equal(y.view(torch.int16), y_ref.view(torch.int16)), "the FP8 layer differs from its bf16 dequantization"
+    assert torch.equal(ends, ends_ref)
+    want_y, indices = reference(bf16, 1, x)
+    counts = torch.bincount(indices.flatten(), minlength=ends.numel())
+    assert torch.equal(ends, torch.cumsum(counts, 0))
+    err = ((y.float() - want_y).abs().max() / want_y.abs().max()).item()
+    assert err <= TOLERANCE["bf16"], f"max |sk - transformers| / max |y| = {err:.3g}"
+    # w8a8 rounds the exact fp32 dequantized values per channel (not their
+    # bf16 roundings), so it is checked against transformers only.
+    _, y8, counts8 = run_layer(fp8, 1, "moe-layer:t32:int8")
+    assert torch.equal(counts8, counts)
+    err = ((y8.float() - want_y).abs().max() / want_y.abs().max()).item()
+    assert err <= TOLERANCE["int8"], f"int8: max |sk - transformers| / max |y| = {err:.3g}"
+
+
+FP8_BAD = {
+    "missing scales": (lambda t: t.pop("model.layers.1.mlp.experts.3.down_proj.weight_scale_inv"),
+                       "tensor model.layers.1.mlp.experts.3.down_proj.weight_scale_inv is missing"),
+    "wrong scale shape": (lambda t: t.update({"model.layers.1.mlp.shared_experts.up_proj.weight_scale_inv":
+                                              torch.ones(3, 2)}),
+                          "shared_experts.up_proj.weight_scale_inv: shape [3, 2], the config gives [2, 2]"),
+    "fp8 gate": (lambda t: t.update({"model.layers.1.mlp.gate.weight": torch.zeros(16, 64).to(torch.float8_e4m3fn)}),
+                 "gate.weight: dtype F8_E4M3 is not supported"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FP8_BAD))
+def test_bad_fp8_checkpoint_is_a_clear_error(tmp_path, case):
+    fp8 = str(tmp_path / "fp8")
+    quantize_fp8(save_checkpoint("deepseek_v3", "bf16", str(tmp_path / "bf16")), fp8)
+    edit, message = FP8_BAD[case]
+    edit_safetensors(os.path.join(fp8, "model.safetensors"), edit)
+    r = run_sk(["moe-layer:t4", "--weights", fp8, "--iters", "1"], check=False)
+    assert r.returncode == 1 and message in r.stderr, r.stderr
+
+
 def test_first_moe_layer_is_the_default(tmp_path):
     """DeepSeek's layer 0 is dense (first_k_dense_replace 1): no --layer means 1."""
     directory = save_checkpoint("deepseek_v2", "bf16", str(tmp_path / "ckpt"))
@@ -201,7 +281,13 @@ BAD = {
     "unsupported model": (lambda d, st: edit_config(d, model_type="mixtral"), [], "model_type \"mixtral\" is not supported"),
     "unsupported activation": (lambda d, st: edit_config(d, hidden_act="gelu"), [], "\"hidden_act\" is \"gelu\""),
     "bad groups": (lambda d, st: edit_config(d, n_group=3), [], "n_group 3"),
-    "quantized": (lambda d, st: edit_config(d, quantization_config={"quant_method": "fp8"}), [], "quantization_config"),
+    "quantized": (lambda d, st: edit_config(d, quantization_config={"quant_method": "awq"}), [],
+                  "quantization_config: only block-scaled FP8"),
+    "fp8 without blocks": (lambda d, st: edit_config(d, quantization_config={"quant_method": "fp8"}), [],
+                           "\"weight_block_size\" must be [rows, columns]"),
+    "fp8 weights, no quantization_config": (lambda d, st: edit_safetensors(st, lambda t: t.update(
+        {"model.layers.1.mlp.experts.0.up_proj.weight": torch.zeros(32, 64).to(torch.float8_e4m3fn)})),
+        [], "experts.0.up_proj.weight: dtype F8_E4M3 is not supported (F32, F16, BF16)"),
     "bad json": (lambda d, st: open(os.path.join(d, "config.json"), "w").write("{\"model_type\": "), [],
                  "invalid JSON at byte"),
     "truncated data": (lambda d, st: truncate(st, os.path.getsize(st) - 100), [], "data_offsets"),

@@ -26,8 +26,10 @@ struct skm_checkpoint {
   skm_moe_layer layer;
   int index;
   bool fused; /* experts.gate_up_proj / experts.down_proj */
+  bool fp8;   /* block-scaled FP8 weights (quantization_config) */
+  int64_t fp8_block[2]; /* its weight_block_size: rows, columns of one scale */
   char prefix[64]; /* "model.layers.N.mlp." */
-  char about[256];
+  char about[512];
 };
 
 /* ---- config.json ---- */
@@ -111,6 +113,35 @@ static bool is_moe_layer(config *c, family f, int64_t n, char *why, size_t why_s
   return true;
 }
 
+/* quantization_config: DeepSeek-V3's published FP8 weights are the one
+ * kind read ("quant_method": "fp8", "fmt": "e4m3", "weight_block_size":
+ * [rows, columns]): a weight may then be an F8_E4M3 tensor with a float
+ * "<name>_scale_inv" holding one scale per block, value = fp8 * scale. */
+static void read_quantization(skm_checkpoint *ck, config *c, const skj_value *q) {
+  const skj_value *method = skj_get(q, "quant_method"), *fmt = skj_get(q, "fmt"), *block = skj_get(q, "weight_block_size");
+  if (q->type != SKJ_OBJECT || !method || method->type != SKJ_STRING || strcmp(method->string, "fp8") != 0) {
+    config_fail(c, "quantization_config: only block-scaled FP8 (\"quant_method\": \"fp8\", DeepSeek-V3's) is "
+                   "supported; use a bf16, fp16 or fp32 checkpoint (the layer can be quantized to int8 on loading: "
+                   "moe-layer:int8)");
+    return;
+  }
+  if (fmt && fmt->type != SKJ_NULL && (fmt->type != SKJ_STRING || strcmp(fmt->string, "e4m3") != 0)) {
+    config_fail(c, "quantization_config: \"fmt\" must be \"e4m3\"");
+    return;
+  }
+  bool ok = block && block->type == SKJ_ARRAY && block->n == 2;
+  for (size_t i = 0; ok && i < 2; i++) {
+    const skj_value *v = &block->items[i];
+    ok = v->type == SKJ_NUMBER && v->is_integer && v->integer >= 1 && v->integer <= (1 << 20);
+    if (ok) ck->fp8_block[i] = v->integer;
+  }
+  if (!ok) {
+    config_fail(c, "quantization_config: \"weight_block_size\" must be [rows, columns], two positive integers");
+    return;
+  }
+  ck->fp8 = true;
+}
+
 /* config.json's root into ck->layer and ck->index (dtypes set later). */
 static sk_status read_config(skm_checkpoint *ck, config *c, int layer) {
   family fam;
@@ -122,9 +153,9 @@ static sk_status read_config(skm_checkpoint *ck, config *c, int layer) {
   else if (strcmp(type->string, "deepseek_v2") == 0) fam = DEEPSEEK_V2;
   else
     return config_fail(c, "model_type \"%s\" is not supported (qwen3_moe, deepseek_v3, deepseek_v2)", type->string);
-  if (skj_get(c->root, "quantization_config"))
-    return config_fail(c, "quantized checkpoints (\"quantization_config\") are not supported; use a bf16, fp16 or "
-                          "fp32 one (the layer can be quantized to int8 on loading: moe-layer:int8)");
+  const skj_value *quantization = skj_get(c->root, "quantization_config");
+  if (quantization && quantization->type != SKJ_NULL) read_quantization(ck, c, quantization);
+  if (c->st != SK_STATUS_OK) return c->st;
   skm_moe_layer *m = &ck->layer;
   const bool qwen = fam == QWEN3_MOE;
   m->hidden = config_int(c, "hidden_size", -1, 1, 1 << 20);
@@ -195,48 +226,74 @@ static const skm_st_tensor *find(const skm_checkpoint *ck, const char *suffix) {
   return skm_st_find(ck->st, name);
 }
 
-/* Tensor prefix+suffix must exist, be float and have the given shape. */
-static sk_status need(const skm_checkpoint *ck, const char *suffix, int rank, const int64_t *shape, char *msg,
-                      size_t msg_size) {
+/* The block scales of an FP8 weight t ("<name>_scale_inv"), or NULL. */
+static const skm_st_tensor *scale_of(const skm_checkpoint *ck, const skm_st_tensor *t) {
+  char name[300];
+  if (!t->fp8_e4m3 || snprintf(name, sizeof name, "%s_scale_inv", t->name) >= (int)sizeof name) return NULL;
+  return skm_st_find(ck->st, name);
+}
+
+static sk_status check_shape(const skm_st_tensor *t, int rank, const int64_t *shape, char *msg, size_t msg_size) {
+  bool same = t->rank == rank;
+  for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
+  if (same) return SK_STATUS_OK;
+  char got[96], want[96];
+  return skm_error(msg, msg_size, SK_STATUS_INVALID_SHAPE, "tensor %s: shape %s, the config gives %s", t->name,
+                   skm_format_shape(t->rank, t->shape, got, sizeof got), skm_format_shape(rank, shape, want, sizeof want));
+}
+
+/* Tensor prefix+suffix must exist, be float and have the given shape. An
+ * expert's weight (fp8_ok) of an FP8 checkpoint may be F8_E4M3 [rows,
+ * cols] instead, with its float block scales [ceil(rows / block rows),
+ * ceil(cols / block cols)]. */
+static sk_status need(const skm_checkpoint *ck, const char *suffix, int rank, const int64_t *shape, bool fp8_ok,
+                      char *msg, size_t msg_size) {
   const skm_st_tensor *t = find(ck, suffix);
   if (!t)
     return skm_error(msg, msg_size, SK_STATUS_NOT_FOUND, "tensor %s%s is missing (layer %d)", ck->prefix, suffix,
                      ck->index);
-  if (!skm_st_is_float(t))
+  bool fp8 = fp8_ok && ck->fp8 && t->fp8_e4m3 && rank == 2;
+  if (!skm_st_is_float(t) && !fp8)
+    return skm_error(msg, msg_size, SK_STATUS_UNSUPPORTED, "tensor %s: dtype %s is not supported (F32, F16, BF16%s)",
+                     t->name, t->dtype_name, ck->fp8 ? "; F8_E4M3 for the unfused experts' weights" : "");
+  sk_status s = check_shape(t, rank, shape, msg, msg_size);
+  if (s != SK_STATUS_OK || !fp8) return s;
+  const skm_st_tensor *scale = scale_of(ck, t);
+  if (!scale)
+    return skm_error(msg, msg_size, SK_STATUS_NOT_FOUND, "tensor %s_scale_inv is missing (the FP8 weight's block scales)",
+                     t->name);
+  if (!skm_st_is_float(scale))
     return skm_error(msg, msg_size, SK_STATUS_UNSUPPORTED, "tensor %s: dtype %s is not supported (F32, F16, BF16)",
-                     t->name, t->dtype_name);
-  bool same = t->rank == rank;
-  for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
-  if (!same) {
-    char got[96], want[96];
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_SHAPE, "tensor %s: shape %s, the config gives %s", t->name,
-                     skm_format_shape(t->rank, t->shape, got, sizeof got),
-                     skm_format_shape(rank, shape, want, sizeof want));
-  }
-  return SK_STATUS_OK;
+                     scale->name, scale->dtype_name);
+  int64_t blocks[2] = {(shape[0] + ck->fp8_block[0] - 1) / ck->fp8_block[0],
+                       (shape[1] + ck->fp8_block[1] - 1) / ck->fp8_block[1]};
+  return check_shape(scale, 2, blocks, msg, msg_size);
 }
 
 static sk_status check_tensors(skm_checkpoint *ck, char *msg, size_t msg_size) {
   const skm_moe_layer *m = &ck->layer;
   const int64_t h = m->hidden, i = m->inter, e = m->experts, si = m->shared * m->inter;
-  sk_status s = need(ck, "gate.weight", 2, (int64_t[]){e, h}, msg, msg_size);
-  if (s == SK_STATUS_OK && m->sigmoid) s = need(ck, "gate.e_score_correction_bias", 1, (int64_t[]){e}, msg, msg_size);
+  sk_status s = need(ck, "gate.weight", 2, (int64_t[]){e, h}, false, msg, msg_size);
+  if (s == SK_STATUS_OK && m->sigmoid)
+    s = need(ck, "gate.e_score_correction_bias", 1, (int64_t[]){e}, false, msg, msg_size);
   ck->fused = find(ck, "experts.gate_up_proj") != NULL;
   if (ck->fused) {
-    if (s == SK_STATUS_OK) s = need(ck, "experts.gate_up_proj", 3, (int64_t[]){e, 2 * i, h}, msg, msg_size);
-    if (s == SK_STATUS_OK) s = need(ck, "experts.down_proj", 3, (int64_t[]){e, h, i}, msg, msg_size);
+    if (s == SK_STATUS_OK) s = need(ck, "experts.gate_up_proj", 3, (int64_t[]){e, 2 * i, h}, false, msg, msg_size);
+    if (s == SK_STATUS_OK) s = need(ck, "experts.down_proj", 3, (int64_t[]){e, h, i}, false, msg, msg_size);
   }
   for (int64_t j = 0; !ck->fused && s == SK_STATUS_OK && j < e; j++) {
     char name[96];
     static const char *const proj[] = {"gate_proj", "up_proj", "down_proj"};
     for (int p = 0; s == SK_STATUS_OK && p < 3; p++) {
       snprintf(name, sizeof name, "experts.%lld.%s.weight", (long long)j, proj[p]);
-      s = need(ck, name, 2, p < 2 ? (int64_t[]){i, h} : (int64_t[]){h, i}, msg, msg_size);
+      s = need(ck, name, 2, p < 2 ? (int64_t[]){i, h} : (int64_t[]){h, i}, true, msg, msg_size);
     }
   }
-  if (s == SK_STATUS_OK && si) s = need(ck, "shared_experts.gate_proj.weight", 2, (int64_t[]){si, h}, msg, msg_size);
-  if (s == SK_STATUS_OK && si) s = need(ck, "shared_experts.up_proj.weight", 2, (int64_t[]){si, h}, msg, msg_size);
-  if (s == SK_STATUS_OK && si) s = need(ck, "shared_experts.down_proj.weight", 2, (int64_t[]){h, si}, msg, msg_size);
+  if (s == SK_STATUS_OK && si)
+    s = need(ck, "shared_experts.gate_proj.weight", 2, (int64_t[]){si, h}, true, msg, msg_size);
+  if (s == SK_STATUS_OK && si) s = need(ck, "shared_experts.up_proj.weight", 2, (int64_t[]){si, h}, true, msg, msg_size);
+  if (s == SK_STATUS_OK && si)
+    s = need(ck, "shared_experts.down_proj.weight", 2, (int64_t[]){h, si}, true, msg, msg_size);
   return s;
 }
 
@@ -283,9 +340,13 @@ sk_status skm_checkpoint_open(const char *dir, int layer, skm_checkpoint **out, 
     m->preset = "checkpoint";
     char gating[48] = "softmax";
     if (m->sigmoid) snprintf(gating, sizeof gating, "sigmoid %d groups / %d", m->groups, m->k_group);
-    snprintf(ck->about, sizeof ck->about, "%s layer %d of %s: H %lld, %lld experts, top-%lld, I %lld, %s, %lld shared",
+    char fp8[64] = "";
+    if (ck->fp8)
+      snprintf(fp8, sizeof fp8, ", FP8 weights (blocks of %lld x %lld)", (long long)ck->fp8_block[0],
+               (long long)ck->fp8_block[1]);
+    snprintf(ck->about, sizeof ck->about, "%s layer %d of %s: H %lld, %lld experts, top-%lld, I %lld, %s, %lld shared%s",
              model_type, ck->index, dir, (long long)m->hidden, (long long)m->experts, (long long)m->top_k,
-             (long long)m->inter, gating, (long long)m->shared);
+             (long long)m->inter, gating, (long long)m->shared, fp8);
     m->about = ck->about;
   }
   skj_free(&root);
@@ -318,13 +379,32 @@ static void put(void *dst, sk_dtype dtype, int64_t i, float v) {
   else ((int8_t *)dst)[i] = (int8_t)v;
 }
 
-/* Columns [col0, col0 + n) of the [K, N] matrix dst are rows [0, n) of a
- * torch weight [n, K] at element `base` of t (y = x @ dst is torch's
- * x @ weight^T). int8: each column is rounded with its own scale
- * max|w| / 127 (written to scales[col0 + r]; 1 for an all-zero column). */
+/* A torch weight [n, K] to read: element `base` of t on, and for an FP8
+ * weight its block scales (value = fp8 * scale[row / block[0]][col /
+ * block[1]], in fp32, as DeepSeek's own dequantization; t then starts at
+ * base 0). */
+typedef struct weight_source {
+  const skm_st_tensor *t, *scale;
+  int64_t base;
+  const int64_t *block;
+} weight_source;
+
+static float weight_at(const weight_source *w, int64_t row, int64_t col, int64_t k_dim) {
+  float v = skm_st_float_at(w->t, w->base + row * k_dim + col);
+  if (!w->scale) return v;
+  int64_t scale_cols = (k_dim + w->block[1] - 1) / w->block[1];
+  return v * skm_st_float_at(w->scale, row / w->block[0] * scale_cols + col / w->block[1]);
+}
+
+/* Columns [col0, col0 + n) of the [K, N] matrix dst are rows [0, n) of the
+ * torch weight [n, K] of w (y = x @ dst is torch's x @ weight^T). int8:
+ * each column is rounded with its own scale max|w| / 127 (written to
+ * scales[col0 + r]; 1 for an all-zero column). */
 static sk_status transpose_rows(void *dst, sk_dtype dtype, int64_t k_dim, int64_t n_dim, int64_t col0, int64_t n,
-                                const skm_st_tensor *t, int64_t base, float *scales) {
-  if (t->dtype == dtype) { /* the same dtype: the bits move as they are */
+                                const weight_source *w, float *scales) {
+  const skm_st_tensor *t = w->t;
+  const int64_t base = w->base;
+  if (t->dtype == dtype && !w->scale) { /* the same dtype: the bits move as they are */
     const size_t es = sk_dtype_size(dtype);
     const char *src = (const char *)t->data + (size_t)base * es;
     char *out = dst;
@@ -340,7 +420,7 @@ static sk_status transpose_rows(void *dst, sk_dtype dtype, int64_t k_dim, int64_
     int64_t nr = n - r0 < ROW_BLOCK ? n - r0 : ROW_BLOCK;
     for (int64_t r = 0; r < nr; r++) {
       float *row = rows + r * k_dim, amax = 0.0f;
-      for (int64_t k = 0; k < k_dim; k++) row[k] = skm_st_float_at(t, base + (r0 + r) * k_dim + k);
+      for (int64_t k = 0; k < k_dim; k++) row[k] = weight_at(w, r0 + r, k, k_dim);
       if (dtype != SK_INT8) continue;
       for (int64_t k = 0; k < k_dim; k++) amax = fmaxf(amax, fabsf(row[k]));
       float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
@@ -371,11 +451,14 @@ typedef struct mlp_source {
   int64_t gate_base, up_base, down_base;
 } mlp_source;
 
-static sk_status fill_mlp(const mlp_source *src, int64_t h, int64_t i, sk_dtype dtype, void *up, void *down,
-                          float *up_scale, float *down_scale) {
-  sk_status s = transpose_rows(up, dtype, h, 2 * i, 0, i, src->gate, src->gate_base, up_scale);
-  if (s == SK_STATUS_OK) s = transpose_rows(up, dtype, h, 2 * i, i, i, src->up, src->up_base, up_scale);
-  if (s == SK_STATUS_OK) s = transpose_rows(down, dtype, i, h, 0, h, src->down, src->down_base, down_scale);
+static sk_status fill_mlp(const skm_checkpoint *ck, const mlp_source *src, int64_t h, int64_t i, sk_dtype dtype,
+                          void *up, void *down, float *up_scale, float *down_scale) {
+  weight_source gate = {src->gate, scale_of(ck, src->gate), src->gate_base, ck->fp8_block};
+  weight_source upw = {src->up, scale_of(ck, src->up), src->up_base, ck->fp8_block};
+  weight_source downw = {src->down, scale_of(ck, src->down), src->down_base, ck->fp8_block};
+  sk_status s = transpose_rows(up, dtype, h, 2 * i, 0, i, &gate, up_scale);
+  if (s == SK_STATUS_OK) s = transpose_rows(up, dtype, h, 2 * i, i, i, &upw, up_scale);
+  if (s == SK_STATUS_OK) s = transpose_rows(down, dtype, i, h, 0, h, &downw, down_scale);
   return s;
 }
 
@@ -416,14 +499,14 @@ sk_status skm_checkpoint_fill(const skm_checkpoint *ck, const skm_moe_layer *m, 
       for (int p = 0; p < 3; p++) snprintf(name[p], sizeof name[p], "experts.%lld.%s.weight", (long long)j, proj[p]);
       src = (mlp_source){find(ck, name[0]), find(ck, name[1]), find(ck, name[2]), 0, 0, 0};
     }
-    s = fill_mlp(&src, h, i, m->expert_dtype, (char *)up->data + (size_t)(j * h * 2 * i) * es,
+    s = fill_mlp(ck, &src, h, i, m->expert_dtype, (char *)up->data + (size_t)(j * h * 2 * i) * es,
                  (char *)down->data + (size_t)(j * i * h) * es, w8a8 ? (float *)up_scale->data + j * 2 * i : NULL,
                  w8a8 ? (float *)down_scale->data + j * h : NULL);
   }
   if (s == SK_STATUS_OK && si) {
     mlp_source src = {find(ck, "shared_experts.gate_proj.weight"), find(ck, "shared_experts.up_proj.weight"),
                       find(ck, "shared_experts.down_proj.weight"), 0, 0, 0};
-    s = fill_mlp(&src, h, si, m->dtype, s_up->data, s_down->data, NULL, NULL);
+    s = fill_mlp(ck, &src, h, si, m->dtype, s_up->data, s_down->data, NULL, NULL);
   }
   if (s != SK_STATUS_OK) return skm_error(msg, msg_size, s, "checkpoint: out of memory converting the weights");
   return SK_STATUS_OK;

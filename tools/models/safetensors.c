@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,8 @@ static sk_status add_entry(skm_st_dir *d, const mapped_file *f, const char *data
   size_t k = 0, n_dtypes = sizeof dtypes / sizeof dtypes[0];
   while (k < n_dtypes && strcmp(dtypes[k].name, dt->string) != 0) k++;
   if (k == n_dtypes) return BAD("%s: tensor '%s': unknown dtype '%s'", f->path, name, dt->string);
-  skm_st_tensor t = {.dtype_name = dtypes[k].name, .dtype = dtypes[k].dtype, .file = f->name, .numel = 1};
+  skm_st_tensor t = {.dtype_name = dtypes[k].name, .dtype = dtypes[k].dtype, .file = f->name, .numel = 1,
+                     .fp8_e4m3 = strcmp(dtypes[k].name, "F8_E4M3") == 0};
   t.rank = int_array(sh, t.shape, SKM_ST_MAX_RANK);
   if (t.rank < 0)
     return BAD("%s: tensor '%s': \"shape\" must be at most %d non-negative integers", f->path, name, SKM_ST_MAX_RANK);
@@ -230,8 +232,16 @@ int skm_st_is_float(const skm_st_tensor *t) {
   return t->dtype == SK_FP32 || t->dtype == SK_FP16 || t->dtype == SK_BF16;
 }
 
+float skm_fp8_e4m3_to_float(uint8_t b) {
+  int e = (b >> 3) & 15, m = b & 7;
+  if (e == 15 && m == 7) return NAN;
+  float v = e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10); /* m/8 * 2^-6, (1 + m/8) * 2^(e-7) */
+  return b & 0x80 ? -v : v;
+}
+
 float skm_st_float_at(const skm_st_tensor *t, int64_t i) {
   const unsigned char *p = t->data;
+  if (t->fp8_e4m3) return skm_fp8_e4m3_to_float(p[i]);
   if (t->dtype == SK_FP32) {
     float v;
     memcpy(&v, p + 4 * i, 4);

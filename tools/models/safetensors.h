@@ -25,6 +25,7 @@ typedef struct skm_st_tensor {
   const char *name;
   const char *dtype_name;  /* as the file writes it: "BF16", "F32", "F8_E4M3", ... */
   sk_dtype dtype;          /* SK_DTYPE_INVALID when the library has no such dtype */
+  int fp8_e4m3;            /* 1 for F8_E4M3 (dtype SK_DTYPE_INVALID): skm_st_float_at reads it */
   int rank;
   int64_t shape[SKM_ST_MAX_RANK];
   int64_t numel;
@@ -48,8 +49,13 @@ const skm_st_tensor *skm_st_find(const skm_st_dir *d, const char *name);
 size_t skm_st_count(const skm_st_dir *d);
 size_t skm_st_files(const skm_st_dir *d);
 
-/* Element i of a float tensor (F32, F16 or BF16) as float. */
+/* Element i of a float tensor (F32, F16, BF16, or F8_E4M3: its value
+ * unscaled, exact; a block-scaled checkpoint multiplies by the block's
+ * scale itself) as float. */
 float skm_st_float_at(const skm_st_tensor *t, int64_t i);
+/* The float value of an FP8 E4M3 byte (OCP "e4m3fn": bias 7, no
+ * infinities, S.1111.111 is NaN), exactly. */
+float skm_fp8_e4m3_to_float(uint8_t b);
 /* Whether t's dtype is one skm_st_float_at reads. */
 int skm_st_is_float(const skm_st_tensor *t);
 

@@ -113,7 +113,7 @@ typedef struct sk_session {
   sk_program *program;
   sk_compile_stats stats; /* of program */
   char model[128];
-  char description[128];
+  char description[512];
   /* Set between sk_session_open_team and sk_session_compile: the seed of
    * the model's values (SKM_DEFAULT_SEED) and whether the weights stay
    * program inputs (--weights-as-inputs) instead of graph constants. */
