@@ -6,6 +6,7 @@
 #include "exec/program.h"
 #include "graph_builders.h"
 #include "harness.h"
+#include "jit/jit_internal.h"
 #include "reference_runner.h"
 #include "superkernel/plan.h"
 
@@ -272,6 +273,18 @@ static void test_claimed_blocks_wait_for_their_rows(void) {
       }
     }
     CHECK(mm1->claim_waits[0] == mm1->claim_waits[mm1->n_blocks]); /* x comes from outside: no waits */
+    /* sk plan lists the runs of claimed blocks; the JIT writes the same
+     * lists as tables and waits on them. */
+    char *text = sk__plan_format(plan, p), *src = NULL;
+    CHECK_MSG(text && strstr(text, "blocks claimed on cores 0-1") && strstr(text, "claimed block") &&
+                  strstr(text, ": wait for flag") && strstr(text, "claim blocks of mm2 until none is left, signal flag"),
+              "%s", text ? text : "(no text)");
+    CHECK_OK(sk__jit_codegen(plan, p, &src));
+    CHECK_MSG(src && strstr(src, "static const int32_t claim0_flag[") && strstr(src, "static const int32_t claim1_deps[") &&
+                  strstr(src, "sk_wait(env, claim1_deps[d])") && strstr(src, "sk_signal(env, claim0_flag[b])"),
+              "the JIT source lacks the claim tables");
+    free(text);
+    free(src);
   }
   sk_program_destroy(p);
   static const char *options[] = {NULL, "early-start=0", "debug-sync-all=1", "profiling=1"};
