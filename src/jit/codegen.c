@@ -166,11 +166,14 @@ static bool any_claim_flag(const sk__subkernel *s) {
   return false;
 }
 
-static void int_table(sk__text *t, const char *name, int i, const int32_t *v, int64_t n) {
-  sk__text_put(t, "static const int32_t claim%d_%s[%lld] = {", i, name, (long long)n);
-  for (int64_t k = 0; k < n; k++) sk__text_put(t, "%s%d", k == 0 ? "\n  " : k % 16 ? ", " : ",\n  ", (int)v[k]);
-  sk__text_put(t, "\n};\n");
-}
+/* A table "static const int32_t claimI_name[n] = {...}" of value(k). */
+#define CLAIM_TABLE(t, i, name, n, value)                                                          \
+  do {                                                                                             \
+    sk__text_put(t, "static const int32_t claim%d_%s[%lld] = {", (int)(i), name, (long long)(n));   \
+    for (int64_t k = 0; k < (n); k++)                                                              \
+      sk__text_put(t, "%s%d", k == 0 ? "\n  " : k % 16 ? ", " : ",\n  ", (int)(value));             \
+    sk__text_put(t, "\n};\n");                                                                     \
+  } while (0)
 
 /* A claimed sub-kernel's per-block waits and flags as tables (the plan's
  * claim_waits and claim_flags; what an interpreter reads from the plan):
@@ -184,17 +187,10 @@ static void claim_tables(sk__text *t, const sk__plan *plan) {
     int64_t n = s->n_blocks, d0 = s->claim_waits[0], d1 = s->claim_waits[n];
     sk__text_put(t, "/* sub-kernel %zu, claimed: its blocks' own waits and flags */\n", i);
     if (d0 < d1) {
-      int32_t *at = malloc(((size_t)n + 1) * sizeof *at);
-      if (!at) {
-        t->failed = true;
-        return;
-      }
-      for (int64_t b = 0; b <= n; b++) at[b] = (int32_t)(s->claim_waits[b] - d0);
-      int_table(t, "at", (int)i, at, n + 1);
-      int_table(t, "deps", (int)i, plan->deps + d0, d1 - d0);
-      free(at);
+      CLAIM_TABLE(t, i, "at", n + 1, s->claim_waits[k] - d0);
+      CLAIM_TABLE(t, i, "deps", d1 - d0, plan->deps[d0 + k]);
     }
-    if (any_claim_flag(s)) int_table(t, "flag", (int)i, s->claim_flags, n);
+    if (any_claim_flag(s)) CLAIM_TABLE(t, i, "flag", n, s->claim_flags[k]);
     sk__text_put(t, "\n");
   }
 }

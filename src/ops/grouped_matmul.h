@@ -105,11 +105,22 @@ enum {
 bool sk__gmm_balanced_tiles(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, int64_t max_m, int64_t max_n,
                             gmm_tile **tiles, int64_t *count);
 
-/* Tiles of constant (compile-packed) weights for the cores to claim
- * (grouped_matmul_balance.c); false when a weight is not a constant, the
- * tiles would be too few, or out of memory (*oom set). */
+/* A growing list of tiles, as the tilings build theirs. */
+typedef struct sk__gmm_tiles {
+  int64_t count, cap;
+  gmm_tile *tiles;
+} sk__gmm_tiles;
+
+/* Appends tile to t (grouped_matmul_tiling.c); false when out of memory
+ * (t keeps what it had). */
+bool sk__gmm_push(sk__gmm_tiles *t, gmm_tile tile);
+
+/* Tiles of constant (compile-packed) weights for the cores to claim, into
+ * the empty list t (grouped_matmul_balance.c); false, t left empty, when a
+ * weight is not a constant, the tiles would be too few, or out of memory
+ * (*oom set). */
 bool sk__gmm_claimed_tiles(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, int64_t max_m, int64_t max_n,
-                           gmm_tile **tiles, int64_t *count, bool *oom);
+                           sk__gmm_tiles *t, bool *oom);
 
 /* The pack hook: constant weights (every group's) into GEMM panels once. */
 sk_status sk__gmm_pack(const sk__node_io *io, void **packed, size_t *bytes);

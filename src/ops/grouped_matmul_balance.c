@@ -1,4 +1,6 @@
-/* grouped_matmul: tiles that give every core the same work.
+/* grouped_matmul: tiles that give every core the same work, dealt
+ * (sk__gmm_balanced_tiles) or, with constant weights, claimed
+ * (sk__gmm_claimed_tiles, at the end).
  *
  * Block b of a sub-kernel runs on core b % n (the planner's rule, and the
  * team's for eager runs). Tiles cut per group in proportion to its work
@@ -180,17 +182,6 @@ bool sk__gmm_balanced_tiles(const sk__node_io *io, int n_cores, int64_t mr, int6
 #define CLAIM_TILE_MIN_MR 4
 #define CLAIM_CACHED_WEIGHT_BYTES ((int64_t)1 << 20)
 
-static bool push_tile(gmm_tile **tiles, int64_t *count, int64_t *cap, gmm_tile t) {
-  if (*count == *cap) {
-    *cap = *cap ? 2 * *cap : 32;
-    gmm_tile *grown = realloc(*tiles, (size_t)*cap * sizeof *grown);
-    if (!grown) return false;
-    *tiles = grown;
-  }
-  (*tiles)[(*count)++] = t;
-  return true;
-}
-
 /* Tiles for the cores to claim, where the weights are constants (packed
  * at compile, before any run): a tile reads the packed panels and packs
  * only its own rows of x, so row tiles pack nothing twice, however many
@@ -201,7 +192,7 @@ static bool push_tile(gmm_tile **tiles, int64_t *count, int64_t *cap, gmm_tile t
  * are done. False when some weight is not a constant, when the rows make
  * too few tiles to even the cores out (decode), or out of memory (*oom). */
 bool sk__gmm_claimed_tiles(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, int64_t max_m, int64_t max_n,
-                           gmm_tile **tiles_out, int64_t *count_out, bool *oom) {
+                           sk__gmm_tiles *t, bool *oom) {
   const gmm_params *p = io->params;
   *oom = false;
   if (n_cores < 2 || p->runtime_groups || p->n_groups < 1) return false;
@@ -214,8 +205,7 @@ bool sk__gmm_claimed_tiles(const sk__node_io *io, int n_cores, int64_t mr, int64
   }
   if (total <= 0) return false;
   double target = total / (CLAIM_TILES_PER_CORE * n_cores);
-  int64_t count = 0, cap = 0, min_rows = CLAIM_TILE_MIN_MR * mr;
-  gmm_tile *tiles = NULL;
+  int64_t min_rows = CLAIM_TILE_MIN_MR * mr;
   bool ok = true;
   for (int64_t g = 0; ok && g < p->n_groups; g++) {
     gmm_group q = sk__gmm_group(io, g);
@@ -230,15 +220,14 @@ bool sk__gmm_claimed_tiles(const sk__node_io *io, int n_cores, int64_t mr, int64
     for (int64_t m0 = 0; ok && m0 < q.m; m0 += rows)
       for (int64_t c = 0; ok && c < col_parts; c++) {
         int64_t n0 = c * units / col_parts * nr, n1 = (c + 1) * units / col_parts * nr;
-        ok = push_tile(&tiles, &count, &cap, (gmm_tile){g, m0, m0 + rows < q.m ? m0 + rows : q.m, n0, n1 < q.n ? n1 : q.n});
+        ok = sk__gmm_push(t, (gmm_tile){g, m0, m0 + rows < q.m ? m0 + rows : q.m, n0, n1 < q.n ? n1 : q.n});
       }
   }
-  if (!ok || count < CLAIM_TILES_PER_CORE / 2 * n_cores) { /* too few to even out the cores: the dealt tiles */
-    free(tiles);
+  if (!ok || t->count < CLAIM_TILES_PER_CORE / 2 * n_cores) { /* too few to even out the cores: the dealt tiles */
+    free(t->tiles);
+    *t = (sk__gmm_tiles){0};
     *oom = !ok;
     return false;
   }
-  *tiles_out = tiles;
-  *count_out = count;
   return true;
 }

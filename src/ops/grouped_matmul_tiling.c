@@ -27,12 +27,7 @@
 #define TILE_M_MAX 256
 #define TILE_N_MAX 512
 
-typedef struct gmm_tiles {
-  int64_t count, cap;
-  gmm_tile *tiles;
-} gmm_tiles;
-
-static bool push(gmm_tiles *t, gmm_tile tile) {
+bool sk__gmm_push(sk__gmm_tiles *t, gmm_tile tile) {
   if (t->count == t->cap) {
     int64_t cap = t->cap ? t->cap * 2 : 16;
     gmm_tile *p = realloc(t->tiles, (size_t)cap * sizeof *p);
@@ -100,11 +95,11 @@ static int64_t item_strips(int64_t n, int64_t k, sk_dtype w_dtype, int64_t nr) {
 
 /* The strips of item_strips as tiles of group rows [m0, m1): NR units
  * dealt evenly, widths within one unit. False when out of memory. */
-static bool push_strips(gmm_tiles *t, int64_t group, int64_t m0, int64_t m1, int64_t n, int64_t strips, int64_t nr) {
+static bool push_strips(sk__gmm_tiles *t, int64_t group, int64_t m0, int64_t m1, int64_t n, int64_t strips, int64_t nr) {
   int64_t units = sk__ceil_div(n, nr);
   for (int64_t c = 0; c < strips; c++) {
     int64_t n0 = c * units / strips * nr, n1 = (c + 1) * units / strips * nr;
-    if (!push(t, (gmm_tile){group, m0, m1, n0, n1 < n ? n1 : n})) return false;
+    if (!sk__gmm_push(t, (gmm_tile){group, m0, m1, n0, n1 < n ? n1 : n})) return false;
   }
   return true;
 }
@@ -129,7 +124,7 @@ static bool push_strips(gmm_tiles *t, int64_t group, int64_t m0, int64_t m1, int
 static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, sk__tiling *out) {
   const gmm_params *p = io->params;
   gmm_group q = sk__gmm_group_rows(io, 0, 0, io->in[GMM_X].tensors[0].shape[0]);
-  gmm_tiles t = {0};
+  sk__gmm_tiles t = {0};
   int64_t tm, tn;
   bool ok = true;
   if (q.m > 0 && q.m <= TILE_M_MAX && q.n > 0 && n_cores > 1) {
@@ -141,7 +136,7 @@ static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, in
     split_group(q.m, q.n, n_cores, mr, nr, &tm, &tn);
     for (int64_t m0 = 0; ok && m0 < q.m; m0 += tm)
       for (int64_t n0 = 0; ok && n0 < q.n; n0 += tn)
-        ok = push(&t, (gmm_tile){GMM_RUNTIME_TILE, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n});
+        ok = sk__gmm_push(&t, (gmm_tile){GMM_RUNTIME_TILE, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n});
   }
   if (!ok) {
     free(t.tiles);
@@ -157,7 +152,7 @@ static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, in
 /* The plain tiling (what sk__gmm_balanced_tiles falls back to): each group
  * cut into tiles in proportion to its share of the work, about one tile of
  * the whole op per core. False when out of memory. */
-static bool proportional_tiles(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, gmm_tiles *t) {
+static bool proportional_tiles(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, sk__gmm_tiles *t) {
   const gmm_params *p = io->params;
   double total = 0;
   for (int64_t g = 0; g < p->n_groups; g++) {
@@ -175,7 +170,7 @@ static bool proportional_tiles(const sk__node_io *io, int n_cores, int64_t mr, i
     split_group(q.m, q.n, want, mr, nr, &tm, &tn);
     for (int64_t m0 = 0; m0 < q.m; m0 += tm)
       for (int64_t n0 = 0; n0 < q.n; n0 += tn)
-        if (!push(t, (gmm_tile){g, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n}))
+        if (!sk__gmm_push(t, (gmm_tile){g, m0, m0 + tm < q.m ? m0 + tm : q.m, n0, n0 + tn < q.n ? n0 + tn : q.n}))
           return false;
   }
   return true;
@@ -189,7 +184,7 @@ static bool proportional_tiles(const sk__node_io *io, int n_cores, int64_t mr, i
  * when a group's rows exceed one tile or the weights give the team fewer
  * than 8 items a core (the seed's small layers keep their even, dealt
  * tiles, whose early-start waits a claimed sub-kernel would not have). */
-static bool weight_stream_items(const sk__node_io *io, int n_cores, int64_t nr, gmm_tiles *t, bool *oom) {
+static bool weight_stream_items(const sk__node_io *io, int n_cores, int64_t nr, sk__gmm_tiles *t, bool *oom) {
   const gmm_params *p = io->params;
   *oom = false;
   if (n_cores < 2) return false;
@@ -214,12 +209,9 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   if (p->quant) sk__qgemm_micro_tile(sk__cpu_isa(), &mr, &nr);
   else sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
   if (p->runtime_groups) return tile_runtime(io, n_cores, mr, nr, out);
-  gmm_tiles t = {0};
+  sk__gmm_tiles t = {0};
   bool oom, items = weight_stream_items(io, n_cores, nr, &t, &oom);
-  if (!items && !oom) {
-    items = sk__gmm_claimed_tiles(io, n_cores, mr, nr, TILE_M_MAX, TILE_N_MAX, &t.tiles, &t.count, &oom);
-    t.cap = t.count;
-  }
+  if (!items && !oom) items = sk__gmm_claimed_tiles(io, n_cores, mr, nr, TILE_M_MAX, TILE_N_MAX, &t, &oom);
   if (oom) {
     free(t.tiles);
     return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
@@ -238,7 +230,7 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
     if (ws > workspace) workspace = ws;
   }
   if (p->group_type == 0 && p->split_item >= 2 && p->rows_used < io->out[0].shape[0]) {
-    if (!push(&t, (gmm_tile){GMM_ZERO_TILE, p->rows_used, io->out[0].shape[0], 0, io->out[0].shape[1]})) {
+    if (!sk__gmm_push(&t, (gmm_tile){GMM_ZERO_TILE, p->rows_used, io->out[0].shape[0], 0, io->out[0].shape[1]})) {
       free(t.tiles);
       return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
     }

@@ -296,7 +296,7 @@ static sk_status push_wait(scheduler *s, int c, size_t sub) {
 static sk_status emit_claim(scheduler *s, size_t i, sk__span *reads, sk__span *writes) {
   sk__subkernel *sub = &s->plan->subs[i];
   sub->claim_waits = malloc(((size_t)sub->n_blocks + 1) * sizeof *sub->claim_waits);
-  sub->claim_flags = malloc(((size_t)sub->n_blocks + 1) * sizeof *sub->claim_flags);
+  sub->claim_flags = malloc((size_t)sub->n_blocks * sizeof *sub->claim_flags);
   if (!sub->claim_waits || !sub->claim_flags) return oom(s);
   for (int64_t b = 0; b < sub->n_blocks; b++) {
     sub->claim_waits[b] = (int64_t)s->n_deps;
