@@ -206,13 +206,16 @@ static void test_seed(void) {
  * k_group, mode 1 with k <= 2 k_group), at those bounds, below them, with k
  * all the kept experts (groups of 1), on group sizes that are no multiple
  * of a vector; mode 1 over 8, 16 and 24 groups of a multiple of 8 (the
- * AVX2 fold of 8 groups at once; 24: kept by the list, not by rank); then
+ * AVX2 fold of 8 groups at once; 24: kept by the list, not by rank) and
+ * the AVX-512 ones (8 to 64 groups of 16 to 64, the pick of <= 16); then
  * every fp16 / bf16 code through the sigmoid table. */
 static void test_floor_and_table(void) {
   static const int64_t cfgs[][5] = {/* E, group_count, k_group, k, mode */
                                     {96, 8, 3, 3, 0},  {96, 8, 3, 1, 0}, {96, 8, 3, 6, 1}, {96, 8, 3, 5, 1},
                                     {27, 9, 4, 8, 1},  {45, 5, 2, 4, 1}, {24, 8, 3, 6, 1}, {8, 8, 3, 3, 0},
-                                    {256, 8, 4, 8, 1}, {80, 4, 2, 4, 1}, {128, 16, 5, 6, 1}, {384, 24, 7, 9, 1}};
+                                    {256, 8, 4, 8, 1}, {80, 4, 2, 4, 1}, {128, 16, 5, 6, 1}, {384, 24, 7, 9, 1},
+                                    /* AVX-512's 8-group scores and pick (groups of a multiple of 16) */
+                                    {128, 8, 3, 6, 1}, {512, 16, 4, 8, 1}, {1024, 64, 8, 16, 1}, {256, 8, 4, 4, 0}};
   uint64_t seed = 300;
   for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
     for (int norm = 0; norm < 2; norm++)

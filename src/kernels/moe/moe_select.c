@@ -4,10 +4,7 @@
 
 #include <math.h>
 
-/* AVX-512 machines run the AVX2 steps. After the scan floor the expert scan
- * sees about ten candidates per row, so little is left for 16 lanes to win;
- * an AVX-512 variant comes back when it can be measured and tested
- * bitwise on such a machine (the last one predates the floor). */
+/* AVX-512 machines run the AVX2 scan when sk__moe_pick does not apply. */
 void sk__moe_scan(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor, sk__isa isa) {
   if (isa >= SK_ISA_AVX2) {
     sk__moe_scan_avx2(l, v, b, end, floor);
@@ -59,26 +56,28 @@ void sk__moe_group_scores(const float *v, int64_t size, int64_t n_groups, int mo
   }
 }
 
-void sk__moe_scores(const float *table, const uint16_t *code, const float *bias, float *norm, float *v, int64_t n,
-                    sk__isa isa) {
+void sk__moe_scores(const float *bias, const float *norm, float *v, int64_t n, sk__isa isa) {
   if (isa >= SK_ISA_AVX2) {
-    sk__moe_scores_avx2(table, code, bias, norm, v, n);
+    sk__moe_scores_avx2(bias, norm, v, n);
     return;
   }
   for (int64_t e = 0; e < n; e++) {
-    if (table) norm[e] = table[code[e]];
     float x = bias ? norm[e] + bias[e] : norm[e];
     v[e] = x == x ? x : -INFINITY;
   }
 }
 
-void sk__moe_scores_grouped(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
-                            int64_t size, int64_t n_groups, int mode, float *score, float *second, sk__isa isa) {
-  if (isa >= SK_ISA_AVX2 && size % 8 == 0) {
-    sk__moe_scores_grouped_avx2(table, code, bias, norm, v, size, n_groups, mode, score, second);
+void sk__moe_scores_grouped(const float *bias, const float *norm, float *v, int64_t size, int64_t n_groups, int mode,
+                            float *score, float *second, sk__isa isa) {
+  if (isa >= SK_ISA_AVX512 && size % 16 == 0 && n_groups % 8 == 0) {
+    sk__moe_scores_grouped_avx512(bias, norm, v, size, n_groups, mode, score, second);
     return;
   }
-  sk__moe_scores(table, code, bias, norm, v, size * n_groups, isa);
+  if (isa >= SK_ISA_AVX2 && size % 8 == 0) {
+    sk__moe_scores_grouped_avx2(bias, norm, v, size, n_groups, mode, score, second);
+    return;
+  }
+  sk__moe_scores(bias, norm, v, size * n_groups, isa);
   sk__moe_group_scores(v, size, n_groups, mode, score, second, isa);
 }
 
@@ -92,4 +91,10 @@ void sk__moe_keep_groups(const float *score, int64_t n_groups, int64_t k_group, 
     for (int64_t h = 0; h < n_groups; h++) rank += score[h] > score[g] || (score[h] == score[g] && h < g);
     kept[g] = rank < k_group;
   }
+}
+
+bool sk__moe_pick(const float *v, int64_t size, int64_t n_groups, const unsigned char *keep, float floor, int64_t k,
+                  int32_t *idx, sk__isa isa) {
+  if (isa < SK_ISA_AVX512 || size % 16 != 0 || k > SK_MOE_PICK_MAX || floor == -INFINITY) return false;
+  return sk__moe_pick_avx512(v, size, n_groups, keep, floor, k, idx);
 }

@@ -10,6 +10,7 @@
 #ifndef SK_KERNELS_MOE_SELECT_H
 #define SK_KERNELS_MOE_SELECT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/cpu.h"
@@ -63,28 +64,44 @@ void sk__moe_group_scores(const float *v, int64_t size, int64_t n_groups, int mo
 void sk__moe_keep_groups(const float *score, int64_t n_groups, int64_t k_group, unsigned char *kept, sk__isa isa);
 
 /* The scores of one row from its norm: v[e] = norm[e] + bias[e] (bias NULL:
- * norm[e]), a NaN v stored as -inf. With table (not NULL), norm is first
- * looked up: norm[e] = table[code[e]], code the row's 16-bit fp16 / bf16
- * values, table the norm of every code (65536 floats). The AVX-512 path is
- * the AVX2 one (gathers of 8). */
-void sk__moe_scores(const float *table, const uint16_t *code, const float *bias, float *norm, float *v, int64_t n,
-                    sk__isa isa);
+ * norm[e]), a NaN v stored as -inf. */
+void sk__moe_scores(const float *bias, const float *norm, float *v, int64_t n, sk__isa isa);
 
 /* sk__moe_scores over n_groups * size values, then sk__moe_group_scores of
- * v, in one pass where the ISA allows (AVX2 and up, size a multiple of 8:
- * each group's scores are reduced while still in registers). */
-void sk__moe_scores_grouped(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
-                            int64_t size, int64_t n_groups, int mode, float *score, float *second, sk__isa isa);
+ * v, in one pass where the ISA allows (each group's scores are reduced
+ * while still in registers): AVX-512 with size a multiple of 16 and
+ * n_groups of 8, AVX2 with size a multiple of 8. */
+void sk__moe_scores_grouped(const float *bias, const float *norm, float *v, int64_t size, int64_t n_groups, int mode,
+                            float *score, float *second, sk__isa isa);
+
+/* Most experts sk__moe_pick selects. */
+#define SK_MOE_PICK_MAX 16
+
+/* The k (<= SK_MOE_PICK_MAX) best of v over the groups with keep[g] (ranges
+ * [g * size, (g + 1) * size)) into idx, in the order above, when at least
+ * k values of them are >= floor (the caller's floor, see sk__moe_scan) and
+ * at most SK_MOE_PICK_MAX are: those candidates are gathered and ranked
+ * all at once. Returns false, idx untouched, when it does not apply (the
+ * ISA lacks AVX-512, size is no multiple of 16, too many or too few
+ * candidates); the caller then runs the scan. */
+bool sk__moe_pick(const float *v, int64_t size, int64_t n_groups, const unsigned char *keep, float floor, int64_t k,
+                  int32_t *idx, sk__isa isa);
 
 /* The AVX2 half (moe_select_avx2.c; AVX-512 machines run it too). */
 void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor);
 void sk__moe_scan_groups_avx2(sk__moe_list *l, const float *v, int64_t size, int64_t n_groups,
                               const unsigned char *keep, float floor);
 void sk__moe_group_scores_avx2(const float *v, int64_t size, int64_t n_groups, int mode, float *score, float *second);
-void sk__moe_scores_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
-                         int64_t n);
-void sk__moe_scores_grouped_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
-                                 int64_t size, int64_t n_groups, int mode, float *score, float *second);
+void sk__moe_scores_avx2(const float *bias, const float *norm, float *v, int64_t n);
+void sk__moe_scores_grouped_avx2(const float *bias, const float *norm, float *v, int64_t size, int64_t n_groups,
+                                 int mode, float *score, float *second);
 void sk__moe_keep_groups_avx2(const float *score, int64_t n_groups, int64_t k_group, unsigned char *kept);
+
+/* The AVX-512 half (moe_select_avx512.c): the grouped scores for n_groups a
+ * multiple of 8 and size of 16, and the pick. */
+void sk__moe_scores_grouped_avx512(const float *bias, const float *norm, float *v, int64_t size, int64_t n_groups,
+                                   int mode, float *score, float *second);
+bool sk__moe_pick_avx512(const float *v, int64_t size, int64_t n_groups, const unsigned char *keep, float floor,
+                         int64_t k, int32_t *idx);
 
 #endif

@@ -97,18 +97,10 @@ void sk__moe_group_scores_avx2(const float *v, int64_t size, int64_t n_groups, i
   }
 }
 
-/* 8 scores of sk__moe_scores at e: norm (looked up when table) stored,
- * v = norm + bias with NaN as -inf stored and returned. */
-static inline __m256 scores8(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
-                             int64_t e) {
-  __m256 x;
-  if (table) {
-    __m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(code + e)));
-    x = _mm256_i32gather_ps(table, c, 4);
-    _mm256_storeu_ps(norm + e, x);
-  } else {
-    x = _mm256_loadu_ps(norm + e);
-  }
+/* 8 scores of sk__moe_scores at e: v = norm + bias with NaN as -inf,
+ * stored and returned. */
+static inline __m256 scores8(const float *bias, const float *norm, float *v, int64_t e) {
+  __m256 x = _mm256_loadu_ps(norm + e);
   if (bias) x = _mm256_add_ps(x, _mm256_loadu_ps(bias + e));
   x = _mm256_blendv_ps(_mm256_set1_ps(-__builtin_inff()), x, _mm256_cmp_ps(x, x, _CMP_ORD_Q));
   _mm256_storeu_ps(v + e, x);
@@ -124,11 +116,11 @@ static inline void merge2(__m256 *x1, __m256 *x2, __m256 y1, __m256 y2) {
 }
 
 /* The lane top-two (t1, t2) of one group of scores. */
-static inline void group_lanes(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+static inline void group_lanes(const float *bias, const float *norm, float *v,
                                int64_t b, int64_t end, __m256 *t1, __m256 *t2) {
   *t1 = *t2 = _mm256_set1_ps(-__builtin_inff());
   for (int64_t e = b; e < end; e += 8) {
-    __m256 x = scores8(table, code, bias, norm, v, e);
+    __m256 x = scores8(bias, norm, v, e);
     *t2 = _mm256_max_ps(*t2, _mm256_min_ps(*t1, x));
     *t1 = _mm256_max_ps(*t1, x);
   }
@@ -136,11 +128,11 @@ static inline void group_lanes(const float *table, const uint16_t *code, const f
 
 /* Two groups' lane pairs folded into one vector: lanes 0-3 group a's
  * halves merged, lanes 4-7 group b's. */
-static inline void fold_pair(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+static inline void fold_pair(const float *bias, const float *norm, float *v,
                              int64_t size, int64_t a, __m256 *p1, __m256 *p2) {
   __m256 a1, a2, b1, b2;
-  group_lanes(table, code, bias, norm, v, a * size, (a + 1) * size, &a1, &a2);
-  group_lanes(table, code, bias, norm, v, (a + 1) * size, (a + 2) * size, &b1, &b2);
+  group_lanes(bias, norm, v, a * size, (a + 1) * size, &a1, &a2);
+  group_lanes(bias, norm, v, (a + 1) * size, (a + 2) * size, &b1, &b2);
   *p1 = _mm256_permute2f128_ps(a1, b1, 0x20);
   *p2 = _mm256_permute2f128_ps(a2, b2, 0x20);
   merge2(p1, p2, _mm256_permute2f128_ps(a1, b1, 0x31), _mm256_permute2f128_ps(a2, b2, 0x31));
@@ -150,10 +142,10 @@ static inline void fold_pair(const float *table, const uint16_t *code, const flo
  * groups (halves, then pairs, then neighbours of lanes, each step the same
  * merge as MERGE), ending with group g's top1 / top2 in lane
  * (g even ? g / 2 : 4 + g / 2); the sums and the NaN rule per lane. */
-static void scores_8_groups(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+static void scores_8_groups(const float *bias, const float *norm, float *v,
                             int64_t size, int64_t g0, float *score, float *second) {
   __m256 p1[4], p2[4];
-  for (int j = 0; j < 4; j++) fold_pair(table, code, bias, norm, v, size, g0 + 2 * j, &p1[j], &p2[j]);
+  for (int j = 0; j < 4; j++) fold_pair(bias, norm, v, size, g0 + 2 * j, &p1[j], &p2[j]);
   __m256 q1[2], q2[2];
   for (int j = 0; j < 2; j++) {
     /* [a0 a1 c0 c1 | b0 b1 d0 d1] with [a2 a3 c2 c3 | b2 b3 d2 d3] */
@@ -174,16 +166,16 @@ static void scores_8_groups(const float *table, const uint16_t *code, const floa
   if (second) _mm256_storeu_ps(second + g0, r2);
 }
 
-void sk__moe_scores_grouped_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+void sk__moe_scores_grouped_avx2(const float *bias, const float *norm, float *v,
                                  int64_t size, int64_t n_groups, int mode, float *score, float *second) {
   const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
   int64_t g = 0;
   if (mode == 1)
-    for (; g + 8 <= n_groups; g += 8) scores_8_groups(table, code, bias, norm, v, size, g, score, second);
+    for (; g + 8 <= n_groups; g += 8) scores_8_groups(bias, norm, v, size, g, score, second);
   for (; g < n_groups; g++) {
     __m256 t1 = ninf, t2 = ninf;
     for (int64_t e = g * size; e < (g + 1) * size; e += 8) {
-      __m256 x = scores8(table, code, bias, norm, v, e);
+      __m256 x = scores8(bias, norm, v, e);
       t2 = _mm256_max_ps(t2, _mm256_min_ps(t1, x));
       t1 = _mm256_max_ps(t1, x);
     }
@@ -202,14 +194,13 @@ void sk__moe_scores_grouped_avx2(const float *table, const uint16_t *code, const
   }
 }
 
-/* norm (looked up when table), then v = norm + bias with NaN as -inf: 8
- * lanes per step, the same fp32 add as the scalar path; tails are scalar. */
-void sk__moe_scores_avx2(const float *table, const uint16_t *code, const float *bias, float *norm, float *v,
+/* v = norm + bias with NaN as -inf: 8 lanes per step, the same fp32 add as
+ * the scalar path; tails are scalar. */
+void sk__moe_scores_avx2(const float *bias, const float *norm, float *v,
                          int64_t n) {
   int64_t e = 0;
-  for (; e + 8 <= n; e += 8) scores8(table, code, bias, norm, v, e);
+  for (; e + 8 <= n; e += 8) scores8(bias, norm, v, e);
   for (; e < n; e++) {
-    if (table) norm[e] = table[code[e]];
     float x = bias ? norm[e] + bias[e] : norm[e];
     v[e] = x == x ? x : -__builtin_inff();
   }
