@@ -37,6 +37,10 @@
 
 static int64_t pad16(int64_t n) { return (n + 15) / 16 * 16; }
 
+/* y is kept in fp32 for whole rows up to this many values, then converted
+ * to x's dtype at once (a call per row cost more than the conversion). */
+#define Y_CHUNK 256
+
 typedef struct { float v; int32_t i; } cand;
 
 /* Workspace layout, per core (every region keeps the next one aligned). */
@@ -61,7 +65,7 @@ static size_t scratch_layout(const moe_params *p, void *base, row_scratch *s) {
   TAKE(score, float, g);
   TAKE(second, float, g);
   TAKE(list_v, float, k);
-  TAKE(y, float, k);
+  TAKE(y, float, k > Y_CHUNK ? k : Y_CHUNK);
   TAKE(list_i, int32_t, k);
   TAKE(kept, unsigned char, g);
   TAKE(cands, cand, e);
@@ -177,6 +181,7 @@ static const float *sigmoid_table(const moe_params *p) {
  * vector gathers on AMD Zen 3 to 5 (gathers are slower still on Intel
  * cores with the GDS microcode mitigation). */
 static void look_up(const float *table, const uint16_t *code, float *norm, int64_t n) {
+#pragma GCC unroll 8
   for (int64_t e = 0; e < n; e++) norm[e] = table[code[e]];
 }
 
@@ -263,6 +268,7 @@ void sk__moe_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   if (table)
     look_up(table, (const uint16_t *)io->in[MOE_X].tensors[0].data + r0 * n, (float *)io->out[MOE_OUT].data + r0 * n,
             (r1 - r0) * n);
+  int64_t chunk_rows = k > Y_CHUNK ? 1 : Y_CHUNK / k, chunk_start = r0;
   for (int64_t t = r0; t < r1; t++) {
     float *norm = (float *)io->out[MOE_OUT].data + t * n;
     int32_t *idx = (int32_t *)io->out[MOE_IDX].data + t * k;
@@ -275,7 +281,7 @@ void sk__moe_run_block(const sk__node_io *io, int64_t block, void *workspace) {
     else
       sk__moe_scores(bias, norm, s.v, n, isa);
     select_row(p, s.v, &s, idx, isa);
-    float *y = s.y;
+    float *y = s.y + (t - chunk_start) * k;
     for (int64_t j = 0; j < k; j++) y[j] = norm[idx[j]];
     if (p->norm_type != 0 || p->renorm != 0) {
       float sum = 0.0f;
@@ -287,6 +293,10 @@ void sk__moe_run_block(const sk__node_io *io, int64_t block, void *workspace) {
       y[j] = y[j] * p->routed_scaling_factor;
       if (y[j] != y[j]) y[j] = sk__moe_canonical_nan();
     }
-    sk__convert(y, SK_FP32, (char *)io->out[MOE_Y].data + (size_t)(t * k) * es, p->dtype, (size_t)k, isa);
+    if (t + 1 == r1 || t + 1 - chunk_start == chunk_rows) {
+      sk__convert(s.y, SK_FP32, (char *)io->out[MOE_Y].data + (size_t)(chunk_start * k) * es, p->dtype,
+                  (size_t)((t + 1 - chunk_start) * k), isa);
+      chunk_start = t + 1;
+    }
   }
 }
