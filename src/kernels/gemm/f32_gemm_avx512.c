@@ -124,9 +124,80 @@ SK_ALWAYS_INLINE void store_tile(size_t mr, size_t nr, __m512 acc[MR][NV], const
   }
 }
 
+/* Element i of a panel as a vector of 16: fp32 panels as they are, 16-bit
+ * ones (fp16, bf16) widened in registers (exactly). */
+SK_ALWAYS_INLINE __m512 panel_vector(const void *w, size_t i, sk_dtype dtype) {
+  if (dtype == SK_FP32) return _mm512_load_ps((const float *)w + i);
+  __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)w + i));
+  if (dtype == SK_FP16) return _mm512_cvtph_ps(h);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* The k loop over the first `rows` rows: for each p,
+ * acc[i] = fma(A[i,p], W[p,:], acc[i]) in order, W a panel of w_dtype. */
+SK_ALWAYS_INLINE void k_loop(size_t rows, size_t k, const float *const a[MR], const void *w, sk_dtype w_dtype,
+                             __m512 acc[MR][NV]) {
+  for (size_t p = 0; p < k; p++) {
+    __m512 b[NV];
+#pragma GCC unroll 4
+    for (size_t v = 0; v < NV; v++) b[v] = panel_vector(w, p * NR + 16 * v, w_dtype);
+#pragma GCC unroll 16
+    for (size_t i = 0; i < rows; i++) {
+      __m512 av = _mm512_set1_ps(a[i][p]);
+#pragma GCC unroll 4
+      for (size_t v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(av, b[v], acc[i][v]);
+    }
+  }
+}
+
+/* k_loop for the rows there are: a decode step's few rows would otherwise
+ * pay for all MR. */
+SK_ALWAYS_INLINE void k_loop_rows(size_t mr, size_t k, const float *const rows[MR], const void *w, sk_dtype w_dtype,
+                                  __m512 acc[MR][NV]) {
+  switch (mr < MR ? mr : MR) {
+    case 1: k_loop(1, k, rows, w, w_dtype, acc); break;
+    case 2: k_loop(2, k, rows, w, w_dtype, acc); break;
+    case 3: k_loop(3, k, rows, w, w_dtype, acc); break;
+    case 4: k_loop(4, k, rows, w, w_dtype, acc); break;
+    default: k_loop(MR, k, rows, w, w_dtype, acc); break;
+  }
+}
+
+/* Row pointers (rows past mr repeat the last row: harmless loads, results
+ * not stored) and the accumulators' start. */
+SK_ALWAYS_INLINE void tile_start(size_t mr, const float *a, size_t a_stride, const float *acc_in,
+                                 const float *rows[MR], __m512 acc[MR][NV]) {
+#pragma GCC unroll 16
+  for (size_t i = 0; i < MR; i++) rows[i] = a + (i < mr ? i : mr - 1) * a_stride;
+#pragma GCC unroll 16
+  for (size_t i = 0; i < MR; i++)
+#pragma GCC unroll 4
+    for (size_t v = 0; v < NV; v++)
+      acc[i][v] = acc_in ? _mm512_load_ps(acc_in + i * NR + 16 * v) : _mm512_setzero_ps();
+}
+
+/* The raw sums to acc_out when another k block follows, else C (stores
+ * specialised per dtype so the per-row code has no switch). */
+SK_ALWAYS_INLINE void tile_finish(size_t mr, size_t nr, __m512 acc[MR][NV], float *acc_out, const float *bias,
+                                  void *c, size_t ldc, sk_dtype c_dtype) {
+  if (acc_out) {
+#pragma GCC unroll 16
+    for (size_t i = 0; i < MR; i++)
+#pragma GCC unroll 4
+      for (size_t v = 0; v < NV; v++) _mm512_store_ps(acc_out + i * NR + 16 * v, acc[i][v]);
+    return;
+  }
+  switch (c_dtype) {
+    case SK_FP16: store_tile(mr, nr, acc, bias, c, ldc, SK_FP16); break;
+    case SK_BF16: store_tile(mr, nr, acc, bias, c, ldc, SK_BF16); break;
+    default: store_tile(mr, nr, acc, bias, c, ldc, SK_FP32); break;
+  }
+}
+
 #define SK__CAT5(a, b, c, d, e) a##b##c##d##e
-#define SK__UKERNEL_NAME(mr, nr) SK__CAT5(sk__f32_gemm_ukernel_, mr, x, nr, __avx512)
-#define UKERNEL SK__UKERNEL_NAME(SK_GEMM_AVX512_MR, SK_GEMM_AVX512_NR)
+#define SK__UKERNEL_NAME(prefix, mr, nr) SK__CAT5(prefix, mr, x, nr, __avx512)
+#define UKERNEL SK__UKERNEL_NAME(sk__f32_gemm_ukernel_, SK_GEMM_AVX512_MR, SK_GEMM_AVX512_NR)
+#define UKERNEL16 SK__UKERNEL_NAME(sk__f32_gemm_ukernel16_, SK_GEMM_AVX512_MR, SK_GEMM_AVX512_NR)
 
 void UKERNEL(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride, const float *w,
              const float *acc_in, float *acc_out, const float *bias, void *c, size_t ldc,
@@ -135,45 +206,26 @@ void UKERNEL(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride, co
 void UKERNEL(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride, const float *w,
              const float *acc_in, float *acc_out, const float *bias, void *c, size_t ldc,
              sk_dtype c_dtype) {
-  /* Rows past mr repeat the last row: harmless loads, results not stored. */
   const float *rows[MR];
-#pragma GCC unroll 16
-  for (size_t i = 0; i < MR; i++) rows[i] = a + (i < mr ? i : mr - 1) * a_stride;
-
   __m512 acc[MR][NV];
-#pragma GCC unroll 16
-  for (size_t i = 0; i < MR; i++)
-#pragma GCC unroll 4
-    for (size_t v = 0; v < NV; v++)
-      acc[i][v] = acc_in ? _mm512_load_ps(acc_in + i * NR + 16 * v) : _mm512_setzero_ps();
-
-  /* The k loop: for each p, acc[i] = fma(A[i,p], W[p,:], acc[i]) in order. */
-  for (size_t p = 0; p < k; p++, w += NR) {
-    __m512 b[NV];
-#pragma GCC unroll 4
-    for (size_t v = 0; v < NV; v++) b[v] = _mm512_load_ps(w + 16 * v);
-#pragma GCC unroll 16
-    for (size_t i = 0; i < MR; i++) {
-      __m512 av = _mm512_set1_ps(rows[i][p]);
-#pragma GCC unroll 4
-      for (size_t v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(av, b[v], acc[i][v]);
-    }
-  }
-
-  if (acc_out) { /* another k block follows: keep the raw sums */
-#pragma GCC unroll 16
-    for (size_t i = 0; i < MR; i++)
-#pragma GCC unroll 4
-      for (size_t v = 0; v < NV; v++) _mm512_store_ps(acc_out + i * NR + 16 * v, acc[i][v]);
-    return;
-  }
-  /* Stores specialised per dtype so the per-row code has no switch. */
-  switch (c_dtype) {
-    case SK_FP16: store_tile(mr, nr, acc, bias, c, ldc, SK_FP16); break;
-    case SK_BF16: store_tile(mr, nr, acc, bias, c, ldc, SK_BF16); break;
-    default: store_tile(mr, nr, acc, bias, c, ldc, SK_FP32); break;
-  }
+  tile_start(mr, a, a_stride, acc_in, rows, acc);
+  k_loop_rows(mr, k, rows, w, SK_FP32, acc);
+  tile_finish(mr, nr, acc, acc_out, bias, c, ldc, c_dtype);
 }
 
-const sk__gemm_config sk__f32_gemm_config_avx512 = {MR, NR, pack_a_avx512, pack_b_avx512,
-                                                    UKERNEL, NULL};
+void UKERNEL16(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride, const uint16_t *w,
+               sk_dtype w_dtype, const float *acc_in, float *acc_out, const float *bias, void *c, size_t ldc,
+               sk_dtype c_dtype);
+
+void UKERNEL16(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride, const uint16_t *w,
+               sk_dtype w_dtype, const float *acc_in, float *acc_out, const float *bias, void *c, size_t ldc,
+               sk_dtype c_dtype) {
+  const float *rows[MR];
+  __m512 acc[MR][NV];
+  tile_start(mr, a, a_stride, acc_in, rows, acc);
+  if (w_dtype == SK_FP16) k_loop_rows(mr, k, rows, w, SK_FP16, acc);
+  else k_loop_rows(mr, k, rows, w, SK_BF16, acc);
+  tile_finish(mr, nr, acc, acc_out, bias, c, ldc, c_dtype);
+}
+
+const sk__gemm_config sk__f32_gemm_config_avx512 = {MR, NR, pack_a_avx512, pack_b_avx512, UKERNEL, UKERNEL16};
