@@ -79,13 +79,35 @@ static void pack_b_vnni(size_t kc, size_t nc, const int8_t *b, size_t ldb, void 
 void UKERNEL(size_t mr, size_t nr, size_t kcp, const void *a, size_t a_stride, const void *w,
              const int32_t *colsum, int32_t *c, size_t ldc, int accumulate);
 
+/* How far ahead a few-row tile prefetches its panel (non-temporal: the
+ * weights are read once): such a tile streams them, as the float GEMM's
+ * few-row tiles do (f32_gemm_avx512.c measured the distance and hint). */
+#define FEW_ROWS_PREFETCH_BYTES 4096
+
+/* The k loop over the first `rows` rows of A. */
+SK_ALWAYS_INLINE void k_loop(size_t rows, size_t kcp, const char *const a[MR], const char *wp, __m512i acc[MR][NV]) {
+  for (size_t p = 0; p < kcp; p += 4, wp += 4 * NR) {
+    if (rows <= 4) _mm_prefetch(wp + FEW_ROWS_PREFETCH_BYTES, _MM_HINT_NTA);
+    __m512i bv[NV];
+#pragma GCC unroll 4
+    for (size_t v = 0; v < NV; v++) bv[v] = _mm512_load_si512(wp + 64 * v);
+#pragma GCC unroll 16
+    for (size_t i = 0; i < rows; i++) {
+      int32_t quad;
+      memcpy(&quad, a[i] + p, sizeof quad);
+      __m512i av = _mm512_set1_epi32(quad);
+#pragma GCC unroll 4
+      for (size_t v = 0; v < NV; v++) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], av, bv[v]);
+    }
+  }
+}
+
 void UKERNEL(size_t mr, size_t nr, size_t kcp, const void *a, size_t a_stride, const void *w,
              const int32_t *colsum, int32_t *c, size_t ldc, int accumulate) {
   /* Rows past mr repeat the last row: harmless loads, results not stored. */
   const char *rows[MR];
 #pragma GCC unroll 16
   for (size_t i = 0; i < MR; i++) rows[i] = (const char *)a + (i < mr ? i : mr - 1) * a_stride;
-  const char *wp = w;
 
   __m512i acc[MR][NV];
 #pragma GCC unroll 16
@@ -93,18 +115,13 @@ void UKERNEL(size_t mr, size_t nr, size_t kcp, const void *a, size_t a_stride, c
 #pragma GCC unroll 4
     for (size_t v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_si512();
 
-  for (size_t p = 0; p < kcp; p += 4, wp += 4 * NR) {
-    __m512i bv[NV];
-#pragma GCC unroll 4
-    for (size_t v = 0; v < NV; v++) bv[v] = _mm512_load_si512(wp + 64 * v);
-#pragma GCC unroll 16
-    for (size_t i = 0; i < MR; i++) {
-      int32_t quad;
-      memcpy(&quad, rows[i] + p, sizeof quad);
-      __m512i av = _mm512_set1_epi32(quad);
-#pragma GCC unroll 4
-      for (size_t v = 0; v < NV; v++) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], av, bv[v]);
-    }
+  /* Only the rows there are: a decode step's 1-4 would otherwise pay for all MR. */
+  switch (mr < MR ? mr : MR) {
+    case 1: k_loop(1, kcp, rows, w, acc); break;
+    case 2: k_loop(2, kcp, rows, w, acc); break;
+    case 3: k_loop(3, kcp, rows, w, acc); break;
+    case 4: k_loop(4, kcp, rows, w, acc); break;
+    default: k_loop(MR, kcp, rows, w, acc); break;
   }
 
   __mmask16 m[NV];
