@@ -3,19 +3,21 @@
  *
  * A block is a range of rows: about one block per core (at least 4 rows
  * each), or, when enough rows are shared by several cores, about eight a
- * core for them to claim (sk__moe_tile). Per row, the norm is built in place in the row of `out`: widening
- * and exp / sigmoid through the SIMD converters and activation arrays, the
- * max and the sixteen partial sums as loops over 16 independent lanes
- * (vectorized on the baseline ISA without reassociating anything). The
- * selection (kernels/moe) keeps a sorted list of the k best so far; its
- * SIMD paths compare a vector of scores with the current k-th best and
- * insert only the lanes that beat it. Above INSERT_MAX winners the
- * candidates are sorted instead (insertion would cost E * k).
+ * core for them to claim (sk__moe_tile). Per row, the norm is built in
+ * place in the row of `out`: widening and exp / sigmoid through the SIMD
+ * converters and activation arrays, the max and the sixteen partial sums as
+ * loops over 16 independent lanes (vectorized on the baseline ISA without
+ * reassociating anything). The selection (kernels/moe): on AVX-512 the few
+ * candidates at or above the floor (below) ranked at once (sk__moe_pick);
+ * otherwise a sorted list of the k best so far, whose SIMD paths compare a
+ * vector of scores with the current k-th best and insert only the lanes
+ * that beat it. Above INSERT_MAX winners the candidates are sorted instead
+ * (insertion would cost E * k).
  *
  * Sigmoid of fp16 / bf16 x is a lookup: x has 65536 possible values, so the
  * norm of each is computed once per process (a table of 256 KiB per dtype,
  * built by the very widening and sk__sigmoidf_array the direct path uses,
- * so the bits are the same) and a row is a gather of its codes.
+ * so the bits are the same), read for the whole block by a loop of loads.
  *
  * The expert scan gets a floor when the group step already knows k values
  * of the kept groups (their tops): no expert below the least of them can be

@@ -1,5 +1,7 @@
 /* AVX-512 GEMM path (F/BW/DQ/VL + F16C): packing with hardware conversion
- * and a register-blocked MR x NR micro-kernel.
+ * and a register-blocked MR x NR micro-kernel, in two forms: on fp32 panels,
+ * and on 16-bit (fp16 / bf16) constant panels widened in registers as they
+ * are loaded (gemm.c uses it for tiles of few rows).
  *
  * Tile 8 x 32: 16 zmm accumulators, 2 B vectors, 1 broadcast. On Zen 4 a zmm
  * FMA issues once per cycle (two double-pumped 256-bit pipes, latency 4), so

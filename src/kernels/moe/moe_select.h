@@ -87,7 +87,8 @@ void sk__moe_scores_grouped(const float *bias, const float *norm, float *v, int6
 bool sk__moe_pick(const float *v, int64_t size, int64_t n_groups, const unsigned char *keep, float floor, int64_t k,
                   int32_t *idx, sk__isa isa);
 
-/* The AVX2 half (moe_select_avx2.c; AVX-512 machines run it too). */
+/* The AVX2 half (moe_select_avx2.c; AVX-512 machines run it where the
+ * AVX-512 half below does not apply). */
 void sk__moe_scan_avx2(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor);
 void sk__moe_scan_groups_avx2(sk__moe_list *l, const float *v, int64_t size, int64_t n_groups,
                               const unsigned char *keep, float floor);
