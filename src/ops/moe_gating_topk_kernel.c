@@ -180,8 +180,8 @@ static const float *sigmoid_table(const moe_params *p) {
 }
 
 /* norm[e] = table[code[e]]: a plain loop of loads, measured faster than
- * vector gathers on AMD Zen 3 to 5 (gathers are slower still on Intel
- * cores with the GDS microcode mitigation). */
+ * vector gathers of 8 or 16 on AMD Zen 5 (Intel cores with the GDS
+ * microcode mitigation are known to run gathers slower still). */
 static void look_up(const float *table, const uint16_t *code, float *norm, int64_t n) {
 #pragma GCC unroll 8
   for (int64_t e = 0; e < n; e++) norm[e] = table[code[e]];

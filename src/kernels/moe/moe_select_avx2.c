@@ -116,8 +116,8 @@ static inline void merge2(__m256 *x1, __m256 *x2, __m256 y1, __m256 y2) {
 }
 
 /* The lane top-two (t1, t2) of one group of scores. */
-static inline void group_lanes(const float *bias, const float *norm, float *v,
-                               int64_t b, int64_t end, __m256 *t1, __m256 *t2) {
+static inline void group_lanes(const float *bias, const float *norm, float *v, int64_t b, int64_t end, __m256 *t1,
+                               __m256 *t2) {
   *t1 = *t2 = _mm256_set1_ps(-__builtin_inff());
   for (int64_t e = b; e < end; e += 8) {
     __m256 x = scores8(bias, norm, v, e);
@@ -128,8 +128,8 @@ static inline void group_lanes(const float *bias, const float *norm, float *v,
 
 /* Two groups' lane pairs folded into one vector: lanes 0-3 group a's
  * halves merged, lanes 4-7 group b's. */
-static inline void fold_pair(const float *bias, const float *norm, float *v,
-                             int64_t size, int64_t a, __m256 *p1, __m256 *p2) {
+static inline void fold_pair(const float *bias, const float *norm, float *v, int64_t size, int64_t a, __m256 *p1,
+                             __m256 *p2) {
   __m256 a1, a2, b1, b2;
   group_lanes(bias, norm, v, a * size, (a + 1) * size, &a1, &a2);
   group_lanes(bias, norm, v, (a + 1) * size, (a + 2) * size, &b1, &b2);
@@ -142,8 +142,8 @@ static inline void fold_pair(const float *bias, const float *norm, float *v,
  * groups (halves, then pairs, then neighbours of lanes, each step the same
  * merge as MERGE), ending with group g's top1 / top2 in lane
  * (g even ? g / 2 : 4 + g / 2); the sums and the NaN rule per lane. */
-static void scores_8_groups(const float *bias, const float *norm, float *v,
-                            int64_t size, int64_t g0, float *score, float *second) {
+static void scores_8_groups(const float *bias, const float *norm, float *v, int64_t size, int64_t g0, float *score,
+                            float *second) {
   __m256 p1[4], p2[4];
   for (int j = 0; j < 4; j++) fold_pair(bias, norm, v, size, g0 + 2 * j, &p1[j], &p2[j]);
   __m256 q1[2], q2[2];
@@ -166,8 +166,8 @@ static void scores_8_groups(const float *bias, const float *norm, float *v,
   if (second) _mm256_storeu_ps(second + g0, r2);
 }
 
-void sk__moe_scores_grouped_avx2(const float *bias, const float *norm, float *v,
-                                 int64_t size, int64_t n_groups, int mode, float *score, float *second) {
+void sk__moe_scores_grouped_avx2(const float *bias, const float *norm, float *v, int64_t size, int64_t n_groups,
+                                 int mode, float *score, float *second) {
   const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
   int64_t g = 0;
   if (mode == 1)
@@ -196,8 +196,7 @@ void sk__moe_scores_grouped_avx2(const float *bias, const float *norm, float *v,
 
 /* v = norm + bias with NaN as -inf: 8 lanes per step, the same fp32 add as
  * the scalar path; tails are scalar. */
-void sk__moe_scores_avx2(const float *bias, const float *norm, float *v,
-                         int64_t n) {
+void sk__moe_scores_avx2(const float *bias, const float *norm, float *v, int64_t n) {
   int64_t e = 0;
   for (; e + 8 <= n; e += 8) scores8(bias, norm, v, e);
   for (; e < n; e++) {

@@ -9,6 +9,9 @@
 
 #define NINF _mm512_set1_ps(-__builtin_inff())
 
+/* The pick holds its candidates in one vector of 16 lanes. */
+_Static_assert(SK_MOE_PICK_MAX == 16, "sk__moe_pick_avx512 ranks one zmm of candidates");
+
 /* 16 scores at e: v = norm + bias with NaN as -inf, stored and returned. */
 static inline __m512 scores16(const float *bias, const float *norm, float *v, int64_t e) {
   __m512 x = _mm512_loadu_ps(norm + e);
@@ -111,7 +114,7 @@ bool sk__moe_pick_avx512(const float *v, int64_t size, int64_t n_groups, const u
                         _mm512_cmpgt_epi32_mask(all_i, _mm512_set1_epi32(ci[j])));
     rank = _mm512_mask_add_epi32(rank, before, rank, _mm512_set1_epi32(1));
   }
-  int32_t r[16];
+  int32_t r[SK_MOE_PICK_MAX];
   _mm512_storeu_si512(r, rank);
   for (int i = 0; i < n; i++)
     if (r[i] < k) idx[r[i]] = ci[i];
