@@ -148,12 +148,22 @@ SK_ALWAYS_INLINE __m256 panel_vector(const void *w, size_t i, sk_dtype dtype) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+/* The 16-bit panel prefetch of f32_gemm_avx512.c (why NTA for few rows, T0
+ * for more, 4 KiB ahead). Here (SK_ISA=avx2 on AMD Zen 5, bench_gemm_large
+ * --dtype bf16, 1 thread, 2048 x 2816) 1 row took 376 us against 398-440
+ * without, 4 rows 460-475 against 490-540; from 6 rows the tile is bound
+ * by its FMAs and the same either way. */
+#define PANEL16_PREFETCH_BYTES 4096
+
 /* The k loop over the first `rows` rows: for each p,
  * acc[i] = fma(A[i,p], W[p,:], acc[i]) in order, W a panel of w_dtype. */
 SK_ALWAYS_INLINE void k_loop(size_t rows, size_t k, const float *const a[MR], const void *w, sk_dtype w_dtype,
                              __m256 acc[MR][NV]) {
   for (size_t p = 0; p < k; p++) {
     __m256 b[NV];
+    if (w_dtype != SK_FP32 && p % 2 == 0) /* a 64-byte line holds 2 steps of a 16-bit panel */
+      _mm_prefetch((const char *)w + p * NR * sizeof(uint16_t) + PANEL16_PREFETCH_BYTES,
+                   rows <= 4 ? _MM_HINT_NTA : _MM_HINT_T0);
 #pragma GCC unroll 2
     for (size_t v = 0; v < NV; v++) b[v] = panel_vector(w, p * NR + 8 * v, w_dtype);
 #pragma GCC unroll 8

@@ -135,12 +135,19 @@ SK_ALWAYS_INLINE __m512 panel_vector(const void *w, size_t i, sk_dtype dtype) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* How far ahead a few-row tile prefetches its 16-bit panel: such a tile is
- * bound by streaming the weights, read once, and the hardware prefetcher
- * alone left bandwidth unused on AMD Zen 5. Non-temporal (NTA, no L2
- * allocation for bytes read once) 4 KiB ahead measured best of NTA 1-8 KiB,
- * T0 4-8 KiB, T1 8-16 KiB on the DeepSeek-V2-Lite layer at T = 1 (about 15%
- * over T0, which gained 5-10% over none). */
+/* How far ahead a 16-bit panel is prefetched. Tiles of 16-bit panels have
+ * at most SK_GEMM_DIRECT16_MAX_M rows, so their weights stream from memory,
+ * and the hardware prefetcher alone left bandwidth unused on AMD Zen 5.
+ *   - Up to 4 rows the tile is bound by that stream and reads each byte
+ *     once: non-temporal (NTA, no L2 allocation), 4 KiB ahead, measured
+ *     best of NTA 1-8 KiB, T0 4-8 KiB, T1 8-16 KiB on the DeepSeek-V2-Lite
+ *     layer at T = 1 (about 15% over T0, which gained 5-10% over none).
+ *   - More rows compute 16 FMAs per 64-byte line, and the tile's next row
+ *     block reads the panel again: T0, into every cache level. Without it
+ *     (bench_gemm_large --dtype bf16, 1 thread, AMD Zen 5) 8 rows of
+ *     2048 x 2816 took 700 us (16 GB/s of weights), with it 410-450; 12
+ *     rows 960 -> 680-720, 32 rows 1880 -> 1470-1570 (T0 4-8% ahead of NTA
+ *     there). */
 #define PANEL16_PREFETCH_BYTES 4096
 
 /* The k loop over the first `rows` rows: for each p,
@@ -149,8 +156,9 @@ SK_ALWAYS_INLINE void k_loop(size_t rows, size_t k, const float *const a[MR], co
                              __m512 acc[MR][NV]) {
   for (size_t p = 0; p < k; p++) {
     __m512 b[NV];
-    if (w_dtype != SK_FP32 && rows <= 4)
-      _mm_prefetch((const char *)w + p * NR * sizeof(uint16_t) + PANEL16_PREFETCH_BYTES, _MM_HINT_NTA);
+    if (w_dtype != SK_FP32)
+      _mm_prefetch((const char *)w + p * NR * sizeof(uint16_t) + PANEL16_PREFETCH_BYTES,
+                   rows <= 4 ? _MM_HINT_NTA : _MM_HINT_T0);
 #pragma GCC unroll 4
     for (size_t v = 0; v < NV; v++) b[v] = panel_vector(w, p * NR + 16 * v, w_dtype);
 #pragma GCC unroll 16
