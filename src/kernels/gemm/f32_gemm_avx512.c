@@ -150,6 +150,13 @@ SK_ALWAYS_INLINE __m512 panel_vector(const void *w, size_t i, sk_dtype dtype) {
  *     there). */
 #define PANEL16_PREFETCH_BYTES 4096
 
+/* The hint must be a constant where _mm_prefetch is a macro (unoptimized
+ * builds), hence two calls rather than a chosen hint. */
+SK_ALWAYS_INLINE void prefetch_panel16(const char *at, size_t rows) {
+  if (rows <= 4) _mm_prefetch(at, _MM_HINT_NTA);
+  else _mm_prefetch(at, _MM_HINT_T0);
+}
+
 /* The k loop over the first `rows` rows: for each p,
  * acc[i] = fma(A[i,p], W[p,:], acc[i]) in order, W a panel of w_dtype. */
 SK_ALWAYS_INLINE void k_loop(size_t rows, size_t k, const float *const a[MR], const void *w, sk_dtype w_dtype,
@@ -157,8 +164,7 @@ SK_ALWAYS_INLINE void k_loop(size_t rows, size_t k, const float *const a[MR], co
   for (size_t p = 0; p < k; p++) {
     __m512 b[NV];
     if (w_dtype != SK_FP32)
-      _mm_prefetch((const char *)w + p * NR * sizeof(uint16_t) + PANEL16_PREFETCH_BYTES,
-                   rows <= 4 ? _MM_HINT_NTA : _MM_HINT_T0);
+      prefetch_panel16((const char *)w + p * NR * sizeof(uint16_t) + PANEL16_PREFETCH_BYTES, rows);
 #pragma GCC unroll 4
     for (size_t v = 0; v < NV; v++) b[v] = panel_vector(w, p * NR + 16 * v, w_dtype);
 #pragma GCC unroll 16
