@@ -4,7 +4,7 @@
 #define SK_TOOLS_READ_BANDWIDTH_H
 
 /* GB/s of `threads` threads (1..64) each summing its slice of a 512 MiB
- * buffer, the median of 5 passes; 0 when the buffer cannot be had. */
+ * buffer, the fastest of 5 passes; 0 when the buffer cannot be had. */
 double sk_read_bandwidth_gbs(int threads);
 
 #endif
