@@ -164,8 +164,9 @@ static void test_runtime_tiles_are_expert_items(void) {
   static const int64_t lists[2][16] = {{0, 1, 1, 4, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 8},
                                        {0, 1, 1, 4, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6}};
   size_t yb = (size_t)(m * n) * 4;
-  int64_t mr, nr;
-  sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  /* Strips are whole stream units (NR multiples): each reads one run of
+   * packed weights. */
+  int64_t unit = sk__gemm_stream_columns(sk__cpu_isa());
   for (int l = 0; l < 2; l++) {
     sk_buffer bufs[] = {{"x", x_data, (size_t)(m * k) * 4}, {"w", w_data, (size_t)(e * k * n) * 4},
                         {"ends", (void *)lists[l], sizeof lists[l]}};
@@ -192,14 +193,14 @@ static void test_runtime_tiles_are_expert_items(void) {
         const gmm_tile *first = &((const gmm_tile *)node->tiling.plan)[b - b % strips];
         int64_t n0 = b % strips ? t[-1].n1 : 0;
         CHECK_MSG(t->group == GMM_EXPERT_TILE && t->m0 == b / strips && t->m1 == m && t->n0 == n0 &&
-                      t->n0 % nr == 0 && first->m0 == t->m0,
+                      t->n0 % unit == 0 && first->m0 == t->m0,
                   "%d cores: block %lld is {%lld, %lld, %lld, %lld, %lld}", cores, (long long)b, (long long)t->group,
                   (long long)t->m0, (long long)t->m1, (long long)t->n0, (long long)t->n1);
         if (b % strips == strips - 1) CHECK(t->n1 == n);
         widest = t->n1 - t->n0 > widest ? t->n1 - t->n0 : widest;
         narrowest = t->n1 - t->n0 < narrowest ? t->n1 - t->n0 : narrowest;
       }
-      CHECK_MSG(widest - narrowest <= nr, "%d cores: strips from %lld to %lld columns", cores, (long long)narrowest,
+      CHECK_MSG(widest - narrowest <= unit, "%d cores: strips from %lld to %lld columns", cores, (long long)narrowest,
                 (long long)widest);
       memset(yn, 0xA5, yb);
       CHECK_OK(sk_program_run(p, team, bufs, 3, (sk_buffer[]){{"y", yn, yb}}, 1));
@@ -236,8 +237,7 @@ static void test_streamed_weights_are_claimed_items(void) {
   CHECK_OK(sk_compile(g, &one, &p1));
   CHECK_OK(sk_program_run(p1, NULL, bufs, 2, (sk_buffer[]){{"y", ya, yb}}, 1));
   CHECK(!gmm_node(p1)->tiling.claim);
-  int64_t mr, nr;
-  sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  int64_t unit = sk__gemm_stream_columns(sk__cpu_isa());
   sk_team *team;
   sk_team_config tc = {.struct_size = sizeof tc, .num_cores = 2, .pin_threads = -1};
   CHECK_OK(sk_team_create(&tc, &team));
@@ -252,7 +252,7 @@ static void test_streamed_weights_are_claimed_items(void) {
               (long long)node->tiling.n_blocks);
     for (int64_t b = 0; b < node->tiling.n_blocks; b++) {
       const gmm_tile *t = &((const gmm_tile *)node->tiling.plan)[b];
-      CHECK(t->group == 0 && t->m0 == 0 && t->m1 == m && t->n0 == (b ? t[-1].n1 : 0) && t->n0 % nr == 0);
+      CHECK(t->group == 0 && t->m0 == 0 && t->m1 == m && t->n0 == (b ? t[-1].n1 : 0) && t->n0 % unit == 0);
     }
     memset(yc, 0x5A, yb);
     CHECK_OK(sk_program_run(p, team, bufs, 2, (sk_buffer[]){{"y", yc, yb}}, 1));

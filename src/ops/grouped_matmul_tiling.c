@@ -83,22 +83,24 @@ static void split_group(int64_t m, int64_t n, int64_t want, int64_t mr, int64_t 
  * core's share of memory bandwidth. */
 #define ITEM_WEIGHT_BYTES ((int64_t)512 * 1024)
 
-/* Strips of n columns (NR units dealt evenly) for work items of about
- * ITEM_WEIGHT_BYTES of a k-deep weight, at least enough to keep strips
- * within TILE_N_MAX. */
-static int64_t item_strips(int64_t n, int64_t k, sk_dtype w_dtype, int64_t nr) {
-  int64_t units = sk__ceil_div(n, nr), unit_bytes = nr * k * (int64_t)sk_dtype_size(w_dtype);
+/* Strips of n columns (units of `unit` columns dealt evenly) for work items
+ * of about ITEM_WEIGHT_BYTES of a k-deep weight, at least enough to keep
+ * strips within TILE_N_MAX. The unit is the kernel's stream unit
+ * (stream_unit): a strip of whole units reads its packed weights as one
+ * contiguous run. */
+static int64_t item_strips(int64_t n, int64_t k, sk_dtype w_dtype, int64_t unit) {
+  int64_t units = sk__ceil_div(n, unit), unit_bytes = unit * k * (int64_t)sk_dtype_size(w_dtype);
   int64_t strips = sk__ceil_div(units * unit_bytes, ITEM_WEIGHT_BYTES);
   if (strips < sk__ceil_div(n, TILE_N_MAX)) strips = sk__ceil_div(n, TILE_N_MAX);
   return strips > units ? units : strips;
 }
 
-/* The strips of item_strips as tiles of group rows [m0, m1): NR units
- * dealt evenly, widths within one unit. False when out of memory. */
-static bool push_strips(sk__gmm_tiles *t, int64_t group, int64_t m0, int64_t m1, int64_t n, int64_t strips, int64_t nr) {
-  int64_t units = sk__ceil_div(n, nr);
+/* The strips of item_strips as tiles of group rows [m0, m1): units dealt
+ * evenly, widths within one unit. False when out of memory. */
+static bool push_strips(sk__gmm_tiles *t, int64_t group, int64_t m0, int64_t m1, int64_t n, int64_t strips, int64_t unit) {
+  int64_t units = sk__ceil_div(n, unit);
   for (int64_t c = 0; c < strips; c++) {
-    int64_t n0 = c * units / strips * nr, n1 = (c + 1) * units / strips * nr;
+    int64_t n0 = c * units / strips * unit, n1 = (c + 1) * units / strips * unit;
     if (!sk__gmm_push(t, (gmm_tile){group, m0, m1, n0, n1 < n ? n1 : n})) return false;
   }
   return true;
@@ -121,17 +123,18 @@ static bool push_strips(sk__gmm_tiles *t, int64_t group, int64_t m0, int64_t m1,
  * Past that (prefill), tiles cut the whole [M, N] output, about one per core
  * (within the tile size caps): a tile widens its weight panels, so more
  * tiles would widen them again; claiming still evens out the experts. */
-static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, sk__tiling *out) {
+static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, int64_t nr, int64_t unit,
+                              sk__tiling *out) {
   const gmm_params *p = io->params;
   gmm_group q = sk__gmm_group_rows(io, 0, 0, io->in[GMM_X].tensors[0].shape[0]);
   sk__gmm_tiles t = {0};
   int64_t tm, tn;
   bool ok = true;
   if (q.m > 0 && q.m <= TILE_M_MAX && q.n > 0 && n_cores > 1) {
-    int64_t strips = item_strips(q.n, q.k, q.w_dtype, nr), experts = p->n_groups < q.m ? p->n_groups : q.m;
+    int64_t strips = item_strips(q.n, q.k, q.w_dtype, unit), experts = p->n_groups < q.m ? p->n_groups : q.m;
     tm = sk__ceil_div(q.m, mr) * mr;
-    tn = sk__ceil_div(sk__ceil_div(q.n, nr), strips) * nr;
-    for (int64_t j = 0; ok && j < experts; j++) ok = push_strips(&t, GMM_EXPERT_TILE, j, q.m, q.n, strips, nr);
+    tn = sk__ceil_div(sk__ceil_div(q.n, unit), strips) * unit;
+    for (int64_t j = 0; ok && j < experts; j++) ok = push_strips(&t, GMM_EXPERT_TILE, j, q.m, q.n, strips, unit);
   } else {
     split_group(q.m, q.n, n_cores, mr, nr, &tm, &tn);
     for (int64_t m0 = 0; ok && m0 < q.m; m0 += tm)
@@ -184,7 +187,7 @@ static bool proportional_tiles(const sk__node_io *io, int n_cores, int64_t mr, i
  * when a group's rows exceed one tile or the weights give the team fewer
  * than 8 items a core (the seed's small layers keep their even, dealt
  * tiles, whose early-start waits a claimed sub-kernel would not have). */
-static bool weight_stream_items(const sk__node_io *io, int n_cores, int64_t nr, sk__gmm_tiles *t, bool *oom) {
+static bool weight_stream_items(const sk__node_io *io, int n_cores, int64_t unit, sk__gmm_tiles *t, bool *oom) {
   const gmm_params *p = io->params;
   *oom = false;
   if (n_cores < 2) return false;
@@ -198,7 +201,7 @@ static bool weight_stream_items(const sk__node_io *io, int n_cores, int64_t nr, 
   for (int64_t g = 0; g < p->n_groups; g++) {
     gmm_group q = sk__gmm_group(io, g);
     if (q.m == 0 || q.n == 0) continue;
-    if (!push_strips(t, g, 0, q.m, q.n, item_strips(q.n, q.k, q.w_dtype, nr), nr)) return !(*oom = true);
+    if (!push_strips(t, g, 0, q.m, q.n, item_strips(q.n, q.k, q.w_dtype, unit), unit)) return !(*oom = true);
   }
   return true;
 }
@@ -208,9 +211,11 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   int64_t mr, nr;
   if (p->quant) sk__qgemm_micro_tile(sk__cpu_isa(), &mr, &nr);
   else sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
-  if (p->runtime_groups) return tile_runtime(io, n_cores, mr, nr, out);
+  /* Work items that stream weights are strips of whole stream units. */
+  int64_t unit = p->quant ? sk__qgemm_stream_columns(sk__cpu_isa()) : sk__gemm_stream_columns(sk__cpu_isa());
+  if (p->runtime_groups) return tile_runtime(io, n_cores, mr, nr, unit, out);
   sk__gmm_tiles t = {0};
-  bool oom, items = weight_stream_items(io, n_cores, nr, &t, &oom);
+  bool oom, items = weight_stream_items(io, n_cores, unit, &t, &oom);
   if (!items && !oom) items = sk__gmm_claimed_tiles(io, n_cores, mr, nr, TILE_M_MAX, TILE_N_MAX, &t, &oom);
   if (oom) {
     free(t.tiles);

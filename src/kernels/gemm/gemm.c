@@ -125,37 +125,62 @@ size_t sk__gemm_packed_b_size(sk__isa isa, sk_dtype b_dtype, int64_t k, int64_t 
   return round_up((size_t)n, (size_t)config_for(isa)->nr) * (size_t)k * (is_16bit(b_dtype) ? 2 : sizeof(float));
 }
 
-/* The layout, K block by K block (kc_for(k) rows each, the last shorter):
- * block b starting at row pc holds ceil(n / NR) panels of kc_b x NR values,
- * at pc * n_pad + j * kc_b * NR for panel j (n_pad: n rounded up to whole
- * panels; columns past n zero). A tile's block of a K block is then one
- * contiguous run: what it reads streams, and 16-bit panels widen in one
- * call. */
+/* Columns of a group of panels in the packed layout (below): 4 AVX2
+ * panels, 2 AVX-512 ones. */
+#define GROUP_COLUMNS 64
+
+/* The packed layout: panels (NR columns each, past n zero) in groups of
+ * GROUP_COLUMNS / NR, the last group holding what is left; group after group; in
+ * a group, K block after K block (kc_for(k) rows each, the last shorter);
+ * in a K block, the group's panels, kc_b x NR values each.
+ *   - A group is one contiguous run over all of k, and the tile loop reads
+ *     it in that order (a K block's panels, then the next K block's), so a
+ *     tile of whole groups streams one run of weights from start to end:
+ *     what a decode step is. (K blocks of all panels one after another, as
+ *     before, cut a strip of 2 panels of a 7168-deep bf16 weight into 16
+ *     KiB chunks 4 MiB apart, and chunks that short stream at about half
+ *     the memory's rate.)
+ *   - A K block of a group is contiguous too: the rows of A packed for it
+ *     stay in L1 across the group's panels.
+ * Returns panel j's K block starting at row pc, in elements from the start. */
+static size_t packed_offset(size_t nr, size_t k, size_t n_panels, size_t j, size_t pc) {
+  const size_t group = GROUP_COLUMNS / nr, g = j / group, r = j % group, kb = kc_for(k);
+  const size_t in_group = n_panels - g * group < group ? n_panels - g * group : group;
+  const size_t kc = k - pc < kb ? k - pc : kb;
+  return (g * group * k + pc * in_group + r * kc) * nr;
+}
+
+int64_t sk__gemm_stream_columns(sk__isa isa) {
+  (void)isa;
+  return GROUP_COLUMNS;
+}
+
 void sk__gemm_pack_b(sk__isa isa, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k, int64_t n, void *dst) {
   if (k <= 0 || n <= 0) return;
   const sk__gemm_config *cfg = config_for(isa);
-  const size_t nr = (size_t)cfg->nr, n_pad = round_up((size_t)n, nr), kb = kc_for((size_t)k);
-  for (size_t pc = 0; pc < (size_t)k; pc += kb) {
-    const size_t kc = (size_t)k - pc < kb ? (size_t)k - pc : kb;
-    if (!is_16bit(b_dtype)) {
-      cfg->pack_b(kc, (size_t)n, (const float *)b + pc * (size_t)ldb, (size_t)ldb, b_dtype, (float *)dst + pc * n_pad);
-      continue;
-    }
-    /* B's own 16 bits: plain copies, once per constant. */
-    const uint16_t *src = (const uint16_t *)b + pc * (size_t)ldb;
-    uint16_t *out = (uint16_t *)dst + pc * n_pad;
-    for (size_t j0 = 0; j0 < (size_t)n; j0 += nr) {
-      size_t cols = (size_t)n - j0 < nr ? (size_t)n - j0 : nr;
-      for (size_t p = 0; p < kc; p++, out += nr) {
-        memcpy(out, src + p * (size_t)ldb + j0, cols * sizeof *out);
-        memset(out + cols, 0, (nr - cols) * sizeof *out);
+  const size_t nr = (size_t)cfg->nr, kk = (size_t)k, n_panels = ((size_t)n + nr - 1) / nr, kb = kc_for(kk);
+  const size_t es = sk_dtype_size(b_dtype), packed_es = is_16bit(b_dtype) ? 2 : sizeof(float);
+  for (size_t j = 0; j < n_panels; j++) {
+    const size_t j0 = j * nr, cols = (size_t)n - j0 < nr ? (size_t)n - j0 : nr;
+    for (size_t pc = 0; pc < kk; pc += kb) {
+      const size_t kc = kk - pc < kb ? kk - pc : kb;
+      char *out = (char *)dst + packed_offset(nr, kk, n_panels, j, pc) * packed_es;
+      const char *src = (const char *)b + (pc * (size_t)ldb + j0) * es;
+      if (!is_16bit(b_dtype)) {
+        cfg->pack_b(kc, cols, src, (size_t)ldb, b_dtype, (float *)(void *)out);
+        continue;
+      }
+      /* B's own 16 bits: plain copies, once per constant. */
+      for (size_t p = 0; p < kc; p++, out += nr * 2) {
+        memcpy(out, src + p * (size_t)ldb * 2, cols * 2);
+        memset(out + cols * 2, 0, (nr - cols) * 2);
       }
     }
   }
 }
 
-void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0,
-                   int64_t n1, void *workspace, sk__isa isa) {
+void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0, int64_t n1, void *workspace,
+                   sk__isa isa) {
   if (m1 <= m0 || n1 <= n0) return;
   const sk__gemm_config *cfg = config_for(isa);
   const size_t m = (size_t)(m1 - m0), n = (size_t)(n1 - n0), k = (size_t)p->k;
@@ -173,7 +198,7 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
   char *c_tile = (char *)p->c + ((size_t)m0 * ldc + (size_t)n0) * c_size;
 
   const bool b16 = is_16bit(p->b_dtype);
-  const size_t b_size_packed = b16 ? 2 : sizeof(float), n_pad = round_up((size_t)p->n, nr_max);
+  const size_t b_size_packed = b16 ? 2 : sizeof(float), n_panels = ((size_t)p->n + nr_max - 1) / nr_max;
   /* Panels packed once at compile (sk__gemm_pack_b's layout): usable when
    * the tile starts on a panel boundary (tilings make widths multiples of
    * NR); its K blocks are the packer's (both kc_for(k)). */
@@ -181,9 +206,18 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
   /* Few rows read each weight only a few times: the micro-kernel widens the
    * 16-bit panels itself instead of a pass that writes them out as fp32. */
   const bool direct16 = b_prepacked && b16 && cfg->ukernel16 && m <= SK_GEMM_DIRECT16_MAX_M;
-  for (size_t jc = 0; jc < n; jc += l.nc) {
-    const size_t nc = n - jc < l.nc ? n - jc : l.nc;
-    const size_t panels = (nc + nr_max - 1) / nr_max;
+  /* Panels read where they lie: fp32 ones, and 16-bit ones for direct16. */
+  const bool in_place = b_prepacked && (!b16 || direct16);
+  /* Few rows on panels read in place: the weights come from memory and are
+   * used a few times at most, so the tile goes one group at a time and its
+   * reads are one stream (with several groups a step, each K block would
+   * read a chunk of each: as many streams). */
+  const bool one_stream = in_place && m <= SK_GEMM_DIRECT16_MAX_M;
+  for (size_t jc = 0, nc; jc < n; jc += nc) {
+    nc = n - jc < l.nc ? n - jc : l.nc;
+    const size_t to_group_end = GROUP_COLUMNS - ((size_t)n0 + jc) % GROUP_COLUMNS;
+    if (one_stream && nc > to_group_end) nc = to_group_end;
+    const size_t panels = (nc + nr_max - 1) / nr_max, panel0 = ((size_t)n0 + jc) / nr_max;
     const float *bias = NULL;
     if (p->bias) {
       /* Padded with zeros to whole panels; the padding is never stored. */
@@ -197,21 +231,13 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
       const size_t kc = k - pc < l.kc ? k - pc : l.kc;
       const bool first = pc == 0, last = pc + kc >= k;
       const size_t a_stride = sk__gemm_a_stride(kc); /* as pack_a lays out kc columns */
-      const float *packed_b = pack_buf; /* kc x NR panels back to back */
-      const uint16_t *packed16 = NULL;
-      if (b_prepacked) {
-        /* This K block's panels for the tile's columns: one contiguous run. */
-        const char *run = b_prepacked + (pc * n_pad + ((size_t)n0 + jc) * kc) * b_size_packed;
-        if (direct16)
-          packed16 = (const uint16_t *)(const void *)run;
-        else if (b16) /* kc x NR panels back to back: one (panels * kc) x NR matrix to widen */
-          cfg->pack_b(panels * kc, nr_max, run, nr_max, p->b_dtype, pack_buf);
-        else
-          packed_b = (const float *)(const void *)run;
-      } else {
+      if (b_prepacked && b16 && !direct16) /* widened, panel by panel, to kc x NR fp32 panels back to back */
+        for (size_t j = 0; j < panels; j++)
+          cfg->pack_b(kc, nr_max, b_prepacked + packed_offset(nr_max, k, n_panels, panel0 + j, pc) * 2, nr_max,
+                      p->b_dtype, pack_buf + j * kc * nr_max);
+      else if (!b_prepacked)
         cfg->pack_b(kc, nc, (const char *)p->b + (pc * ldb + (size_t)n0 + jc) * b_size, ldb,
                     p->b_dtype, pack_buf);
-      }
       for (size_t ir = 0; ir < m; ir += mr_max) {
         const size_t mr = m - ir < mr_max ? m - ir : mr_max;
         cfg->pack_a(mr, kc, a_tile + (ir * lda + pc) * a_size, lda, p->a_dtype, a_rows);
@@ -220,12 +246,15 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
           const size_t nr = nc - jr < nr_max ? nc - jr : nr_max;
           float *carry = acc_row ? acc_row + j * mr_max * nr_max : NULL;
           void *c_at = c_tile + (ir * ldc + jc + jr) * c_size;
-          if (packed16)
-            cfg->ukernel16(mr, nr, kc, a_rows, a_stride, packed16 + j * kc * nr_max, p->b_dtype, first ? NULL : carry,
-                           last ? NULL : carry, bias ? bias + jr : NULL, c_at, ldc, p->c_dtype);
+          const void *w = in_place ? (const void *)(b_prepacked + packed_offset(nr_max, k, n_panels, panel0 + j, pc) *
+                                                                    b_size_packed)
+                                   : (const void *)(pack_buf + j * kc * nr_max);
+          if (direct16)
+            cfg->ukernel16(mr, nr, kc, a_rows, a_stride, w, p->b_dtype, first ? NULL : carry, last ? NULL : carry,
+                           bias ? bias + jr : NULL, c_at, ldc, p->c_dtype);
           else
-            cfg->ukernel(mr, nr, kc, a_rows, a_stride, packed_b + j * kc * nr_max, first ? NULL : carry,
-                         last ? NULL : carry, bias ? bias + jr : NULL, c_at, ldc, p->c_dtype);
+            cfg->ukernel(mr, nr, kc, a_rows, a_stride, w, first ? NULL : carry, last ? NULL : carry,
+                         bias ? bias + jr : NULL, c_at, ldc, p->c_dtype);
         }
       }
     }

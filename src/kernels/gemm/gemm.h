@@ -39,13 +39,15 @@ typedef struct sk__gemm_problem {
 } sk__gemm_problem;
 
 /* Packing B once (constant weights, at compile): B [k, n] in the
- * micro-kernel's panels for `isa`, the layout sk__gemm_tile would build per
- * tile, holding B's own values: fp32 as fp32, fp16 and bf16 as their 16
- * bits. A decode step reads each weight once, so its time is the weights'
- * bytes; 16-bit panels keep them at half of fp32's, and a tile widens each
- * block of them to fp32 in cache just before use (exactly: the widening is
- * exact). sk__gemm_packed_b_size gives the bytes. A tile reading the panels
- * computes the same bits as one packing itself. */
+ * micro-kernel's panels for `isa`, holding B's own values: fp32 as fp32,
+ * fp16 and bf16 as their 16 bits, in groups of panels that each lie in one
+ * run over all of k (gemm.c: the packed layout), so that a tile of few rows
+ * streams its weights in one pass. A decode step reads each weight once,
+ * so its time is the weights' bytes; 16-bit panels keep them at half of
+ * fp32's, widened in registers as they are used, or (many rows) block by
+ * block in cache (exactly: the widening is exact). sk__gemm_packed_b_size
+ * gives the bytes. A tile reading the panels computes the same bits as one
+ * packing itself. */
 size_t sk__gemm_packed_b_size(sk__isa isa, sk_dtype b_dtype, int64_t k, int64_t n);
 /* dst: sk__gemm_packed_b_size bytes, 64-byte aligned. */
 void sk__gemm_pack_b(sk__isa isa, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k, int64_t n, void *dst);
@@ -64,6 +66,12 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1,
 /* Tile granularity the kernels prefer for this ISA: callers make tile
  * heights multiples of *mr and widths multiples of *nr where they can. */
 void sk__gemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr);
+
+/* Columns of one stream of packed weights (sk__gemm_pack_b's panel
+ * groups): a tile whose columns are whole such units, on panels packed
+ * once, reads its weights as one contiguous run. Tilings that stream
+ * weights (decode) cut their strips in these units. */
+int64_t sk__gemm_stream_columns(sk__isa isa);
 
 /* Steps of k one micro-kernel call covers: k itself up to a limit, else a
  * fixed block, the sums carried across blocks (tests aim at the edges). */
