@@ -3,8 +3,8 @@
  *
  * Loop nest of one tile:
  *
- *   for pc over K, cfg->kc at a time:                 (K blocks)
- *     for jc over the tile's columns, NC at a time:   pack B[pc.., jc..] + column sums
+ *   for jc over the tile's columns, NC at a time      (packed once: a group)
+ *     for pc over K, cfg->kc at a time:               pack B[pc.., jc..] + column sums
  *       for ir over the tile's rows, MR at a time:    pack MR rows of A[.., pc..]
  *         for jr over the NC columns, NR at a time:   micro-kernel (C = or += block)
  *
@@ -74,14 +74,50 @@ size_t sk__qgemm_workspace_size(int64_t tile_m, int64_t tile_n, int64_t k) {
   return best;
 }
 
-/* One K block of B packed whole: kcp rows of panels for n columns, then
- * their column sums; the next block follows. */
-static size_t whole_block_panels(const sk__qgemm_config *cfg, size_t kc, size_t n) {
-  return align64(sk__qgemm_round_up(n, (size_t)cfg->nr) * sk__qgemm_round_up(kc, (size_t)cfg->kgroup) *
-                 (size_t)cfg->b_elem_bytes);
+/* The packed layout (sk__qgemm_pack_b): panels in groups of GROUP_COLUMNS
+ * columns (GROUP_COLUMNS / NR panels, the last group what is left), group
+ * after group; in a group, K block after K block, each the group's panels
+ * (kcp x NR elements each) then their int32 column sums. A group is one
+ * contiguous run over all of k, and the tile loop reads it in that order,
+ * so a tile of whole groups streams its weights in one pass (a decode
+ * step); cut K block by K block over all columns, as before, a 5-panel
+ * strip of a 7168-deep weight was read in 40 KiB chunks far apart. */
+#define GROUP_COLUMNS 64
+
+int64_t sk__qgemm_stream_columns(sk__isa isa) {
+  (void)isa;
+  return GROUP_COLUMNS;
 }
-static size_t whole_block_colsums(const sk__qgemm_config *cfg, size_t n) {
-  return align64(sk__qgemm_round_up(n, (size_t)cfg->nr) * sizeof(int32_t));
+
+/* Bytes of one K block of kc rows of a group of `panels` panels: the
+ * panels, then their column sums. */
+static size_t block_panel_bytes(const sk__qgemm_config *cfg, size_t kc, size_t panels) {
+  return align64(panels * (size_t)cfg->nr * sk__qgemm_round_up(kc, (size_t)cfg->kgroup) * (size_t)cfg->b_elem_bytes);
+}
+static size_t block_bytes(const sk__qgemm_config *cfg, size_t kc, size_t panels) {
+  return block_panel_bytes(cfg, kc, panels) + align64(panels * (size_t)cfg->nr * sizeof(int32_t));
+}
+
+/* Bytes of a group of `panels` panels over all k rows. */
+static size_t group_bytes(const sk__qgemm_config *cfg, size_t k, size_t panels) {
+  size_t total = 0;
+  for (size_t pc = 0; pc < k; pc += (size_t)cfg->kc)
+    total += block_bytes(cfg, k - pc < (size_t)cfg->kc ? k - pc : (size_t)cfg->kc, panels);
+  return total;
+}
+
+/* Where panel j's K block starting at row pc lies in the packed layout
+ * (bytes from its start), and where that block's column sums for panel j
+ * begin. */
+static void packed_at(const sk__qgemm_config *cfg, size_t k, size_t n, size_t j, size_t pc, size_t *panel,
+                      size_t *sums) {
+  const size_t nr = (size_t)cfg->nr, group = GROUP_COLUMNS / nr, n_panels = (n + nr - 1) / nr;
+  const size_t g = j / group, r = j % group, kc_full = (size_t)cfg->kc;
+  const size_t in_group = n_panels - g * group < group ? n_panels - g * group : group;
+  const size_t kc = k - pc < kc_full ? k - pc : kc_full;
+  size_t block = g * group_bytes(cfg, k, group) + pc / kc_full * block_bytes(cfg, kc_full, in_group);
+  *panel = block + r * nr * sk__qgemm_round_up(kc, (size_t)cfg->kgroup) * (size_t)cfg->b_elem_bytes;
+  *sums = block + block_panel_bytes(cfg, kc, in_group) + r * nr * sizeof(int32_t);
 }
 
 size_t sk__qgemm_packed_b_size(sk__isa isa, int64_t k, int64_t n) {
@@ -93,22 +129,23 @@ void sk__qgemm_pack_b(sk__isa isa, const int8_t *b, int64_t ldb, int64_t k, int6
 }
 
 size_t sk__qgemm_packed_b_size_config(const sk__qgemm_config *cfg, int64_t k, int64_t n) {
-  size_t total = 0;
-  for (size_t pc = 0; n > 0 && pc < (size_t)k; pc += (size_t)cfg->kc) {
-    size_t kc = (size_t)k - pc < (size_t)cfg->kc ? (size_t)k - pc : (size_t)cfg->kc;
-    total += whole_block_panels(cfg, kc, (size_t)n) + whole_block_colsums(cfg, (size_t)n);
-  }
-  return total;
+  if (k <= 0 || n <= 0) return 0;
+  const size_t nr = (size_t)cfg->nr, group = GROUP_COLUMNS / nr, n_panels = ((size_t)n + nr - 1) / nr;
+  return n_panels / group * group_bytes(cfg, (size_t)k, group) + group_bytes(cfg, (size_t)k, n_panels % group);
 }
 
 void sk__qgemm_pack_b_config(const sk__qgemm_config *cfg, const int8_t *b, int64_t ldb, int64_t k, int64_t n,
                              void *dst) {
-  char *at = dst;
-  for (size_t pc = 0; n > 0 && pc < (size_t)k; pc += (size_t)cfg->kc) {
-    size_t kc = (size_t)k - pc < (size_t)cfg->kc ? (size_t)k - pc : (size_t)cfg->kc;
-    size_t panels = whole_block_panels(cfg, kc, (size_t)n);
-    cfg->pack_b(kc, (size_t)n, b + pc * (size_t)ldb, (size_t)ldb, at, (int32_t *)(void *)(at + panels));
-    at += panels + whole_block_colsums(cfg, (size_t)n);
+  const size_t nr = (size_t)cfg->nr, kk = (size_t)k;
+  for (size_t j0 = 0; k > 0 && j0 < (size_t)n; j0 += GROUP_COLUMNS) {
+    const size_t cols = (size_t)n - j0 < GROUP_COLUMNS ? (size_t)n - j0 : GROUP_COLUMNS;
+    for (size_t pc = 0; pc < kk; pc += (size_t)cfg->kc) {
+      const size_t kc = kk - pc < (size_t)cfg->kc ? kk - pc : (size_t)cfg->kc;
+      size_t panel, sums;
+      packed_at(cfg, kk, (size_t)n, j0 / nr, pc, &panel, &sums);
+      cfg->pack_b(kc, cols, b + pc * (size_t)ldb + j0, (size_t)ldb, (char *)dst + panel,
+                  (int32_t *)(void *)((char *)dst + sums));
+    }
   }
 }
 
@@ -128,20 +165,24 @@ void sk__qgemm_tile_config(const sk__qgemm_config *cfg, const sk__qgemm_problem 
   char *a_rows = (char *)workspace + l.a_offset;
   const int8_t *a_tile = p->a + (size_t)m0 * lda;
 
-  /* B packed once at compile (whole K blocks of all columns): usable when
-   * the tile starts on a panel boundary, as tilings make it. */
+  /* B packed once at compile: usable when the tile starts on a panel
+   * boundary, as tilings make it. Read group by group, each K block of a
+   * group in turn: one stream over the tile's weights. */
   const char *whole = p->b_packed && (size_t)n0 % nr_max == 0 ? p->b_packed : NULL;
-  for (size_t pc = 0; pc < k; pc += (size_t)cfg->kc) {
-    const size_t kc = k - pc < (size_t)cfg->kc ? k - pc : (size_t)cfg->kc;
-    const size_t kcp = sk__qgemm_round_up(kc, (size_t)cfg->kgroup);
-    const size_t whole_panels = whole_block_panels(cfg, kc, (size_t)p->n);
-    for (size_t jc = 0; jc < n; jc += l.nc) {
-      const size_t nc = n - jc < l.nc ? n - jc : l.nc;
+  for (size_t jc = 0, nc; jc < n; jc += nc) {
+    nc = n - jc < l.nc ? n - jc : l.nc;
+    const size_t to_group_end = GROUP_COLUMNS - ((size_t)n0 + jc) % GROUP_COLUMNS;
+    if (whole && nc > to_group_end) nc = to_group_end;
+    for (size_t pc = 0; pc < k; pc += (size_t)cfg->kc) {
+      const size_t kc = k - pc < (size_t)cfg->kc ? k - pc : (size_t)cfg->kc;
+      const size_t kcp = sk__qgemm_round_up(kc, (size_t)cfg->kgroup);
       const char *panels = packed_b;
       const int32_t *sums = colsum;
       if (whole) {
-        panels = whole + ((size_t)n0 + jc) * kcp * es;
-        sums = (const int32_t *)(const void *)(whole + whole_panels) + n0 + jc;
+        size_t panel_at, sums_at;
+        packed_at(cfg, k, (size_t)p->n, ((size_t)n0 + jc) / nr_max, pc, &panel_at, &sums_at);
+        panels = whole + panel_at;
+        sums = (const int32_t *)(const void *)(whole + sums_at);
       } else {
         cfg->pack_b(kc, nc, p->b + pc * ldb + (size_t)n0 + jc, ldb, packed_b, colsum);
       }
@@ -155,7 +196,6 @@ void sk__qgemm_tile_config(const sk__qgemm_config *cfg, const sk__qgemm_problem 
         }
       }
     }
-    if (whole) whole += whole_panels + whole_block_colsums(cfg, (size_t)p->n);
   }
 }
 
