@@ -2,7 +2,7 @@
 # GEMM: every ISA path against the reference, bit for bit.
 sk_add_test(NAME test_gemm SOURCES test_gemm.c ISA_VARIANTS)
 sk_add_test(NAME test_convert SOURCES test_convert.c ISA_VARIANTS)
-sk_add_test(NAME test_qgemm SOURCES test_qgemm.c ISA_VARIANTS)
+sk_add_test(NAME test_qgemm SOURCES test_qgemm.c qgemm_amx_emulated.c ISA_VARIANTS)
 sk_add_test(NAME test_activation SOURCES test_activation.c ISA_VARIANTS)
 sk_add_test(NAME test_moe_select SOURCES test_moe_select.c ISA_VARIANTS)
 # Kernel-level tests run on one thread: ThreadSanitizer has nothing to check.

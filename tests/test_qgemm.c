@@ -12,6 +12,7 @@
 #include "harness.h"
 #include "kernels/qgemm/qgemm.h"
 #include "kernels/qgemm/qgemm_internal.h"
+#include "qgemm_amx_emulated.h"
 
 static uint64_t rng_state = 0x5EED0123456789ABull;
 static uint64_t rng_next(void) {
@@ -39,12 +40,16 @@ static int8_t *make_matrix(int64_t rows, int64_t cols, int64_t ld, fill_mode mod
   return buf;
 }
 
-/* The configurations to check under the current $SK_ISA. */
+/* The configurations to check under the current $SK_ISA: its own, the
+ * AVX-512 ones below it (without VNNI, VNNI under AMX), and the AMX kernel
+ * with emulated tiles, which runs on any CPU. */
 static int configs(const sk__qgemm_config **out) {
   int n = 0;
   sk__isa isa = sk__cpu_isa();
   out[n++] = sk__qgemm_config_for(isa);
-  if (isa == SK_ISA_AVX512 && out[0] != &sk__qs8_gemm_config_avx512) out[n++] = &sk__qs8_gemm_config_avx512;
+  if (isa == SK_ISA_AMX && sk__cpu_has_avx512_vnni()) out[n++] = &sk__qs8_gemm_config_avx512vnni;
+  if (isa >= SK_ISA_AVX512 && out[0] != &sk__qs8_gemm_config_avx512) out[n++] = &sk__qs8_gemm_config_avx512;
+  out[n++] = &sk__qs8_gemm_config_amx_emulated;
   return n;
 }
 
@@ -78,7 +83,7 @@ static int check_case(const case_desc *d) {
   memset(want, 0x5A, c_count * 4);
   sk__qgemm_problem p = {d->m, d->n, d->k, a, lda, b, ldb, NULL};
   sk__qgemm_reference(&p, want, ldc);
-  const sk__qgemm_config *cfgs[2];
+  const sk__qgemm_config *cfgs[4];
   int n_cfg = configs(cfgs), ok = 1;
   /* Each configuration and tiling also runs from B packed once (constant
    * weights); tiles that start off a panel boundary pack for themselves. */
@@ -193,5 +198,12 @@ static void test_random(void) {
   }
 }
 
+/* After every case above ran the AMX kernel with emulated tiles: none of
+ * its tile operations broke a rule the hardware faults on. */
+static void test_amx_tiles_keep_the_rules(void) {
+  long faults = sk__qgemm_amx_emulator_faults();
+  CHECK_MSG(faults == 0, "%ld tile operations the hardware would fault on", faults);
+}
+
 TEST_MAIN(TEST_CASE(test_reference_hand), TEST_CASE(test_shape_sweep), TEST_CASE(test_k_sizes),
-          TEST_CASE(test_extremes), TEST_CASE(test_random))
+          TEST_CASE(test_extremes), TEST_CASE(test_random), TEST_CASE(test_amx_tiles_keep_the_rules))

@@ -1,9 +1,12 @@
+#define _DEFAULT_SOURCE /* syscall */
 #include "core/cpu.h"
 
 #include <cpuid.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/error.h"
 
@@ -15,6 +18,31 @@ static unsigned long long read_xcr0(void) {
 
 static sk__isa detected_isa;
 static int detected_vnni;
+
+/* Linux keeps the AMX tile data (8 KiB a thread) out of a process until it
+ * asks: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), Linux 5.16 and
+ * later; an older kernel or a refusal leaves tile instructions faulting.
+ * $SK_TEST_AMX_DENY (non-empty, not "0") makes the request fail, so the
+ * fallback can be run on a machine whose OS would grant it. */
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+static int request_amx(void) {
+  const char *deny = getenv("SK_TEST_AMX_DENY");
+  if (deny && *deny && strcmp(deny, "0") != 0) return -1;
+  return (int)syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA);
+}
+
+int sk__amx_usable(unsigned int cpuid7_edx, unsigned long long xcr0, int (*request)(void)) {
+  int amx_tile = (cpuid7_edx >> 24) & 1, amx_int8 = (cpuid7_edx >> 25) & 1;
+  if (!amx_tile || !amx_int8) return 0;
+  if ((xcr0 & 0x60000) != 0x60000) return 0; /* the OS saves XTILECFG and XTILEDATA */
+  if (request() != 0) {
+    sk__log(SK_LOG_INFO, "AMX-INT8: the OS refused the tile state (arch_prctl): int8 GEMMs use AVX-512 VNNI");
+    return 0;
+  }
+  return 1;
+}
 
 static void detect(void) {
   unsigned int eax, ebx, ecx, edx;
@@ -35,6 +63,7 @@ static void detect(void) {
   if (!(avx512f && avx512dq && avx512bw && avx512vl)) return;
   detected_isa = SK_ISA_AVX512;
   detected_vnni = (ecx >> 11) & 1;
+  if (detected_vnni && sk__amx_usable(edx, xcr0, request_amx)) detected_isa = SK_ISA_AMX;
 }
 
 static sk__isa chosen_isa;
@@ -46,7 +75,7 @@ static void choose(void) {
   if (!forced || !*forced) return;
   sk__isa want;
   if (!sk__isa_from_name(forced, &want)) {
-    sk__log(SK_LOG_WARN, "SK_ISA=%s ignored: expected scalar, avx2 or avx512", forced);
+    sk__log(SK_LOG_WARN, "SK_ISA=%s ignored: expected scalar, avx2, avx512 or amx", forced);
     return;
   }
   if (want > detected_isa)
@@ -74,7 +103,7 @@ int sk__cpu_has_avx512_vnni(void) {
 }
 
 int sk__isa_from_name(const char *name, sk__isa *isa_out) {
-  static const sk__isa all[] = {SK_ISA_SCALAR, SK_ISA_AVX2, SK_ISA_AVX512};
+  static const sk__isa all[] = {SK_ISA_SCALAR, SK_ISA_AVX2, SK_ISA_AVX512, SK_ISA_AMX};
   for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
     if (strcmp(name, sk__isa_name(all[i])) == 0) {
       *isa_out = all[i];
@@ -85,6 +114,7 @@ int sk__isa_from_name(const char *name, sk__isa *isa_out) {
 
 const char *sk__isa_name(sk__isa isa) {
   switch (isa) {
+    case SK_ISA_AMX: return "amx";
     case SK_ISA_AVX512: return "avx512";
     case SK_ISA_AVX2: return "avx2";
     default: return "scalar";

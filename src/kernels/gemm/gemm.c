@@ -24,6 +24,7 @@
 
 static const sk__gemm_config *config_for(sk__isa isa) {
   switch (isa) {
+    case SK_ISA_AMX: /* AMX adds int8 tiles only: the float path is AVX-512's */
     case SK_ISA_AVX512: return &sk__f32_gemm_config_avx512;
     case SK_ISA_AVX2: return &sk__f32_gemm_config_avx2;
     default: return &sk__f32_gemm_config_scalar;

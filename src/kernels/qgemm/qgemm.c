@@ -19,6 +19,7 @@
 
 const sk__qgemm_config *sk__qgemm_config_for(sk__isa isa) {
   switch (isa) {
+    case SK_ISA_AMX: return &sk__qs8_gemm_config_amx;
     case SK_ISA_AVX512:
       return sk__cpu_has_avx512_vnni() ? &sk__qs8_gemm_config_avx512vnni : &sk__qs8_gemm_config_avx512;
     case SK_ISA_AVX2: return &sk__qs8_gemm_config_avx2;
@@ -65,7 +66,8 @@ size_t sk__qgemm_workspace_size(int64_t tile_m, int64_t tile_n, int64_t k) {
   if (tile_m <= 0 || tile_n <= 0 || k < 0) return 0;
   /* The ISA is not an argument: size for the hungriest configuration. */
   const sk__qgemm_config *cfgs[] = {&sk__qs8_gemm_config_scalar, &sk__qs8_gemm_config_avx2,
-                                    &sk__qs8_gemm_config_avx512, &sk__qs8_gemm_config_avx512vnni};
+                                    &sk__qs8_gemm_config_avx512, &sk__qs8_gemm_config_avx512vnni,
+                                    &sk__qs8_gemm_config_amx};
   size_t best = 0;
   for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
     ws_layout l = layout_for(cfgs[i], (size_t)tile_m, (size_t)tile_n, (size_t)k);
@@ -197,6 +199,7 @@ void sk__qgemm_tile_config(const sk__qgemm_config *cfg, const sk__qgemm_problem 
       }
     }
   }
+  if (cfg->tile_end) cfg->tile_end();
 }
 
 void sk__qgemm_tile(const sk__qgemm_problem *p, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int32_t *c,

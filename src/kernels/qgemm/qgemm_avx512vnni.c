@@ -145,5 +145,5 @@ void UKERNEL(size_t mr, size_t nr, size_t kcp, const void *a, size_t a_stride, c
 }
 
 const sk__qgemm_config sk__qs8_gemm_config_avx512vnni = {
-    "avx512vnni", MR, NR, 4, 1, 512, pack_a_vnni, pack_b_vnni, UKERNEL, 1,
+    "avx512vnni", MR, NR, 4, 1, 512, pack_a_vnni, pack_b_vnni, UKERNEL, 1, NULL,
 };

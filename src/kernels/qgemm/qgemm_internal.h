@@ -51,6 +51,7 @@ typedef struct sk__qgemm_config {
   sk__qgemm_pack_b_fn pack_b;
   sk__qgemm_ukernel_fn ukernel;
   int b_elem_bytes; /* bytes per packed B element: what a decode step streams */
+  void (*tile_end)(void); /* NULL, or called when a GEMM tile is done (AMX: release the tile state) */
 } sk__qgemm_config;
 
 /* One configuration per ISA file. */
@@ -58,6 +59,7 @@ extern const sk__qgemm_config sk__qs8_gemm_config_scalar;
 extern const sk__qgemm_config sk__qs8_gemm_config_avx2;
 extern const sk__qgemm_config sk__qs8_gemm_config_avx512;
 extern const sk__qgemm_config sk__qs8_gemm_config_avx512vnni;
+extern const sk__qgemm_config sk__qs8_gemm_config_amx;
 
 /* The configuration sk__qgemm_tile uses for an ISA on this CPU. */
 const sk__qgemm_config *sk__qgemm_config_for(sk__isa isa);

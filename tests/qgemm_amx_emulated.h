@@ -1,0 +1,14 @@
+/* See qgemm_amx_emulated.c. */
+#ifndef SK_TESTS_QGEMM_AMX_EMULATED_H
+#define SK_TESTS_QGEMM_AMX_EMULATED_H
+
+#include "kernels/qgemm/qgemm_internal.h"
+
+extern const sk__qgemm_config sk__qs8_gemm_config_amx_emulated;
+
+/* Tile operations so far that the hardware would have faulted on (an
+ * unconfigured tile, shapes that do not fit together): 0 when the kernel
+ * keeps the rules. */
+long sk__qgemm_amx_emulator_faults(void);
+
+#endif
