@@ -3,6 +3,9 @@
 
 #include <cpuid.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -18,6 +21,24 @@ static unsigned long long read_xcr0(void) {
 
 static sk__isa detected_isa;
 static int detected_vnni;
+static int amx_hardware; /* CPUID and XCR0 have AMX-INT8; the OS not yet asked */
+
+/* Messages of the detection, logged after it (a log handler may call back
+ * into the library, which inside pthread_once would deadlock). */
+static char deferred[2][192];
+static sk_log_level deferred_level[2];
+static int n_deferred;
+static atomic_int deferred_pending;
+
+__attribute__((format(printf, 2, 3))) static void defer_log(sk_log_level level, const char *fmt, ...) {
+  if (n_deferred == 2) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(deferred[n_deferred], sizeof deferred[0], fmt, ap);
+  va_end(ap);
+  deferred_level[n_deferred++] = level;
+  atomic_store(&deferred_pending, 1);
+}
 
 /* Linux keeps the AMX tile data (8 KiB a thread) out of a process until it
  * asks: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), Linux 5.16 and
@@ -33,15 +54,14 @@ static int request_amx(void) {
   return (int)syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA);
 }
 
-int sk__amx_usable(unsigned int cpuid7_edx, unsigned long long xcr0, int (*request)(void)) {
+static int amx_present(unsigned int cpuid7_edx, unsigned long long xcr0) {
   int amx_tile = (cpuid7_edx >> 24) & 1, amx_int8 = (cpuid7_edx >> 25) & 1;
-  if (!amx_tile || !amx_int8) return 0;
-  if ((xcr0 & 0x60000) != 0x60000) return 0; /* the OS saves XTILECFG and XTILEDATA */
-  if (request() != 0) {
-    sk__log(SK_LOG_INFO, "AMX-INT8: the OS refused the tile state (arch_prctl): int8 GEMMs use AVX-512 VNNI");
-    return 0;
-  }
-  return 1;
+  return amx_tile && amx_int8 && (xcr0 & 0x60000) == 0x60000; /* the OS saves XTILECFG and XTILEDATA */
+}
+
+int sk__amx_decide(unsigned int cpuid7_edx, unsigned long long xcr0, int (*request)(void)) {
+  if (!amx_present(cpuid7_edx, xcr0)) return 0;
+  return request() == 0 ? 1 : -1;
 }
 
 static void detect(void) {
@@ -63,42 +83,55 @@ static void detect(void) {
   if (!(avx512f && avx512dq && avx512bw && avx512vl)) return;
   detected_isa = SK_ISA_AVX512;
   detected_vnni = (ecx >> 11) & 1;
-  if (detected_vnni && sk__amx_usable(edx, xcr0, request_amx)) detected_isa = SK_ISA_AMX;
+  amx_hardware = detected_vnni && amx_present(edx, xcr0);
 }
 
 static sk__isa chosen_isa;
 
 static void choose(void) {
   detect();
-  chosen_isa = detected_isa;
   const char *forced = getenv("SK_ISA");
-  if (!forced || !*forced) return;
-  sk__isa want;
-  if (!sk__isa_from_name(forced, &want)) {
-    sk__log(SK_LOG_WARN, "SK_ISA=%s ignored: expected scalar, avx2, avx512 or amx", forced);
-    return;
+  sk__isa want = SK_ISA_AMX;
+  if (forced && *forced && !sk__isa_from_name(forced, &want)) {
+    defer_log(SK_LOG_WARN, "SK_ISA=%s ignored: expected scalar, avx2, avx512 or amx", forced);
+    forced = NULL;
+    want = SK_ISA_AMX;
   }
+  /* The tile state is asked for only when AMX may be used: the grant is
+   * process-wide and for good (Linux then sizes every signal frame for it),
+   * so SK_ISA=avx512 or lower leaves the process as it was. */
+  if (amx_hardware && want == SK_ISA_AMX) {
+    if (request_amx() == 0) detected_isa = SK_ISA_AMX;
+    else defer_log(SK_LOG_INFO, "AMX-INT8: the OS refused the tile state (arch_prctl): int8 GEMMs use AVX-512 VNNI");
+  }
+  chosen_isa = detected_isa;
+  if (!forced || !*forced) return;
   if (want > detected_isa)
-    sk__log(SK_LOG_WARN, "SK_ISA=%s ignored: this CPU supports up to %s", forced,
-            sk__isa_name(detected_isa));
+    defer_log(SK_LOG_WARN, "SK_ISA=%s ignored: this CPU supports up to %s", forced, sk__isa_name(detected_isa));
   else
     chosen_isa = want;
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-sk__isa sk__cpu_isa_supported(void) {
+static void detect_once(void) {
   pthread_once(&once, choose);
+  if (atomic_exchange(&deferred_pending, 0))
+    for (int i = 0; i < n_deferred; i++) sk__log(deferred_level[i], "%s", deferred[i]);
+}
+
+sk__isa sk__cpu_isa_supported(void) {
+  detect_once();
   return detected_isa;
 }
 
 sk__isa sk__cpu_isa(void) {
-  pthread_once(&once, choose);
+  detect_once();
   return chosen_isa;
 }
 
 int sk__cpu_has_avx512_vnni(void) {
-  pthread_once(&once, choose);
+  detect_once();
   return chosen_isa >= SK_ISA_AVX512 && detected_vnni;
 }
 

@@ -12,15 +12,18 @@ typedef enum sk__isa {
   SK_ISA_AMX = 3,    /* AVX-512 with VNNI, plus AMX-INT8 tiles the OS let us use (int8 GEMMs) */
 } sk__isa;
 
-/* Highest ISA the CPU and OS support, ignoring $SK_ISA. */
+/* Highest ISA the CPU and OS support, ignoring $SK_ISA; but AMX only when
+ * $SK_ISA allowed asking the OS for it (unset or amx) and the OS agreed. */
 sk__isa sk__cpu_isa_supported(void);
 /* The ISA kernels use: the supported one, lowered by $SK_ISA; read once. */
 sk__isa sk__cpu_isa(void);
-/* Whether AMX-INT8 can run: CPUID.(7,0):EDX has AMX-TILE (bit 24) and
- * AMX-INT8 (bit 25), XCR0 has the tile state (bits 17, 18), and request()
- * (the arch_prctl permission call) returns 0; a refusal is logged at info
- * level. Separate from the detection so tests can give it any inputs. */
-int sk__amx_usable(unsigned int cpuid7_edx, unsigned long long xcr0, int (*request)(void));
+/* AMX-INT8's gate: 0 when CPUID.(7,0):EDX lacks AMX-TILE (bit 24) or
+ * AMX-INT8 (bit 25) or XCR0 the tile state (bits 17, 18), request() not
+ * called; else request() (the arch_prctl permission call) decides: 1 when
+ * it returns 0, -1 when it refuses. Apart from the detection, which asks
+ * only when $SK_ISA allows AMX and logs a refusal at info level, so tests
+ * can give it any inputs. */
+int sk__amx_decide(unsigned int cpuid7_edx, unsigned long long xcr0, int (*request)(void));
 /* Whether the CPU supports AVX-512 VNNI (for the int8 kernels). */
 int sk__cpu_has_avx512_vnni(void);
 /* "scalar", "avx2" or "avx512" ($SK_ISA's spellings). */

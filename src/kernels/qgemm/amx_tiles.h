@@ -26,7 +26,15 @@ typedef struct sk__amx_config {
 
 #include <immintrin.h>
 
-#define TILE_CONFIG(cfg) _tile_loadconfig(cfg)
+/* GCC 12's _tile_loadconfig names only 8 bytes of its operand and
+ * _tile_loadd no memory at all: a compiler barrier first, so every plain
+ * store the tiles read (the shapes, packed A, C) is in memory by then. */
+#define TILE_BARRIER() __asm__ volatile("" ::: "memory")
+#define TILE_CONFIG(cfg)       \
+  do {                         \
+    TILE_BARRIER();            \
+    _tile_loadconfig(cfg);     \
+  } while (0)
 #define TILE_LOAD(t, base, stride) _tile_loadd(t, base, (long)(stride))
 #define TILE_STORE(t, base, stride) _tile_stored(t, base, (long)(stride))
 #define TILE_ZERO(t) _tile_zero(t)
@@ -54,13 +62,16 @@ static int emu_ok(int t) {
   return ok;
 }
 
+/* LDTILECFG faults on any tile's shape past the palette's limits, used or
+ * not, and on a half-configured one. */
 static void emu_config(const sk__amx_config *cfg) {
   memcpy(&emu.cfg, cfg, sizeof emu.cfg);
   memset(emu.tile, 0, sizeof emu.tile);
   int ok = cfg->palette_id == 1 && cfg->start_row == 0;
   for (int i = 0; i < 14; i++) ok &= cfg->reserved[i] == 0;
   for (int t = 8; t < 16; t++) ok &= cfg->rows[t] == 0 && cfg->colsb[t] == 0;
-  for (int t = 0; t < 8; t++) ok &= (cfg->rows[t] == 0) == (cfg->colsb[t] == 0);
+  for (int t = 0; t < 8; t++)
+    ok &= (cfg->rows[t] == 0) == (cfg->colsb[t] == 0) && cfg->rows[t] <= 16 && cfg->colsb[t] <= 64;
   if (!ok) atomic_fetch_add(&emu_faults, 1);
 }
 
@@ -82,12 +93,12 @@ static void emu_zero(int t) {
 
 /* TDPBSSD c, a, b: c[m][n] += sum over k4 < b.rows, i < 4 of
  * a[m][4 k4 + i] * b[k4][4 n + i], signed bytes, int32 sums wrapping; the
- * shapes must agree (a.rows = c.rows, a.colsb = 4 b.rows, b.colsb =
- * c.colsb). */
+ * tiles must be three and their shapes agree (a.rows = c.rows, a.colsb =
+ * 4 b.rows, b.colsb = c.colsb). */
 static void emu_dpbssd(int c, int a, int b) {
   if (!emu_ok(c) || !emu_ok(a) || !emu_ok(b)) return;
   const sk__amx_config *f = &emu.cfg;
-  if (f->rows[a] != f->rows[c] || f->colsb[a] != 4 * f->rows[b] || f->colsb[b] != f->colsb[c] || f->colsb[c] % 4) {
+  if (c == a || c == b || a == b || f->rows[a] != f->rows[c] || f->colsb[a] != 4 * f->rows[b] || f->colsb[b] != f->colsb[c] || f->colsb[c] % 4) {
     atomic_fetch_add(&emu_faults, 1);
     return;
   }
@@ -102,6 +113,7 @@ static void emu_dpbssd(int c, int a, int b) {
     }
 }
 
+#define TILE_BARRIER() ((void)0)
 #define TILE_CONFIG(cfg) emu_config(cfg)
 #define TILE_LOAD(t, base, stride) emu_load(t, base, (long)(stride))
 #define TILE_STORE(t, base, stride) emu_store(t, base, (long)(stride))

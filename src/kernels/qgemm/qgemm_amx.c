@@ -130,6 +130,7 @@ static void ukernel_amx(size_t mr, size_t nr, size_t kcp, const void *a, size_t 
                         const int32_t *colsum, int32_t *c, size_t ldc, int accumulate) {
   (void)colsum;
   load_shapes(mr, nr);
+  TILE_BARRIER(); /* the tiles read memory the compiler cannot see them read */
   const int8_t *a8 = a, *w8 = w;
   if (mr > 16 && nr > 16) block(1, 1, kcp, a8, a_stride, w8, c, ldc, accumulate);
   else if (mr > 16) block(1, 0, kcp, a8, a_stride, w8, c, ldc, accumulate);
