@@ -37,6 +37,7 @@
 
 #include "core/error.h"
 #include "kernels/convert/convert.h"
+#include "ops/int8_quantize.h"
 #include "ops/op_util.h"
 
 enum { SLOT_X, SLOT_EXPERT_IDX, SLOT_SCALE };
@@ -168,11 +169,26 @@ static float quantize_row(const float *v, int64_t h, int8_t *q) {
   return s;
 }
 
-/* Destination rows [d0, d1) and, with whole, the index outputs; convert
- * widens rows to quantize (the reference's or the SIMD converter).
+/* The dynamic rule the kernel runs: SIMD, the same bits (int8_quantize.h). */
+static float quantize_row_fast(const float *v, int64_t h, int8_t *q) {
+  float s;
+  sk__int8_quantize_dynamic(v, h, q, &s);
+  return s;
+}
+
+/* How route converts and quantizes rows: the reference's plain forms, or
+ * the kernel's SIMD ones, which also copy a row whose token is the previous
+ * row's (a decode step: one token, K rows) instead of quantizing it again. */
+typedef struct row_ops {
+  sk__convert_fn convert;
+  float (*quantize)(const float *v, int64_t h, int8_t *q);
+  bool reuse;
+  sk__isa isa;
+} row_ops;
+
+/* Destination rows [d0, d1) and, with whole, the index outputs.
  * scratch: N*K int32 + (hi - lo + 1) int64 + H floats. */
-static void route(const sk__node_io *io, int64_t d0, int64_t d1, bool whole, void *scratch, sk__convert_fn convert,
-                  sk__isa isa) {
+static void route(const sk__node_io *io, int64_t d0, int64_t d1, bool whole, void *scratch, const row_ops *ops) {
   const init_params *p = io->params;
   const sk__tensor *x = &io->in[SLOT_X].tensors[0];
   const int32_t *idx = io->in[SLOT_EXPERT_IDX].tensors[0].data;
@@ -184,6 +200,7 @@ static void route(const sk__node_io *io, int64_t d0, int64_t d1, bool whole, voi
   const size_t xs = sk_dtype_size(x->dtype), out_es = sk_dtype_size(io->out[OUT_X].dtype);
   float *scale_out = io->out[OUT_SCALE].data;
   const float *scale_in = p->has_scale ? io->in[SLOT_SCALE].tensors[0].data : NULL;
+  int64_t last_token = -1; /* whose row is at d - 1, written by this call */
   for (int64_t d = d0; d < d1; d++) {
     char *dst = (char *)io->out[OUT_X].data + (size_t)(d * p->h) * out_es;
     if (d >= available) {
@@ -193,13 +210,17 @@ static void route(const sk__node_io *io, int64_t d0, int64_t d1, bool whole, voi
     }
     const int64_t token = sorted[d] / p->k;
     const char *src = (const char *)x->data + (size_t)(token * p->h) * xs;
-    if (p->quant_mode == 1) {
-      convert(src, x->dtype, row, SK_FP32, (size_t)p->h, isa);
-      scale_out[d] = quantize_row(row, p->h, (int8_t *)dst);
+    if (p->quant_mode == 1 && ops->reuse && token == last_token) {
+      memcpy(dst, dst - (size_t)p->h, (size_t)p->h);
+      scale_out[d] = scale_out[d - 1];
+    } else if (p->quant_mode == 1) {
+      ops->convert(src, x->dtype, row, SK_FP32, (size_t)p->h, ops->isa);
+      scale_out[d] = ops->quantize(row, p->h, (int8_t *)dst);
     } else {
       memcpy(dst, src, (size_t)p->h * xs);
       scale_out[d] = scale_in ? scale_in[token] : 0.0f;
     }
+    last_token = token;
   }
   if (!whole) return;
   int32_t *row_idx = io->out[OUT_ROW_IDX].data;
@@ -223,7 +244,8 @@ static void reference(const sk__node_io *io) {
   const init_params *p = io->params;
   void *scratch = malloc(scratch_bytes(p));
   if (!scratch) return; /* the oracle of tests only */
-  route(io, 0, p->rows, true, scratch, sk__convert_reference_isa, SK_ISA_SCALAR);
+  const row_ops plain = {sk__convert_reference_isa, quantize_row, false, SK_ISA_SCALAR};
+  route(io, 0, p->rows, true, scratch, &plain);
   free(scratch);
 }
 
@@ -254,7 +276,8 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const init_params *p = io->params;
   int64_t d0, d1;
   sk__flat_block_range(p->rows, io->n_blocks, block, &d0, &d1);
-  route(io, d0, d1, block == 0, workspace, sk__convert, sk__cpu_isa());
+  const row_ops fast = {sk__convert, quantize_row_fast, true, sk__cpu_isa()};
+  route(io, d0, d1, block == 0, workspace, &fast);
 }
 
 const sk__op_def sk__op_moe_init_routing = {

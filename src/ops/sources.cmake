@@ -19,6 +19,7 @@ list(APPEND SK_SOURCES
   ops/quant_matmul_tiling.c
   ops/dequant_swiglu_quant.c
   ops/dequant_swiglu_quant_kernel.c
+  ops/int8_quantize.c
   ops/moe_gating_topk.c ops/moe_gating_topk_kernel.c
   ops/rms_norm.c
   ops/swiglu.c
