@@ -44,6 +44,7 @@ install: build
 bench: build
 	$(BUILD)/bin/bench_grouped_matmul
 	$(BUILD)/bin/bench_quant_matmul
+	$(BUILD)/bin/bench_qgemm_kernel
 	$(BUILD)/bin/bench_barrier
 	$(BUILD)/bin/bench_superkernel
 	$(BUILD)/bin/bench_run_overhead
