@@ -12,6 +12,7 @@
 
 #include "exec/program.h"
 #include "graph_builders.h"
+#include "kernels/packed_groups.h"
 #include "kernels/qgemm/qgemm.h"
 #include "ops/grouped_matmul.h"
 #include "ops/op_util.h"
@@ -166,7 +167,7 @@ static void test_runtime_tiles_are_expert_items(void) {
   size_t yb = (size_t)(m * n) * 4;
   /* Strips are whole stream units (NR multiples): each reads one run of
    * packed weights. */
-  int64_t unit = sk__gemm_stream_columns(sk__cpu_isa());
+  const int64_t unit = SK_PACKED_GROUP_COLUMNS;
   for (int l = 0; l < 2; l++) {
     sk_buffer bufs[] = {{"x", x_data, (size_t)(m * k) * 4}, {"w", w_data, (size_t)(e * k * n) * 4},
                         {"ends", (void *)lists[l], sizeof lists[l]}};
@@ -237,7 +238,7 @@ static void test_streamed_weights_are_claimed_items(void) {
   CHECK_OK(sk_compile(g, &one, &p1));
   CHECK_OK(sk_program_run(p1, NULL, bufs, 2, (sk_buffer[]){{"y", ya, yb}}, 1));
   CHECK(!gmm_node(p1)->tiling.claim);
-  int64_t unit = sk__gemm_stream_columns(sk__cpu_isa());
+  const int64_t unit = SK_PACKED_GROUP_COLUMNS;
   sk_team *team;
   sk_team_config tc = {.struct_size = sizeof tc, .num_cores = 2, .pin_threads = -1};
   CHECK_OK(sk_team_create(&tc, &team));

@@ -21,7 +21,9 @@ static unsigned long long read_xcr0(void) {
 
 static sk__isa detected_isa;
 static int detected_vnni;
-static int amx_hardware; /* CPUID and XCR0 have AMX-INT8; the OS not yet asked */
+/* What sk__amx_decide reads, kept from the detection for choose(). */
+static unsigned int cpuid7_edx;
+static unsigned long long xcr0_bits;
 
 /* Messages of the detection, logged after it (a log handler may call back
  * into the library, which inside pthread_once would deadlock). */
@@ -54,13 +56,9 @@ static int request_amx(void) {
   return (int)syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA);
 }
 
-static int amx_present(unsigned int cpuid7_edx, unsigned long long xcr0) {
-  int amx_tile = (cpuid7_edx >> 24) & 1, amx_int8 = (cpuid7_edx >> 25) & 1;
-  return amx_tile && amx_int8 && (xcr0 & 0x60000) == 0x60000; /* the OS saves XTILECFG and XTILEDATA */
-}
-
-int sk__amx_decide(unsigned int cpuid7_edx, unsigned long long xcr0, int (*request)(void)) {
-  if (!amx_present(cpuid7_edx, xcr0)) return 0;
+int sk__amx_decide(unsigned int edx, unsigned long long xcr0, int (*request)(void)) {
+  int amx_tile = (edx >> 24) & 1, amx_int8 = (edx >> 25) & 1;
+  if (!amx_tile || !amx_int8 || (xcr0 & 0x60000) != 0x60000) return 0; /* XCR0: the OS saves XTILECFG, XTILEDATA */
   return request() == 0 ? 1 : -1;
 }
 
@@ -83,7 +81,8 @@ static void detect(void) {
   if (!(avx512f && avx512dq && avx512bw && avx512vl)) return;
   detected_isa = SK_ISA_AVX512;
   detected_vnni = (ecx >> 11) & 1;
-  amx_hardware = detected_vnni && amx_present(edx, xcr0);
+  cpuid7_edx = edx;
+  xcr0_bits = xcr0;
 }
 
 static sk__isa chosen_isa;
@@ -94,15 +93,15 @@ static void choose(void) {
   sk__isa want = SK_ISA_AMX;
   if (forced && *forced && !sk__isa_from_name(forced, &want)) {
     defer_log(SK_LOG_WARN, "SK_ISA=%s ignored: expected scalar, avx2, avx512 or amx", forced);
-    forced = NULL;
-    want = SK_ISA_AMX;
+    forced = NULL; /* want is untouched: as if unset */
   }
   /* The tile state is asked for only when AMX may be used: the grant is
    * process-wide and for good (Linux then sizes every signal frame for it),
    * so SK_ISA=avx512 or lower leaves the process as it was. */
-  if (amx_hardware && want == SK_ISA_AMX) {
-    if (request_amx() == 0) detected_isa = SK_ISA_AMX;
-    else defer_log(SK_LOG_INFO, "AMX-INT8: the OS refused the tile state (arch_prctl): int8 GEMMs use AVX-512 VNNI");
+  if (detected_isa == SK_ISA_AVX512 && detected_vnni && want == SK_ISA_AMX) {
+    int amx = sk__amx_decide(cpuid7_edx, xcr0_bits, request_amx);
+    if (amx > 0) detected_isa = SK_ISA_AMX;
+    if (amx < 0) defer_log(SK_LOG_INFO, "AMX-INT8: the OS refused the tile state (arch_prctl): int8 GEMMs use AVX-512 VNNI");
   }
   chosen_isa = detected_isa;
   if (!forced || !*forced) return;

@@ -20,9 +20,9 @@ sk__isa sk__cpu_isa(void);
 /* AMX-INT8's gate: 0 when CPUID.(7,0):EDX lacks AMX-TILE (bit 24) or
  * AMX-INT8 (bit 25) or XCR0 the tile state (bits 17, 18), request() not
  * called; else request() (the arch_prctl permission call) decides: 1 when
- * it returns 0, -1 when it refuses. Apart from the detection, which asks
- * only when $SK_ISA allows AMX and logs a refusal at info level, so tests
- * can give it any inputs. */
+ * it returns 0, -1 when it refuses. The detection calls it, only when
+ * $SK_ISA allows AMX, and logs a refusal at info level; tests give it
+ * made-up inputs. */
 int sk__amx_decide(unsigned int cpuid7_edx, unsigned long long xcr0, int (*request)(void));
 /* Whether the CPU supports AVX-512 VNNI (for the int8 kernels). */
 int sk__cpu_has_avx512_vnni(void);

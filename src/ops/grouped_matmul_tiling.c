@@ -20,6 +20,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "kernels/packed_groups.h"
 #include "kernels/qgemm/qgemm.h"
 #include "ops/grouped_matmul.h"
 #include "ops/op_util.h"
@@ -85,9 +86,8 @@ static void split_group(int64_t m, int64_t n, int64_t want, int64_t mr, int64_t 
 
 /* Strips of n columns (units of `unit` columns dealt evenly) for work items
  * of about ITEM_WEIGHT_BYTES of a k-deep weight, at least enough to keep
- * strips within TILE_N_MAX. The unit is the kernel's stream unit
- * (stream_unit): a strip of whole units reads its packed weights as one
- * contiguous run. */
+ * strips within TILE_N_MAX. The unit is a group of the packed weights
+ * (packed_groups.h): a strip of whole groups reads them as one run. */
 static int64_t item_strips(int64_t n, int64_t k, sk_dtype w_dtype, int64_t unit) {
   int64_t units = sk__ceil_div(n, unit), unit_bytes = unit * k * (int64_t)sk_dtype_size(w_dtype);
   int64_t strips = sk__ceil_div(units * unit_bytes, ITEM_WEIGHT_BYTES);
@@ -211,8 +211,8 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   int64_t mr, nr;
   if (p->quant) sk__qgemm_micro_tile(sk__cpu_isa(), &mr, &nr);
   else sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
-  /* Work items that stream weights are strips of whole stream units. */
-  int64_t unit = p->quant ? sk__qgemm_stream_columns(sk__cpu_isa()) : sk__gemm_stream_columns(sk__cpu_isa());
+  /* Work items that stream weights are strips of whole packed groups. */
+  const int64_t unit = SK_PACKED_GROUP_COLUMNS;
   if (p->runtime_groups) return tile_runtime(io, n_cores, mr, nr, unit, out);
   sk__gmm_tiles t = {0};
   bool oom, items = weight_stream_items(io, n_cores, unit, &t, &oom);

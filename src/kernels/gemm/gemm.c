@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "kernels/gemm/gemm_internal.h"
+#include "kernels/packed_groups.h"
 
 static const sk__gemm_config *config_for(sk__isa isa) {
   switch (isa) {
@@ -126,34 +127,25 @@ size_t sk__gemm_packed_b_size(sk__isa isa, sk_dtype b_dtype, int64_t k, int64_t 
   return round_up((size_t)n, (size_t)config_for(isa)->nr) * (size_t)k * (is_16bit(b_dtype) ? 2 : sizeof(float));
 }
 
-/* Columns of a group of panels in the packed layout (below): 4 AVX2
- * panels, 2 AVX-512 ones. */
-#define GROUP_COLUMNS 64
+#define GROUP_COLUMNS SK_PACKED_GROUP_COLUMNS
 
 /* The packed layout: panels (NR columns each, past n zero) in groups of
- * GROUP_COLUMNS / NR, the last group holding what is left; group after group; in
- * a group, K block after K block (kc_for(k) rows each, the last shorter);
- * in a K block, the group's panels, kc_b x NR values each.
+ * GROUP_COLUMNS / NR, the last group holding what is left; group after
+ * group; in a group, K block after K block (kc_for(k) rows each, the last
+ * shorter); in a K block, the group's panels, kc_b x NR values each.
  *   - A group is one contiguous run over all of k, and the tile loop reads
  *     it in that order (a K block's panels, then the next K block's), so a
  *     tile of whole groups streams one run of weights from start to end:
- *     what a decode step is. (K blocks of all panels one after another, as
- *     before, cut a strip of 2 panels of a 7168-deep bf16 weight into 16
- *     KiB chunks 4 MiB apart, and chunks that short stream at about half
- *     the memory's rate.)
- *   - A K block of a group is contiguous too: the rows of A packed for it
- *     stay in L1 across the group's panels.
+ *     what a decode step is (packed_groups.h).
+ *   - A K block of a group is one run too: the tile reads it in place, or
+ *     widens it in one call, and the rows of A packed for it stay in L1
+ *     across the group's panels.
  * Returns panel j's K block starting at row pc, in elements from the start. */
 static size_t packed_offset(size_t nr, size_t k, size_t n_panels, size_t j, size_t pc) {
   const size_t group = GROUP_COLUMNS / nr, g = j / group, r = j % group, kb = kc_for(k);
   const size_t in_group = n_panels - g * group < group ? n_panels - g * group : group;
   const size_t kc = k - pc < kb ? k - pc : kb;
   return (g * group * k + pc * in_group + r * kc) * nr;
-}
-
-int64_t sk__gemm_stream_columns(sk__isa isa) {
-  (void)isa;
-  return GROUP_COLUMNS;
 }
 
 void sk__gemm_pack_b(sk__isa isa, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k, int64_t n, void *dst) {
@@ -209,11 +201,12 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
   const bool direct16 = b_prepacked && b16 && cfg->ukernel16 && m <= SK_GEMM_DIRECT16_MAX_M;
   /* Panels read where they lie: fp32 ones, and 16-bit ones for direct16. */
   const bool in_place = b_prepacked && (!b16 || direct16);
-  /* Few rows on panels read in place: the weights come from memory and are
-   * used a few times at most, so the tile goes one group at a time and its
-   * reads are one stream (with several groups a step, each K block would
-   * read a chunk of each: as many streams). */
-  const bool one_stream = in_place && m <= SK_GEMM_DIRECT16_MAX_M;
+  /* Few rows on packed panels read each weight a few times at most, from
+   * memory: the tile goes one group at a time, so each K block of its step
+   * is one run and the weights stream in one pass. (Many rows keep steps
+   * of several groups: one group a step repacked their A rows so often
+   * that 256-1024 rows ran 4-7% slower at 1 thread.) */
+  const bool one_stream = b_prepacked && m <= SK_GEMM_DIRECT16_MAX_M;
   for (size_t jc = 0, nc; jc < n; jc += nc) {
     nc = n - jc < l.nc ? n - jc : l.nc;
     const size_t to_group_end = GROUP_COLUMNS - ((size_t)n0 + jc) % GROUP_COLUMNS;
@@ -232,7 +225,9 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
       const size_t kc = k - pc < l.kc ? k - pc : l.kc;
       const bool first = pc == 0, last = pc + kc >= k;
       const size_t a_stride = sk__gemm_a_stride(kc); /* as pack_a lays out kc columns */
-      if (b_prepacked && b16 && !direct16) /* widened, panel by panel, to kc x NR fp32 panels back to back */
+      /* One group a step: its panels of this K block lie back to back. */
+      const char *run = one_stream ? b_prepacked + packed_offset(nr_max, k, n_panels, panel0, pc) * b_size_packed : NULL;
+      if (b_prepacked && !in_place) /* widened, panel by panel, to kc x NR fp32 panels back to back */
         for (size_t j = 0; j < panels; j++)
           cfg->pack_b(kc, nr_max, b_prepacked + packed_offset(nr_max, k, n_panels, panel0 + j, pc) * 2, nr_max,
                       p->b_dtype, pack_buf + j * kc * nr_max);
@@ -247,9 +242,10 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
           const size_t nr = nc - jr < nr_max ? nc - jr : nr_max;
           float *carry = acc_row ? acc_row + j * mr_max * nr_max : NULL;
           void *c_at = c_tile + (ir * ldc + jc + jr) * c_size;
-          const void *w = in_place ? (const void *)(b_prepacked + packed_offset(nr_max, k, n_panels, panel0 + j, pc) *
-                                                                    b_size_packed)
-                                   : (const void *)(pack_buf + j * kc * nr_max);
+          const void *w = !in_place ? (const void *)(pack_buf + j * kc * nr_max)
+                          : run     ? (const void *)(run + j * kc * nr_max * b_size_packed)
+                                    : (const void *)(b_prepacked + packed_offset(nr_max, k, n_panels, panel0 + j, pc) *
+                                                                     b_size_packed);
           if (direct16)
             cfg->ukernel16(mr, nr, kc, a_rows, a_stride, w, p->b_dtype, first ? NULL : carry, last ? NULL : carry,
                            bias ? bias + jr : NULL, c_at, ldc, p->c_dtype);

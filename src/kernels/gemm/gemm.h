@@ -41,7 +41,7 @@ typedef struct sk__gemm_problem {
 /* Packing B once (constant weights, at compile): B [k, n] in the
  * micro-kernel's panels for `isa`, holding B's own values: fp32 as fp32,
  * fp16 and bf16 as their 16 bits, in groups of panels that each lie in one
- * run over all of k (gemm.c: the packed layout), so that a tile of few rows
+ * run over all of k (kernels/packed_groups.h; gemm.c: the packed layout), so that a tile of few rows
  * streams its weights in one pass. A decode step reads each weight once,
  * so its time is the weights' bytes; 16-bit panels keep them at half of
  * fp32's, widened in registers as they are used, or (many rows) block by
@@ -66,12 +66,6 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1,
 /* Tile granularity the kernels prefer for this ISA: callers make tile
  * heights multiples of *mr and widths multiples of *nr where they can. */
 void sk__gemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr);
-
-/* Columns of one stream of packed weights (sk__gemm_pack_b's panel
- * groups): a tile whose columns are whole such units, on panels packed
- * once, reads its weights as one contiguous run. Tilings that stream
- * weights (decode) cut their strips in these units. */
-int64_t sk__gemm_stream_columns(sk__isa isa);
 
 /* Steps of k one micro-kernel call covers: k itself up to a limit, else a
  * fixed block, the sums carried across blocks (tests aim at the edges). */

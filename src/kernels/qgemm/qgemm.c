@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "kernels/packed_groups.h"
 #include "kernels/qgemm/qgemm_internal.h"
 
 const sk__qgemm_config *sk__qgemm_config_for(sk__isa isa) {
@@ -82,14 +83,8 @@ size_t sk__qgemm_workspace_size(int64_t tile_m, int64_t tile_n, int64_t k) {
  * (kcp x NR elements each) then their int32 column sums. A group is one
  * contiguous run over all of k, and the tile loop reads it in that order,
  * so a tile of whole groups streams its weights in one pass (a decode
- * step); cut K block by K block over all columns, as before, a 5-panel
- * strip of a 7168-deep weight was read in 40 KiB chunks far apart. */
-#define GROUP_COLUMNS 64
-
-int64_t sk__qgemm_stream_columns(sk__isa isa) {
-  (void)isa;
-  return GROUP_COLUMNS;
-}
+ * step; packed_groups.h). */
+#define GROUP_COLUMNS SK_PACKED_GROUP_COLUMNS
 
 /* Bytes of one K block of kc rows of a group of `panels` panels: the
  * panels, then their column sums. */
@@ -100,12 +95,11 @@ static size_t block_bytes(const sk__qgemm_config *cfg, size_t kc, size_t panels)
   return block_panel_bytes(cfg, kc, panels) + align64(panels * (size_t)cfg->nr * sizeof(int32_t));
 }
 
-/* Bytes of a group of `panels` panels over all k rows. */
+/* Bytes of a group of `panels` panels over all k rows: its whole K blocks,
+ * then the shorter last one. */
 static size_t group_bytes(const sk__qgemm_config *cfg, size_t k, size_t panels) {
-  size_t total = 0;
-  for (size_t pc = 0; pc < k; pc += (size_t)cfg->kc)
-    total += block_bytes(cfg, k - pc < (size_t)cfg->kc ? k - pc : (size_t)cfg->kc, panels);
-  return total;
+  const size_t kc = (size_t)cfg->kc, tail = k % kc;
+  return k / kc * block_bytes(cfg, kc, panels) + (tail ? block_bytes(cfg, tail, panels) : 0);
 }
 
 /* Where panel j's K block starting at row pc lies in the packed layout

@@ -29,15 +29,11 @@ typedef struct sk__qgemm_problem {
 
 /* Packing B once (constant weights, at compile): the panels and column
  * sums sk__qgemm_tile builds per tile, in groups of columns that each lie
- * in one run over all of k (qgemm.c: the packed layout), so a tile of few
+ * in one run over all of k (kernels/packed_groups.h; qgemm.c: the packed layout), so a tile of few
  * rows streams its weights in one pass; reading it gives the same
  * integers. dst: sk__qgemm_packed_b_size bytes, 64-byte aligned. */
 size_t sk__qgemm_packed_b_size(sk__isa isa, int64_t k, int64_t n);
 void sk__qgemm_pack_b(sk__isa isa, const int8_t *b, int64_t ldb, int64_t k, int64_t n, void *dst);
-
-/* Columns of one stream of packed weights: a tile whose columns are whole
- * such units reads its packed weights as one contiguous run. */
-int64_t sk__qgemm_stream_columns(sk__isa isa);
 
 /* Bytes of workspace sk__qgemm_tile needs for a tile of at most tile_m rows
  * and tile_n columns with this k (packed panels), for any ISA. */
