@@ -314,10 +314,45 @@ typedef struct sk_op_desc {
 SK_API sk_status sk_graph_create(sk_graph **graph_out);
 SK_API void sk_graph_destroy(sk_graph *graph);
 
-/* Declares a named graph input. The name must be unique among inputs. */
+/* Declares a named graph input. The name must be unique among inputs.
+ * shape[0] may be SK_DIM_DYNAMIC once the graph has a maximum token count
+ * (sk_graph_set_max_tokens): the input then has T rows, T given by each
+ * run. */
 SK_API sk_status sk_graph_add_input(sk_graph *graph, const char *name,
                                     sk_dtype dtype, int rank,
                                     const int64_t *shape, sk_value *value_out);
+
+/* ---- A run-time token count ------------------------------------------------
+ * One program for every token count T in 1..max (decode steps of 1 token,
+ * prefills of any length): set the maximum, declare the token-dependent
+ * inputs with SK_DIM_DYNAMIC as their leading dimension, build the graph as
+ * usual. Every op's shape rule carries the dimension through: an output
+ * whose leading dimension follows T (x's rows, or k * T expanded rows) is
+ * dynamic too, and sk_graph_value_info / sk_program_*_info report that
+ * dimension as SK_DIM_TOKENS(k) (k * T). A node whose shapes cannot follow
+ * T (a reshape whose shape fixes the token count, a slice past row 0, an
+ * op or custom kernel that does not take a run-time count) is refused when
+ * it is added, with a message naming the op, the input and the count it
+ * fails at; the graph is checked at T = 1 and T = max.
+ *
+ * A run's T comes from its buffers: every dynamic input and output is
+ * given (or bound) with exactly T * k rows' bytes, all for the same T;
+ * buffers that disagree, that are not whole rows, or T > max are refused
+ * naming the buffer, before anything is written. T = 0 returns at once:
+ * dynamic outputs are empty, static ones are not written.
+ *
+ * sk_compile plans the program for token buckets (1, 2, 4, ... up to max,
+ * and max): each bucket is tiled, planned and JIT-compiled once, at
+ * compile; a run with T tokens uses the smallest bucket >= T, whose blocks
+ * compute only the T live rows. Constants are packed once for all
+ * buckets. Results are bitwise those of a program compiled for exactly T
+ * tokens (and, per row, of any other T: docs/ops.md, batch invariance). */
+#define SK_DIM_DYNAMIC ((int64_t)-1)
+/* A reported dynamic dimension of k * T rows (k >= 1). */
+#define SK_DIM_TOKENS(k) (-(int64_t)(k))
+/* Sets the graph's maximum token count (1 .. 2^24), before any input uses
+ * SK_DIM_DYNAMIC; it cannot change once one does. */
+SK_API sk_status sk_graph_set_max_tokens(sk_graph *graph, int64_t max_tokens);
 
 /* How sk_graph_add_constant holds a constant's data. */
 typedef enum sk_constant_flags {
@@ -885,7 +920,12 @@ SK_API sk_status sk_program_write_profile(sk_program *program, const char *dir);
 /* Forgets the records collected so far. */
 SK_API void sk_program_reset_profile(sk_program *program);
 
-/* Program introspection: graph inputs and outputs in declaration order. */
+/* The program's maximum token count (sk_graph_set_max_tokens); 0 when its
+ * shapes are static. */
+SK_API int64_t sk_program_max_tokens(const sk_program *program);
+
+/* Program introspection: graph inputs and outputs in declaration order.
+ * A dynamic leading dimension is reported as SK_DIM_TOKENS(k). */
 SK_API size_t sk_program_num_inputs(const sk_program *program);
 SK_API size_t sk_program_num_outputs(const sk_program *program);
 /* Name, dtype and shape of input / output i; shape_out needs SK_MAX_RANK. */
@@ -910,6 +950,8 @@ typedef struct sk_program_stats {
   size_t n_jit_compiled;    /* of those, running JIT-compiled code */
   size_t arena_bytes;       /* intermediate values, per run context */
   size_t workspace_bytes;   /* scratch per core, per run context */
+  int64_t max_tokens;       /* the run-time token count's maximum; 0: static shapes */
+  size_t n_token_buckets;   /* token counts planned for (the rest above is the largest's) */
 } sk_program_stats;
 
 SK_API sk_status sk_program_get_stats(const sk_program *program, sk_program_stats *stats_out);

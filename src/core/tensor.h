@@ -15,6 +15,11 @@ typedef struct sk__tensor {
   int rank;
   int64_t shape[SK_MAX_RANK];
   int64_t strides[SK_MAX_RANK];
+  /* Its leading dimension follows the run-time token count (superkernel.h,
+   * SK_DIM_DYNAMIC): shape[0] is the count the program was planned for
+   * times a fixed multiple, and a run with fewer tokens has only that
+   * multiple of its own count as live rows (ops/op_util.h, sk__live_rows). */
+  bool dynamic;
 } sk__tensor;
 
 /* Fills dtype, rank, shape and contiguous strides; data = NULL. The caller

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "exec/run_context.h"
+#include "exec/tokens.h"
 
 static const char *const KIND_NAME[2] = {"input", "output"};
 
@@ -23,19 +24,22 @@ static const sk__io_binding *io_of(const sk_program *p, sk_io_kind kind, size_t 
   return kind == SK_IO_INPUT ? p->inputs : p->outputs;
 }
 
-static size_t io_bytes(const sk_program *p, sk_io_kind kind, size_t i) {
-  size_t n;
-  return sk__tensor_bytes(&io_of(p, kind, &n)[i].desc);
-}
-
-
-/* The checked data pointer of one buffer for io `index` of `kind`. */
+/* The checked data pointer of one buffer for io `index` of `kind`: its
+ * exact size, or with a run-time token count any whole number of the
+ * binding's token rows up to the maximum. */
 static sk_status check_buffer(const char *fn, const sk_program *p, sk_io_kind kind, size_t index, void *data,
                               size_t bytes, void **out) {
   size_t n;
   const sk__io_binding *io = io_of(p, kind, &n);
-  size_t want = sk__tensor_bytes(&io[index].desc);
-  if (bytes != want) {
+  size_t want = sk__tensor_bytes(&io[index].desc), row = sk__tokens_row_bytes(p, &io[index].desc);
+  if (row && (bytes % row != 0 || bytes > want)) {
+    char s[SK_SHAPE_STR_MAX];
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "%s: %s '%s': expected whole tokens of %zu bytes each, at most %lld (%s %s), got %zu bytes", fn,
+                    KIND_NAME[kind], io[index].name, row, (long long)p->max_tokens, sk_dtype_name(io[index].desc.dtype),
+                    sk__shape_str(io[index].desc.rank, io[index].desc.shape, s, sizeof s), bytes);
+  }
+  if (!row && bytes != want) {
     char s[SK_SHAPE_STR_MAX];
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s '%s': expected %zu bytes (%s %s), got %zu", fn,
                     KIND_NAME[kind], io[index].name, want, sk_dtype_name(io[index].desc.dtype),
@@ -58,18 +62,49 @@ static bool overlap(const void *a, size_t na, const void *b, size_t nb) {
   return na && nb && x < y + nb && y < x + na;
 }
 
-/* Output j must not overlap any input or another output (unbound: NULL). */
+/* Output j must not overlap any input or another output (unbound: NULL);
+ * sizes as given. */
 static sk_status check_output_overlap(const char *fn, const sk_program *p, void *const *in, void *const *out,
-                                      size_t j) {
-  size_t bj = io_bytes(p, SK_IO_OUTPUT, j);
+                                      const size_t *in_bytes, const size_t *out_bytes, size_t j) {
+  size_t bj = out_bytes[j];
   for (size_t i = 0; i < p->n_inputs; i++)
-    if (in[i] && overlap(out[j], bj, in[i], io_bytes(p, SK_IO_INPUT, i)))
+    if (in[i] && overlap(out[j], bj, in[i], in_bytes[i]))
       return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: output '%s' overlaps input '%s'", fn, p->outputs[j].name,
                       p->inputs[i].name);
   for (size_t k = 0; k < p->n_outputs; k++)
-    if (k != j && out[k] && overlap(out[j], bj, out[k], io_bytes(p, SK_IO_OUTPUT, k)))
+    if (k != j && out[k] && overlap(out[j], bj, out[k], out_bytes[k]))
       return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: output '%s' overlaps output '%s'", fn, p->outputs[j].name,
                       p->outputs[k].name);
+  return SK_STATUS_OK;
+}
+
+/* The run's token count from its buffers' sizes (0 for a program of
+ * static shapes): every dynamic input and output must hold the same count
+ * of tokens. */
+static sk_status run_tokens(const char *fn, const sk_program *p, const size_t *in_bytes, const size_t *out_bytes,
+                            int64_t *tokens) {
+  *tokens = 0;
+  if (!p->tokens) return SK_STATUS_OK;
+  const char *first = NULL, *first_kind = NULL;
+  for (int kind = 0; kind < 2; kind++) {
+    size_t n;
+    const sk__io_binding *io = io_of(p, (sk_io_kind)kind, &n);
+    const size_t *bytes = kind == SK_IO_INPUT ? in_bytes : out_bytes;
+    for (size_t i = 0; i < n; i++) {
+      size_t row = sk__tokens_row_bytes(p, &io[i].desc);
+      if (!row) continue;
+      int64_t t = (int64_t)(bytes[i] / row);
+      if (!first) {
+        *tokens = t, first = io[i].name, first_kind = KIND_NAME[kind];
+        continue;
+      }
+      if (t != *tokens)
+        return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                        "%s: %s '%s' holds %lld tokens but %s '%s' holds %lld: the buffers of the run-time token "
+                        "dimension must agree", fn, KIND_NAME[kind], io[i].name, (long long)t, first_kind, first,
+                        (long long)*tokens);
+    }
+  }
   return SK_STATUS_OK;
 }
 
@@ -97,7 +132,7 @@ sk_status sk_program_find(const sk_program *p, sk_io_kind kind, const char *name
 
 /* Fills data[] (p's count of kind) from bufs, by name or by position. */
 static sk_status gather(const char *fn, const sk_program *p, sk_io_kind kind, const sk_buffer *bufs, size_t n_bufs,
-                        bool by_name, void **data) {
+                        bool by_name, void **data, size_t *sizes) {
   size_t n;
   const sk__io_binding *io = io_of(p, kind, &n);
   if (n_bufs && !bufs) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s buffers are NULL", fn, KIND_NAME[kind]);
@@ -114,6 +149,7 @@ static sk_status gather(const char *fn, const sk_program *p, sk_io_kind kind, co
       if (data[i]) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s '%s' is bound twice", fn, KIND_NAME[kind], bufs[j].name);
     }
     SK_RETURN_IF_ERROR(check_buffer(fn, p, kind, i, bufs[j].data, bufs[j].bytes, &data[i]));
+    sizes[i] = bufs[j].bytes;
   }
   for (size_t i = 0; i < n; i++)
     if (!data[i]) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s '%s' is not bound", fn, KIND_NAME[kind], io[i].name);
@@ -126,19 +162,29 @@ static sk_status run_given(const char *fn, sk_program *p, sk_team *team, const s
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: program is NULL", fn);
   SK_RETURN_IF_ERROR(sk__refuse_in_block(fn));
   void *stack[STACK_BUFFERS];
+  size_t stack_sizes[STACK_BUFFERS];
   size_t total = p->n_inputs + p->n_outputs;
   void **in = total <= STACK_BUFFERS ? stack : calloc(total, sizeof(void *));
-  if (!in) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", fn);
+  size_t *in_bytes = total <= STACK_BUFFERS ? stack_sizes : calloc(total, sizeof(size_t));
+  if (!in || !in_bytes) {
+    if (in != stack) free(in), free(in_bytes);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", fn);
+  }
   void **out = in + p->n_inputs;
-  sk_status st = gather(fn, p, SK_IO_INPUT, inputs, n_inputs, by_name, in);
-  if (st == SK_STATUS_OK) st = gather(fn, p, SK_IO_OUTPUT, outputs, n_outputs, by_name, out);
-  for (size_t j = 0; st == SK_STATUS_OK && j < p->n_outputs; j++) st = check_output_overlap(fn, p, in, out, j);
+  size_t *out_bytes = in_bytes + p->n_inputs;
+  int64_t tokens = 0;
+  sk_status st = gather(fn, p, SK_IO_INPUT, inputs, n_inputs, by_name, in, in_bytes);
+  if (st == SK_STATUS_OK) st = gather(fn, p, SK_IO_OUTPUT, outputs, n_outputs, by_name, out, out_bytes);
+  for (size_t j = 0; st == SK_STATUS_OK && j < p->n_outputs; j++)
+    st = check_output_overlap(fn, p, in, out, in_bytes, out_bytes, j);
+  if (st == SK_STATUS_OK) st = run_tokens(fn, p, in_bytes, out_bytes, &tokens);
   if (st == SK_STATUS_OK) {
     pthread_mutex_lock(&p->default_lock);
+    p->default_ctx->tokens = tokens;
     st = sk__run_context_run(p->default_ctx, team, in, out, false, fn);
     pthread_mutex_unlock(&p->default_lock);
   }
-  if (in != stack) free(in);
+  if (in != stack) free(in), free(in_bytes);
   if (st == SK_STATUS_OK) sk__clear_error(); /* nothing a block's nested call left behind */
   return st;
 }
@@ -167,18 +213,26 @@ static sk_status bind(const char *fn, sk_run_context *ctx, sk_io_kind kind, size
   void *checked;
   SK_RETURN_IF_ERROR(check_buffer(fn, p, kind, index, data, bytes, &checked));
   void *old = ctx->bound[kind][index];
+  size_t old_bytes = ctx->bound_bytes[kind][index];
   ctx->bound[kind][index] = checked;
+  ctx->bound_bytes[kind][index] = bytes;
   /* An output must not overlap anything bound; an input no bound output. */
   sk_status st = SK_STATUS_OK;
+  void **in = ctx->bound[SK_IO_INPUT], **out = ctx->bound[SK_IO_OUTPUT];
+  size_t *in_bytes = ctx->bound_bytes[SK_IO_INPUT], *out_bytes = ctx->bound_bytes[SK_IO_OUTPUT];
   if (kind == SK_IO_OUTPUT) {
-    st = check_output_overlap(fn, p, ctx->bound[SK_IO_INPUT], ctx->bound[SK_IO_OUTPUT], index);
+    st = check_output_overlap(fn, p, in, out, in_bytes, out_bytes, index);
   } else {
     for (size_t j = 0; st == SK_STATUS_OK && j < p->n_outputs; j++)
-      if (ctx->bound[SK_IO_OUTPUT][j])
-        st = check_output_overlap(fn, p, ctx->bound[SK_IO_INPUT], ctx->bound[SK_IO_OUTPUT], j);
+      if (out[j]) st = check_output_overlap(fn, p, in, out, in_bytes, out_bytes, j);
   }
-  if (st != SK_STATUS_OK) ctx->bound[kind][index] = old;
-  else if (old != checked) ctx->nodes_hold_bound = false;
+  if (st != SK_STATUS_OK) {
+    ctx->bound[kind][index] = old;
+    ctx->bound_bytes[kind][index] = old_bytes;
+  } else if (old != checked) {
+    ctx->nodes_hold_bound = false;
+    ctx->bind_generation++;
+  }
   return st;
 }
 
@@ -193,6 +247,7 @@ static sk_status run_bound(const char *fn, sk_run_context *ctx, sk_team *team) {
         return sk__fail(SK_STATUS_INVALID_STATE, "%s: %s '%s' (index %zu) is not bound", fn, KIND_NAME[kind],
                         io[i].name, i);
   }
+  SK_RETURN_IF_ERROR(run_tokens(fn, p, ctx->bound_bytes[SK_IO_INPUT], ctx->bound_bytes[SK_IO_OUTPUT], &ctx->tokens));
   return sk__run_context_run(ctx, team, ctx->bound[SK_IO_INPUT], ctx->bound[SK_IO_OUTPUT], true, fn);
 }
 
@@ -216,6 +271,7 @@ void sk_program_unbind_all(sk_program *p) {
   sk_run_context *ctx = p->default_ctx;
   memset(ctx->bound[SK_IO_INPUT], 0, (p->n_inputs + p->n_outputs) * sizeof(void *));
   ctx->nodes_hold_bound = false;
+  ctx->bind_generation++;
   pthread_mutex_unlock(&p->default_lock);
 }
 

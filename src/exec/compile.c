@@ -12,6 +12,7 @@
 #include "core/executor.h"
 #include "core/struct_size.h"
 #include "exec/program.h"
+#include "exec/tokens.h"
 #include "jit/jit.h"
 #include "runtime/watchdog.h"
 #include "superkernel/fuse.h"
@@ -61,7 +62,7 @@ static void *constant_data(const sk_graph *g, const sk_program *p, sk_value v) {
 /* Builds the executable node: flattened input tensors and io views; tiles
  * it and lets its op pack its constants. */
 static sk_status prepare_node(const sk_graph *g, sk_program *p, const sk__node *src, int n_cores,
-                              sk__exec_node *dst) {
+                              const sk__exec_node *packed_from, sk__exec_node *dst) {
   dst->def = src->def;
   dst->name = sk__strdup(src->name);
   dst->scope = src->scope;
@@ -110,7 +111,11 @@ static sk_status prepare_node(const sk_graph *g, sk_program *p, const sk__node *
   SK_RETURN_IF_ERROR(src->def->tile(&dst->io, n_cores, &dst->tiling));
   dst->io.plan = dst->tiling.plan;
   dst->io.n_blocks = dst->tiling.n_blocks;
-  if (src->def->pack) {
+  if (packed_from) { /* another token bucket's pack: packing depends on no tiling or token count */
+    dst->packed = packed_from->packed;
+    dst->packed_shared = true;
+    dst->io.packed = dst->packed;
+  } else if (src->def->pack) {
     SK_RETURN_IF_ERROR(src->def->pack(&dst->io, &dst->packed, &dst->packed_bytes));
     dst->io.packed = dst->packed;
   }
@@ -185,6 +190,12 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   if (!g || !program_out)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: %s is NULL", !g ? "graph" : "program_out");
   *program_out = NULL;
+  if (g->max_tokens > 0) return sk__compile_tokens(g, cfg, program_out);
+  return sk__compile_graph(g, cfg, 0, NULL, program_out);
+}
+
+sk_status sk__compile_graph(const sk_graph *g, const sk_compile_config *cfg, int64_t planned_tokens,
+                            const sk_program *packed_from, sk_program **program_out) {
   size_t size = 0; /* no cfg: every field its default */
   if (cfg)
     SK_RETURN_IF_ERROR(sk__struct_size("sk_compile", "cfg->struct_size", "sk_compile_config", cfg->struct_size,
@@ -216,6 +227,7 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   sk_program *p = sk__program_new();
   if (!p) return fail_oom();
   p->executor = executor;
+  p->planned_tokens = planned_tokens;
   if (HAS(profile)) p->profile_launches = cfg->profile != 0;
   p->watchdog_ms = sk__watchdog_resolve_ms(HAS(watchdog_ms) ? cfg->watchdog_ms : 0);
   p->tiled_cores = cfg && cfg->team ? sk_team_num_cores(cfg->team) : 1;
@@ -228,7 +240,7 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   if (st == SK_STATUS_OK && !(p->nodes = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *p->nodes))) st = fail_oom();
   for (size_t i = 0; st == SK_STATUS_OK && i < g->n_nodes; i++) {
     p->n_nodes = i + 1;
-    st = prepare_node(g, p, &g->nodes[i], p->tiled_cores, &p->nodes[i]);
+    st = prepare_node(g, p, &g->nodes[i], p->tiled_cores, packed_from ? &packed_from->nodes[i] : NULL, &p->nodes[i]);
     p->packed_bytes += p->nodes[i].packed_bytes;
     if (p->nodes[i].tiling.workspace_bytes > p->workspace_bytes) p->workspace_bytes = p->nodes[i].tiling.workspace_bytes;
   }

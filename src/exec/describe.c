@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "exec/program.h"
+#include "exec/tokens.h"
 #include "superkernel/plan.h"
 
 void sk_free(void *p) { free(p); }
@@ -30,6 +31,36 @@ static const char *executor_summary(sk_executor e) {
   }
 }
 
+/* A program with a run-time token count: its buckets, then the largest
+ * one's steps (the others differ only in their tiling). */
+static sk_status describe_tokens(const sk_program *p, char **text_out) {
+  const sk__token_buckets *b = p->tokens;
+  char *inner = NULL, line[512];
+  SK_RETURN_IF_ERROR(sk_program_describe(sk__tokens_largest(p), &inner));
+  size_t len = 0;
+  char *buf = NULL;
+  snprintf(line, sizeof line, "run-time token count: 1 .. %lld; ", (long long)p->max_tokens);
+  bool ok = append(&buf, &len, line);
+  if (!b->n) ok = ok && append(&buf, &len, "reference executor: a program built for each count run\n");
+  else ok = ok && append(&buf, &len, "token buckets:");
+  for (size_t i = 0; ok && i < b->n; i++) {
+    snprintf(line, sizeof line, " %lld%s", (long long)b->counts[i], i + 1 < b->n ? "," : "\n");
+    ok = append(&buf, &len, line);
+  }
+  if (ok && b->n) {
+    snprintf(line, sizeof line, "the bucket of %lld tokens:\n", (long long)b->counts[b->n - 1]);
+    ok = append(&buf, &len, line);
+  }
+  ok = ok && append(&buf, &len, inner);
+  free(inner);
+  if (!ok) {
+    free(buf);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_program_describe: out of memory");
+  }
+  *text_out = buf;
+  return SK_STATUS_OK;
+}
+
 sk_status sk_program_describe(const sk_program *p, char **text_out) {
   sk__clear_error();
   if (!p || !text_out)
@@ -37,6 +68,7 @@ sk_status sk_program_describe(const sk_program *p, char **text_out) {
   char *buf = NULL, line[512];
   size_t len = 0;
   bool ok = true;
+  if (p->tokens) return describe_tokens(p, text_out);
   snprintf(line, sizeof line, "program: %zu steps, executor %s, planned for %d cores\n", p->n_steps,
            executor_summary(p->executor), p->tiled_cores);
   ok = append(&buf, &len, line);

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/struct_size.h"
 #include "exec/run_context.h"
+#include "exec/tokens.h"
 #include "jit/jit.h"
 #include "profile/profile.h"
 #include "runtime/watchdog.h"
@@ -41,8 +42,9 @@ static void program_free(sk_program *p) {
     free(n->io.out);
     free(n->waits);
     free(n->watch_label);
-    sk__aligned_free(n->packed);
+    if (!n->packed_shared) sk__aligned_free(n->packed);
   }
+  sk__token_buckets_free(p->tokens);
   for (size_t i = 0; p->constants && i < p->n_constants; i++)
     if (p->constants[i].owned) free((void *)p->constants[i].data);
   free(p->constants);
@@ -84,28 +86,31 @@ void sk_program_destroy(sk_program *p) {
 size_t sk_program_num_inputs(const sk_program *p) { return p ? p->n_inputs : 0; }
 size_t sk_program_num_outputs(const sk_program *p) { return p ? p->n_outputs : 0; }
 
-static sk_status binding_info(const sk__io_binding *b, size_t n, size_t i, const char *what, const char **name_out,
-                              sk_dtype *dtype_out, int *rank_out, int64_t *shape_out) {
+static sk_status binding_info(const sk__io_binding *b, size_t n, size_t i, const char *what, int64_t max_tokens,
+                              const char **name_out, sk_dtype *dtype_out, int *rank_out, int64_t *shape_out) {
   if (i >= n) return sk__fail(SK_STATUS_NOT_FOUND, "program %s %zu does not exist (it has %zu)", what, i, n);
   if (name_out) *name_out = b[i].name;
   if (dtype_out) *dtype_out = b[i].desc.dtype;
   if (rank_out) *rank_out = b[i].desc.rank;
   if (shape_out) memcpy(shape_out, b[i].desc.shape, sizeof(int64_t) * (size_t)b[i].desc.rank);
+  if (shape_out && b[i].desc.dynamic) shape_out[0] = SK_DIM_TOKENS(b[i].desc.shape[0] / max_tokens);
   return SK_STATUS_OK;
 }
+
+int64_t sk_program_max_tokens(const sk_program *p) { return p ? p->max_tokens : 0; }
 
 sk_status sk_program_input_info(const sk_program *p, size_t i, const char **name_out, sk_dtype *dtype_out,
                                 int *rank_out, int64_t *shape_out) {
   sk__clear_error();
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_input_info: program is NULL");
-  return binding_info(p->inputs, p->n_inputs, i, "input", name_out, dtype_out, rank_out, shape_out);
+  return binding_info(p->inputs, p->n_inputs, i, "input", p->max_tokens, name_out, dtype_out, rank_out, shape_out);
 }
 
 sk_status sk_program_output_info(const sk_program *p, size_t i, const char **name_out, sk_dtype *dtype_out,
                                  int *rank_out, int64_t *shape_out) {
   sk__clear_error();
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_output_info: program is NULL");
-  return binding_info(p->outputs, p->n_outputs, i, "output", name_out, dtype_out, rank_out, shape_out);
+  return binding_info(p->outputs, p->n_outputs, i, "output", p->max_tokens, name_out, dtype_out, rank_out, shape_out);
 }
 
 sk_status sk_program_get_stats(const sk_program *p, sk_program_stats *out) {
@@ -115,10 +120,14 @@ sk_status sk_program_get_stats(const sk_program *p, sk_program_stats *out) {
   size_t size;
   SK_RETURN_IF_ERROR(sk__struct_size("sk_program_get_stats", "stats_out->struct_size", "sk_program_stats",
                                      out->struct_size, sizeof(size_t), sizeof(sk_program_stats), &size));
+  const sk_program *front = p;
+  p = sk__tokens_largest(p); /* a run-time token count: the largest bucket's */
   sk_program_stats s = {.struct_size = size, .executor = p->executor, .n_inputs = p->n_inputs,
                         .n_outputs = p->n_outputs, .n_constants = p->n_constants,
                         .constant_bytes = p->constant_bytes, .packed_bytes = p->packed_bytes, .n_steps = p->n_steps,
                         .arena_bytes = p->arena_bytes, .workspace_bytes = p->workspace_bytes};
+  s.max_tokens = front->max_tokens;
+  s.n_token_buckets = front->tokens ? front->tokens->n : 0;
   for (size_t i = 0; i < p->n_steps; i++) {
     s.n_super_kernels += p->steps[i].plan != NULL;
     s.n_jit_compiled += p->steps[i].jit != NULL;

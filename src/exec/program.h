@@ -62,6 +62,7 @@ typedef struct sk__exec_node {
   char *watch_label;
   void *packed;            /* the op's pack of its constants (io.packed), aligned */
   size_t packed_bytes;
+  bool packed_shared;      /* packed is another token bucket's (not freed here) */
 } sk__exec_node;
 
 struct sk__plan;
@@ -117,6 +118,14 @@ struct sk_program {
    * last to go (sk_program_destroy or the last context's destroy) frees it,
    * so a program destroyed before its contexts is not freed under them. */
   atomic_int refs;
+  /* A run-time token count (exec/tokens.h). A bucket program: its shapes,
+   * params and tiling are for planned_tokens tokens (0: static). The
+   * program the caller holds: max_tokens > 0, no nodes or steps of its own,
+   * and one bucket program per planned count (or, for the reference
+   * executor, programs built for each exact count a run asks for). */
+  int64_t planned_tokens;
+  int64_t max_tokens;
+  struct sk__token_buckets *tokens;
 };
 
 /* Whether the node has an output element to compute: one without gets no

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "exec/run_context.h"
+#include "exec/tokens.h"
 #include "jit/jit.h"
 #include "profile/profile.h"
 #include "profile/report.h"
@@ -56,6 +57,7 @@ sk_status sk_program_write_profile(sk_program *p, const char *dir) {
   sk__clear_error();
   if (!p || !dir) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_write_profile: %s is NULL", !p ? "program" : "dir");
   SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_program_write_profile"));
+  p = sk__tokens_last_run(p); /* a run-time token count: the bucket run last */
   pthread_mutex_lock(&p->profile_lock); /* a run of any context may be recording */
   sk_status st = p->profile ? sk__profile_write(p->profile, p, dir)
                             : sk__fail(SK_STATUS_INVALID_STATE,
@@ -71,6 +73,8 @@ void sk_program_reset_profile(sk_program *p) {
     sk__log(SK_LOG_WARN, "%s", sk_last_error()); /* no status to return it in */
     return;
   }
+  const sk__token_buckets *b = p->tokens;
+  for (size_t i = 0; b && i < b->n; i++) sk_program_reset_profile(b->programs[i]);
   pthread_mutex_lock(&p->profile_lock);
   if (p->profile) sk__profile_reset(p->profile);
   pthread_mutex_unlock(&p->profile_lock);
@@ -157,6 +161,15 @@ static sk_status run_eager(sk_run_context *ctx, size_t s, sk_team *team, sk__pro
   return SK_STATUS_OK;
 }
 
+/* The bytes of a binding this run has: a bucket's dynamic output holds
+ * only its live tokens' rows (exec/tokens.h). */
+static size_t live_bytes(const sk_run_context *ctx, const sk__tensor *desc) {
+  size_t bytes = sk__tensor_bytes(desc);
+  int64_t planned = ctx->p->planned_tokens;
+  if (!desc->dynamic || planned <= 0 || ctx->tokens >= planned) return bytes;
+  return bytes / (size_t)planned * (size_t)ctx->tokens;
+}
+
 static sk_status run_steps(sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool bound,
                            const char *fn) {
   sk_program *p = ctx->p;
@@ -189,7 +202,7 @@ static sk_status run_steps(sk_run_context *ctx, sk_team *team, void *const *in, 
   /* Outputs not computed in place (program.h) are copied now. */
   for (size_t j = 0; j < p->n_outputs; j++) {
     void *src = value_data(p, ctx->arena, p->outputs[j].value, in, out);
-    if (src != out[j]) memcpy(out[j], src, sk__tensor_bytes(&p->outputs[j].desc));
+    if (src != out[j]) memcpy(out[j], src, live_bytes(ctx, &p->outputs[j].desc));
   }
   return SK_STATUS_OK;
 }
@@ -197,6 +210,7 @@ static sk_status run_steps(sk_run_context *ctx, sk_team *team, void *const *in, 
 sk_status sk__run_context_run(sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool bound,
                               const char *fn) {
   sk_program *p = ctx->p;
+  if (p->tokens) return sk__tokens_run(ctx, team, in, out, bound, ctx->tokens, fn);
   if (!profiling(p)) return run_steps(ctx, team, in, out, bound, fn);
   pthread_mutex_lock(&p->profile_lock); /* one profile, whose cores' records are not atomic */
   sk_status st = run_steps(ctx, team, in, out, bound, fn);

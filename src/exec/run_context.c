@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "exec/tokens.h"
 #include "jit/jit.h"
 #include "superkernel/launch.h"
 
@@ -20,6 +21,9 @@ void sk__run_context_free(sk_run_context *ctx) {
     sk__jit_launch_destroy(ctx->steps[s].jit);
     sk__launch_state_destroy(ctx->steps[s].launch);
   }
+  for (size_t i = 0; ctx->buckets && i < ctx->p->tokens->n; i++) sk__run_context_free(ctx->buckets[i]);
+  free(ctx->buckets);
+  free(ctx->bound_bytes[SK_IO_INPUT]);
   free(ctx->steps);
   for (int c = 0; c < ctx->n_workspaces; c++) sk__aligned_free(ctx->workspaces[c]);
   free(ctx->workspaces);
@@ -121,9 +125,12 @@ sk_status sk__run_context_create(sk_program *p, sk_run_context **out) {
   if (st == SK_STATUS_OK && p->arena_bytes && !(ctx->arena = sk__aligned_alloc(p->arena_bytes))) st = oom();
   if (st == SK_STATUS_OK) {
     void **all = calloc(p->n_inputs + p->n_outputs + 1, sizeof *all);
+    size_t *sizes = calloc(p->n_inputs + p->n_outputs + 1, sizeof *sizes);
     if (all) ctx->bound[SK_IO_INPUT] = all, ctx->bound[SK_IO_OUTPUT] = all + p->n_inputs;
-    else st = oom();
+    if (sizes) ctx->bound_bytes[SK_IO_INPUT] = sizes, ctx->bound_bytes[SK_IO_OUTPUT] = sizes + p->n_inputs;
+    if (!all || !sizes) st = oom();
   }
+  if (st == SK_STATUS_OK && p->tokens && !(ctx->buckets = calloc(p->tokens->n + 1, sizeof *ctx->buckets))) st = oom();
   /* Workspaces for the team the program was tiled for (more if a larger
    * team runs an eager program): a first run then allocates nothing. */
   if (st == SK_STATUS_OK) st = sk__run_context_workspaces(ctx, p->tiled_cores, "sk_run_context_create");

@@ -43,7 +43,15 @@ struct sk_run_context {
    * unbound; whether io already points into exactly these (a bound run
    * then rebinds nothing). */
   void **bound[2];
+  size_t *bound_bytes[2];        /* their sizes (a run-time token count is read from them) */
   bool nodes_hold_bound;
+  /* A program with a run-time token count (exec/tokens.h): this run's
+   * count (bucket contexts: the count their nodes' io hold), the contexts
+   * of its buckets (made at their first run), and a count of binding
+   * changes that tells a bucket context when to rebind its nodes. */
+  int64_t tokens;
+  struct sk_run_context **buckets;
+  uint64_t bind_generation;
   bool holds_program;            /* sk_run_context_create's: holds a program reference */
   atomic_flag busy;              /* a public run or bind is in progress */
 };

@@ -5,4 +5,5 @@ list(APPEND SK_SOURCES
   exec/run.c
   exec/bind.c
   exec/run_context.c
+  exec/tokens.c
 )

@@ -15,7 +15,8 @@
 typedef struct tensor_source {
   const sk_graph *graph;        /* values by id, or */
   bool from_metas;              /* else from the graph */
-  const sk_tensor_meta *metas;  /* n_metas metas, slot after slot */
+  const sk_tensor_meta *metas;  /* n_metas metas, slot after slot, or */
+  const sk__tensor *tensors;    /* n_metas tensors (from_metas too) */
   size_t n_metas;
 } tensor_source;
 
@@ -48,6 +49,10 @@ static sk_status resolve_inputs(sk__build_ctx *ctx, const tensor_source *src, sk
     ctx->slots[s].tensors = *scratch + used;
     ctx->slots[s].count = in->count;
     for (size_t j = 0; j < in->count; j++, used++) {
+      if (src->from_metas && src->tensors) {
+        (*scratch)[used] = src->tensors[used];
+        continue;
+      }
       if (src->from_metas) {
         SK_RETURN_IF_ERROR(tensor_from_meta(ctx, in->name, j, &src->metas[used], &(*scratch)[used]));
         continue;
@@ -77,9 +82,35 @@ static sk_status build(const sk_op_desc *desc, const tensor_source *src, sk__bui
   return sk__build_node(ctx);
 }
 
+sk_status sk__build_on_tensors(const sk_op_desc *desc, const sk__tensor *inputs, size_t n, sk__build_ctx *ctx,
+                               sk__tensor **scratch) {
+  tensor_source src = {.from_metas = true, .tensors = inputs, .n_metas = n};
+  return build(desc, &src, ctx, scratch);
+}
+
+/* Whether any input of the built node follows the token count. */
+static bool any_dynamic_input(const sk__build_ctx *ctx) {
+  for (int s = 0; s < SK__MAX_SLOTS; s++)
+    for (size_t j = 0; j < ctx->slots[s].count; j++)
+      if (ctx->slots[s].tensors[j].dynamic) return true;
+  return false;
+}
+
+/* A node on token-dependent inputs in a graph with a run-time token
+ * count: its op must run at any count, and its shapes must follow it
+ * (dynamic[i]: output i does). */
+static sk_status check_tokens(const sk_graph *g, const sk_op_desc *desc, const sk__build_ctx *ctx, bool *dynamic) {
+  if (!any_dynamic_input(ctx)) return SK_STATUS_OK;
+  if (!ctx->def->dynamic_rows)
+    return sk__fail(SK_STATUS_UNSUPPORTED,
+                    "%s: op '%s' does not take a run-time token count, and an input's leading dimension is "
+                    "SK_DIM_DYNAMIC", ctx->label, ctx->def->type);
+  return sk__tokens_probe(g, desc, ctx, dynamic);
+}
+
 /* Moves the built node into the graph: its slot value lists, outputs as new
  * values, params. Only memory can fail here. */
-static sk_status commit_node(sk_graph *g, sk__build_ctx *ctx, const char *name) {
+static sk_status commit_node(sk_graph *g, sk__build_ctx *ctx, const char *name, const bool *dynamic) {
   SK_RETURN_IF_ERROR(sk__grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes));
   SK_RETURN_IF_ERROR(sk__grow((void **)&g->values, &g->cap_values, g->n_values + ctx->n_outs, sizeof *g->values));
   sk__node node = {.def = ctx->def, .scope = g->open_scope, .stream = g->stream};
@@ -91,6 +122,7 @@ static sk_status commit_node(sk_graph *g, sk__build_ctx *ctx, const char *name) 
   node.name = sk__strdup(name);
   node.outputs = malloc(ctx->n_outs * sizeof(sk_value));
   bool ok = node.name && node.outputs;
+  if (ok && g->max_tokens > 0) ok = (node.desc = sk__desc_clone(ctx->desc, node.name)) != NULL;
   for (size_t i = 0; ok && i < ctx->desc->n_inputs; i++) {
     const sk_op_input *in = &ctx->desc->inputs[i];
     int s = ctx->desc_slot[i];
@@ -122,6 +154,7 @@ static sk_status commit_node(sk_graph *g, sk__build_ctx *ctx, const char *name) 
     sk__value *v = &g->values[g->n_values];
     v->desc = ctx->outs[i];
     v->desc.data = NULL;
+    v->desc.dynamic = dynamic && dynamic[i];
     v->producer = (int)g->n_nodes;
     v->producer_output = (int)i;
     v->input_index = -1;
@@ -143,7 +176,12 @@ sk_status sk_graph_add_op(sk_graph *g, const sk_op_desc *desc, sk_value *outputs
   if (st == SK_STATUS_OK && (!outputs || max_outputs < ctx.n_outs))
     st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: the node has %zu outputs but room for %zu was given",
                   ctx.label, ctx.n_outs, outputs ? max_outputs : 0);
-  if (st == SK_STATUS_OK) st = commit_node(g, &ctx, desc->name);
+  bool *dynamic = NULL;
+  if (st == SK_STATUS_OK && g->max_tokens > 0 && !(dynamic = calloc(ctx.n_outs, sizeof *dynamic)))
+    st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", ctx.label);
+  if (st == SK_STATUS_OK && dynamic) st = check_tokens(g, desc, &ctx, dynamic);
+  if (st == SK_STATUS_OK) st = commit_node(g, &ctx, desc->name, dynamic);
+  free(dynamic);
   if (st == SK_STATUS_OK) {
     const sk__node *node = &g->nodes[g->n_nodes - 1];
     memcpy(outputs, node->outputs, node->n_outputs * sizeof(sk_value));

@@ -42,6 +42,7 @@ void sk__node_free(sk__node *node) {
   free(node->params);
   free(node->name);
   free(node->waits);
+  free(node->desc);
 }
 
 void sk_graph_destroy(sk_graph *g) {
@@ -94,6 +95,21 @@ sk_status sk_graph_add_input(sk_graph *g, const char *name, sk_dtype dtype, int 
   if (sk_dtype_size(dtype) == 0)
     return sk__fail(SK_STATUS_INVALID_DTYPE, "graph input '%s': invalid dtype %d", name, (int)dtype);
   char why[128];
+  int64_t dims[SK_MAX_RANK];
+  bool dynamic = rank > 0 && rank <= SK_MAX_RANK && shape && shape[0] == SK_DIM_DYNAMIC;
+  if (dynamic) { /* checked as the maximum, kept as dynamic */
+    if (g->max_tokens <= 0)
+      return sk__fail(SK_STATUS_INVALID_SHAPE,
+                      "graph input '%s': dimension 0 is SK_DIM_DYNAMIC but the graph has no maximum token count "
+                      "(call sk_graph_set_max_tokens first)", name);
+    memcpy(dims, shape, sizeof(int64_t) * (size_t)rank);
+    dims[0] = g->max_tokens;
+    shape = dims;
+  }
+  for (int d = 0; shape && rank > 0 && rank <= SK_MAX_RANK && d < rank; d++)
+    if (shape[d] == SK_DIM_DYNAMIC)
+      return sk__fail(SK_STATUS_INVALID_SHAPE, "graph input '%s': dimension %d is SK_DIM_DYNAMIC; only the leading "
+                      "dimension (0) may be", name, d);
   if (!sk__shape_check(dtype, rank, shape, why, sizeof why))
     return sk__fail(SK_STATUS_INVALID_SHAPE, "graph input '%s': %s", name, why);
   if (source_name_taken(g, name))
@@ -104,6 +120,7 @@ sk_status sk_graph_add_input(sk_graph *g, const char *name, sk_dtype dtype, int 
   if (!copy) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "graph input '%s': out of memory", name);
   sk__value *v = &g->values[g->n_values];
   sk__tensor_init(&v->desc, dtype, rank, shape);
+  v->desc.dynamic = dynamic;
   v->producer = -1;
   v->producer_output = 0;
   v->input_index = (int)g->n_inputs;
@@ -192,5 +209,6 @@ sk_status sk_graph_value_info(const sk_graph *g, sk_value value, sk_dtype *dtype
   if (dtype_out) *dtype_out = t->dtype;
   if (rank_out) *rank_out = t->rank;
   if (shape_out) memcpy(shape_out, t->shape, sizeof(int64_t) * (size_t)t->rank);
+  if (shape_out && t->dynamic) shape_out[0] = SK_DIM_TOKENS(t->shape[0] / g->max_tokens);
   return SK_STATUS_OK;
 }

@@ -39,6 +39,10 @@ typedef struct sk__node {
   int stream;                    /* 0 or 1 */
   int *waits;                    /* nodes this one waits for (event edges) */
   size_t n_waits;
+  /* In a graph with a run-time token count: a copy of the descriptor the
+   * node was built from, so that graph/tokens.c can build it again for
+   * another count; NULL otherwise. */
+  sk_op_desc *desc;
 } sk__node;
 
 typedef struct sk__scope {
@@ -75,6 +79,10 @@ struct sk_graph {
   size_t n_events, cap_events;
   int *pending_waits[2];         /* per stream: nodes the next node waits for */
   size_t n_pending[2], cap_pending[2];
+  /* The run-time token count's maximum (sk_graph_set_max_tokens), 0 when
+   * shapes are static. A dynamic value's desc has shape[0] = k * max and
+   * desc.dynamic set. */
+  int64_t max_tokens;
 };
 
 /* Grows *array (of elem bytes) to hold at least need elements. */
@@ -82,5 +90,24 @@ sk_status sk__grow(void **array, size_t *cap, size_t need, size_t elem);
 char *sk__strdup(const char *s);
 /* Frees what a node owns (not the node itself). */
 void sk__node_free(sk__node *node);
+
+/* ---- the run-time token count (graph/tokens.c) ---- */
+
+/* Builds desc on the given input tensors (slot after slot, as
+ * sk_op_infer's metas): shapes and dtypes only (add_op.c). On success ctx
+ * holds the params and outputs, *scratch the tensors behind its slots. */
+struct sk__build_ctx;
+sk_status sk__build_on_tensors(const sk_op_desc *desc, const sk__tensor *inputs, size_t n,
+                               struct sk__build_ctx *ctx, sk__tensor **scratch);
+/* The node just built at the graph's maximum (ctx) again at another token
+ * count: which of its outputs are dynamic (dynamic[i]), or an error naming
+ * the op when its shapes cannot follow the count. */
+sk_status sk__tokens_probe(const sk_graph *g, const sk_op_desc *desc, const struct sk__build_ctx *ctx, bool *dynamic);
+/* A deep copy of desc (one allocation to free with free()); NULL when out of memory. */
+sk_op_desc *sk__desc_clone(const sk_op_desc *desc, const char *name);
+/* g with its token count fixed at tokens (1..max): a graph of static shapes
+ * whose dynamic values keep desc.dynamic, every node built again for that
+ * count; constants borrowed from g (which must outlive it). */
+sk_status sk__graph_at_tokens(const sk_graph *g, int64_t tokens, sk_graph **out);
 
 #endif

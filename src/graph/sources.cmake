@@ -3,4 +3,5 @@ list(APPEND SK_SOURCES
   graph/build_ctx.c
   graph/graph.c
   graph/scope.c
+  graph/tokens.c
 )

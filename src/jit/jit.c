@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "exec/tokens.h"
 #include "jit/jit_internal.h"
 #include "profile/profile.h"
 #include "runtime/team.h"
@@ -203,6 +204,7 @@ sk_status sk_program_jit_source(const sk_program *p, const char *scope, char **s
   if (!p || !source_out)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_jit_source: %s is NULL", !p ? "program" : "source_out");
   *source_out = NULL;
+  p = sk__tokens_largest(p); /* a run-time token count: the largest bucket's */
   size_t n = scope ? strlen(scope) : 0;
   for (size_t s = 0; s < p->n_steps; s++) {
     const sk__plan *plan = p->steps[s].plan;

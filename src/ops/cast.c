@@ -34,6 +34,8 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const sk__tensor *y = &io->out[0];
   int64_t begin, end;
   sk__flat_block_range(sk__tensor_numel(y), io->n_blocks, block, &begin, &end);
+  sk__clip(&begin, &end, sk__live_numel(io, y)); /* x has y's shape: the same live elements */
+  if (begin >= end) return;
   sk__convert((const char *)x->data + begin * (int64_t)sk_dtype_size(x->dtype), x->dtype,
               (char *)y->data + begin * (int64_t)sk_dtype_size(y->dtype), y->dtype, (size_t)(end - begin),
               sk__cpu_isa());
@@ -64,4 +66,5 @@ const sk__op_def sk__op_cast = {
     .run_block = run_block,
     .reference = reference,
     .footprint = footprint,
+    .dynamic_rows = true, /* elementwise: a block converts its live elements only */
 };

@@ -71,16 +71,27 @@ static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   return SK_STATUS_OK;
 }
 
+/* Bytes of input t's slab per output row under this run's token count:
+ * joined along dimension 0, the output is one row and a dynamic input
+ * gives only its live rows (so the next input's follow right after them,
+ * as in a program built for the live count); joined along a later
+ * dimension, rows are the indices before dim, and the slabs are whole. */
+static int64_t live_slab_bytes(const sk__node_io *io, const sk__tensor *t, int dim) {
+  if (dim == 0) return sk__live_numel(io, t) * (int64_t)sk_dtype_size(t->dtype);
+  return (int64_t)slab_bytes(t, dim);
+}
+
 /* Copies the output bytes [begin, end) from wherever they come from. */
 static void copy_range(const sk__node_io *io, int64_t begin, int64_t end) {
   int dim = ((const concat_params *)io->params)->dim;
   const sk__slot *xs = &io->in[SLOT_X];
-  size_t row = slab_bytes(&io->out[0], dim);
+  int64_t row = 0;
+  for (size_t i = 0; i < xs->count; i++) row += live_slab_bytes(io, &xs->tensors[i], dim);
   if (row == 0) return;
-  for (int64_t r = begin / (int64_t)row; r * (int64_t)row < end; r++) {
-    int64_t offset = r * (int64_t)row;
+  for (int64_t r = begin / row; r * row < end; r++) {
+    int64_t offset = r * row;
     for (size_t i = 0; i < xs->count; i++) {
-      int64_t slab = (int64_t)slab_bytes(&xs->tensors[i], dim);
+      int64_t slab = live_slab_bytes(io, &xs->tensors[i], dim);
       int64_t lo = offset > begin ? offset : begin, hi = offset + slab < end ? offset + slab : end;
       if (lo < hi)
         memcpy((char *)io->out[0].data + lo, (const char *)xs->tensors[i].data + r * slab + (lo - offset),
@@ -90,11 +101,15 @@ static void copy_range(const sk__node_io *io, int64_t begin, int64_t end) {
   }
 }
 
+/* Under a run-time token count a block copies only the output's live bytes:
+ * its live rows (dimension 0 joined: the inputs' live rows in order). */
 static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   (void)workspace;
+  const sk__tensor *y = &io->out[0];
   int64_t begin, end;
-  sk__flat_block_range((int64_t)sk__tensor_bytes(&io->out[0]), io->n_blocks, block, &begin, &end);
-  copy_range(io, begin, end);
+  sk__flat_block_range((int64_t)sk__tensor_bytes(y), io->n_blocks, block, &begin, &end);
+  sk__clip(&begin, &end, sk__live_numel(io, y) * (int64_t)sk_dtype_size(y->dtype));
+  if (begin < end) copy_range(io, begin, end);
 }
 
 /* A block writes its byte range of the output; what it reads is left whole
@@ -139,4 +154,5 @@ const sk__op_def sk__op_concat = {
     .reference = reference,
     .footprint = footprint,
     .params_size = sizeof(concat_params),
+    .dynamic_rows = true, /* a block copies the live bytes of its range only */
 };

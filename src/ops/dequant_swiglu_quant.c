@@ -253,5 +253,6 @@ const sk__op_def sk__op_dequant_swiglu_quant = {
     .run_block = sk__dsq_run_block,
     .footprint = sk__dsq_footprint,
     .reference = reference,
+    .dynamic_rows = true, /* per row; group ends cut at the live rows */
     .params_size = sizeof(dsq_params),
 };

@@ -6,7 +6,11 @@
  * pass is a plain loop the compiler vectorizes on baseline SSE2, silu goes
  * through sk__siluf_array (SIMD per ISA, the scalar bits), and fp16 / bf16
  * loads through sk__convert. Splitting the steps into passes keeps each
- * element's operations and their order exactly the reference's. */
+ * element's operations and their order exactly the reference's.
+ *
+ * A run-time token count (op.h): a block computes its rows clipped to x's
+ * live rows T, and group_index's ends are cut at that T, as in a program
+ * built for T rows (its counts are run-time data summing to any total). */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -65,8 +69,10 @@ void sk__dsq_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const sk__tensor *ws = slot_tensor(io, DSQ_WEIGHT_SCALE), *as = slot_tensor(io, DSQ_ACTIVATION_SCALE);
   const sk__tensor *bias = slot_tensor(io, DSQ_BIAS), *qs = slot_tensor(io, DSQ_QUANT_SCALE);
   const sk__tensor *qo = slot_tensor(io, DSQ_QUANT_OFFSET), *gi = slot_tensor(io, DSQ_GROUP_INDEX);
-  int64_t t = x->shape[0], w = x->shape[1], h = w / 2, r0, r1;
-  sk__flat_block_range(t, io->n_blocks, block, &r0, &r1);
+  int64_t t = sk__live_rows(io, x), w = x->shape[1], h = w / 2, r0, r1;
+  sk__flat_block_range(x->shape[0], io->n_blocks, block, &r0, &r1);
+  sk__clip(&r0, &r1, t);
+  if (r0 == r1) return;
   sk__isa isa = sk__cpu_isa();
   float *row = workspace, *bias_f = row + pad16(w), *qs_row = bias_f + pad16(w);
   int8_t *y = io->out[0].data;

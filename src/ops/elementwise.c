@@ -103,11 +103,17 @@ static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   return SK_STATUS_OK;
 }
 
+/* Under a run-time token count only the output's live elements are
+ * computed. A dynamic operand has the output's leading dimension (a node
+ * whose token dimension broadcasts or moves does not follow the count and
+ * is refused when added), so live output elements read only its live rows;
+ * a static operand, broadcast along the tokens, is read as planned. */
 static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   (void)workspace;
   int64_t begin, end;
   sk__flat_block_range(sk__tensor_numel(&io->out[0]), io->n_blocks, block, &begin, &end);
-  sk__ew_compute(io, begin, end);
+  sk__clip(&begin, &end, sk__live_numel(io, &io->out[0]));
+  if (begin < end) sk__ew_compute(io, begin, end);
 }
 
 /* A block writes its own element range and reads the same range of every
@@ -160,11 +166,13 @@ static void reference(const sk__node_io *io) {
   }
 }
 
+/* dynamic_rows: a block computes its live elements only (run_block). */
 #define EW_OP(NAME, INPUTS, ATTRS, N_ATTRS, OUTPUTS, BUILD, DOC)                                              \
   const sk__op_def sk__op_##NAME = {                                                                         \
       .type = #NAME, SK__SCHEMA_INPUTS(INPUTS), .attrs = ATTRS, .n_attrs = N_ATTRS, SK__SCHEMA_OUTPUTS(OUTPUTS), \
       .doc = DOC, .kind = SK_KERNEL_VECTOR, .build = BUILD, .tile = tile, .run_block = run_block,               \
       .reference = reference, .footprint = footprint, .params_size = sizeof(sk__ew_params),                    \
+      .dynamic_rows = true,                                                                                   \
   };
 
 EW_OP(square, unary_inputs, NULL, 0, unary_outputs, build_square, "y = x * x")

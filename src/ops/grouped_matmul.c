@@ -391,6 +391,7 @@ const sk__op_def sk__op_grouped_matmul = {
     .footprint = sk__gmm_footprint,
     .pack = sk__gmm_pack,
     .reference = reference,
+    .dynamic_rows = true, /* run_block clips to x's live rows (grouped_matmul_tiling.c) */
     .params_size = sizeof(gmm_params),
     .clone_params = clone_params,
     .free_params = free_params,

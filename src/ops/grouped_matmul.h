@@ -62,7 +62,8 @@ sk_status sk__gmm_check_runtime_list(sk__build_ctx *ctx, gmm_params *p, const sk
 
 /* A run-time group list read and checked: each expert's rows. Fails (into
  * io's run error, naming the op and the entry) on a decreasing cumulative
- * list, a negative count, or rows past M; returns false then. */
+ * list, a negative count, or rows past M (the rows of x this run has: see
+ * sk__node_io.tokens); returns false then. */
 bool sk__gmm_runtime_rows(const sk__node_io *io, int64_t *row_begin, int64_t *row_end, int64_t *rows_used);
 
 /* Float path: the group as a GEMM problem. */

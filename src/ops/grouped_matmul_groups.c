@@ -93,13 +93,23 @@ sk_status sk__gmm_check_runtime_list(sk__build_ctx *ctx, gmm_params *p, const sk
   return SK_STATUS_OK;
 }
 
+/* M is the rows of x that exist in this run: with a run-time token count
+ * (op.h) fewer than the planned x has, and the list must stay within them
+ * as it would in a program built for exactly this run's tokens. */
 bool sk__gmm_runtime_rows(const sk__node_io *io, int64_t *row_begin, int64_t *row_end, int64_t *rows_used) {
   const gmm_params *p = io->params;
+  const sk__tensor *x = &io->in[GMM_X].tensors[0];
+  int64_t m = sk__live_rows(io, x);
   char why[160];
-  if (walk_list(io->in[GMM_GROUP_LIST].tensors[0].data, p->n_groups, p->list_type, io->in[GMM_X].tensors[0].shape[0],
-                row_begin, row_end, rows_used, why, sizeof why))
+  if (walk_list(io->in[GMM_GROUP_LIST].tensors[0].data, p->n_groups, p->list_type, m, row_begin, row_end, rows_used,
+                why, sizeof why))
     return true;
-  sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT, "%s (grouped_matmul): input group_list: %s", io->name,
-                    why);
+  if (m < x->shape[0]) /* say where this M comes from */
+    sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
+                      "%s (grouped_matmul): input group_list: %s (x's rows in this run of %lld tokens)", io->name, why,
+                      (long long)io->tokens);
+  else
+    sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT, "%s (grouped_matmul): input group_list: %s", io->name,
+                      why);
   return false;
 }

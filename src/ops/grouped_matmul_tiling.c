@@ -271,22 +271,58 @@ static void zero_rows(const sk__node_io *io, int64_t m0, int64_t m1, int64_t n0,
   for (int64_t r = m0; r < m1; r++) memset((char *)y->data + (size_t)r * row + (size_t)n0 * es, 0, (size_t)(n1 - n0) * es);
 }
 
+/* ---- a run-time token count (op.h, sk__node_io.tokens) ----
+ * The tiles are those of the planned rows; a block computes its tile
+ * clipped to the rows of x (and y) this run has. Those rows are x's
+ * leading ones: with group_type 0 x's rows, with group_type -1 each x_g's
+ * leading rows times its middle dims (the rows of its GEMM). */
+
+/* group_type 0: the rows of x (and of the single [M, N] output) this run has. */
+static int64_t live_x_rows(const sk__node_io *io) { return sk__live_rows(io, &io->in[GMM_X].tensors[0]); }
+
+/* group_type 0 with the group_list attribute: its rows are fixed at build
+ * and cannot follow the run's tokens, so a run with fewer rows of x than
+ * the list covers fails (into the run error) rather than read and write
+ * rows that do not exist. True when every listed row is live. */
+static bool attribute_rows_live(const sk__node_io *io) {
+  const gmm_params *p = io->params;
+  int64_t live = live_x_rows(io);
+  if (p->rows_used <= live) return true;
+  sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
+                    "%s (grouped_matmul): attribute group_list covers %lld rows of x, but this run has %lld (a "
+                    "list fixed at build cannot follow a run-time token count: give the group_list input)",
+                    io->name, (long long)p->rows_used, (long long)live);
+  return false;
+}
+
+/* group_type -1: group g's GEMM rows (x_g's dims but the last) in this run. */
+static int64_t list_live_m(const sk__node_io *io, int64_t g, int64_t planned_m) {
+  const sk__tensor *x = &io->in[GMM_X].tensors[g];
+  return x->shape[0] > 0 ? planned_m / x->shape[0] * sk__live_rows(io, x) : 0;
+}
+
 static void run_runtime_tile(const sk__node_io *io, const gmm_tile *tile, void *workspace) {
   const gmm_params *p = io->params;
+  int64_t m0 = tile->m0, m1 = tile->m1;
+  sk__clip(&m0, &m1, live_x_rows(io));
+  if (m0 >= m1) return; /* the tile's rows are past this run's */
   int64_t begin[GMM_MAX_GROUPS], end[GMM_MAX_GROUPS], rows_used;
   if (!sk__gmm_runtime_rows(io, begin, end, &rows_used)) return; /* the run fails, naming the entry */
   for (int64_t e = 0; e < p->n_groups; e++) {
-    int64_t lo = begin[e] > tile->m0 ? begin[e] : tile->m0, hi = end[e] < tile->m1 ? end[e] : tile->m1;
+    int64_t lo = begin[e] > m0 ? begin[e] : m0, hi = end[e] < m1 ? end[e] : m1;
     if (lo >= hi) continue;
     gmm_group q = sk__gmm_group_rows(io, e, lo, hi - lo);
     compute(io, &q, 0, hi - lo, tile->n0, tile->n1, workspace);
   }
-  if (rows_used < tile->m1) zero_rows(io, rows_used > tile->m0 ? rows_used : tile->m0, tile->m1, tile->n0, tile->n1);
+  if (rows_used < m1) zero_rows(io, rows_used > m0 ? rows_used : m0, m1, tile->n0, tile->n1);
 }
 
 /* GMM_EXPERT_TILE: the tile's strip of the m0-th expert with rows. */
 static void run_expert_tile(const sk__node_io *io, const gmm_tile *tile, void *workspace) {
   const gmm_params *p = io->params;
+  int64_t live = live_x_rows(io);
+  /* Each expert with rows has at least one: no more than `live` have any. */
+  if (tile->m0 >= live) return;
   int64_t begin[GMM_MAX_GROUPS], end[GMM_MAX_GROUPS], rows_used;
   if (!sk__gmm_runtime_rows(io, begin, end, &rows_used)) return; /* the run fails, naming the entry */
   for (int64_t e = 0, hit = 0; e < p->n_groups; e++) {
@@ -295,21 +331,39 @@ static void run_expert_tile(const sk__node_io *io, const gmm_tile *tile, void *w
     compute(io, &q, 0, q.m, tile->n0, tile->n1, workspace);
     break;
   }
-  if (tile->m0 == 0 && rows_used < tile->m1) zero_rows(io, rows_used, tile->m1, tile->n0, tile->n1);
+  int64_t m1 = tile->m1 < live ? tile->m1 : live;
+  if (tile->m0 == 0 && rows_used < m1) zero_rows(io, rows_used, m1, tile->n0, tile->n1);
+}
+
+/* GMM_ZERO_TILE: rows [m0, m1) past the attribute list's, those of them this run has. */
+static void run_zero_tile(const sk__node_io *io, const gmm_tile *tile) {
+  if (!attribute_rows_live(io)) return;
+  int64_t m0 = tile->m0, m1 = tile->m1;
+  sk__clip(&m0, &m1, live_x_rows(io));
+  if (m0 < m1) zero_rows(io, m0, m1, 0, io->out[0].shape[1]);
+}
+
+/* A tile of one group known at compile. */
+static void run_group_tile(const sk__node_io *io, const gmm_tile *tile, void *workspace) {
+  const gmm_params *p = io->params;
+  gmm_group q = sk__gmm_group(io, tile->group);
+  int64_t m0 = tile->m0, m1 = tile->m1;
+  if (p->group_type == 0) {
+    if (!attribute_rows_live(io)) return; /* then the group's rows are all live: nothing to clip */
+  } else {
+    q.m = q.per_token_scale.len = list_live_m(io, tile->group, q.m);
+    sk__clip(&m0, &m1, q.m);
+    if (m0 >= m1) return;
+  }
+  compute(io, &q, m0, m1, tile->n0, tile->n1, workspace);
 }
 
 void sk__gmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const gmm_tile *tile = &((const gmm_tile *)io->plan)[block];
-  if (tile->group == GMM_EXPERT_TILE) {
-    run_expert_tile(io, tile, workspace);
-  } else if (tile->group == GMM_RUNTIME_TILE) {
-    run_runtime_tile(io, tile, workspace);
-  } else if (tile->group == GMM_ZERO_TILE) {
-    zero_rows(io, tile->m0, tile->m1, 0, io->out[0].shape[1]);
-  } else {
-    gmm_group q = sk__gmm_group(io, tile->group);
-    compute(io, &q, tile->m0, tile->m1, tile->n0, tile->n1, workspace);
-  }
+  if (tile->group == GMM_EXPERT_TILE) run_expert_tile(io, tile, workspace);
+  else if (tile->group == GMM_RUNTIME_TILE) run_runtime_tile(io, tile, workspace);
+  else if (tile->group == GMM_ZERO_TILE) run_zero_tile(io, tile);
+  else run_group_tile(io, tile, workspace);
 }
 
 /* A tile reads its rows of its group's x (and its group's other operands

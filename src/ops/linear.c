@@ -136,11 +136,23 @@ static sk_status pack(const sk__node_io *io, void **packed, size_t *bytes) {
   return st;
 }
 
+/* The rows (x's dims but the last) this run has: with a run-time token
+ * count (op.h) x's live leading rows times its middle dims, else p->m. */
+static int64_t live_m(const sk__node_io *io) {
+  const linear_params *p = io->params;
+  const sk__tensor *x = &io->in[SLOT_X].tensors[0];
+  if (x->rank < 2) return p->m; /* [K]: one row, no leading token dim */
+  return x->shape[0] > 0 ? p->m / x->shape[0] * sk__live_rows(io, x) : 0;
+}
+
 static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const linear_params *p = io->params;
   const linear_plan *plan = io->plan;
-  const int64_t m0 = block / plan->nb_n * plan->tile_m, n0 = block % plan->nb_n * plan->tile_n;
-  const int64_t m1 = m0 + plan->tile_m < p->m ? m0 + plan->tile_m : p->m;
+  const int64_t rows = live_m(io);
+  int64_t m0 = block / plan->nb_n * plan->tile_m, m1 = m0 + plan->tile_m < p->m ? m0 + plan->tile_m : p->m;
+  sk__clip(&m0, &m1, rows); /* a planned tile clipped to the rows this run has */
+  if (m0 >= m1) return;
+  const int64_t n0 = block % plan->nb_n * plan->tile_n;
   const int64_t n1 = n0 + plan->tile_n < p->n ? n0 + plan->tile_n : p->n;
   const size_t es = sk_dtype_size(p->dtype);
   const sk__isa isa = sk__cpu_isa();
@@ -148,7 +160,7 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   sk__gemm_micro_tile(isa, NULL, &nr);
   /* Packed panels serve a tile that starts on a panel (the tiling's are). */
   const void *packed = n0 % nr == 0 ? sk__packed_weight(io->packed, SK_PACK_FLOAT, 0) : NULL;
-  sk__gemm_problem g = {.m = p->m, .n = p->n, .k = p->k, .a = io->in[SLOT_X].tensors[0].data, .a_dtype = p->dtype,
+  sk__gemm_problem g = {.m = rows, .n = p->n, .k = p->k, .a = io->in[SLOT_X].tensors[0].data, .a_dtype = p->dtype,
                         .lda = p->k, .b_dtype = p->dtype, .ldb = p->n, .bias = bias_of(io), .bias_dtype = p->dtype,
                         .c = io->out[0].data, .c_dtype = p->dtype, .ldc = p->n, .b_packed = packed};
   char *gemm_ws = workspace;
@@ -188,5 +200,6 @@ const sk__op_def sk__op_linear = {
     .reference = reference,
     .footprint = footprint,
     .pack = pack,
+    .dynamic_rows = true, /* run_block clips to x's live rows */
     .params_size = sizeof(linear_params),
 };

@@ -20,7 +20,12 @@
  *
  * Products are rounded before they are added (never fused). d outside
  * [-1, R) or e outside [0, E) is run-time data the graph cannot check: the
- * run fails naming the node, the entry and its value. */
+ * run fails naming the node, the entry and its value.
+ *
+ * A run-time token count (op.h): y, skip1, skip2, scales,
+ * export_for_source_row and the map follow the tokens, the rows R = N * K
+ * too (or stay static); N and R are then the live ones (live_counts), in
+ * the pair order and in the check of d, as a program built for them. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -116,27 +121,39 @@ static const void *data_of(const sk__node_io *io, int slot) {
   return io->in[slot].count ? io->in[slot].tensors[0].data : NULL;
 }
 
-/* Entry i of the map for pair (n, k): the order drop_pad_mode names. */
-static int64_t pair_index(const finalize_params *p, int64_t n, int64_t k) {
-  return p->order == 0 ? k * p->n + n : n * p->k + k;
+/* The tokens N and expert rows R of this run: the params' planned ones, or
+ * under a run-time token count the live rows of y and of the rows input. */
+typedef struct live_counts {
+  int64_t n, r;
+} live_counts;
+
+static live_counts live(const sk__node_io *io) {
+  return (live_counts){sk__live_rows(io, &io->out[0]), sk__live_rows(io, &io->in[SLOT_ROWS].tensors[0])};
 }
 
-static int64_t pair_row(const finalize_params *p, const int32_t *map, int64_t n, int64_t k) {
-  return map[pair_index(p, n, k)];
+/* Entry i of the map for pair (n, k) of N tokens: the order drop_pad_mode
+ * names. */
+static int64_t pair_index(const finalize_params *p, const live_counts *c, int64_t n, int64_t k) {
+  return p->order == 0 ? k * c->n + n : n * p->k + k;
 }
 
-/* Whether token n's indices are all valid; else the run error is set,
- * before anything is read through them. */
-static bool check_token(const sk__node_io *io, int64_t n) {
+static int64_t pair_row(const finalize_params *p, const live_counts *c, const int32_t *map, int64_t n, int64_t k) {
+  return map[pair_index(p, c, n, k)];
+}
+
+/* Whether token n's indices are all valid (a row: one of the R rows of
+ * this run); else the run error is set, before anything is read through
+ * them. */
+static bool check_token(const sk__node_io *io, const live_counts *c, int64_t n) {
   const finalize_params *p = io->params;
   const int32_t *map = data_of(io, SLOT_SRC_TO_DST), *expert = data_of(io, SLOT_EXPERT);
   const bool bias = data_of(io, SLOT_BIAS) != NULL;
   for (int64_t k = 0; k < p->k; k++) {
-    int64_t i = pair_index(p, n, k);
-    if (map[i] < -1 || map[i] >= p->r) {
+    int64_t i = pair_index(p, c, n, k);
+    if (map[i] < -1 || map[i] >= c->r) {
       sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
                         "%s (moe_finalize_routing): input expanded_src_to_dst_row[%lld] = %d: expected -1 or a row in "
-                        "[0, %lld)", io->name ? io->name : "node", (long long)i, map[i], (long long)p->r);
+                        "[0, %lld)", io->name ? io->name : "node", (long long)i, map[i], (long long)c->r);
       return false;
     }
     if (bias && (expert[n * p->k + k] < 0 || expert[n * p->k + k] >= p->e)) {
@@ -158,14 +175,15 @@ static void reference(const sk__node_io *io) {
   const void *bias = data_of(io, SLOT_BIAS), *scales = data_of(io, SLOT_SCALES);
   const sk_dtype scale_dt = scales ? io->in[SLOT_SCALES].tensors[0].dtype : SK_FP32;
   const int32_t *map = data_of(io, SLOT_SRC_TO_DST), *expert = data_of(io, SLOT_EXPERT);
+  const live_counts c = live(io);
   for (int64_t n = 0; n < p->n; n++) {
-    if (!check_token(io, n)) return;
+    if (!check_token(io, &c, n)) return;
     for (int64_t h = 0; h < p->h; h++) {
       const size_t at = (size_t)(n * p->h + h);
       float acc = skip1 ? sk__load_f32(skip1, dt, at) : 0.0f;
       if (skip2) acc = acc + sk__load_f32(skip2, dt, at);
       for (int64_t k = 0; k < p->k; k++) {
-        int64_t d = pair_row(p, map, n, k);
+        int64_t d = pair_row(p, &c, map, n, k);
         if (d < 0) continue;
         float r = sk__load_f32(rows, dt, (size_t)(d * p->h + h));
         if (bias) r = r + sk__load_f32(bias, dt, (size_t)(expert[n * p->k + k] * p->h + h));
@@ -214,10 +232,12 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const sk__isa isa = sk__cpu_isa();
   const int64_t h = p->h;
   float *acc = workspace, *r = acc + h, *bias_row = r + h;
+  const live_counts c = live(io);
   int64_t n0, n1;
   sk__flat_block_range(p->n, io->n_blocks, block, &n0, &n1);
+  sk__clip(&n0, &n1, c.n);
   for (int64_t n = n0; n < n1; n++) {
-    if (!check_token(io, n)) return;
+    if (!check_token(io, &c, n)) return;
     if (skip1) sk__convert(skip1 + (size_t)(n * h) * es, dt, acc, SK_FP32, (size_t)h, isa);
     else for (int64_t j = 0; j < h; j++) acc[j] = 0.0f;
     if (skip2) {
@@ -225,7 +245,7 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
       for (int64_t j = 0; j < h; j++) acc[j] = acc[j] + r[j];
     }
     for (int64_t k = 0; k < p->k; k++) {
-      int64_t d = pair_row(p, map, n, k);
+      int64_t d = pair_row(p, &c, map, n, k);
       if (d < 0) continue;
       float w = scales ? sk__load_f32(scales, scale_dt, (size_t)(n * p->k + k)) : 1.0f;
       sk__convert(rows + (size_t)(d * h) * es, dt, r, SK_FP32, (size_t)h, isa);
@@ -254,5 +274,6 @@ const sk__op_def sk__op_moe_finalize_routing = {
     .run_block = run_block,
     .reference = reference,
     .footprint = footprint,
+    .dynamic_rows = true, /* per token, its pairs indexed among the live ones */
     .params_size = sizeof(finalize_params),
 };

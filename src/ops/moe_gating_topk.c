@@ -236,5 +236,6 @@ const sk__op_def sk__op_moe_gating_topk = {
     .run_block = sk__moe_run_block,
     .reference = reference,
     .footprint = sk__moe_footprint,
+    .dynamic_rows = true, /* per row: a block computes its live rows only */
     .params_size = sizeof(moe_params),
 };

@@ -4,10 +4,12 @@
 #ifndef SK_OPS_MOE_GATING_TOPK_H
 #define SK_OPS_MOE_GATING_TOPK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "ops/op.h"
+#include "ops/op_util.h"
 
 enum { MOE_X, MOE_BIAS };
 enum { MOE_Y, MOE_IDX, MOE_OUT };
@@ -35,6 +37,21 @@ static inline float sk__moe_canonical_nan(void) {
   float f;
   memcpy(&f, &u, sizeof f);
   return f;
+}
+
+/* Rows of x that exist in this run: p->t is the planned count (a
+ * run-time token count may have fewer, op.h). */
+static inline int64_t sk__moe_live_rows(const sk__node_io *io) {
+  return sk__live_rows(io, &io->in[MOE_X].tensors[0]);
+}
+
+/* Block b's rows [*r0, *r1): its planned range clipped to the live rows;
+ * false when none are left (the block has nothing to do). */
+static inline bool sk__moe_block_rows(const sk__node_io *io, int64_t block, int64_t *r0, int64_t *r1) {
+  const moe_params *p = io->params;
+  sk__flat_block_range(p->t, io->n_blocks, block, r0, r1);
+  sk__clip(r0, r1, sk__moe_live_rows(io));
+  return *r0 < *r1;
 }
 
 sk_status sk__moe_tile(const sk__node_io *io, int n_cores, sk__tiling *out);

@@ -257,7 +257,7 @@ static void select_row(const moe_params *p, const float *v, row_scratch *s, int3
 void sk__moe_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const moe_params *p = io->params;
   int64_t r0, r1, n = p->e, k = p->k;
-  sk__flat_block_range(p->t, io->n_blocks, block, &r0, &r1);
+  if (!sk__moe_block_rows(io, block, &r0, &r1)) return;
   row_scratch s;
   scratch_layout(p, workspace, &s);
   sk__isa isa = sk__cpu_isa();

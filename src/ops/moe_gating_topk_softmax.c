@@ -71,11 +71,14 @@ static sk__node_io gating_io(const sk__node_io *io, sk__tensor outs[3]) {
   return sub;
 }
 
+/* row_idx of rows [r0, r1): j * T + t with T the rows of this run (the live
+ * ones under a run-time token count, as a program built for them writes). */
 static void row_indices(const sk__node_io *io, int64_t r0, int64_t r1) {
   const moe_params *p = io->params;
+  const int64_t tokens = sk__moe_live_rows(io);
   int32_t *row_idx = io->out[OUT_ROW_IDX].data;
   for (int64_t t = r0; t < r1; t++)
-    for (int64_t j = 0; j < p->k; j++) row_idx[t * p->k + j] = (int32_t)(j * p->t + t);
+    for (int64_t j = 0; j < p->k; j++) row_idx[t * p->k + j] = (int32_t)(j * tokens + t);
 }
 
 static void reference(const sk__node_io *io) {
@@ -90,8 +93,7 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   sk__node_io sub = gating_io(io, outs);
   sk__moe_run_block(&sub, block, workspace);
   int64_t r0, r1;
-  sk__flat_block_range(((const moe_params *)io->params)->t, io->n_blocks, block, &r0, &r1);
-  row_indices(io, r0, r1);
+  if (sk__moe_block_rows(io, block, &r0, &r1)) row_indices(io, r0, r1);
 }
 
 static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
@@ -115,5 +117,6 @@ const sk__op_def sk__op_moe_gating_topk_softmax = {
     .run_block = run_block,
     .reference = reference,
     .footprint = footprint,
+    .dynamic_rows = true, /* per row (row_idx's T: the live rows) */
     .params_size = sizeof(moe_params),
 };

@@ -30,7 +30,13 @@
  *
  * Every block sorts (a counting sort over the N*K ids, cheap next to
  * copying the rows) and then writes its range of destination rows; block 0
- * also writes expanded_row_idx and expert_tokens. */
+ * also writes expanded_row_idx and expert_tokens.
+ *
+ * A run-time token count (op.h): x, expert_idx, scale, expanded_row_idx
+ * and (with R = N * K) expanded_x / expanded_scale follow the tokens, and
+ * only the live tokens' pairs are routed, so every output is what a
+ * program built for those tokens writes: N, N * K and R are the live ones
+ * (live_counts), expert_tokens (static) counts the live pairs only. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,12 +139,31 @@ static sk_status build(sk__build_ctx *ctx) {
   return SK_STATUS_OK;
 }
 
+/* The pairs N * K and rows R of this run: the params' planned ones, or
+ * under a run-time token count those of the live tokens. R is
+ * min(active_num, N * K) (p->rows is that for the planned N), and never
+ * more than expanded_x's live rows (the same count in every graph that
+ * takes a run-time count: R is then N * K, or active_num <= K fixed). */
+typedef struct live_counts {
+  int64_t pairs, rows;
+} live_counts;
+
+static live_counts live(const sk__node_io *io) {
+  const init_params *p = io->params;
+  live_counts n = {.pairs = sk__live_rows(io, &io->in[SLOT_X].tensors[0]) * p->k, .rows = p->rows};
+  if (n.rows > n.pairs) n.rows = n.pairs;
+  const int64_t out_rows = sk__live_rows(io, &io->out[OUT_X]);
+  if (n.rows > out_rows) n.rows = out_rows;
+  return n;
+}
+
 /* ---- the sort, shared by the reference and the kernel ---- */
 
-/* sorted[0 .. A) (returned): the pairs of active experts by expert, stably;
- * count (hi - lo + 1 entries) ends as each expert's first row. */
-static int64_t sort_pairs(const init_params *p, const int32_t *idx, int32_t *sorted, int64_t *count) {
-  const int64_t pairs = p->n * p->k, span = p->hi - p->lo;
+/* sorted[0 .. A) (returned): the first `pairs` pairs of active experts by
+ * expert, stably; count (hi - lo + 1 entries) ends as each expert's first
+ * row. */
+static int64_t sort_pairs(const init_params *p, int64_t pairs, const int32_t *idx, int32_t *sorted, int64_t *count) {
+  const int64_t span = p->hi - p->lo;
   memset(count, 0, (size_t)(span + 1) * sizeof *count);
   for (int64_t i = 0; i < pairs; i++)
     if (idx[i] >= p->lo && idx[i] < p->hi) count[idx[i] - p->lo + 1]++;
@@ -186,17 +211,18 @@ typedef struct row_ops {
   sk__isa isa;
 } row_ops;
 
-/* Destination rows [d0, d1) and, with whole, the index outputs.
- * scratch: N*K int32 + (hi - lo + 1) int64 + H floats. */
+/* Destination rows [d0, d1) (within the live R) and, with whole, the index
+ * outputs. scratch: N*K int32 + (hi - lo + 1) int64 + H floats (planned N;
+ * the live pairs use its start). */
 static void route(const sk__node_io *io, int64_t d0, int64_t d1, bool whole, void *scratch, const row_ops *ops) {
   const init_params *p = io->params;
   const sk__tensor *x = &io->in[SLOT_X].tensors[0];
   const int32_t *idx = io->in[SLOT_EXPERT_IDX].tensors[0].data;
-  const int64_t pairs = p->n * p->k, span = p->hi - p->lo;
+  const int64_t pairs = live(io).pairs, span = p->hi - p->lo;
   int32_t *sorted = scratch;
-  int64_t *count = (int64_t *)(void *)((char *)scratch + ((size_t)pairs * 4 + 7) / 8 * 8);
+  int64_t *count = (int64_t *)(void *)((char *)scratch + ((size_t)(p->n * p->k) * 4 + 7) / 8 * 8);
   float *row = (float *)(void *)(count + span + 1);
-  const int64_t available = sort_pairs(p, idx, sorted, count);
+  const int64_t available = sort_pairs(p, pairs, idx, sorted, count);
   const size_t xs = sk_dtype_size(x->dtype), out_es = sk_dtype_size(io->out[OUT_X].dtype);
   float *scale_out = io->out[OUT_SCALE].data;
   const float *scale_in = p->has_scale ? io->in[SLOT_SCALE].tensors[0].data : NULL;
@@ -276,6 +302,9 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const init_params *p = io->params;
   int64_t d0, d1;
   sk__flat_block_range(p->rows, io->n_blocks, block, &d0, &d1);
+  sk__clip(&d0, &d1, live(io).rows);
+  /* Block 0 writes the index outputs even when no live row is its own. */
+  if (d0 == d1 && block != 0) return;
   const row_ops fast = {sk__convert, quantize_row_fast, true, sk__cpu_isa()};
   route(io, d0, d1, block == 0, workspace, &fast);
 }
@@ -293,5 +322,6 @@ const sk__op_def sk__op_moe_init_routing = {
     .run_block = run_block,
     .reference = reference,
     .footprint = footprint,
+    .dynamic_rows = true, /* routes the live tokens' pairs only */
     .params_size = sizeof(init_params),
 };

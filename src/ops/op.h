@@ -53,6 +53,14 @@ typedef struct sk__node_io {
    * can see (core/run_error.h; NULL: nowhere, outside a program). */
   const char *name;
   struct sk__run_error *run_error;
+  /* A program with a run-time token count (SK_DIM_DYNAMIC): the tensors'
+   * shapes, the params and the tiling are those of planned_tokens tokens,
+   * and this run has tokens <= planned_tokens. A dynamic tensor then has
+   * only shape[0] / planned_tokens * tokens live rows; a block computes its
+   * planned range clipped to the live rows and touches nothing past them
+   * (op_util.h: sk__live_rows, sk__live_numel, sk__clip). Both 0 in a
+   * static program: every row is live. */
+  int64_t tokens, planned_tokens;
 } sk__node_io;
 
 typedef struct sk__build_ctx sk__build_ctx;
@@ -114,6 +122,11 @@ typedef struct sk__op_def {
    * An op with barriers must tile into at most as many blocks as cores. */
   bool unfusable;
   int barriers_per_block;
+  /* run_block handles a run-time token count (io->tokens below
+   * io->planned_tokens: see sk__node_io). An op without it refuses dynamic
+   * inputs when the node is added. Its footprint stays the planned one (a
+   * superset of what a clipped block touches). */
+  bool dynamic_rows;
   /* Packs constant operands once, at compile, into the layout run_block
    * reads, so no run repeats it. Called after tile with the data of
    * constant inputs bound and every other input's data NULL; sets *packed

@@ -44,6 +44,35 @@ static inline void sk__flat_block_range(int64_t n, int64_t n_blocks, int64_t b, 
   *end = *begin + bs < n ? *begin + bs : n;
 }
 
+/* ---- a run-time token count (op.h, sk__node_io.tokens) ---- */
+
+/* Rows of t's leading dimension that exist in this run: all of them unless
+ * t is dynamic and the run has fewer tokens than were planned. */
+static inline int64_t sk__live_rows(const sk__node_io *io, const sk__tensor *t) {
+  if (t->rank == 0) return 1;
+  if (!t->dynamic || io->planned_tokens <= 0 || io->tokens >= io->planned_tokens) return t->shape[0];
+  return t->shape[0] / io->planned_tokens * io->tokens;
+}
+
+/* Elements of t that exist in this run (its live rows, whole). */
+static inline int64_t sk__live_numel(const sk__node_io *io, const sk__tensor *t) {
+  int64_t rows = sk__live_rows(io, t);
+  if (t->rank == 0 || rows == t->shape[0]) {
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++) n *= t->shape[d];
+    return n;
+  }
+  int64_t n = rows;
+  for (int d = 1; d < t->rank; d++) n *= t->shape[d];
+  return n;
+}
+
+/* Clips a planned range [*begin, *end) to [0, live). */
+static inline void sk__clip(int64_t *begin, int64_t *end, int64_t live) {
+  if (*end > live) *end = live;
+  if (*begin > *end) *begin = *end;
+}
+
 /* The reference of a view op: a copy of the bytes it views, from byte
  * offset on in its input (the executors alias instead of copying). */
 static inline void sk__view_reference(const sk__node_io *io, int64_t offset) {

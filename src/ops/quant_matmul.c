@@ -282,5 +282,6 @@ const sk__op_def sk__op_quant_matmul = {
     .footprint = sk__qmm_footprint,
     .pack = sk__qmm_pack,
     .reference = reference,
+    .dynamic_rows = true, /* run_block clips to y's live rows or batches (quant_matmul_tiling.c) */
     .params_size = sizeof(qmm_params),
 };

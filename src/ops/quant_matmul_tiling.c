@@ -127,17 +127,34 @@ sk_status sk__qmm_pack(const sk__node_io *io, void **packed, size_t *bytes) {
   return st;
 }
 
+/* What of the planned output this run has (a run-time token count, op.h):
+ * y's leading dimension follows the tokens (the shape rule carries x1's or
+ * x2's), so without batch dims y's rows (x1's, pertoken_scale's) are the
+ * token rows, and with them its leading batch dim: only the matrices of
+ * its live entries exist. Both are the planned extents in a static run. */
+static void live_extent(const sk__node_io *io, int64_t *batches, int64_t *rows) {
+  const qmm_params *p = io->params;
+  const sk__tensor *y = &io->out[0];
+  int64_t live = sk__live_rows(io, y);
+  *batches = p->batch_rank == 0 ? 1 : y->shape[0] > 0 ? p->batch / y->shape[0] * live : 0;
+  *rows = p->batch_rank == 0 ? live : p->m;
+}
+
 void sk__qmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const qmm_params *p = io->params;
   const qmm_plan *plan = io->plan;
   const int64_t per_matrix = plan->row_parts * plan->col_parts;
   const int64_t b = block / per_matrix, ti = block % per_matrix / plan->col_parts, tj = block % plan->col_parts;
-  const int64_t m0 = ti * plan->tm, m1 = m0 + plan->tm < p->m ? m0 + plan->tm : p->m;
+  int64_t live_batches, live_m;
+  live_extent(io, &live_batches, &live_m);
+  int64_t m0 = ti * plan->tm, m1 = m0 + plan->tm < p->m ? m0 + plan->tm : p->m;
+  sk__clip(&m0, &m1, live_m); /* the planned tile, clipped to what this run has */
+  if (b >= live_batches || m0 >= m1) return;
   const int64_t n0 = tj * plan->tn, n1 = n0 + plan->tn < p->n ? n0 + plan->tn : p->n;
   const int64_t tn = n1 - n0;
   int64_t i1, i2;
   sk__qmm_batch_index(p, b, &i1, &i2);
-  sk__qgemm_problem q = {p->m, p->n, p->k, (const int8_t *)io->in[QMM_X1].tensors[0].data + i1 * p->m * p->k, p->k,
+  sk__qgemm_problem q = {live_m, p->n, p->k, (const int8_t *)io->in[QMM_X1].tensors[0].data + i1 * p->m * p->k, p->k,
                          (const int8_t *)io->in[QMM_X2].tensors[0].data + i2 * p->k * p->n, p->n,
                          sk__packed_weight(io->packed, SK_PACK_INT8, i2)};
   const sk__tensor *bias = io->in[QMM_BIAS].count ? &io->in[QMM_BIAS].tensors[0] : NULL;

@@ -73,6 +73,7 @@ const sk__op_def sk__op_reshape = {
     .doc = "y = x with another shape of the same element count (a view: launches nothing)",
     .kind = SK_KERNEL_VECTOR,
     .is_view = true,
+    .dynamic_rows = true, /* a view: it launches nothing, and aliases the live rows too */
     .build = build,
     .reference = reference,
 };

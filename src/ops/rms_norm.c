@@ -138,12 +138,12 @@ static void row_scale(float *v, const float *g, int64_t h, float rstd) {
 
 static const sk__tensor *slot_tensor(const sk__node_io *io, int slot) { return &io->in[slot].tensors[0]; }
 
-/* Rows [r0, r1): convert reads and writes the op's dtypes (the reference
- * passes the one-element-at-a-time converter, the kernel the SIMD one;
- * both round to nearest even alike). scratch holds 3 H floats. */
-static void rows(const sk__node_io *io, int64_t r0, int64_t r1, float *scratch, sk__convert_fn convert, sk__isa isa) {
+/* Rows [r0, r1) of h values: convert reads and writes the op's dtypes (the
+ * reference passes the one-element-at-a-time converter, the kernel the SIMD
+ * one; both round to nearest even alike). scratch holds 3 h floats. */
+static void rows(const sk__node_io *io, int64_t r0, int64_t r1, int64_t h, float *scratch, sk__convert_fn convert,
+                 sk__isa isa) {
   const rms_params *p = io->params;
-  const int64_t h = p->h;
   const sk__tensor *x = slot_tensor(io, p->add ? ADD_X1 : RMS_X);
   const sk__tensor *gamma = slot_tensor(io, p->add ? ADD_GAMMA : RMS_GAMMA);
   const size_t es = sk_dtype_size(x->dtype);
@@ -169,7 +169,7 @@ static void reference(const sk__node_io *io) {
   const rms_params *p = io->params;
   float *scratch = malloc((size_t)(3 * p->h) * sizeof *scratch);
   if (!scratch) return; /* the oracle of tests only: they see the outputs untouched */
-  rows(io, 0, p->rows, scratch, sk__convert_reference_isa, SK_ISA_SCALAR);
+  rows(io, 0, p->rows, p->h, scratch, sk__convert_reference_isa, SK_ISA_SCALAR);
   free(scratch);
 }
 
@@ -199,11 +199,23 @@ static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk_
   if (p->add) writes[OUT_X] = writes[OUT_Y];
 }
 
+/* The rows and row length this run has: under a run-time token count, x's
+ * live rows. A dynamic x of rank 1 is one row whose H is the token count
+ * (gamma then follows it too): its live elements. */
+static void live_extent(const sk__node_io *io, int64_t *n_rows, int64_t *h) {
+  const rms_params *p = io->params;
+  const sk__tensor *x = slot_tensor(io, p->add ? ADD_X1 : RMS_X);
+  *h = x->rank == 1 ? sk__live_numel(io, x) : p->h;
+  *n_rows = x->rank == 1 ? p->rows : sk__live_numel(io, x) / p->h;
+}
+
 static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const rms_params *p = io->params;
-  int64_t r0, r1;
+  int64_t r0, r1, n_rows, h;
   sk__flat_block_range(p->rows, io->n_blocks, block, &r0, &r1);
-  rows(io, r0, r1, workspace, sk__convert, sk__cpu_isa());
+  live_extent(io, &n_rows, &h);
+  sk__clip(&r0, &r1, n_rows);
+  if (r0 < r1) rows(io, r0, r1, h, workspace, sk__convert, sk__cpu_isa());
 }
 
 const sk__op_def sk__op_rms_norm = {
@@ -219,6 +231,7 @@ const sk__op_def sk__op_rms_norm = {
     .reference = reference,
     .footprint = footprint,
     .params_size = sizeof(rms_params),
+    .dynamic_rows = true, /* per row: a block computes its live rows only */
 };
 
 const sk__op_def sk__op_add_rms_norm = {
@@ -234,4 +247,5 @@ const sk__op_def sk__op_add_rms_norm = {
     .reference = reference,
     .footprint = footprint,
     .params_size = sizeof(rms_params),
+    .dynamic_rows = true, /* per row: a block computes its live rows only */
 };

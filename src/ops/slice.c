@@ -59,6 +59,7 @@ const sk__op_def sk__op_slice = {
     .doc = "y = x[start:end] along dimension 0 (a view at an offset: launches nothing)",
     .kind = SK_KERNEL_VECTOR,
     .is_view = true,
+    .dynamic_rows = true, /* a view: it launches nothing, and aliases the live rows too */
     .build = build,
     .reference = reference,
     .view_offset = view_offset,

@@ -82,6 +82,7 @@ const sk__op_def sk__op_squeeze = {
     .doc = "y = x without dimensions of size 1 (a view: launches nothing)",
     .kind = SK_KERNEL_VECTOR,
     .is_view = true,
+    .dynamic_rows = true, /* a view: it launches nothing, and aliases the live rows too */
     .build = build_squeeze,
     .reference = reference,
 };
@@ -94,6 +95,7 @@ const sk__op_def sk__op_unsqueeze = {
     .doc = "y = x with a dimension of size 1 inserted at dim (a view: launches nothing)",
     .kind = SK_KERNEL_VECTOR,
     .is_view = true,
+    .dynamic_rows = true, /* a view: it launches nothing, and aliases the live rows too */
     .build = build_unsqueeze,
     .reference = reference,
 };

@@ -17,6 +17,7 @@ enum { SLOT_X };
 
 typedef struct swiglu_params {
   int64_t outer, half, inner; /* x viewed as [outer, 2 * half, inner] */
+  int dim;                    /* the split dimension, normalized */
 } swiglu_params;
 
 static const sk_op_slot_info inputs[] = {SK__IN("x", "fp32, fp16 or bf16; dim of even length")};
@@ -50,6 +51,7 @@ static sk_status build(sk__build_ctx *ctx) {
   for (int k = 0; k < d; k++) p->outer *= x->shape[k];
   for (int k = d + 1; k < x->rank; k++) p->inner *= x->shape[k];
   p->half = x->shape[d] / 2;
+  p->dim = d;
   int64_t shape[SK_MAX_RANK];
   for (int k = 0; k < x->rank; k++) shape[k] = k == d ? p->half : x->shape[k];
   sk__tensor *out;
@@ -89,11 +91,18 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const sk__tensor *x = &io->in[SLOT_X].tensors[0];
   const sk_dtype dt = x->dtype;
   const size_t es = sk_dtype_size(dt);
-  const int64_t n = p->half * p->inner, total = p->outer * n;
+  const int64_t live = sk__live_numel(io, &io->out[0]);
+  /* n: the length of an out row. Under a run-time token count only live
+   * elements are computed: split along another dimension, those are the
+   * live rows (out row o reads x row o); split along dimension 0 of a
+   * dynamic x, out is one row of the live elements, and B starts right
+   * after A's live ones, where a program built for the live count has it. */
+  const int64_t n = p->dim == 0 ? live : p->half * p->inner;
   sk__isa isa = sk__cpu_isa();
   float *a = workspace, *b = a + CHUNK;
   int64_t e0, e1;
-  sk__flat_block_range(total, io->n_blocks, block, &e0, &e1);
+  sk__flat_block_range(p->outer * p->half * p->inner, io->n_blocks, block, &e0, &e1);
+  sk__clip(&e0, &e1, live);
   for (int64_t e = e0; e < e1;) {
     /* A run of output elements within one row of out, at most CHUNK long. */
     int64_t o = e / n, i = e % n, len = n - i;
@@ -121,4 +130,5 @@ const sk__op_def sk__op_swiglu = {
     .run_block = run_block,
     .reference = reference,
     .params_size = sizeof(swiglu_params),
+    .dynamic_rows = true, /* a block computes its live elements only */
 };

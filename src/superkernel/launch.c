@@ -1,6 +1,7 @@
 /* A super kernel's launch and the services its cores call inside it
  * (launch.h), shared by the interpreter and the JIT. */
 #include "superkernel/launch.h"
+#include "ops/op_util.h"
 
 #include <stdio.h>
 
@@ -170,9 +171,13 @@ void sk__launch_flush(const sk__launch_state *st, size_t sub, int64_t block, int
   size_t n = outputs ? io->n_out : ex->n_in_tensors;
   for (size_t i = 0; i < n; i++) {
     const sk__span *sp = outputs ? &writes[i] : &reads[i];
-    const char *data = outputs ? io->out[i].data : input_at(io, i)->data;
+    const sk__tensor *t = outputs ? &io->out[i] : input_at(io, i);
+    const char *data = t->data;
     if (!data) continue;
-    for (int64_t off = sp->begin; off < sp->end; off += 64) __asm__ volatile("clflush (%0)" ::"r"(data + off) : "memory");
+    /* A run with fewer tokens than planned: its buffers end at the live rows. */
+    int64_t end = sp->end, live = sk__live_numel(io, t) * (int64_t)sk_dtype_size(t->dtype);
+    if (end > live) end = live;
+    for (int64_t off = sp->begin; off < end; off += 64) __asm__ volatile("clflush (%0)" ::"r"(data + off) : "memory");
   }
   __asm__ volatile("mfence" ::: "memory");
 }

@@ -1,0 +1,299 @@
+/* The run-time token count (superkernel.h, SK_DIM_DYNAMIC): one program
+ * compiled for up to `max` tokens runs every T in 1..max, on every executor
+ * (eager, interpreted, JIT, reference) and team size, and gives bitwise
+ * the outputs of a program built for exactly T tokens (by the reference
+ * executor: an independent build). T = 0 writes nothing; T > max, buffers
+ * that disagree on T or hold partial rows are refused before anything is
+ * written; a graph whose shapes cannot follow T is refused as it is built. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "tokens_cases.h"
+
+static sk_team *teams[3];
+
+/* Buffers for program p at `tokens` tokens: every input filled from a
+ * per-row hash of (input, token id of the row, column), so that the same
+ * token gives the same row wherever it sits (ids[r] is row r's token). */
+typedef struct run_buffers {
+  sk_buffer in[8], out[8];
+  size_t n_in, n_out;
+} run_buffers;
+
+static size_t row_count(const sk_program *p, sk_io_kind kind, size_t i, int64_t tokens, size_t *row_bytes) {
+  const char *name;
+  sk_dtype dt;
+  int rank;
+  int64_t shape[SK_MAX_RANK];
+  CHECK_OK(kind == SK_IO_INPUT ? sk_program_input_info(p, i, &name, &dt, &rank, shape)
+                               : sk_program_output_info(p, i, &name, &dt, &rank, shape));
+  int64_t cols = 1;
+  for (int d = 1; d < rank; d++) cols *= shape[d];
+  *row_bytes = (size_t)cols * sk_dtype_size(dt);
+  return shape[0] < 0 ? (size_t)(-shape[0] * tokens) : (size_t)shape[0];
+}
+
+static float token_value(size_t input, int64_t token, int64_t col) {
+  uint64_t h = (uint64_t)(input * 1000003u + (uint64_t)token) * 0x9E3779B97F4A7C15ull + (uint64_t)col * 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 31;
+  return (float)((double)(h >> 11) / (double)(1ull << 53)) * 2.0f - 1.0f;
+}
+
+static void alloc_buffers(const sk_program *p, int64_t tokens, const int64_t *ids, run_buffers *b) {
+  memset(b, 0, sizeof *b);
+  b->n_in = sk_program_num_inputs(p);
+  b->n_out = sk_program_num_outputs(p);
+  for (size_t i = 0; i < b->n_in; i++) {
+    size_t row, rows = row_count(p, SK_IO_INPUT, i, tokens, &row);
+    sk_dtype dt;
+    CHECK_OK(sk_program_input_info(p, i, &b->in[i].name, &dt, NULL, NULL));
+    b->in[i].bytes = rows * row;
+    b->in[i].data = malloc(b->in[i].bytes + 1);
+    size_t cols = row / sk_dtype_size(dt);
+    for (size_t r = 0; r < rows; r++)
+      for (size_t c = 0; c < cols; c++) tc_store(b->in[i].data, dt, (int64_t)(r * cols + c), token_value(i, ids[r], (int64_t)c));
+  }
+  for (size_t j = 0; j < b->n_out; j++) {
+    size_t row, rows = row_count(p, SK_IO_OUTPUT, j, tokens, &row);
+    CHECK_OK(sk_program_output_info(p, j, &b->out[j].name, NULL, NULL, NULL));
+    b->out[j].bytes = rows * row;
+    b->out[j].data = malloc(b->out[j].bytes + 1);
+    memset(b->out[j].data, 0xA5, b->out[j].bytes);
+  }
+}
+
+static void free_buffers(run_buffers *b) {
+  for (size_t i = 0; i < b->n_in; i++) free(b->in[i].data);
+  for (size_t j = 0; j < b->n_out; j++) free(b->out[j].data);
+}
+
+/* Token counts to try up to max: all of them for small maxima, else the
+ * bucket edges and their neighbours. */
+static size_t token_counts(int64_t max, int64_t *out) {
+  size_t n = 0;
+  if (max <= 9) {
+    for (int64_t t = 1; t <= max; t++) out[n++] = t;
+    return n;
+  }
+  for (int64_t b = 1; b <= max; b *= 2) {
+    out[n++] = b;
+    if (b + 1 < max) out[n++] = b + 1;
+    if (b > 2) out[n++] = b - 1;
+  }
+  out[n++] = max;
+  return n;
+}
+
+static const sk_executor EXECUTORS[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT, SK_EXECUTOR_REFERENCE};
+
+/* The case at every T, executor and team size against its exact builds. */
+static void check_case(const tokens_case *c, int64_t max) {
+  int64_t counts[64], ids[4096];
+  size_t n_counts = token_counts(max, counts);
+  for (int64_t r = 0; r < max; r++) ids[r] = r * 7 + 3;
+  sk_graph *dyn = tc_graph(c, SK_DIM_DYNAMIC, max);
+  /* The expected outputs of each T: a reference program built for it. */
+  run_buffers *want = calloc(n_counts, sizeof *want);
+  for (size_t k = 0; k < n_counts; k++) {
+    sk_graph *g = tc_graph(c, counts[k], 0);
+    sk_compile_config cfg = {.struct_size = sizeof cfg, .executor = SK_EXECUTOR_REFERENCE};
+    sk_program *p = NULL;
+    CHECK_OK(sk_compile(g, &cfg, &p));
+    if (p) {
+      alloc_buffers(p, counts[k], ids, &want[k]);
+      CHECK_OK(sk_program_run(p, NULL, want[k].in, want[k].n_in, want[k].out, want[k].n_out));
+    }
+    sk_program_destroy(p);
+    sk_graph_destroy(g);
+  }
+  for (size_t e = 0; e < sizeof EXECUTORS / sizeof EXECUTORS[0]; e++)
+    for (int t = 0; t < 3; t++) {
+      if (EXECUTORS[e] == SK_EXECUTOR_REFERENCE && t > 0) continue; /* it runs no team */
+      sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[t], .executor = EXECUTORS[e]};
+      sk_program *p = NULL;
+      CHECK_OK(sk_compile(dyn, &cfg, &p));
+      if (!p) continue;
+      CHECK(sk_program_max_tokens(p) == max);
+      for (size_t k = 0; k < n_counts; k++) {
+        run_buffers b;
+        alloc_buffers(p, counts[k], ids, &b);
+        CHECK_OK(sk_program_run(p, teams[t], b.in, b.n_in, b.out, b.n_out));
+        for (size_t j = 0; j < b.n_out; j++) {
+          bool same = b.out[j].bytes == want[k].out[j].bytes &&
+                      memcmp(b.out[j].data, want[k].out[j].data, b.out[j].bytes) == 0;
+          CHECK_MSG(same, "%s, %s, %d cores, T = %lld of %lld: output '%s' differs from the exact build", c->name,
+                    sk_executor_name(EXECUTORS[e]), t + 1, (long long)counts[k], (long long)max, b.out[j].name);
+        }
+        free_buffers(&b);
+      }
+      sk_program_destroy(p);
+    }
+  for (size_t k = 0; k < n_counts; k++) free_buffers(&want[k]);
+  free(want);
+  sk_graph_destroy(dyn);
+}
+
+static void test_every_count_small(void) {
+  for (size_t i = 0; i < sizeof TOKENS_CASES / sizeof TOKENS_CASES[0]; i++) check_case(&TOKENS_CASES[i], 7);
+}
+
+static void test_bucket_edges(void) {
+  check_case(&TOKENS_CASES[0], 100);
+  check_case(&TOKENS_CASES[3], 70);
+  check_case(&TOKENS_CASES[5], 40);
+  check_case(&TOKENS_CASES[6], 33);
+}
+
+/* A maximum of 1: one bucket, T in {0, 1}. */
+static void test_max_one(void) { check_case(&TOKENS_CASES[5], 1); }
+
+/* T = 0 writes nothing; T > max, disagreeing buffers and partial rows are
+ * refused naming the buffer, and write nothing. */
+static void test_bad_counts(void) {
+  sk_graph *g = tc_graph(&TOKENS_CASES[0], SK_DIM_DYNAMIC, 8);
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[1], .executor = SK_EXECUTOR_INTERP};
+  sk_program *p = NULL;
+  CHECK_OK(sk_compile(g, &cfg, &p));
+  int64_t ids[16] = {0};
+  run_buffers b;
+  alloc_buffers(p, 9, ids, &b); /* 9 > 8 */
+  CHECK_FAILS(sk_program_run(p, teams[1], b.in, b.n_in, b.out, b.n_out), SK_STATUS_INVALID_ARGUMENT, "'x'", "at most 8");
+  free_buffers(&b);
+  alloc_buffers(p, 3, ids, &b);
+  unsigned char before = ((unsigned char *)b.out[0].data)[0];
+  b.in[1].bytes -= 40 * 2; /* x2 holds 2 tokens, x 3 */
+  CHECK_FAILS(sk_program_run(p, teams[1], b.in, b.n_in, b.out, b.n_out), SK_STATUS_INVALID_ARGUMENT, "'x2'",
+              "2 tokens", "'x'", "3");
+  b.in[1].bytes += 40 * 2 - 1; /* a partial row */
+  CHECK_FAILS(sk_program_run(p, teams[1], b.in, b.n_in, b.out, b.n_out), SK_STATUS_INVALID_ARGUMENT, "'x2'", "whole tokens");
+  b.in[1].bytes += 1;
+  b.out[1].bytes = 0; /* output 'a' for 0 tokens, the rest for 3 */
+  CHECK_FAILS(sk_program_run(p, teams[1], b.in, b.n_in, b.out, b.n_out), SK_STATUS_INVALID_ARGUMENT, "'a'", "0 tokens");
+  CHECK(((unsigned char *)b.out[0].data)[0] == before);
+  /* T = 0: every dynamic buffer empty; nothing runs or is written. */
+  for (size_t i = 0; i < b.n_in; i++) b.in[i].bytes = 0;
+  for (size_t j = 0; j < b.n_out; j++) b.out[j].bytes = 0;
+  CHECK_OK(sk_program_run(p, teams[1], b.in, b.n_in, b.out, b.n_out));
+  CHECK(((unsigned char *)b.out[0].data)[0] == before);
+  free_buffers(&b);
+  sk_program_destroy(p);
+  sk_graph_destroy(g);
+}
+
+/* Bound buffers (sk_program_bind, run contexts) give T by their sizes, and
+ * a bound run at another T after a rebind gives the exact build's bits. */
+static void test_bound_runs(void) {
+  const tokens_case *c = &TOKENS_CASES[5];
+  sk_graph *g = tc_graph(c, SK_DIM_DYNAMIC, 16);
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[1], .executor = SK_EXECUTOR_JIT};
+  sk_program *p = NULL;
+  CHECK_OK(sk_compile(g, &cfg, &p));
+  sk_run_context *ctx = NULL;
+  CHECK_OK(sk_run_context_create(p, &ctx));
+  int64_t ids[16];
+  for (int i = 0; i < 16; i++) ids[i] = 100 + i;
+  static const int64_t order[] = {5, 16, 1, 5, 9, 2};
+  for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+    int64_t t = order[k];
+    run_buffers want, got, via_ctx;
+    alloc_buffers(p, t, ids, &want);
+    alloc_buffers(p, t, ids, &got);
+    alloc_buffers(p, t, ids, &via_ctx);
+    CHECK_OK(sk_program_run(p, teams[1], want.in, want.n_in, want.out, want.n_out));
+    for (size_t i = 0; i < got.n_in; i++) {
+      CHECK_OK(sk_program_bind(p, SK_IO_INPUT, i, got.in[i].data, got.in[i].bytes));
+      CHECK_OK(sk_run_context_bind(ctx, SK_IO_INPUT, i, via_ctx.in[i].data, via_ctx.in[i].bytes));
+    }
+    for (size_t j = 0; j < got.n_out; j++) {
+      CHECK_OK(sk_program_bind(p, SK_IO_OUTPUT, j, got.out[j].data, got.out[j].bytes));
+      CHECK_OK(sk_run_context_bind(ctx, SK_IO_OUTPUT, j, via_ctx.out[j].data, via_ctx.out[j].bytes));
+    }
+    CHECK_OK(sk_program_run_bound(p, teams[1]));
+    CHECK_OK(sk_run_context_run(ctx, teams[1]));
+    CHECK_OK(sk_program_run_bound(p, teams[1])); /* again, nothing rebound */
+    for (size_t j = 0; j < got.n_out; j++) {
+      CHECK_MSG(memcmp(got.out[j].data, want.out[j].data, want.out[j].bytes) == 0, "bound run, T = %lld: '%s'",
+                (long long)t, got.out[j].name);
+      CHECK_MSG(memcmp(via_ctx.out[j].data, want.out[j].data, want.out[j].bytes) == 0, "context run, T = %lld: '%s'",
+                (long long)t, got.out[j].name);
+    }
+    sk_program_unbind_all(p);
+    free_buffers(&want);
+    free_buffers(&got);
+    free_buffers(&via_ctx);
+  }
+  sk_run_context_destroy(ctx);
+  sk_program_destroy(p);
+  sk_graph_destroy(g);
+}
+
+/* What the program reports: dynamic dims as SK_DIM_TOKENS(k), buckets. */
+static void test_reported_shapes(void) {
+  sk_graph *g = tc_graph(&TOKENS_CASES[5], SK_DIM_DYNAMIC, 100);
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[0], .executor = SK_EXECUTOR_INTERP};
+  sk_program *p = NULL;
+  CHECK_OK(sk_compile(g, &cfg, &p));
+  int64_t shape[SK_MAX_RANK];
+  CHECK_OK(sk_program_input_info(p, 0, NULL, NULL, NULL, shape));
+  CHECK(shape[0] == SK_DIM_DYNAMIC && shape[1] == 32);
+  size_t expanded;
+  CHECK_OK(sk_program_find(p, SK_IO_OUTPUT, "expanded_x", &expanded));
+  CHECK_OK(sk_program_output_info(p, expanded, NULL, NULL, NULL, shape));
+  CHECK_MSG(shape[0] == SK_DIM_TOKENS(4), "expanded_x rows %lld", (long long)shape[0]);
+  sk_program_stats st = {.struct_size = sizeof st};
+  CHECK_OK(sk_program_get_stats(p, &st));
+  CHECK(st.max_tokens == 100 && st.n_token_buckets == 8); /* 1 2 4 8 16 32 64 100 */
+  char *text = NULL;
+  CHECK_OK(sk_program_describe(p, &text));
+  CHECK(text && strstr(text, "token buckets: 1, 2, 4, 8, 16, 32, 64, 100"));
+  sk_free(text);
+  sk_program_destroy(p);
+  sk_graph_destroy(g);
+}
+
+/* Graphs whose shapes cannot follow the count are refused as they are built. */
+static void test_refused_graphs(void) {
+  sk_graph *g;
+  sk_value x, y;
+  CHECK_OK(sk_graph_create(&g));
+  CHECK_FAILS(sk_graph_add_input(g, "x", SK_FP32, 2, (int64_t[]){SK_DIM_DYNAMIC, 4}, &x), SK_STATUS_INVALID_SHAPE,
+              "'x'", "sk_graph_set_max_tokens");
+  CHECK_FAILS(sk_graph_set_max_tokens(g, 0), SK_STATUS_INVALID_ARGUMENT, "expected 1");
+  CHECK_OK(sk_graph_set_max_tokens(g, 16));
+  CHECK_FAILS(sk_graph_add_input(g, "x", SK_FP32, 2, (int64_t[]){4, SK_DIM_DYNAMIC}, &x), SK_STATUS_INVALID_SHAPE,
+              "dimension 1");
+  CHECK_OK(sk_graph_add_input(g, "x", SK_FP32, 2, (int64_t[]){SK_DIM_DYNAMIC, 4}, &x));
+  CHECK_FAILS(sk_graph_set_max_tokens(g, 32), SK_STATUS_INVALID_STATE, "16");
+  /* A reshape whose shape fixes 16 tokens. */
+  sk_op_input in[] = {{"x", &x, 1}};
+  sk_attr fixed[] = {SK_ATTR_INTS("shape", ((const int64_t[]){64}), 1)};
+  sk_op_desc d = {.struct_size = sizeof d, .op = "reshape", .inputs = in, .n_inputs = 1, .attrs = fixed, .n_attrs = 1};
+  CHECK_FAILS(sk_graph_add_op(g, &d, &y, 1, NULL), SK_STATUS_INVALID_SHAPE, "reshape", "token count of 1");
+  /* A reshape that moves the count off the leading dimension. */
+  sk_attr moved[] = {SK_ATTR_INTS("shape", ((const int64_t[]){4, -1}), 2)};
+  d.attrs = moved;
+  CHECK_FAILS(sk_graph_add_op(g, &d, &y, 1, NULL), SK_STATUS_UNSUPPORTED, "dimension 1", "multiple");
+  /* The flattened tokens: [T * 4], dynamic. */
+  sk_attr flat[] = {SK_ATTR_INTS("shape", ((const int64_t[]){-1}), 1)};
+  d.attrs = flat;
+  CHECK_OK(sk_graph_add_op(g, &d, &y, 1, NULL));
+  int64_t shape[SK_MAX_RANK];
+  CHECK_OK(sk_graph_value_info(g, y, NULL, NULL, shape));
+  CHECK(shape[0] == SK_DIM_TOKENS(4));
+  sk_graph_destroy(g);
+}
+
+int main(void) {
+  for (int t = 0; t < 3; t++) {
+    sk_team_config cfg = {.struct_size = sizeof cfg, .num_cores = t + 1};
+    if (sk_team_create(&cfg, &teams[t]) != SK_STATUS_OK) return 1;
+  }
+  static const harness_case cases[] = {TEST_CASE(test_every_count_small), TEST_CASE(test_bucket_edges),
+                                       TEST_CASE(test_max_one),           TEST_CASE(test_bad_counts),
+                                       TEST_CASE(test_bound_runs),        TEST_CASE(test_reported_shapes),
+                                       TEST_CASE(test_refused_graphs)};
+  int rc = harness_run(cases, sizeof cases / sizeof cases[0]);
+  for (int t = 0; t < 3; t++) sk_team_destroy(teams[t]);
+  return rc;
+}
