@@ -333,7 +333,7 @@ SK_API sk_status sk_graph_add_input(sk_graph *graph, const char *name,
  * T (a reshape whose shape fixes the token count, a slice past row 0, an
  * op or custom kernel that does not take a run-time count) is refused when
  * it is added, with a message naming the op, the input and the count it
- * fails at; the graph is checked at T = 1 and T = max.
+ * fails at; each node is checked at T = 1, a count between and T = max.
  *
  * A run's T comes from its buffers: every dynamic input and output is
  * given (or bound) with exactly T * k rows' bytes, all for the same T;

@@ -274,6 +274,14 @@ static void test_refused_graphs(void) {
   sk_attr moved[] = {SK_ATTR_INTS("shape", ((const int64_t[]){4, -1}), 2)};
   d.attrs = moved;
   CHECK_FAILS(sk_graph_add_op(g, &d, &y, 1, NULL), SK_STATUS_UNSUPPORTED, "dimension 1", "multiple");
+  /* x [T, 4] + a constant [16, 4]: broadcasts at T = 1, matches at 16,
+   * and fails between. */
+  float zeros[64] = {0};
+  sk_value c16;
+  CHECK_OK(sk_graph_add_constant(g, "c16", SK_FP32, 2, (int64_t[]){16, 4}, zeros, SK_CONSTANT_COPY, &c16));
+  sk_op_input add_in[] = {{"x", &x, 1}, {"y", &c16, 1}};
+  sk_op_desc add = {.struct_size = sizeof add, .op = "add", .inputs = add_in, .n_inputs = 2};
+  CHECK_FAILS(sk_graph_add_op(g, &add, &y, 1, NULL), SK_STATUS_INVALID_SHAPE, "add", "token count of 9");
   /* The flattened tokens: [T * 4], dynamic. */
   sk_attr flat[] = {SK_ATTR_INTS("shape", ((const int64_t[]){-1}), 1)};
   d.attrs = flat;

@@ -108,8 +108,8 @@ sk_status sk_graph_add_input(sk_graph *g, const char *name, sk_dtype dtype, int 
   }
   for (int d = 0; shape && rank > 0 && rank <= SK_MAX_RANK && d < rank; d++)
     if (shape[d] == SK_DIM_DYNAMIC)
-      return sk__fail(SK_STATUS_INVALID_SHAPE, "graph input '%s': dimension %d is SK_DIM_DYNAMIC; only the leading "
-                      "dimension (0) may be", name, d);
+      return sk__fail(SK_STATUS_INVALID_SHAPE, "graph input '%s': dimension %d is -1 (SK_DIM_DYNAMIC); only the "
+                      "leading dimension (0) may be", name, d);
   if (!sk__shape_check(dtype, rank, shape, why, sizeof why))
     return sk__fail(SK_STATUS_INVALID_SHAPE, "graph input '%s': %s", name, why);
   if (source_name_taken(g, name))

@@ -108,10 +108,11 @@ static sk_status compare_outputs(const sk_graph *g, const char *label, const sk_
   return SK_STATUS_OK;
 }
 
-sk_status sk__tokens_probe(const sk_graph *g, const sk_op_desc *desc, const sk__build_ctx *at_max, bool *dynamic) {
-  /* At 1 token, the fewest a run has (checks that need rows fail there);
-   * with a maximum of 1, at 2, only to see which dimensions follow. */
-  int64_t probe = g->max_tokens > 1 ? 1 : 2;
+/* The node built at `probe` tokens: its outputs' shapes must be those
+ * the maximum's predict (dynamic[i] from an earlier probe, k * probe rows),
+ * or, when dynamic is to be found (find), which outputs follow the count. */
+static sk_status probe_at(const sk_graph *g, const sk_op_desc *desc, const sk__build_ctx *at_max, int64_t probe,
+                          bool find, bool *dynamic) {
   sk__build_ctx ctx = {0};
   sk__tensor *scratch = NULL;
   sk_status st = build_at(g, desc, probe, &ctx, &scratch);
@@ -122,12 +123,34 @@ sk_status sk__tokens_probe(const sk_graph *g, const sk_op_desc *desc, const sk__
     return sk__fail(st, "%s: fails at a run-time token count of %lld (the graph's is 1 .. %lld): %s", at_max->label,
                     (long long)probe, (long long)g->max_tokens, msg);
   }
-  if (ctx.n_outs != at_max->n_outs)
+  bool *seen = find ? dynamic : calloc(at_max->n_outs ? at_max->n_outs : 1, sizeof *seen);
+  if (!seen) st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", at_max->label);
+  else if (ctx.n_outs != at_max->n_outs)
     st = sk__fail(SK_STATUS_UNSUPPORTED, "%s: has %zu outputs at %lld tokens and %zu at %lld", at_max->label,
                   at_max->n_outs, (long long)g->max_tokens, ctx.n_outs, (long long)probe);
-  else st = compare_outputs(g, at_max->label, at_max, &ctx, probe, dynamic);
+  else st = compare_outputs(g, at_max->label, at_max, &ctx, probe, seen);
+  for (size_t i = 0; st == SK_STATUS_OK && !find && i < at_max->n_outs; i++)
+    if (seen[i] != dynamic[i])
+      st = sk__fail(SK_STATUS_UNSUPPORTED,
+                    "%s: output %zu's leading dimension %s the token count at %lld tokens but %s at %lld: its shapes "
+                    "cannot follow a run-time count",
+                    at_max->label, i, dynamic[i] ? "follows" : "does not follow", (long long)(g->max_tokens > 1 ? 1 : 2),
+                    seen[i] ? "does" : "does not", (long long)probe);
+  if (!find) free(seen);
   ctx_release(&ctx, scratch);
   return st;
+}
+
+sk_status sk__tokens_probe(const sk_graph *g, const sk_op_desc *desc, const sk__build_ctx *at_max, bool *dynamic) {
+  /* At 1 token, the fewest a run has (checks that need rows fail there);
+   * with a maximum of 1, at 2, only to see which dimensions follow. Then
+   * at a count between 1 and the maximum: shapes that agree at both ends
+   * by chance (x [T, H] + a constant [max, H] broadcasts at 1 and matches
+   * at max) disagree there. */
+  int64_t max = g->max_tokens;
+  SK_RETURN_IF_ERROR(probe_at(g, desc, at_max, max > 1 ? 1 : 2, true, dynamic));
+  if (max > 2) SK_RETURN_IF_ERROR(probe_at(g, desc, at_max, max / 2 + 1 < max ? max / 2 + 1 : max - 1, false, dynamic));
+  return SK_STATUS_OK;
 }
 
 /* ---- a descriptor kept to build the node again ---- */

@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -362,7 +363,7 @@ static void *alloc_zeroed(size_t bytes) {
   return p;
 }
 
-static sk_status describe_all(const sk_program *p, int outputs, skm_tensor *ts, size_t n, char *msg,
+static sk_status describe_all(const sk_program *p, int outputs, int64_t tokens, skm_tensor *ts, size_t n, char *msg,
                               size_t msg_size) {
   for (size_t i = 0; i < n; i++) {
     skm_tensor *t = &ts[i];
@@ -370,6 +371,10 @@ static sk_status describe_all(const sk_program *p, int outputs, skm_tensor *ts, 
                            : sk_program_input_info(p, i, &t->name, &t->dtype, &t->rank, t->shape);
     if (st != SK_STATUS_OK)
       return skm_error(msg, msg_size, st, "%s %zu: %s", outputs ? "output" : "input", i, sk_last_error());
+    if (t->rank > 0 && t->shape[0] < 0) { /* SK_DIM_TOKENS(k): k rows a token */
+      t->tokens_k = -t->shape[0];
+      t->shape[0] = t->tokens_k * tokens;
+    }
     t->numel = 1;
     for (int d = 0; d < t->rank; d++) t->numel *= t->shape[d];
     t->bytes = (size_t)t->numel * sk_dtype_size(t->dtype);
@@ -382,7 +387,17 @@ static sk_status describe_all(const sk_program *p, int outputs, skm_tensor *ts, 
 }
 
 sk_status skm_io_alloc(const sk_program *program, skm_io *io, char *msg, size_t msg_size) {
+  return skm_io_alloc_at(program, -1, io, msg, msg_size);
+}
+
+int64_t skm_model_run_tokens(const char *model) {
+  skm_moe_layer moe;
+  return skm_moe_parse(model, &moe) && moe.tmax ? moe.t : -1;
+}
+
+sk_status skm_io_alloc_at(const sk_program *program, int64_t tokens, skm_io *io, char *msg, size_t msg_size) {
   memset(io, 0, sizeof *io);
+  if (tokens < 0) tokens = sk_program_max_tokens(program);
   if (!program)
     return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "skm_io_alloc: program is NULL");
   size_t ni = sk_program_num_inputs(program), no = sk_program_num_outputs(program);
@@ -396,8 +411,8 @@ sk_status skm_io_alloc(const sk_program *program, skm_io *io, char *msg, size_t 
   }
   io->n_inputs = ni;
   io->n_outputs = no;
-  sk_status st = describe_all(program, 0, io->inputs, ni, msg, msg_size);
-  if (st == SK_STATUS_OK) st = describe_all(program, 1, io->outputs, no, msg, msg_size);
+  sk_status st = describe_all(program, 0, tokens, io->inputs, ni, msg, msg_size);
+  if (st == SK_STATUS_OK) st = describe_all(program, 1, tokens, io->outputs, no, msg, msg_size);
   if (st != SK_STATUS_OK) {
     skm_io_free(io);
     return st;
@@ -598,7 +613,9 @@ sk_status skm_fill_from(skm_io *io, const skm_io *values, char *msg, size_t msg_
   for (size_t i = 0; i < io->n_inputs; i++) {
     skm_tensor *t = &io->inputs[i];
     const skm_tensor *v = skm_io_find_input((skm_io *)values, t->name);
-    if (!v || v->bytes != t->bytes)
+    /* A token input takes the first rows of values made for more tokens. */
+    bool fits = v && (t->tokens_k || v->tokens_k ? v->bytes >= t->bytes : v->bytes == t->bytes);
+    if (!fits)
       return skm_error(msg, msg_size, v ? SK_STATUS_INVALID_SHAPE : SK_STATUS_NOT_FOUND, "input %s: %s", t->name,
                        v ? "size differs from its values" : "no values for it");
     memcpy(t->data, v->data, t->bytes);

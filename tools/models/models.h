@@ -102,6 +102,9 @@ typedef struct skm_tensor {
   int64_t numel;
   void *data; /* zero-initialized, 64-byte aligned */
   size_t bytes;
+  /* A run-time token dimension (SK_DIM_TOKENS(k)): k rows per token, and
+   * shape[0] the rows of the count the buffer was made for; 0: static. */
+  int64_t tokens_k;
 } skm_tensor;
 
 /* Every input and output of a program, in declaration order, with buffers
@@ -116,6 +119,12 @@ typedef struct skm_io {
 /* Allocates buffers for every input and output of a program. On failure io
  * is left empty (skm_io_free is still safe). */
 sk_status skm_io_alloc(const sk_program *program, skm_io *io, char *msg, size_t msg_size);
+/* The same for a run of `tokens` tokens of a program with a run-time token
+ * count (tokens < 0: its maximum; ignored for static programs). */
+sk_status skm_io_alloc_at(const sk_program *program, int64_t tokens, skm_io *io, char *msg, size_t msg_size);
+/* The token count a model's runs have: its tN for a moe-layer with a
+ * run-time token count (tmax=N), else -1 (static shapes: what they say). */
+int64_t skm_model_run_tokens(const char *model);
 void skm_io_free(skm_io *io);
 
 /* Finds an input / output by name; NULL when there is none. */

@@ -101,6 +101,7 @@ int skm_moe_parse(const char *name, skm_moe_layer *out) {
     first = 1;
   }
   const int64_t max_experts = m.experts;
+  bool has_t = false;
   for (int k = first; k < n_parts; k++) {
     const char *part = parts[k];
     char *end;
@@ -108,10 +109,16 @@ int skm_moe_parse(const char *name, skm_moe_layer *out) {
     else if (strcmp(part, "fp16") == 0) m.dtype = m.expert_dtype = SK_FP16;
     else if (strcmp(part, "int8") == 0) m.dtype = SK_BF16, m.expert_dtype = SK_INT8;
     else if (strcmp(part, "skew") == 0 && p) m.skew = 1; /* a checkpoint's gate is its own */
+    else if (strncmp(part, "tmax=", 5) == 0) {
+      long long v = strtoll(part + 5, &end, 10);
+      if (*end || end == part + 5 || v < 1 || v > 1 << 16) return 0;
+      m.tmax = v;
+      if (!has_t) m.t = m.t < v ? m.t : v;
+    }
     else if ((part[0] == 't' || part[0] == 'e') && part[1] >= '0' && part[1] <= '9') {
       long long v = strtoll(part + 1, &end, 10);
       if (*end || v < 1 || v > (part[0] == 't' ? 1 << 16 : max_experts)) return 0;
-      if (part[0] == 't') m.t = v;
+      if (part[0] == 't') m.t = v, has_t = true;
       else m.experts = v;
     } else {
       return 0;
@@ -124,6 +131,7 @@ int skm_moe_parse(const char *name, skm_moe_layer *out) {
                     m.top_k > m.k_group * (m.experts / m.groups)))
     m.groups = 1, m.k_group = 1;
   if (m.top_k > m.experts) return 0;
+  if (m.tmax && m.t > m.tmax) return 0; /* a run cannot have more tokens than the program's maximum */
   *out = m;
   return 1;
 }
@@ -180,7 +188,11 @@ void skm_moe_graph(skm_builder *b, const skm_moe_layer *m, const char *options) 
   sk_value x = SK_VALUE_NONE, gate = SK_VALUE_NONE, up = SK_VALUE_NONE, down = SK_VALUE_NONE;
   sk_value up_scale = SK_VALUE_NONE, down_scale = SK_VALUE_NONE, bias = SK_VALUE_NONE;
   sk_value s_up = SK_VALUE_NONE, s_down = SK_VALUE_NONE;
-  skm_builder_input(b, "moe_x", m->dtype, 2, (int64_t[]){t, h}, &x);
+  if (m->tmax) { /* one program for every count up to tmax */
+    sk_status st = sk_graph_set_max_tokens(b->g, m->tmax);
+    if (st != SK_STATUS_OK) skm_builder_fail(b, st, "the maximum token count");
+  }
+  skm_builder_input(b, "moe_x", m->dtype, 2, (int64_t[]){m->tmax ? SK_DIM_DYNAMIC : t, h}, &x);
   skm_builder_input(b, "moe_gate", SK_FP32, 2, (int64_t[]){e, h}, &gate);
   skm_builder_input(b, "moe_w_up", m->expert_dtype, 3, (int64_t[]){e, h, i2}, &up);
   skm_builder_input(b, "moe_w_down", m->expert_dtype, 3, (int64_t[]){e, m->inter, h}, &down);

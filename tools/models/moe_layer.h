@@ -1,6 +1,7 @@
 /*
  * moe_layer.h — the `moe-layer` model family (moe_layer.c): a MoE block of
- * a real model's shape, named moe-layer:PRESET[:tN][:bf16|fp16|int8][:eN].
+ * a real model's shape, named moe-layer:PRESET[:tN][:tmax=N][:bf16|fp16|int8][:eN]
+ * (tmax=N: one program for every token count up to N, run at tN).
  */
 #ifndef SK_TOOLS_MOE_LAYER_H
 #define SK_TOOLS_MOE_LAYER_H
@@ -15,6 +16,7 @@ typedef struct skm_moe_layer {
   sk_dtype dtype;         /* x, y, the shared experts */
   sk_dtype expert_dtype;  /* the routed experts' weights: dtype, or int8 (w8a8) */
   int skew;               /* skewed routing (":skew"): a few hot experts take most rows */
+  int64_t tmax;           /* ":tmax=N": a run-time token count up to N (t: a run's count); 0: static t */
 } skm_moe_layer;
 
 /* "tiny, qwen3-30b-a3b, ..." */

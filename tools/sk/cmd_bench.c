@@ -19,7 +19,7 @@
 static const char synopsis[] = "bench [SCENARIO ...] [options]";
 static const char full_synopsis[] =
     "bench [SCENARIO ...] [--iters N] [--threads LIST] [--json] [--options STRING] [--no-floor]\n"
-    "                [--weights-as-inputs] [--weights DIR [--layer N]]";
+    "                [--weights-as-inputs] [--weights DIR [--layer N]] [--tokens LIST]";
 
 enum { N_MODES = 3, BATCH = 10, MAX_SCENARIOS = 32, MAX_THREADS = 32 };
 static const sk_executor mode_executor[N_MODES] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
@@ -56,6 +56,10 @@ static void usage(void) {
          "  --weights-as-inputs  the weights are program inputs bound at every run;\n"
          "                     default: graph constants, packed once at compile\n"
          CLI_WEIGHTS_USAGE("")
+         "  --tokens LIST      for SCENARIOs with a run-time token count (moe-layer:...:tmax=N):\n"
+         "                     the one program compiled for up to N tokens against a program\n"
+         "                     compiled for exactly T, for each T of LIST (JIT, interleaved,\n"
+         "                     outputs checked bitwise equal): dynamic/exact per T\n"
          "  -h, --help         this help\n\n"
          "Exit status 1 also when the modes' outputs differ (the times are still printed).\n",
          full_synopsis, BATCH, skm_model_list());
@@ -70,6 +74,8 @@ typedef struct bench_args {
   bool json, no_floor, weights_as_inputs;
   const char *options;
   cli_weights weights;
+  int64_t tokens[CLI_MAX_TOKENS];
+  int n_tokens;
 } bench_args;
 
 /* Parses "1,2,all" into a->threads. */
@@ -130,6 +136,9 @@ static int parse(int argc, char **argv, bench_args *a) {
     } else if (VALUE_OPTION("--options")) {
       if (r < 0) return SK_EXIT_USAGE;
       a->options = val;
+    } else if (VALUE_OPTION("--tokens")) {
+      if (r < 0 || !cli_parse_tokens("bench", synopsis, val, a->tokens, CLI_MAX_TOKENS, &a->n_tokens))
+        return SK_EXIT_USAGE;
     } else if ((r = cli_weights_option("bench", synopsis, argc, argv, &i, &a->weights)) != 0) {
       if (r < 0) return SK_EXIT_USAGE;
     } else if (arg[0] == '-') {
@@ -433,6 +442,8 @@ static int bench(int argc, char **argv) {
   }
   a.n_threads = n_threads;
 
+  if (a.n_tokens)
+    return sk_bench_tokens(a.scenarios, a.n_scenarios, a.threads, a.n_threads, a.iters, a.options, a.tokens, a.n_tokens);
   int n_runs = a.n_scenarios * a.n_threads;
   bench_result *res = calloc((size_t)n_runs, sizeof *res);
   if (!res) {

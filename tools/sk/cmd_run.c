@@ -19,7 +19,7 @@ static const char synopsis[] = "run MODEL [options]";
 static const char full_synopsis[] =
     "run MODEL [--executor NAME | --no-sk] [--threads N] [--options STRING] [--iters N]\n"
     "              [--seed N] [--weights-as-inputs] [--inputs DIR] [--save-inputs DIR]\n"
-    "              [--save-outputs DIR] [--weights DIR [--layer N]]";
+    "              [--save-outputs DIR] [--weights DIR [--layer N]] [--tokens LIST]";
 
 static void usage(void) {
   printf("usage: sk %s\n\n"
@@ -50,6 +50,12 @@ static void usage(void) {
          "                       created)\n"
          "  --save-outputs DIR   write DIR/<output>.npy for every output (DIR is created)\n"
          CLI_WEIGHTS_USAGE("  ")
+         "  --tokens LIST        a model with a run-time token count (moe-layer:...:tmax=N):\n"
+         "                       run the one compiled program at each count of LIST in turn\n"
+         "                       (default: the name's tN); each output also prints the hash\n"
+         "                       of its first row, which a token's batch never changes\n"
+         "                       (the built-in inputs' first rows are the same at every\n"
+         "                       count); --save-outputs then writes DIR/t<T>/\n"
          "  -h, --help           this help\n\n"
          "The summary line names the executor that ran and how many super kernels the JIT\n"
          "compiled; on a terminal a line 'compiling sk1 (1/2)' shows the JIT's progress.\n\n"
@@ -67,6 +73,8 @@ typedef struct run_args {
   sk_executor executor;
   long threads, iters, seed;
   cli_weights weights;
+  int64_t tokens[CLI_MAX_TOKENS];
+  int n_tokens;
 } run_args;
 
 static int parse(int argc, char **argv, run_args *a) {
@@ -106,6 +114,9 @@ static int parse(int argc, char **argv, run_args *a) {
     } else if (VALUE_OPTION("--save-outputs")) {
       if (r < 0) return SK_EXIT_USAGE;
       a->save_outputs_dir = val;
+    } else if (VALUE_OPTION("--tokens")) {
+      if (r < 0 || !cli_parse_tokens("run", synopsis, val, a->tokens, CLI_MAX_TOKENS, &a->n_tokens))
+        return SK_EXIT_USAGE;
     } else if ((r = cli_weights_option("run", synopsis, argc, argv, &i, &a->weights)) != 0) {
       if (r < 0) return SK_EXIT_USAGE;
     } else if (arg[0] == '-') {
@@ -237,9 +248,15 @@ static int run_and_report(sk_session *s, skm_io *io, long iters) {
   for (size_t i = 0; i < io->n_outputs; i++) {
     const skm_tensor *t = &io->outputs[i];
     char shape[160];
-    printf("output %s: %s %s  checksum %.6f  hash %016llx\n", t->name, sk_dtype_name(t->dtype),
+    printf("output %s: %s %s  checksum %.6f  hash %016llx", t->name, sk_dtype_name(t->dtype),
            skm_format_shape(t->rank, t->shape, shape, sizeof shape), skm_checksum(t),
            (unsigned long long)skm_hash(t));
+    if (t->tokens_k == 1 && t->shape[0] > 0) { /* one row per token: the first token's row */
+      skm_tensor row = *t;
+      row.bytes = t->bytes / (size_t)t->shape[0];
+      printf("  row0 %016llx", (unsigned long long)skm_hash(&row));
+    }
+    printf("\n");
   }
   double med = cli_median(times, timed);
   if (iters > 1)
@@ -250,11 +267,40 @@ static int run_and_report(sk_session *s, skm_io *io, long iters) {
   return SK_EXIT_OK;
 }
 
+/* One run of the session's program at `tokens` tokens (-1: static shapes):
+ * its buffers, inputs, the timed runs, the report, the saved files
+ * (per_count: under DIR/t<T>/). */
+static int run_at(const run_args *a, sk_session *s, int64_t tokens, bool per_count) {
+  skm_io io;
+  char msg[1024], dir[4096];
+  if (skm_io_alloc_at(s->program, tokens, &io, msg, sizeof msg) != SK_STATUS_OK) {
+    fprintf(stderr, "sk run: %s\n", msg);
+    return SK_EXIT_FAIL;
+  }
+  if (tokens >= 0) printf("-- %lld tokens\n", (long long)tokens);
+  int rc = sk_session_fill_inputs(s, "run", &io);
+  if (rc == SK_EXIT_OK && a->inputs_dir) rc = read_inputs(a->inputs_dir, &io, s->model);
+  /* Every tensor the model reads, weights included, whichever way they were
+   * built: with constants the weights are not program inputs. */
+  const skm_io *all = s->weights_as_inputs ? &io : &s->values;
+  if (rc == SK_EXIT_OK && a->save_inputs_dir && !per_count)
+    rc = save_all("--save-inputs", a->save_inputs_dir, all->inputs, all->n_inputs);
+  if (rc == SK_EXIT_OK) rc = run_and_report(s, &io, a->iters);
+  if (rc == SK_EXIT_OK && a->save_outputs_dir) {
+    snprintf(dir, sizeof dir, per_count ? "%s/t%lld" : "%s", a->save_outputs_dir, (long long)tokens);
+    rc = save_all("--save-outputs", dir, io.outputs, io.n_outputs);
+  }
+  skm_io_free(&io);
+  return rc;
+}
+
 static int run(const run_args *a) {
+  int rc = cli_check_tokens("run", synopsis, a->model, a->n_tokens);
+  if (rc != SK_EXIT_OK) return rc;
 
   sk_executor executor = a->has_executor ? a->executor : a->no_sk ? SK_EXECUTOR_EAGER : SK_EXECUTOR_DEFAULT;
   sk_session s;
-  int rc = sk_session_open_team(&s, "run", synopsis, a->model, a->options, (int)a->threads);
+  rc = sk_session_open_team(&s, "run", synopsis, a->model, a->options, (int)a->threads);
   if (rc != SK_EXIT_OK) return rc;
   s.seed = (uint64_t)a->seed;
   s.weights_as_inputs = a->weights_as_inputs || (a->inputs_dir && holds_a_weight(a->inputs_dir));
@@ -264,31 +310,19 @@ static int run(const run_args *a) {
     return rc;
   }
 
-  skm_io io;
-  char msg[1024];
-  if (skm_io_alloc(s.program, &io, msg, sizeof msg) != SK_STATUS_OK) {
-    fprintf(stderr, "sk run: %s\n", msg);
-    sk_session_close(&s);
-    return SK_EXIT_FAIL;
-  }
-  rc = sk_session_fill_inputs(&s, "run", &io);
-
   printf("model %s: %s\n", s.model, s.description);
   char how[256];
   printf("executor %s, team of %d cores, options %s, weights %s\n",
          sk_compile_stats_format(&s.stats, how, sizeof how), sk_team_num_cores(s.team),
          a->options ? a->options : "(defaults)", s.weights_as_inputs ? "as inputs" : "as constants");
-  if (rc == SK_EXIT_OK && a->inputs_dir) rc = read_inputs(a->inputs_dir, &io, s.model);
-  /* Every tensor the model reads, weights included, whichever way they were
-   * built: with constants the weights are not program inputs. */
-  const skm_io *all = s.weights_as_inputs ? &io : &s.values;
-  if (rc == SK_EXIT_OK && a->save_inputs_dir)
-    rc = save_all("--save-inputs", a->save_inputs_dir, all->inputs, all->n_inputs);
-  if (rc == SK_EXIT_OK) rc = run_and_report(&s, &io, a->iters);
-  if (rc == SK_EXIT_OK && a->save_outputs_dir)
-    rc = save_all("--save-outputs", a->save_outputs_dir, io.outputs, io.n_outputs);
-
-  skm_io_free(&io);
+  if (sk_program_max_tokens(s.program) > 0)
+    printf("run-time token count: one program for 1..%lld tokens\n", (long long)sk_program_max_tokens(s.program));
+  /* The counts to run: --tokens, else the model's own (static: -1). */
+  int64_t own = skm_model_run_tokens(s.model);
+  const int64_t *counts = a->n_tokens ? a->tokens : &own;
+  int n_counts = a->n_tokens ? a->n_tokens : 1;
+  for (int k = 0; k < n_counts && rc == SK_EXIT_OK; k++)
+    rc = run_at(a, &s, counts[k], n_counts > 1);
   sk_session_close(&s);
   return rc;
 }

@@ -58,6 +58,29 @@ bool cli_parse_int(const char *cmd, const char *synopsis, const char *option, co
   return true;
 }
 
+bool cli_parse_tokens(const char *cmd, const char *synopsis, const char *text, int64_t *out, int max, int *n) {
+  *n = 0;
+  for (const char *p = text;;) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || (*end != ',' && *end != '\0') || errno == ERANGE || v < 0 || v > (1 << 24) || *n >= max) {
+      cli_usage_error(cmd, synopsis, "--tokens: expected at most %d comma-separated token counts in 0..%d, got '%s'",
+                      max, 1 << 24, text);
+      return false;
+    }
+    out[(*n)++] = v;
+    if (*end == '\0') return true;
+    p = end + 1;
+  }
+}
+
+int cli_check_tokens(const char *cmd, const char *synopsis, const char *model, int n_tokens) {
+  if (n_tokens == 0 || skm_model_run_tokens(model) >= 0) return SK_EXIT_OK;
+  return cli_usage_error(cmd, synopsis,
+                         "--tokens: model %s has no run-time token count (add :tmax=N to a moe-layer name)", model);
+}
+
 bool cli_is_dir(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
@@ -223,7 +246,7 @@ int sk_session_compile(sk_session *s, const char *cmd, sk_executor executor, con
   }
   /* The values live until sk_session_close, after every program. */
   skm_config mc = {.weights = s->weights_as_inputs ? NULL : &s->values, .borrow_weights = 1};
-  if (st == SK_STATUS_OK) st = skm_build(s->model, &mc, &g, NULL, msg, sizeof msg);
+  if (st == SK_STATUS_OK) st = skm_build(s->build_model ? s->build_model : s->model, &mc, &g, NULL, msg, sizeof msg);
   if (st != SK_STATUS_OK) {
     fprintf(stderr, "sk %s: %s\n", cmd, msg);
     return SK_EXIT_FAIL;

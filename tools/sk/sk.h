@@ -97,6 +97,14 @@ bool cli_is_dir(const char *path);
 double cli_now_us(void);
 double cli_median(double *values, int n);
 
+/* --tokens LIST: comma-separated token counts (0..2^24) into out (at most
+ * max of them); prints a usage error and returns false otherwise. */
+#define CLI_MAX_TOKENS 32
+bool cli_parse_tokens(const char *cmd, const char *synopsis, const char *text, int64_t *out, int max, int *n);
+/* A model's run-time token count: whether it has one (moe-layer:...:tmax=N),
+ * and an error naming --tokens when a list was given for a model without. */
+int cli_check_tokens(const char *cmd, const char *synopsis, const char *model, int n_tokens);
+
 /* ---- Model + team + program (common.c) ---------------------------------- */
 
 /* What a compile did. */
@@ -120,6 +128,10 @@ typedef struct sk_session {
   uint64_t seed;
   bool weights_as_inputs;
   skm_io values; /* skm_values of the model, made at the first compile */
+  /* Set before sk_session_compile: the model name the graph is built from
+   * (NULL: model) — another token count of the same layer, with the
+   * session's values (sk bench --tokens). */
+  const char *build_model;
   bool have_values;
 } sk_session;
 
@@ -148,6 +160,11 @@ void sk_session_close(sk_session *s);
 /* Fills a program's inputs (io from skm_io_alloc) with the session's model
  * values, whichever way the weights were built; errors as sk_session_open. */
 int sk_session_fill_inputs(sk_session *s, const char *cmd, skm_io *io);
+
+/* sk bench --tokens (cmd_bench_tokens.c): one program compiled for a run-time
+ * token count against programs compiled for exactly each count. */
+int sk_bench_tokens(const char *const *scenarios, int n_scenarios, const int *threads, int n_threads, long iters,
+                    const char *options, const int64_t *tokens, int n_tokens);
 
 /* Executor names are the library's (sk_executor_name / sk_executor_parse).
  * Parses an --executor value (eager, interp, jit, auto, reference); false
