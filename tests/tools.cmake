@@ -358,3 +358,31 @@ sk_cli_test(sk_run_moe_layer_bad_tokens 2 -E "unknown model 'moe-layer:tiny:t0'"
 sk_cli_test(sk_run_moe_layer_bad_preset 2 -E "PRESET: tiny, qwen3-30b-a3b" -- ${SK} run moe-layer:gpt5)
 sk_cli_test(sk_run_moe_layer_topk_over_experts 2 -E "unknown model" -- ${SK} run moe-layer:qwen3-30b-a3b:e4)
 
+
+# A run-time token count (moe-layer:...:tmax=N --tokens LIST): one program
+# runs every count, and the first token's output rows are bitwise the same
+# at every count (its batch never changes them), for each MoE-layer preset
+# (8 experts) in every expert dtype; eager and interpreted at 1 and 3 cores
+# on the tiny one.
+foreach(preset qwen3-30b-a3b deepseek-v2-lite deepseek-v3)
+  foreach(dt bf16 fp16 int8)
+    sk_cli_test(sk_run_tokens_${preset}_${dt} 0 -o "one program for 1..16 tokens"
+                -o "first token's output rows: bitwise the same at every count" -O "DIFFER"
+                -- ${SK} run moe-layer:${preset}:e8:tmax=16:${dt} --tokens 1,4,7,16 --iters 1 --threads 2)
+  endforeach()
+endforeach()
+sk_cli_test(sk_run_tokens_eager_1 0 -o "bitwise the same at every count"
+            -- ${SK} run moe-layer:tiny:tmax=40 --tokens 1,2,3,31,40,5 --iters 1 --threads 1 --executor eager)
+sk_cli_test(sk_run_tokens_interp_3 0 -o "bitwise the same at every count"
+            -- ${SK} run moe-layer:tiny:tmax=40:int8 --tokens 40,1,17,33 --iters 1 --threads 3 --executor interp)
+sk_cli_test(sk_run_tokens_static_model 2 -E "--tokens: model moe-layer:tiny:t4 has no run-time token count"
+            -- ${SK} run moe-layer:tiny:t4 --tokens 1,2)
+sk_cli_test(sk_run_tokens_over_max 2 -E "--tokens: 9 is above the model's maximum (tmax=8)"
+            -- ${SK} run moe-layer:tiny:tmax=8 --tokens 9 --iters 1)
+sk_cli_test(sk_run_tokens_bad_list 2 -E "--tokens: expected"
+            -- ${SK} run moe-layer:tiny:tmax=8 --tokens 1,,2)
+sk_cli_test(sk_run_tmax_below_t 2 -E "unknown model" -- ${SK} run moe-layer:tiny:t9:tmax=8)
+sk_cli_test(sk_bench_tokens 0 -o "token buckets" -o "bitwise equal" -O "DIFFER"
+            -- ${SK} bench moe-layer:tiny:tmax=64:int8 --tokens 1,5,64 --iters 5 --threads 1,2)
+sk_cli_test(sk_profile_tokens 0 -o "outputs bitwise equal"
+            -- ${SK} profile moe-layer:tiny:tmax=64 --tokens 5 --out ${SK_CLI_DIR}/profile_tokens --iters 2 --threads 2)

@@ -108,11 +108,10 @@ static int compare_at(sk_session *s, sk_program *dynamic, const char *scenario, 
 
 static int bench_scenario(const char *scenario, int threads, long iters, const char *options, const int64_t *tokens,
                           int n_tokens, bool *all_equal) {
-  if (skm_model_run_tokens(scenario) < 0)
-    return cli_usage_error("bench", synopsis, "--tokens: scenario %s has no run-time token count (add :tmax=N)",
-                           scenario);
+  int rc = cli_check_tokens("bench", synopsis, scenario, tokens, n_tokens);
+  if (rc != SK_EXIT_OK) return rc;
   sk_session s;
-  int rc = sk_session_open_team(&s, "bench", synopsis, scenario, options, threads);
+  rc = sk_session_open_team(&s, "bench", synopsis, scenario, options, threads);
   if (rc != SK_EXIT_OK) return rc;
   double c0 = cli_now_us();
   rc = sk_session_compile(&s, "bench", SK_EXECUTOR_JIT, options, 0, &s.program, NULL);

@@ -16,7 +16,8 @@
 #include "sk.h"
 
 static const char synopsis[] =
-    "profile MODEL --out DIR [--options STRING] [--threads N] [--iters N] [--weights DIR [--layer N]]";
+    "profile MODEL --out DIR [--options STRING] [--threads N] [--iters N] [--weights DIR [--layer N]]\n"
+    "              [--tokens T]";
 
 static void usage(void) {
   printf("usage: sk %s\n\n"
@@ -36,6 +37,9 @@ static void usage(void) {
          "  --threads N        team size (default: every available core, or $SK_NUM_THREADS)\n"
          "  --iters N          recorded runs of each program (default 20)\n"
          CLI_WEIGHTS_USAGE("")
+         "  --tokens T         a model with a run-time token count (moe-layer:...:tmax=N):\n"
+         "                     the count the runs have (default: the name's tN); the\n"
+         "                     profile is that of the token bucket that serves it\n"
          "  -h, --help         this help\n\n"
          "Exit status 1 also when the two programs' outputs differ.\n",
          synopsis, skm_model_list());
@@ -166,6 +170,8 @@ static int profile(int argc, char **argv) {
   cli_weights weights = {0};
   const char *model = NULL, *options = NULL, *out = NULL, *val;
   long threads = 0, iters = 20;
+  int64_t tokens[CLI_MAX_TOKENS];
+  int n_tokens = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int r;
@@ -183,6 +189,8 @@ static int profile(int argc, char **argv) {
       if (r < 0 || !cli_parse_int("profile", synopsis, "--threads", val, 1, 1024, &threads)) return SK_EXIT_USAGE;
     } else if (VALUE_OPTION("--iters")) {
       if (r < 0 || !cli_parse_int("profile", synopsis, "--iters", val, 1, 10000000, &iters)) return SK_EXIT_USAGE;
+    } else if (VALUE_OPTION("--tokens")) {
+      if (r < 0 || !cli_parse_tokens("profile", synopsis, val, tokens, 1, &n_tokens)) return SK_EXIT_USAGE;
     } else if ((r = cli_weights_option("profile", synopsis, argc, argv, &i, &weights)) != 0) {
       if (r < 0) return SK_EXIT_USAGE;
     } else if (a[0] == '-') {
@@ -199,7 +207,9 @@ static int profile(int argc, char **argv) {
   if (!*out) return cli_usage_error("profile", synopsis, "--out: empty directory name");
 
   int rc = cli_weights_open("profile", synopsis, &weights);
+  if (rc == SK_EXIT_OK) rc = cli_check_tokens("profile", synopsis, model, tokens, n_tokens);
   if (rc != SK_EXIT_OK) return rc;
+  int64_t run_tokens = n_tokens ? tokens[0] : skm_model_run_tokens(model);
   sk_session s;
   rc = sk_session_open_team(&s, "profile", synopsis, model, options, (int)threads);
   if (rc != SK_EXIT_OK) return rc;
@@ -234,7 +244,7 @@ static int profile(int argc, char **argv) {
   char msg[1024];
   for (int k = 0; k < 2 && rc == SK_EXIT_OK; k++) {
     rc = sk_session_compile(&s, "profile", executors[k], scope_options, 1, &m[k].program, &m[k].stats);
-    if (rc == SK_EXIT_OK && skm_io_alloc(m[k].program, &m[k].io, msg, sizeof msg) != SK_STATUS_OK) {
+    if (rc == SK_EXIT_OK && skm_io_alloc_at(m[k].program, run_tokens, &m[k].io, msg, sizeof msg) != SK_STATUS_OK) {
       fprintf(stderr, "sk profile: %s\n", msg);
       rc = SK_EXIT_FAIL;
     }

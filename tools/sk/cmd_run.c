@@ -229,6 +229,14 @@ static int save_all(const char *flag, const char *dir, const skm_tensor *ts, siz
   return SK_EXIT_OK;
 }
 
+/* The hash of a per-token output's first row; 0 for other outputs. */
+static uint64_t first_row_hash(const skm_tensor *t) {
+  if (t->tokens_k != 1 || t->shape[0] <= 0) return 0;
+  skm_tensor row = *t;
+  row.bytes = t->bytes / (size_t)t->shape[0];
+  return skm_hash(&row);
+}
+
 static int run_and_report(sk_session *s, skm_io *io, long iters) {
   int timed = iters > 1 ? (int)iters - 1 : 1;
   double *times = malloc(sizeof(double) * (size_t)timed);
@@ -251,11 +259,7 @@ static int run_and_report(sk_session *s, skm_io *io, long iters) {
     printf("output %s: %s %s  checksum %.6f  hash %016llx", t->name, sk_dtype_name(t->dtype),
            skm_format_shape(t->rank, t->shape, shape, sizeof shape), skm_checksum(t),
            (unsigned long long)skm_hash(t));
-    if (t->tokens_k == 1 && t->shape[0] > 0) { /* one row per token: the first token's row */
-      skm_tensor row = *t;
-      row.bytes = t->bytes / (size_t)t->shape[0];
-      printf("  row0 %016llx", (unsigned long long)skm_hash(&row));
-    }
+    if (first_row_hash(t)) printf("  row0 %016llx", (unsigned long long)first_row_hash(t));
     printf("\n");
   }
   double med = cli_median(times, timed);
@@ -270,7 +274,7 @@ static int run_and_report(sk_session *s, skm_io *io, long iters) {
 /* One run of the session's program at `tokens` tokens (-1: static shapes):
  * its buffers, inputs, the timed runs, the report, the saved files
  * (per_count: under DIR/t<T>/). */
-static int run_at(const run_args *a, sk_session *s, int64_t tokens, bool per_count) {
+static int run_at(const run_args *a, sk_session *s, int64_t tokens, bool per_count, uint64_t *row0, size_t max_row0) {
   skm_io io;
   char msg[1024], dir[4096];
   if (skm_io_alloc_at(s->program, tokens, &io, msg, sizeof msg) != SK_STATUS_OK) {
@@ -286,6 +290,7 @@ static int run_at(const run_args *a, sk_session *s, int64_t tokens, bool per_cou
   if (rc == SK_EXIT_OK && a->save_inputs_dir && !per_count)
     rc = save_all("--save-inputs", a->save_inputs_dir, all->inputs, all->n_inputs);
   if (rc == SK_EXIT_OK) rc = run_and_report(s, &io, a->iters);
+  for (size_t j = 0; j < io.n_outputs && j < max_row0; j++) row0[j] = first_row_hash(&io.outputs[j]);
   if (rc == SK_EXIT_OK && a->save_outputs_dir) {
     snprintf(dir, sizeof dir, per_count ? "%s/t%lld" : "%s", a->save_outputs_dir, (long long)tokens);
     rc = save_all("--save-outputs", dir, io.outputs, io.n_outputs);
@@ -295,7 +300,7 @@ static int run_at(const run_args *a, sk_session *s, int64_t tokens, bool per_cou
 }
 
 static int run(const run_args *a) {
-  int rc = cli_check_tokens("run", synopsis, a->model, a->n_tokens);
+  int rc = cli_check_tokens("run", synopsis, a->model, a->tokens, a->n_tokens);
   if (rc != SK_EXIT_OK) return rc;
 
   sk_executor executor = a->has_executor ? a->executor : a->no_sk ? SK_EXECUTOR_EAGER : SK_EXECUTOR_DEFAULT;
@@ -321,8 +326,23 @@ static int run(const run_args *a) {
   int64_t own = skm_model_run_tokens(s.model);
   const int64_t *counts = a->n_tokens ? a->tokens : &own;
   int n_counts = a->n_tokens ? a->n_tokens : 1;
-  for (int k = 0; k < n_counts && rc == SK_EXIT_OK; k++)
-    rc = run_at(a, &s, counts[k], n_counts > 1);
+  /* The first token is the same at every count (the built-in inputs'
+   * first rows): its output rows must be too (batch invariance). */
+  enum { MAX_ROW0 = 16 };
+  uint64_t first[MAX_ROW0] = {0}, row0[MAX_ROW0];
+  bool same = true;
+  for (int k = 0; k < n_counts && rc == SK_EXIT_OK; k++) {
+    memset(row0, 0, sizeof row0);
+    rc = run_at(a, &s, counts[k], n_counts > 1, row0, MAX_ROW0);
+    for (int j = 0; j < MAX_ROW0; j++) {
+      if (!first[j]) first[j] = row0[j];
+      else if (row0[j] && row0[j] != first[j]) same = false;
+    }
+  }
+  if (rc == SK_EXIT_OK && n_counts > 1 && !a->inputs_dir) {
+    printf("first token's output rows: %s at every count\n", same ? "bitwise the same" : "DIFFER");
+    if (!same) rc = SK_EXIT_FAIL;
+  }
   sk_session_close(&s);
   return rc;
 }

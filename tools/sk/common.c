@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "models.h"
+#include "moe_layer.h"
 #include "sk.h"
 
 bool cli_is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
@@ -75,10 +76,17 @@ bool cli_parse_tokens(const char *cmd, const char *synopsis, const char *text, i
   }
 }
 
-int cli_check_tokens(const char *cmd, const char *synopsis, const char *model, int n_tokens) {
-  if (n_tokens == 0 || skm_model_run_tokens(model) >= 0) return SK_EXIT_OK;
-  return cli_usage_error(cmd, synopsis,
-                         "--tokens: model %s has no run-time token count (add :tmax=N to a moe-layer name)", model);
+int cli_check_tokens(const char *cmd, const char *synopsis, const char *model, const int64_t *tokens, int n_tokens) {
+  skm_moe_layer m;
+  if (n_tokens == 0) return SK_EXIT_OK;
+  if (!skm_moe_parse(model, &m) || !m.tmax)
+    return cli_usage_error(cmd, synopsis,
+                           "--tokens: model %s has no run-time token count (add :tmax=N to a moe-layer name)", model);
+  for (int k = 0; k < n_tokens; k++)
+    if (tokens[k] > m.tmax)
+      return cli_usage_error(cmd, synopsis, "--tokens: %lld is above the model's maximum (tmax=%lld)",
+                             (long long)tokens[k], (long long)m.tmax);
+  return SK_EXIT_OK;
 }
 
 bool cli_is_dir(const char *path) {

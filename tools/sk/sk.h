@@ -101,9 +101,9 @@ double cli_median(double *values, int n);
  * max of them); prints a usage error and returns false otherwise. */
 #define CLI_MAX_TOKENS 32
 bool cli_parse_tokens(const char *cmd, const char *synopsis, const char *text, int64_t *out, int max, int *n);
-/* A model's run-time token count: whether it has one (moe-layer:...:tmax=N),
- * and an error naming --tokens when a list was given for a model without. */
-int cli_check_tokens(const char *cmd, const char *synopsis, const char *model, int n_tokens);
+/* A --tokens list for a model: a usage error naming it when the model has
+ * no run-time token count (moe-layer:...:tmax=N) or a count is above N. */
+int cli_check_tokens(const char *cmd, const char *synopsis, const char *model, const int64_t *tokens, int n_tokens);
 
 /* ---- Model + team + program (common.c) ---------------------------------- */
 
