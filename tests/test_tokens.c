@@ -252,6 +252,10 @@ static void test_reported_shapes(void) {
   sk_graph_destroy(g);
 }
 
+static void noop_kernel(void *const *args, int64_t block, int64_t n_blocks, void *workspace, sk_kernel_ctx *ctx) {
+  (void)args, (void)block, (void)n_blocks, (void)workspace, (void)ctx;
+}
+
 /* Graphs whose shapes cannot follow the count are refused as they are built. */
 static void test_refused_graphs(void) {
   sk_graph *g;
@@ -282,6 +286,15 @@ static void test_refused_graphs(void) {
   sk_op_input add_in[] = {{"x", &x, 1}, {"y", &c16, 1}};
   sk_op_desc add = {.struct_size = sizeof add, .op = "add", .inputs = add_in, .n_inputs = 2};
   CHECK_FAILS(sk_graph_add_op(g, &add, &y, 1, NULL), SK_STATUS_INVALID_SHAPE, "add", "token count of 9");
+  /* A custom kernel (its blocks know nothing of a run's count). */
+  sk_kernel_desc kd = {.struct_size = sizeof kd, .name = "tokens_test_copy", .entry = noop_kernel,
+                       .type = SK_KERNEL_TYPE_VECTOR, .block_count = 1, .n_params = 2};
+  sk_kernel *k = NULL;
+  CHECK_OK(sk_kernel_register(&kd, &k));
+  sk_op_input kin[] = {{"x", &x, 1}};
+  sk_op_desc kdesc = {.struct_size = sizeof kdesc, .op = "tokens_test_copy", .inputs = kin, .n_inputs = 1};
+  CHECK_FAILS(sk_graph_add_op(g, &kdesc, &y, 1, NULL), SK_STATUS_UNSUPPORTED, "tokens_test_copy",
+              "does not take a run-time token count");
   /* The flattened tokens: [T * 4], dynamic. */
   sk_attr flat[] = {SK_ATTR_INTS("shape", ((const int64_t[]){-1}), 1)};
   d.attrs = flat;

@@ -6,7 +6,8 @@
  * session's values) and run on the same inputs (the dynamic program's
  * first T rows), their outputs are checked bitwise equal after a warm-up
  * batch, then they run interleaved in batches of BATCH until each has run
- * --iters times; the medians, p10/p90 and dynamic/exact are printed.
+ * --iters times (a tenth of that, at least 5, from 256 tokens on); the
+ * medians, p10/p90 and dynamic/exact are printed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,9 @@ static int compare_at(sk_session *s, sk_program *dynamic, const char *scenario, 
   int rc = sk_session_compile(s, "bench", SK_EXECUTOR_JIT, options, 0, &x[1].p, NULL);
   double compile_ms = (cli_now_us() - c0) / 1e3;
   s->build_model = NULL;
-  int n = (int)iters;
+  /* Prefill-sized counts run a tenth as often (at least 5), as sk bench's prefill. */
+  int n = tokens >= 256 ? (int)(iters / 10 > 5 ? iters / 10 : iters < 5 ? iters : 5) : (int)iters;
+  int warm = n < BATCH ? n : BATCH;
   for (int k = 0; k < 2 && rc == SK_EXIT_OK; k++) {
     if (skm_io_alloc_at(x[k].p, tokens, &x[k].io, msg, sizeof msg) != SK_STATUS_OK) {
       fprintf(stderr, "sk bench: %s\n", msg);
@@ -83,7 +86,7 @@ static int compare_at(sk_session *s, sk_program *dynamic, const char *scenario, 
   }
   static const char *const what[2] = {"dynamic", "exact"};
   double dt;
-  for (int r = 0; r < BATCH && rc == SK_EXIT_OK; r++) /* warm-up */
+  for (int r = 0; r < warm && rc == SK_EXIT_OK; r++) /* warm-up */
     for (int k = 0; k < 2 && rc == SK_EXIT_OK; k++) rc = run_once(s, &x[k], &dt, what[k]);
   if (rc == SK_EXIT_OK) *equal = outputs_equal(&x[0].io, &x[1].io);
   for (int r0 = 0; r0 < n && rc == SK_EXIT_OK; r0 += BATCH)
@@ -133,8 +136,8 @@ static int bench_scenario(const char *scenario, int threads, long iters, const c
 int sk_bench_tokens(const char *const *scenarios, int n_scenarios, const int *threads, int n_threads, long iters,
                     const char *options, const int64_t *tokens, int n_tokens) {
   printf("one program for every token count (dynamic) vs a program compiled for exactly T (exact), both JIT\n");
-  printf("times in us: median [p10, p90] of %ld runs each, interleaved in batches of %d after a warm-up batch\n",
-         iters, BATCH);
+  printf("times in us: median [p10, p90] of %ld runs each (from 256 tokens: a tenth, at least 5), interleaved in "
+         "batches of %d after a warm-up batch\n", iters, BATCH);
   printf("%-34s %7s %6s  %9s %-18s  %9s %-18s  %9s  %-13s  %8s\n", "scenario", "threads", "T", "dynamic",
          "[p10, p90]", "exact", "[p10, p90]", "dyn/exact", "outputs", "exact compile ms");
   bool equal = true;
