@@ -513,7 +513,10 @@ typedef struct sk_tensor_meta {
  * desc->inputs[1].count, ...; n_inputs must equal the sum). On success the
  * outputs go to outputs[0..*n_outputs) (max_outputs must be large enough;
  * the count needed is in the error otherwise). Every check of
- * sk_graph_add_op is made, with the same status and message. */
+ * sk_graph_add_op is made, with the same status and message. A meta whose
+ * leading dimension is SK_DIM_TOKENS(k) (SK_DIM_DYNAMIC for k = 1) has k
+ * rows a token of a run-time count: the node is checked as in a graph
+ * with a maximum, and outputs that follow the count are reported so. */
 SK_API sk_status sk_op_infer(const sk_op_desc *desc, const sk_tensor_meta *inputs, size_t n_inputs,
                              sk_tensor_meta *outputs, size_t max_outputs, size_t *n_outputs);
 

@@ -305,6 +305,29 @@ static void test_refused_graphs(void) {
   sk_graph_destroy(g);
 }
 
+/* sk_op_infer on metas with a token dimension: as a graph with a maximum. */
+static void test_infer(void) {
+  sk_tensor_meta in[2] = {{SK_BF16, 2, {SK_DIM_DYNAMIC, 32}}, {SK_INT32, 2, {SK_DIM_DYNAMIC, 4}}}, out[4];
+  sk_value none = 0;
+  sk_op_input rin[] = {{"x", &none, 1}, {"expert_idx", &none, 1}};
+  sk_attr rat[] = {SK_ATTR_INT("expert_num", 16)};
+  sk_op_desc d = {.struct_size = sizeof d, .op = "moe_init_routing", .inputs = rin, .n_inputs = 2, .attrs = rat,
+                  .n_attrs = 1};
+  size_t n = 0;
+  CHECK_OK(sk_op_infer(&d, in, 2, out, 4, &n));
+  CHECK(n == 4 && out[0].shape[0] == SK_DIM_TOKENS(4) && out[0].shape[1] == 32);
+  CHECK(out[2].shape[0] == 16); /* the per-expert counts: static */
+  sk_op_input xin[] = {{"x", &none, 1}};
+  sk_attr fixed[] = {SK_ATTR_INTS("shape", ((const int64_t[]){64, 4}), 2)};
+  sk_op_desc r = {.struct_size = sizeof r, .op = "reshape", .inputs = xin, .n_inputs = 1, .attrs = fixed, .n_attrs = 1};
+  in[0] = (sk_tensor_meta){SK_FP32, 2, {SK_DIM_TOKENS(2), 8}};
+  CHECK_FAILS(sk_op_supported(&r, in, 1), SK_STATUS_INVALID_SHAPE, "reshape", "elements");
+  sk_attr flat[] = {SK_ATTR_INTS("shape", ((const int64_t[]){-1}), 1)};
+  r.attrs = flat;
+  CHECK_OK(sk_op_infer(&r, in, 1, out, 4, &n));
+  CHECK(n == 1 && out[0].rank == 1 && out[0].shape[0] == SK_DIM_TOKENS(16));
+}
+
 int main(void) {
   for (int t = 0; t < 3; t++) {
     sk_team_config cfg = {.struct_size = sizeof cfg, .num_cores = t + 1};
@@ -313,7 +336,7 @@ int main(void) {
   static const harness_case cases[] = {TEST_CASE(test_every_count_small), TEST_CASE(test_bucket_edges),
                                        TEST_CASE(test_max_one),           TEST_CASE(test_bad_counts),
                                        TEST_CASE(test_bound_runs),        TEST_CASE(test_reported_shapes),
-                                       TEST_CASE(test_refused_graphs)};
+                                       TEST_CASE(test_refused_graphs),    TEST_CASE(test_infer)};
   int rc = harness_run(cases, sizeof cases / sizeof cases[0]);
   for (int t = 0; t < 3; t++) sk_team_destroy(teams[t]);
   return rc;

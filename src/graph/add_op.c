@@ -195,22 +195,66 @@ sk_status sk_graph_add_op(sk_graph *g, const sk_op_desc *desc, sk_value *outputs
   return st;
 }
 
+/* Metas with a run-time token dimension (a leading SK_DIM_TOKENS(k)) are
+ * built at this many tokens, then checked at others as sk_graph_add_op
+ * checks a node of a graph with a maximum. */
+#define INFER_NOMINAL_TOKENS 64
+
+/* The metas as tensors at the nominal count when any has a token
+ * dimension: *out (NULL when none has, or on error). */
+static sk_status dynamic_metas(const char *fn, const sk_tensor_meta *metas, size_t n, sk__tensor **out) {
+  *out = NULL;
+  bool any = false;
+  for (size_t i = 0; i < n; i++) any = any || (metas[i].rank > 0 && metas[i].rank <= SK_MAX_RANK && metas[i].shape[0] < 0);
+  if (!any) return SK_STATUS_OK;
+  sk__tensor *ts = calloc(n, sizeof *ts);
+  if (!ts) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", fn);
+  for (size_t i = 0; i < n; i++) {
+    sk_tensor_meta m = metas[i];
+    bool dyn = m.rank > 0 && m.rank <= SK_MAX_RANK && m.shape[0] < 0;
+    if (dyn) m.shape[0] = m.shape[0] < -((int64_t)1 << 24) ? -1 : -m.shape[0] * INFER_NOMINAL_TOKENS;
+    char why[128];
+    if (m.dtype <= SK_DTYPE_INVALID || m.dtype >= SK_DTYPE_COUNT_ || !sk__shape_check(m.dtype, m.rank, m.shape, why, sizeof why)) {
+      free(ts);
+      return sk__fail(m.dtype <= SK_DTYPE_INVALID || m.dtype >= SK_DTYPE_COUNT_ ? SK_STATUS_INVALID_DTYPE
+                                                                                 : SK_STATUS_INVALID_SHAPE,
+                      "%s: input meta %zu: %s", fn, i, dyn ? "a token dimension of too many rows" : why);
+    }
+    sk__tensor_init(&ts[i], m.dtype, m.rank, m.shape);
+    ts[i].dynamic = dyn;
+  }
+  *out = ts;
+  return SK_STATUS_OK;
+}
+
 /* sk_op_infer and sk_op_supported: the same build on metas, no graph. */
 static sk_status infer(const char *fn, const sk_op_desc *desc, const sk_tensor_meta *inputs, size_t n_inputs,
                        sk_tensor_meta *outputs, size_t max_outputs, size_t *n_outputs) {
   sk__clear_error();
   if (n_inputs && !inputs) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: inputs is NULL", fn);
   sk__build_ctx ctx = {0};
-  sk__tensor *scratch = NULL;
-  tensor_source src = {.from_metas = true, .metas = inputs, .n_metas = n_inputs};
+  sk__tensor *scratch = NULL, *dyn_inputs = NULL;
+  bool *dynamic = NULL;
+  SK_RETURN_IF_ERROR(dynamic_metas(fn, inputs, n_inputs, &dyn_inputs));
+  tensor_source src = {.from_metas = true, .metas = inputs, .tensors = dyn_inputs, .n_metas = n_inputs};
   sk_status st = build(desc, &src, &ctx, &scratch);
+  if (st == SK_STATUS_OK && dyn_inputs) { /* which outputs follow the count */
+    if (!(dynamic = calloc(ctx.n_outs, sizeof *dynamic))) st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", fn);
+    else if (!ctx.def->dynamic_rows)
+      st = sk__fail(SK_STATUS_UNSUPPORTED, "%s: op '%s' does not take a run-time token count", ctx.label,
+                    ctx.def->type);
+    else st = sk__tokens_probe_inputs(desc, dyn_inputs, INFER_NOMINAL_TOKENS, &ctx, dynamic);
+  }
   if (st == SK_STATUS_OK && outputs && max_outputs < ctx.n_outs)
     st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: the node has %zu outputs but room for %zu was given", ctx.label,
                   ctx.n_outs, max_outputs);
   for (size_t i = 0; st == SK_STATUS_OK && outputs && i < ctx.n_outs; i++) {
     outputs[i] = (sk_tensor_meta){.dtype = ctx.outs[i].dtype, .rank = ctx.outs[i].rank};
     memcpy(outputs[i].shape, ctx.outs[i].shape, sizeof outputs[i].shape);
+    if (dynamic && dynamic[i]) outputs[i].shape[0] = SK_DIM_TOKENS(ctx.outs[i].shape[0] / INFER_NOMINAL_TOKENS);
   }
+  free(dynamic);
+  free(dyn_inputs);
   if (st == SK_STATUS_OK && n_outputs) *n_outputs = ctx.n_outs;
   if (ctx.params) {
     if (ctx.def->free_params) ctx.def->free_params(ctx.params);

@@ -103,6 +103,10 @@ sk_status sk__build_on_tensors(const sk_op_desc *desc, const sk__tensor *inputs,
  * count: which of its outputs are dynamic (dynamic[i]), or an error naming
  * the op when its shapes cannot follow the count. */
 sk_status sk__tokens_probe(const sk_graph *g, const sk_op_desc *desc, const struct sk__build_ctx *ctx, bool *dynamic);
+/* The same for sk_op_infer: desc's inputs given (slot after slot in desc
+ * order) at a nominal maximum `max`, dynamic ones marked. */
+sk_status sk__tokens_probe_inputs(const sk_op_desc *desc, const sk__tensor *inputs, int64_t max,
+                                  const struct sk__build_ctx *at_max, bool *dynamic);
 /* A deep copy of desc (one allocation to free with free()); NULL when out of memory. */
 sk_op_desc *sk__desc_clone(const sk_op_desc *desc, const char *name);
 /* g with its token count fixed at tokens (1..max): a graph of static shapes

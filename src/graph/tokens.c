@@ -50,26 +50,37 @@ static sk__tensor at_tokens(const sk__tensor *t, int64_t max, int64_t tokens) {
   return r;
 }
 
-/* The inputs of desc from g's values at `tokens` tokens, slot after slot
- * in desc order (sk__build_on_tensors'); NULL when out of memory. */
-static sk__tensor *inputs_at(const sk_graph *g, const sk_op_desc *desc, int64_t tokens, size_t *n) {
+/* Where a node's inputs come from while it is checked: a graph's values,
+ * or (sk_op_infer) tensors given at a maximum, slot after slot in desc
+ * order; dynamic ones marked. */
+typedef struct probe_src {
+  const sk_graph *g;
+  const sk__tensor *inputs;
+  int64_t max;
+} probe_src;
+
+/* The inputs of desc at `tokens` tokens, slot after slot in desc order
+ * (sk__build_on_tensors'); NULL when out of memory. */
+static sk__tensor *inputs_at(const probe_src *src, const sk_op_desc *desc, int64_t tokens, size_t *n) {
   size_t total = 0;
   for (size_t i = 0; i < desc->n_inputs; i++) total += desc->inputs[i].count;
   sk__tensor *ts = calloc(total ? total : 1, sizeof *ts);
   if (!ts) return NULL;
   size_t k = 0;
   for (size_t i = 0; i < desc->n_inputs; i++)
-    for (size_t j = 0; j < desc->inputs[i].count; j++, k++)
-      ts[k] = at_tokens(&g->values[desc->inputs[i].values[j]].desc, g->max_tokens, tokens);
+    for (size_t j = 0; j < desc->inputs[i].count; j++, k++) {
+      const sk__tensor *t = src->g ? &src->g->values[desc->inputs[i].values[j]].desc : &src->inputs[k];
+      ts[k] = at_tokens(t, src->max, tokens);
+    }
   *n = total;
   return ts;
 }
 
 /* The build of desc at `tokens` tokens into ctx (freed by the caller). */
-static sk_status build_at(const sk_graph *g, const sk_op_desc *desc, int64_t tokens, sk__build_ctx *ctx,
+static sk_status build_at(const probe_src *src, const sk_op_desc *desc, int64_t tokens, sk__build_ctx *ctx,
                           sk__tensor **scratch) {
   size_t n = 0;
-  sk__tensor *ins = inputs_at(g, desc, tokens, &n);
+  sk__tensor *ins = inputs_at(src, desc, tokens, &n);
   if (!ins) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "out of memory");
   sk_status st = sk__build_on_tensors(desc, ins, n, ctx, scratch);
   free(ins);
@@ -87,9 +98,8 @@ static void ctx_release(sk__build_ctx *ctx, sk__tensor *scratch) {
 
 /* Which outputs of `at_max` follow the count, from their shapes at the
  * maximum and at `probe` tokens. */
-static sk_status compare_outputs(const sk_graph *g, const char *label, const sk__build_ctx *at_max,
+static sk_status compare_outputs(int64_t max, const char *label, const sk__build_ctx *at_max,
                                  const sk__build_ctx *at_probe, int64_t probe, bool *dynamic) {
-  int64_t max = g->max_tokens;
   for (size_t i = 0; i < at_max->n_outs; i++) {
     const sk__tensor *a = &at_max->outs[i], *b = &at_probe->outs[i];
     dynamic[i] = false;
@@ -111,46 +121,57 @@ static sk_status compare_outputs(const sk_graph *g, const char *label, const sk_
 /* The node built at `probe` tokens: its outputs' shapes must be those
  * the maximum's predict (dynamic[i] from an earlier probe, k * probe rows),
  * or, when dynamic is to be found (find), which outputs follow the count. */
-static sk_status probe_at(const sk_graph *g, const sk_op_desc *desc, const sk__build_ctx *at_max, int64_t probe,
+static sk_status probe_at(const probe_src *src, const sk_op_desc *desc, const sk__build_ctx *at_max, int64_t probe,
                           bool find, bool *dynamic) {
   sk__build_ctx ctx = {0};
   sk__tensor *scratch = NULL;
-  sk_status st = build_at(g, desc, probe, &ctx, &scratch);
+  sk_status st = build_at(src, desc, probe, &ctx, &scratch);
   if (st != SK_STATUS_OK) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", sk_last_error());
     ctx_release(&ctx, scratch);
     return sk__fail(st, "%s: fails at a run-time token count of %lld (the graph's is 1 .. %lld): %s", at_max->label,
-                    (long long)probe, (long long)g->max_tokens, msg);
+                    (long long)probe, (long long)src->max, msg);
   }
   bool *seen = find ? dynamic : calloc(at_max->n_outs ? at_max->n_outs : 1, sizeof *seen);
   if (!seen) st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", at_max->label);
   else if (ctx.n_outs != at_max->n_outs)
     st = sk__fail(SK_STATUS_UNSUPPORTED, "%s: has %zu outputs at %lld tokens and %zu at %lld", at_max->label,
-                  at_max->n_outs, (long long)g->max_tokens, ctx.n_outs, (long long)probe);
-  else st = compare_outputs(g, at_max->label, at_max, &ctx, probe, seen);
+                  at_max->n_outs, (long long)src->max, ctx.n_outs, (long long)probe);
+  else st = compare_outputs(src->max, at_max->label, at_max, &ctx, probe, seen);
   for (size_t i = 0; st == SK_STATUS_OK && !find && i < at_max->n_outs; i++)
     if (seen[i] != dynamic[i])
       st = sk__fail(SK_STATUS_UNSUPPORTED,
                     "%s: output %zu's leading dimension %s the token count at %lld tokens but %s at %lld: its shapes "
                     "cannot follow a run-time count",
-                    at_max->label, i, dynamic[i] ? "follows" : "does not follow", (long long)(g->max_tokens > 1 ? 1 : 2),
+                    at_max->label, i, dynamic[i] ? "follows" : "does not follow", (long long)(src->max > 1 ? 1 : 2),
                     seen[i] ? "does" : "does not", (long long)probe);
   if (!find) free(seen);
   ctx_release(&ctx, scratch);
   return st;
 }
 
-sk_status sk__tokens_probe(const sk_graph *g, const sk_op_desc *desc, const sk__build_ctx *at_max, bool *dynamic) {
+static sk_status probe(const probe_src *src, const sk_op_desc *desc, const sk__build_ctx *at_max, bool *dynamic) {
   /* At 1 token, the fewest a run has (checks that need rows fail there);
    * with a maximum of 1, at 2, only to see which dimensions follow. Then
    * at a count between 1 and the maximum: shapes that agree at both ends
    * by chance (x [T, H] + a constant [max, H] broadcasts at 1 and matches
    * at max) disagree there. */
-  int64_t max = g->max_tokens;
-  SK_RETURN_IF_ERROR(probe_at(g, desc, at_max, max > 1 ? 1 : 2, true, dynamic));
-  if (max > 2) SK_RETURN_IF_ERROR(probe_at(g, desc, at_max, max / 2 + 1 < max ? max / 2 + 1 : max - 1, false, dynamic));
+  int64_t max = src->max;
+  SK_RETURN_IF_ERROR(probe_at(src, desc, at_max, max > 1 ? 1 : 2, true, dynamic));
+  if (max > 2) SK_RETURN_IF_ERROR(probe_at(src, desc, at_max, max / 2 + 1 < max ? max / 2 + 1 : max - 1, false, dynamic));
   return SK_STATUS_OK;
+}
+
+sk_status sk__tokens_probe(const sk_graph *g, const sk_op_desc *desc, const sk__build_ctx *at_max, bool *dynamic) {
+  probe_src src = {.g = g, .max = g->max_tokens};
+  return probe(&src, desc, at_max, dynamic);
+}
+
+sk_status sk__tokens_probe_inputs(const sk_op_desc *desc, const sk__tensor *inputs, int64_t max,
+                                  const sk__build_ctx *at_max, bool *dynamic) {
+  probe_src src = {.inputs = inputs, .max = max};
+  return probe(&src, desc, at_max, dynamic);
 }
 
 /* ---- a descriptor kept to build the node again ---- */
@@ -218,7 +239,8 @@ static sk_status rebuild_node(const sk_graph *g, sk_graph *r, size_t i, int64_t 
   sk__node *dst = &r->nodes[i];
   sk__build_ctx ctx = {0};
   sk__tensor *scratch = NULL;
-  sk_status st = build_at(g, src->desc, tokens, &ctx, &scratch);
+  probe_src from = {.g = g, .max = g->max_tokens};
+  sk_status st = build_at(&from, src->desc, tokens, &ctx, &scratch);
   for (size_t o = 0; st == SK_STATUS_OK && o < ctx.n_outs; o++)
     if (o >= src->n_outputs || !sk__tensor_same_shape(&ctx.outs[o], &r->values[src->outputs[o]].desc))
       st = sk__fail(SK_STATUS_INTERNAL, "%s: output %zu's shape at %lld tokens is not the one its check predicted",
