@@ -16,6 +16,11 @@
  * element that one executor leaves unwritten shows as a mismatch. A valid
  * graph that fails to build, compile or run is a finding too.
  *
+ * With a run-time token count (fuzz_tokens.h: byte 0 >= TOKENS_MODE_MIN,
+ * about one input in three) the graph has dynamic token inputs, and the
+ * programs run at 1..3 token counts T in 0..max, each as above (a run at
+ * T = 0 must write nothing); then wrongly sized buffers must be refused.
+ *
  * JIT compiles take tens of milliseconds, so JIT runs on one input in
  * $SK_FUZZ_JIT_EVERY (default 4, chosen by a hash of the input, so a saved
  * input replays the same way; 1 = every input). The JIT cache is
@@ -23,7 +28,7 @@
 #include <errno.h>
 #include <sys/stat.h>
 
-#include "fuzz_gen.h"
+#include "fuzz_tokens.h"
 
 static sk_team *TEAM;
 static unsigned JIT_EVERY = 4;
@@ -133,42 +138,61 @@ static const char *ex_name(sk_executor ex) {
   }
 }
 
-static size_t binding_bytes(const sk_program *p, size_t i, bool input, const char **name) {
-  sk_dtype dt;
-  int rank;
-  int64_t shape[SK_MAX_RANK];
-  sk_status st = input ? sk_program_input_info(p, i, name, &dt, &rank, shape)
-                       : sk_program_output_info(p, i, name, &dt, &rank, shape);
-  FUZZ_ASSERT(st == SK_STATUS_OK, "binding info: %s", sk_last_error());
-  size_t n = sk_dtype_size(dt);
-  for (int d = 0; d < rank; d++) n *= (size_t)shape[d];
-  return n;
-}
+/* What the runs of one token count share. */
+typedef struct run_env {
+  const gen *G;
+  const char *global; /* the default options */
+  int64_t tokens;     /* T (0 for static programs: they have no dynamic binding) */
+  bool live;          /* the run computes; false: T = 0, nothing may be written */
+} run_env;
 
-static void describe_failure(const gen *G, sk_program *p, const char *global) {
-  fprintf(stderr, "graph: %d inputs, %d ops, %d scopes (last scope options \"%s\"), default options \"%s\"\n",
-          G->n_inputs, G->n_ops, G->n_scopes, G->last_options, global ? global : "");
+/* Prints the graph and program behind a finding, and then the library's
+ * last error (describing clears it). */
+static void describe_failure(const run_env *env, sk_program *p) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", sk_last_error());
+  const gen *G = env->G;
+  fprintf(stderr, "graph: %d inputs (%d dynamic), %d ops, %d scopes (last scope options \"%s\"), default options \"%s\"\n",
+          G->n_inputs, G->n_dynamic_inputs, G->n_ops, G->n_scopes, G->last_options, env->global ? env->global : "");
+  if (G->max_tokens) fprintf(stderr, "run-time token count: T = %lld of max %lld\n", (long long)env->tokens,
+                             (long long)G->max_tokens);
   char *text = NULL;
   if (p && sk_program_describe(p, &text) == SK_STATUS_OK) fprintf(stderr, "%s\n", text);
   sk_free(text);
+  for (int kind = 0; p && kind < 2; kind++)
+    for (size_t i = 0; i < tokens_n_io(p, (sk_io_kind)kind); i++) {
+      const char *name;
+      sk_dtype dt;
+      int rank;
+      int64_t sh[SK_MAX_RANK];
+      if ((kind == SK_IO_INPUT ? sk_program_input_info(p, i, &name, &dt, &rank, sh)
+                               : sk_program_output_info(p, i, &name, &dt, &rank, sh)) != SK_STATUS_OK)
+        continue;
+      fprintf(stderr, "%s %s: %s [", kind == SK_IO_INPUT ? "input" : "output", name, sk_dtype_name(dt));
+      for (int d = 0; d < rank; d++)
+        fprintf(stderr, d ? ", %s%lld" : "%s%lld", sh[d] < 0 ? "T*" : "", (long long)(sh[d] < 0 ? -sh[d] : sh[d]));
+      fprintf(stderr, "]\n");
+    }
+  if (msg[0]) fprintf(stderr, "last error: %s\n", msg);
 }
 
-/* Runs p with inputs bound; outputs prefilled with `pattern`. */
-static void run_into(const gen *G, sk_program *p, const sk_buffer *in, size_t ni, void **outs, size_t *bytes,
-                     unsigned char pattern, const char *what, const char *global) {
+/* Runs p with inputs bound; outputs sized for the run's T and prefilled
+ * with `pattern`. */
+static void run_into(const run_env *env, sk_program *p, const sk_buffer *in, size_t ni, void **outs, size_t *bytes,
+                     unsigned char pattern, const char *what) {
   size_t no = sk_program_num_outputs(p);
   sk_buffer *ob = calloc(no + 1, sizeof *ob);
   FUZZ_ASSERT(ob != NULL, "out of memory");
   for (size_t j = 0; j < no; j++) {
     const char *name;
-    bytes[j] = binding_bytes(p, j, false, &name);
+    bytes[j] = tokens_io_bytes(p, SK_IO_OUTPUT, j, env->tokens, &name, NULL);
     memset(outs[j], pattern, bytes[j] + 1);
     ob[j] = (sk_buffer){name, outs[j], bytes[j]};
   }
   sk_status st = FUZZ_CALL(sk_program_run(p, TEAM, in, ni, ob, no));
   if (st != SK_STATUS_OK) {
-    describe_failure(G, p, global);
-    FUZZ_FAIL("%s: running a valid graph failed: %s", what, sk_last_error());
+    describe_failure(env, p);
+    FUZZ_FAIL("%s: running a valid graph failed with %s (last error above)", what, sk_status_string(st));
   }
   for (size_t j = 0; j < no; j++)
     FUZZ_ASSERT(((unsigned char *)outs[j])[bytes[j]] == pattern, "%s wrote past output %zu", what, j);
@@ -176,9 +200,10 @@ static void run_into(const gen *G, sk_program *p, const sk_buffer *in, size_t ni
 }
 
 /* The same run in a run context of its own, bound by index, twice (its
- * flags and epochs carry over its launches); the outputs of the second. */
-static void run_in_context(const gen *G, sk_program *p, const sk_buffer *in, size_t ni, void **outs, size_t *bytes,
-                           const char *what, const char *global) {
+ * flags and epochs carry over its launches); the outputs of the second,
+ * prefilled with 0x6B. */
+static void run_in_context(const run_env *env, sk_program *p, const sk_buffer *in, size_t ni, void **outs,
+                           size_t *bytes, const char *what) {
   size_t no = sk_program_num_outputs(p);
   sk_run_context *ctx = NULL;
   sk_status st = FUZZ_CALL(sk_run_context_create(p, &ctx));
@@ -186,37 +211,123 @@ static void run_in_context(const gen *G, sk_program *p, const sk_buffer *in, siz
     st = FUZZ_CALL(sk_run_context_bind(ctx, SK_IO_INPUT, i, in[i].data, in[i].bytes));
   for (size_t j = 0; st == SK_STATUS_OK && j < no; j++) {
     const char *name;
-    bytes[j] = binding_bytes(p, j, false, &name);
+    bytes[j] = tokens_io_bytes(p, SK_IO_OUTPUT, j, env->tokens, &name, NULL);
     memset(outs[j], 0x6B, bytes[j] + 1);
     st = FUZZ_CALL(sk_run_context_bind(ctx, SK_IO_OUTPUT, j, outs[j], bytes[j]));
   }
   for (int rep = 0; st == SK_STATUS_OK && rep < 2; rep++) st = FUZZ_CALL(sk_run_context_run(ctx, TEAM));
   if (st != SK_STATUS_OK) {
-    describe_failure(G, p, global);
-    FUZZ_FAIL("%s: running a valid graph in a run context failed: %s", what, sk_last_error());
+    describe_failure(env, p);
+    FUZZ_FAIL("%s: running a valid graph in a run context failed with %s (last error above)", what, sk_status_string(st));
   }
   for (size_t j = 0; j < no; j++)
     FUZZ_ASSERT(((unsigned char *)outs[j])[bytes[j]] == 0x6B, "%s wrote past output %zu (run context)", what, j);
   sk_run_context_destroy(ctx);
 }
 
-/* Prints the first differing element of output j. */
-static void report_mismatch(const sk_program *p, size_t j, const void *a, const void *b, size_t bytes) {
+/* Output j of a run prefilled with `pattern` against want: bitwise equal
+ * when the run computes; when it does not (T = 0), still all `pattern`.
+ * On a difference, prints the first differing element and returns false. */
+static bool same_output(const run_env *env, const sk_program *p, size_t j, const void *got, unsigned char pattern,
+                        const void *want, size_t bytes) {
   const char *name;
   sk_dtype dt;
-  int rank;
-  int64_t shape[SK_MAX_RANK];
-  sk_program_output_info(p, j, &name, &dt, &rank, shape);
+  sk_program_output_info(p, j, &name, &dt, NULL, NULL);
   size_t es = sk_dtype_size(dt);
   for (size_t i = 0; i < bytes / es; i++) {
-    if (memcmp((const char *)a + i * es, (const char *)b + i * es, es) == 0) continue;
+    const unsigned char *a = (const unsigned char *)got + i * es, *b = (const unsigned char *)want + i * es;
+    bool same = true;
+    for (size_t k = 0; k < es; k++) same &= env->live ? a[k] == b[k] : a[k] == pattern;
+    if (same) continue;
     uint64_t x = 0, y = 0;
-    memcpy(&x, (const char *)a + i * es, es);
-    memcpy(&y, (const char *)b + i * es, es);
-    fprintf(stderr, "output %s (%s, %zu elements) differs first at element %zu: 0x%llx vs 0x%llx\n", name,
-            sk_dtype_name(dt), bytes / es, i, (unsigned long long)x, (unsigned long long)y);
-    return;
+    memcpy(&x, a, es);
+    if (env->live) memcpy(&y, b, es);
+    else memset(&y, pattern, es);
+    fprintf(stderr, "output %s (%s, %zu elements) differs first at element %zu: 0x%llx vs 0x%llx%s\n", name,
+            sk_dtype_name(dt), bytes / es, i, (unsigned long long)x, (unsigned long long)y,
+            env->live ? "" : " (a run at T = 0 wrote it)");
+    return false;
   }
+  return true;
+}
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  FUZZ_ASSERT(p != NULL, "out of memory");
+  return p;
+}
+
+/* ---- One run of every program, at one token count ------------------------------ */
+
+/* Fills inputs for env's T, runs every program, compares with REFERENCE
+ * (res[0]), then runs each fused program again and in a run context. */
+static void run_and_compare(const run_env *env, exec_result *res, int n_res, uint64_t *seed, int fill_mode) {
+  sk_program *p0 = res[0].p;
+  if (getenv("SK_FUZZ_VERBOSE")) describe_failure(env, res[n_res - 1].p); /* what runs, before a crash */
+  size_t ni = sk_program_num_inputs(p0), no = sk_program_num_outputs(p0);
+  sk_buffer *in = calloc(ni + 1, sizeof *in);
+  FUZZ_ASSERT(in != NULL, "out of memory");
+  for (size_t i = 0; i < ni; i++) {
+    const char *name;
+    size_t bytes = tokens_io_bytes(p0, SK_IO_INPUT, i, env->tokens, &name, NULL);
+    sk_dtype dt;
+    FUZZ_ASSERT(sk_program_input_info(p0, i, NULL, &dt, NULL, NULL) == SK_STATUS_OK, "input info");
+    void *buf = xmalloc(bytes + 1);
+    FUZZ_ASSERT(strcmp(name, env->G->inputs[i].name) == 0, "input %zu is '%s', expected '%s'", i, name,
+                env->G->inputs[i].name);
+    fill_input(&env->G->inputs[i], dt, buf, bytes / sk_dtype_size(dt), seed, fill_mode);
+    in[i] = (sk_buffer){name, buf, bytes};
+  }
+  /* Output buffers start with a pattern of their own per executor. */
+  for (int k = 0; k < n_res; k++) {
+    res[k].outs = calloc(no + 1, sizeof(void *));
+    res[k].bytes = calloc(no + 1, sizeof(size_t));
+    FUZZ_ASSERT(res[k].outs && res[k].bytes, "out of memory");
+    for (size_t j = 0; j < no; j++) {
+      const char *name;
+      res[k].outs[j] = xmalloc(tokens_io_bytes(p0, SK_IO_OUTPUT, j, env->tokens, &name, NULL) + 1);
+    }
+    run_into(env, res[k].p, in, ni, res[k].outs, res[k].bytes, (unsigned char)(0xA5 + 17 * k), res[k].name);
+  }
+  for (int k = 0; k < n_res; k++)
+    for (size_t j = 0; j < no; j++) {
+      if (same_output(env, p0, j, res[k].outs[j], (unsigned char)(0xA5 + 17 * k), res[0].outs[j], res[0].bytes[j]))
+        continue;
+      describe_failure(env, res[k].p);
+      FUZZ_FAIL("%s differs from %s on output %zu (fill mode %d)", res[k].name, env->live ? "REFERENCE" : "its prefill",
+                j, fill_mode);
+    }
+  /* A second run of each fused program repeats the first (flags and
+   * epochs carry over launches), as do two in a run context of its own. */
+  for (int k = 2; k < n_res; k++) {
+    void **again = calloc(no + 1, sizeof(void *));
+    size_t *bytes = calloc(no + 1, sizeof(size_t));
+    FUZZ_ASSERT(again && bytes, "out of memory");
+    for (size_t j = 0; j < no; j++) again[j] = xmalloc(res[k].bytes[j] + 1);
+    run_into(env, res[k].p, in, ni, again, bytes, 0x3C, res[k].name);
+    for (size_t j = 0; j < no; j++) {
+      if (same_output(env, p0, j, again[j], 0x3C, res[k].outs[j], bytes[j])) continue;
+      describe_failure(env, res[k].p);
+      FUZZ_FAIL("%s: the second run differs from the first on output %zu", res[k].name, j);
+    }
+    run_in_context(env, res[k].p, in, ni, again, bytes, res[k].name);
+    for (size_t j = 0; j < no; j++) {
+      if (!same_output(env, p0, j, again[j], 0x6B, res[k].outs[j], bytes[j])) {
+        describe_failure(env, res[k].p);
+        FUZZ_FAIL("%s: a run in a run context differs from sk_program_run on output %zu", res[k].name, j);
+      }
+      free(again[j]);
+    }
+    free(again);
+    free(bytes);
+  }
+  for (int k = 0; k < n_res; k++) {
+    for (size_t j = 0; j < no; j++) free(res[k].outs[j]);
+    free(res[k].outs);
+    free(res[k].bytes);
+  }
+  for (size_t i = 0; i < ni; i++) free(in[i].data);
+  free(in);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -229,7 +340,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (FUZZ_CALL(sk_graph_create(&G.g)) != SK_STATUS_OK) return 0;
 
   /* ---- build ---- */
-  int fill_mode = fr_u8(&r) % 5;
+  unsigned mode = fr_u8(&r);
+  int fill_mode = (int)(mode % 5);
+  if (mode >= TOKENS_MODE_MIN) tokens_begin(&G, &r); /* a run-time token count */
   int n_ops = 1 + fr_u8(&r) % 10, last = -1;
   for (int i = 0; i < n_ops && G.bytes < (2 << 20); i++) {
     unsigned c = fr_u8(&r);
@@ -268,94 +381,40 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int n_res = with_jit ? 4 : 3;
   gen_stat("graphs");
   if (with_jit) gen_stat("jit runs");
+  run_env env = {.G = &G, .global = global_opts, .live = true};
   for (int k = 0; k < n_res; k++) {
     res[k].name = ex_name(res[k].ex);
     sk_compile_config cfg = {.struct_size = sizeof cfg, .team = TEAM, .executor = res[k].ex,
                              .default_options = global_opts};
     if (FUZZ_CALL(sk_compile(G.g, &cfg, &res[k].p)) != SK_STATUS_OK) {
-      describe_failure(&G, NULL, global_opts);
+      describe_failure(&env, NULL);
       FUZZ_FAIL("%s: compiling a valid graph failed: %s", res[k].name, sk_last_error());
     }
+    FUZZ_ASSERT(sk_program_max_tokens(res[k].p) == G.max_tokens, "%s: max tokens %lld, graph %lld", res[k].name,
+                (long long)sk_program_max_tokens(res[k].p), (long long)G.max_tokens);
   }
   sk_graph_destroy(G.g);
+  FUZZ_ASSERT(sk_program_num_inputs(res[0].p) == (size_t)G.n_inputs, "program has %zu inputs, graph %d",
+              sk_program_num_inputs(res[0].p), G.n_inputs);
 
-  /* ---- inputs ---- */
-  sk_program *p0 = res[0].p;
-  size_t ni = sk_program_num_inputs(p0), no = sk_program_num_outputs(p0);
-  FUZZ_ASSERT(ni == (size_t)G.n_inputs, "program has %zu inputs, graph %d", ni, G.n_inputs);
-  sk_buffer *in = calloc(ni + 1, sizeof *in);
-  FUZZ_ASSERT(in != NULL, "out of memory");
-  for (size_t i = 0; i < ni; i++) {
-    const char *name;
-    size_t bytes = binding_bytes(p0, i, true, &name);
-    sk_dtype dt;
-    FUZZ_ASSERT(sk_program_input_info(p0, i, NULL, &dt, NULL, NULL) == SK_STATUS_OK, "input info");
-    void *buf = malloc(bytes + 1);
-    FUZZ_ASSERT(buf != NULL, "out of memory");
-    FUZZ_ASSERT(strcmp(name, G.inputs[i].name) == 0, "input %zu is '%s', expected '%s'", i, name, G.inputs[i].name);
-    fill_input(&G.inputs[i], dt, buf, bytes / sk_dtype_size(dt), &seed, fill_mode);
-    in[i] = (sk_buffer){name, buf, bytes};
+  /* ---- run and compare: once, or at each drawn token count ---- */
+  int64_t counts[TOKENS_MAX_COUNTS] = {0};
+  size_t n_counts = G.max_tokens ? tokens_draw_counts(&r, G.max_tokens, counts) : 1;
+  if (G.max_tokens && tokens_row_buffers(res[0].p) > 0) gen_stat("graphs with token io");
+  for (size_t c = 0; c < n_counts; c++) {
+    env.tokens = counts[c];
+    env.live = tokens_live(res[0].p, env.tokens);
+    if (G.max_tokens) gen_stat(env.live ? "token runs" : "token runs at T=0");
+    run_and_compare(&env, res, n_res, &seed, fill_mode);
   }
-
-  /* ---- run and compare ---- */
-  for (int k = 0; k < n_res; k++) {
-    res[k].outs = calloc(no + 1, sizeof(void *));
-    res[k].bytes = calloc(no + 1, sizeof(size_t));
-    FUZZ_ASSERT(res[k].outs && res[k].bytes, "out of memory");
-    for (size_t j = 0; j < no; j++) {
-      const char *name;
-      res[k].outs[j] = malloc(binding_bytes(p0, j, false, &name) + 1);
-      FUZZ_ASSERT(res[k].outs[j] != NULL, "out of memory");
-    }
-    run_into(&G, res[k].p, in, ni, res[k].outs, res[k].bytes, (unsigned char)(0xA5 + 17 * k), res[k].name,
-             global_opts);
-  }
-  for (int k = 1; k < n_res; k++) {
-    for (size_t j = 0; j < no; j++) {
-      if (memcmp(res[0].outs[j], res[k].outs[j], res[0].bytes[j]) == 0) continue;
-      report_mismatch(p0, j, res[k].outs[j], res[0].outs[j], res[0].bytes[j]);
-      describe_failure(&G, res[k].p, global_opts);
-      FUZZ_FAIL("%s differs from REFERENCE on output %zu (fill mode %d)", res[k].name, j, fill_mode);
-    }
-  }
-  /* A second run of each fused program repeats the first (flags and
-   * epochs carry over launches). */
-  for (int k = 2; k < n_res; k++) {
-    void **again = calloc(no + 1, sizeof(void *));
-    size_t *bytes = calloc(no + 1, sizeof(size_t));
-    FUZZ_ASSERT(again && bytes, "out of memory");
-    for (size_t j = 0; j < no; j++) {
-      again[j] = malloc(res[k].bytes[j] + 1);
-      FUZZ_ASSERT(again[j] != NULL, "out of memory");
-    }
-    run_into(&G, res[k].p, in, ni, again, bytes, 0x3C, res[k].name, global_opts);
-    for (size_t j = 0; j < no; j++) {
-      if (memcmp(again[j], res[k].outs[j], bytes[j]) != 0) {
-        report_mismatch(p0, j, again[j], res[k].outs[j], bytes[j]);
-        describe_failure(&G, res[k].p, global_opts);
-        FUZZ_FAIL("%s: the second run differs from the first on output %zu", res[k].name, j);
-      }
-    }
-    run_in_context(&G, res[k].p, in, ni, again, bytes, res[k].name, global_opts);
-    for (size_t j = 0; j < no; j++) {
-      if (memcmp(again[j], res[k].outs[j], bytes[j]) != 0) {
-        report_mismatch(p0, j, again[j], res[k].outs[j], bytes[j]);
-        describe_failure(&G, res[k].p, global_opts);
-        FUZZ_FAIL("%s: a run in a run context differs from sk_program_run on output %zu", res[k].name, j);
-      }
-      free(again[j]);
-    }
-    free(again);
-    free(bytes);
+  /* ---- wrongly sized token buffers are refused ---- */
+  if (G.max_tokens) {
+    sk_program *ps[4];
+    const char *names[4];
+    for (int k = 0; k < n_res; k++) ps[k] = res[k].p, names[k] = res[k].name;
+    tokens_check_bad_sizes(ps, names, (size_t)n_res, TEAM, &r);
   }
 
-  for (int k = 0; k < n_res; k++) {
-    for (size_t j = 0; j < no; j++) free(res[k].outs[j]);
-    free(res[k].outs);
-    free(res[k].bytes);
-    sk_program_destroy(res[k].p);
-  }
-  for (size_t i = 0; i < ni; i++) free(in[i].data);
-  free(in);
+  for (int k = 0; k < n_res; k++) sk_program_destroy(res[k].p);
   return 0;
 }

@@ -12,7 +12,20 @@
  * Custom kernels registered by gen_register_kernels (once per process) join
  * the op mix: a block-parallel copy, an unfusable copy, and copies that meet
  * at a team barrier (two blocks; one block, which needs feed-sync-all=1 in
- * a scope). */
+ * a scope).
+ *
+ * A run-time token count (fuzz_exec only; superkernel.h, SK_DIM_DYNAMIC):
+ * with G->max_tokens > 0 the graph has that maximum, gen_rows draws a
+ * generator's leading "rows" dimension as the maximum 3 times in 4, and
+ * gen_input_role declares an input whose leading dimension is the maximum
+ * as SK_DIM_DYNAMIC (7 times in 8). Generators keep working on concrete
+ * shapes: a dynamic value's leading dimension k * T is kept as k * max
+ * (gen_val.dyn = k), so every shape they derive from it (a y like x, a
+ * per-token scale [m]) is the maximum again and becomes dynamic in turn.
+ * The library may refuse a node on dynamic inputs (its shapes cannot follow
+ * T, or its op does not take a run-time count): the node is skipped, never
+ * a finding, but the refusal must say so (its message names the token
+ * count). Static graphs (max_tokens 0) read the same bytes as before. */
 #ifndef SK_FUZZ_GEN_H
 #define SK_FUZZ_GEN_H
 
@@ -39,6 +52,7 @@ typedef struct gen_val {
   int rank;
   int64_t shape[SK_MAX_RANK];
   int64_t numel;
+  int64_t dyn; /* > 0: the leading dimension is dyn * T (shape[0] holds dyn * max_tokens) */
 } gen_val;
 
 typedef struct gen_input {
@@ -70,6 +84,9 @@ typedef struct gen {
   bool scoped_barrier;   /* a barrier kernel sits in a scope (valid mode: no narrowing global string) */
   bool scoped_unfusable; /* an unfusable kernel sits in a scope (valid mode: no abort global string) */
   int stream;
+  int64_t max_tokens;   /* > 0: the graph has a run-time token count (set by the caller) */
+  int n_dynamic_inputs; /* inputs declared SK_DIM_DYNAMIC */
+  int n_refused;        /* nodes on dynamic inputs the library refused (skipped) */
   char last_options[512]; /* options of the last scope opened (for messages) */
 } gen;
 
@@ -78,8 +95,10 @@ typedef struct gen {
 static const char *const GEN_STAT_NAMES[] = {"reshape", "square", "add", "mul", "cast", "concat", "grouped_matmul",
                                              "moe_gating_topk", "dequant_swiglu_quant", "quant_matmul", "fuzz_copy",
                                              "fuzz_copy_unfusable", "fuzz_barrier2", "fuzz_barrier1", "scopes",
-                                             "jit runs", "graphs"};
-enum { GEN_STAT_SCOPES = 14, GEN_STAT_JIT = 15, GEN_STAT_GRAPHS = 16, GEN_N_STATS = 17 };
+                                             "jit runs", "graphs", "dynamic graphs", "dynamic inputs",
+                                             "dynamic nodes", "dynamic refusals", "graphs with token io", "token runs",
+                                             "token runs at T=0", "bad sizes refused"};
+enum { GEN_STAT_SCOPES = 14, GEN_STAT_JIT = 15, GEN_STAT_GRAPHS = 16, GEN_N_STATS = 25 };
 static unsigned long GEN_STATS[GEN_N_STATS];
 
 static void gen_stats_print(void) {
@@ -197,10 +216,15 @@ static sk_dtype gen_any_dt(gen *G) { return (sk_dtype)(1 + gen_u8(G) % (SK_DTYPE
 static bool gen_is_float(sk_dtype d) { return d == SK_FP32 || d == SK_FP16 || d == SK_BF16; }
 
 /* A dimension: mostly 1..8, sometimes up to 64, rarely 0. */
-static int64_t gen_dim(gen *G) {
+static int64_t gen_dim_of(unsigned c) { return c < 8 ? 0 : c < 200 ? 1 + c % 8 : 1 + c % GEN_MAX_DIM; }
+static int64_t gen_dim(gen *G) { return gen_dim_of(gen_u8(G)); }
+
+/* A leading "rows" (token) dimension: gen_dim, or with a run-time token
+ * count the maximum 3 times in 4 (gen_input_role makes it dynamic). The
+ * same one byte either way, so static inputs replay as before. */
+static int64_t gen_rows(gen *G) {
   unsigned c = gen_u8(G);
-  int64_t d = c < 8 ? 0 : c < 200 ? 1 + c % 8 : 1 + c % GEN_MAX_DIM;
-  return d;
+  return G->max_tokens > 0 && (c & 3) ? G->max_tokens : gen_dim_of(c);
 }
 
 /* ---- Values --------------------------------------------------------------- */
@@ -213,6 +237,14 @@ static int gen_track(gen *G, sk_value v) {
     FUZZ_FAIL("value_info of a value the graph returned failed: %s", sk_last_error());
   FUZZ_ASSERT(sk_dtype_size(gv.dt) > 0, "value %u has dtype %d", v, (int)gv.dt);
   FUZZ_ASSERT(gv.rank >= 0 && gv.rank <= SK_MAX_RANK, "value %u has rank %d", v, gv.rank);
+  /* A dynamic leading dimension is reported as SK_DIM_TOKENS(k) = -k; the
+   * generators work on it at the maximum, k * max rows. */
+  if (G->max_tokens > 0 && gv.rank >= 1 && gv.shape[0] < 0) {
+    FUZZ_ASSERT(gv.shape[0] >= -(1 << 20), "value %u: dynamic dimension SK_DIM_TOKENS(%lld)", v,
+                (long long)-gv.shape[0]);
+    gv.dyn = -gv.shape[0];
+    gv.shape[0] = gv.dyn * G->max_tokens;
+  }
   unsigned __int128 bytes = sk_dtype_size(gv.dt);
   for (int d = 0; d < gv.rank; d++) {
     FUZZ_ASSERT(gv.shape[d] >= 0, "value %u: dimension %d is %lld", v, d, (long long)gv.shape[d]);
@@ -254,6 +286,11 @@ static int gen_input_role(gen *G, sk_dtype dt, int rank, const int64_t *shape_in
   snprintf(in->name, sizeof in->name, "in%d", G->n_inputs);
   in->role = role;
   in->arg = arg;
+  /* With a run-time token count, a leading dimension of the maximum is
+   * mostly the token count: declared SK_DIM_DYNAMIC. A static one of the
+   * same size stays now and then (x [T, H] + y [max, H] must be refused). */
+  bool dynamic = G->max_tokens > 0 && !G->hostile && rank >= 1 && shape[0] == G->max_tokens && gen_chance(G, 224);
+  if (dynamic) shape[0] = SK_DIM_DYNAMIC;
   sk_value v = SK_VALUE_NONE;
   sk_status st = FUZZ_CALL(sk_graph_add_input(G->g, in->name, dt, rank, shape, &v));
   if (st != SK_STATUS_OK) {
@@ -261,6 +298,10 @@ static int gen_input_role(gen *G, sk_dtype dt, int rank, const int64_t *shape_in
     return -1;
   }
   G->n_inputs++;
+  if (dynamic) {
+    G->n_dynamic_inputs++;
+    gen_stat("dynamic inputs");
+  }
   int vi = gen_track(G, v);
   /* The generators index shapes by the rank they asked for; a hostile rank
    * stays in vals (for later picks) but is not handed back. */
@@ -317,6 +358,32 @@ static int gen_reuse_or_new(gen *G, gen_pred pred, const void *arg, sk_dtype dt,
 
 /* ---- Adding ops ------------------------------------------------------------- */
 
+/* Whether a node's inputs include a dynamic value (SK_DIM_TOKENS rows). */
+static bool gen_any_dynamic(gen *G, const sk_op_input *ins, size_t n_ins) {
+  if (G->max_tokens <= 0) return false;
+  for (size_t i = 0; i < n_ins; i++)
+    for (size_t j = 0; j < ins[i].count; j++) {
+      int64_t sh[SK_MAX_RANK];
+      int rank = 0;
+      if (sk_graph_value_info(G->g, ins[i].values[j], NULL, &rank, sh) == SK_STATUS_OK && rank >= 1 && sh[0] < 0)
+        return true;
+    }
+  return false;
+}
+
+/* Whether a valid-mode refusal of a node (message msg) is the run-time
+ * token count's: a node on a dynamic input, refused with a message about
+ * the token count (superkernel.h: shapes that cannot follow T, an op that
+ * takes no run-time count). Then the node is skipped. Any other refusal
+ * stays a finding: at the maximum the node is a valid static one. */
+static bool gen_refusal_is_tokens(gen *G, const sk_op_input *ins, size_t n_ins, const char *msg) {
+  if (!gen_any_dynamic(G, ins, n_ins) || !strstr(msg, "token")) return false;
+  if (getenv("SK_FUZZ_VERBOSE")) fprintf(stderr, "fuzz: refused (dynamic): %s\n", msg);
+  G->n_refused++;
+  gen_stat("dynamic refusals");
+  return true;
+}
+
 /* Adds the op; tracks its outputs. Returns the index of output 0 in vals, or
  * -1 when refused (a finding in valid mode). */
 static int gen_add(gen *G, const char *op, const sk_op_input *ins, size_t n_ins, const sk_attr *attrs, size_t n_attrs) {
@@ -332,6 +399,7 @@ static int gen_add(gen *G, const char *op, const sk_op_input *ins, size_t n_ins,
     if (!G->hostile) {
       char msg[1024];
       snprintf(msg, sizeof msg, "%s", sk_last_error()); /* value_info below clears it */
+      if (gen_refusal_is_tokens(G, ins, n_ins, msg)) return -1;
       fprintf(stderr, "op %s with %zu slots:", op, n_ins);
       for (size_t i = 0; i < n_ins; i++) {
         fprintf(stderr, " %s[", ins[i].name);
@@ -354,6 +422,7 @@ static int gen_add(gen *G, const char *op, const sk_op_input *ins, size_t n_ins,
   FUZZ_ASSERT(n_out >= 1 && n_out <= room, "%s: %zu outputs", op, n_out);
   G->n_ops++;
   gen_stat(op);
+  if (gen_any_dynamic(G, ins, n_ins)) gen_stat("dynamic nodes");
   int first = -1;
   for (size_t i = 0; i < n_out; i++) {
     int k = gen_track(G, outs[i]);
@@ -365,7 +434,7 @@ static int gen_add(gen *G, const char *op, const sk_op_input *ins, size_t n_ins,
 #define GEN_IN(nm, arr, n) ((sk_op_input){(nm), (arr), (n)})
 
 static int gen_elementwise(gen *G) {
-  int xi = gen_reuse_or_new(G, NULL, NULL, gen_any_dt(G), 2, (int64_t[]){gen_dim(G), gen_dim(G)});
+  int xi = gen_reuse_or_new(G, NULL, NULL, gen_any_dt(G), 2, (int64_t[]){gen_rows(G), gen_dim(G)});
   if (xi < 0) return -1;
   gen_val x = G->vals[xi];
   unsigned kind = gen_u8(G) % 3;
@@ -380,7 +449,7 @@ static int gen_elementwise(gen *G) {
 }
 
 static int gen_cast(gen *G) {
-  int xi = gen_reuse_or_new(G, NULL, NULL, gen_any_dt(G), 1, (int64_t[]){gen_dim(G)});
+  int xi = gen_reuse_or_new(G, NULL, NULL, gen_any_dt(G), 1, (int64_t[]){gen_rows(G)});
   if (xi < 0) return -1;
   sk_op_input in[] = {GEN_IN("x", &G->vals[xi].v, 1)};
   sk_attr a[] = {SK_ATTR_INT("dtype", gen_i(G, gen_any_dt(G)))};
@@ -388,7 +457,7 @@ static int gen_cast(gen *G) {
 }
 
 static int gen_reshape(gen *G) {
-  int xi = gen_reuse_or_new(G, NULL, NULL, gen_any_dt(G), 2, (int64_t[]){gen_dim(G), gen_dim(G)});
+  int xi = gen_reuse_or_new(G, NULL, NULL, gen_any_dt(G), 2, (int64_t[]){gen_rows(G), gen_dim(G)});
   if (xi < 0) return -1;
   gen_val x = G->vals[xi];
   int64_t shape[SK_MAX_RANK + 1];
@@ -423,7 +492,7 @@ static int gen_reshape(gen *G) {
 }
 
 static int gen_concat(gen *G) {
-  int xi = gen_reuse_or_new(G, pred_rank_ge1, NULL, gen_any_dt(G), 2, (int64_t[]){gen_dim(G), gen_dim(G)});
+  int xi = gen_reuse_or_new(G, pred_rank_ge1, NULL, gen_any_dt(G), 2, (int64_t[]){gen_rows(G), gen_dim(G)});
   if (xi < 0) return -1;
   gen_val x = G->vals[xi];
   if (x.rank < 1) return -1;
@@ -475,13 +544,13 @@ static int gen_gmm(gen *G) {
          has_pts = gen_chance(G, 64);
     for (int gi = 0; gi < groups; gi++) {
       int xi = -1;
-      if (gi == 0 && !quant) xi = gen_reuse_or_new(G, pred_floatn, NULL, dt, 2, (int64_t[]){gen_dim(G), gen_dim(G)});
-      else if (gi == 0) xi = gen_reuse_or_new(G, pred_int8_2, NULL, dt, 2, (int64_t[]){gen_dim(G), gen_dim(G)});
+      if (gi == 0 && !quant) xi = gen_reuse_or_new(G, pred_floatn, NULL, dt, 2, (int64_t[]){gen_rows(G), gen_dim(G)});
+      else if (gi == 0) xi = gen_reuse_or_new(G, pred_int8_2, NULL, dt, 2, (int64_t[]){gen_rows(G), gen_dim(G)});
       if (xi >= 0 && !quant && gen_is_float(G->vals[xi].dt)) dt = G->vals[xi].dt;
       if (xi >= 0 && G->vals[xi].dt != dt) xi = -1;
       if (xi < 0) {
         int rank = gen_chance(G, 200) ? 2 : 3;
-        int64_t shape[3] = {gen_dim(G), gen_dim(G), gen_dim(G)};
+        int64_t shape[3] = {gen_rows(G), gen_dim(G), gen_dim(G)};
         xi = gen_new(G, dt, rank, shape);
       }
       if (xi < 0) return -1;
@@ -531,10 +600,10 @@ static int gen_gmm(gen *G) {
     if (G->hostile && gen_chance(G, 16)) attrs[na++] = SK_ATTR_INT("group_type", gen_i(G, -1));
   } else {
     groups = gen_range(G, 1, 4);
-    int xi = quant ? gen_reuse_or_new(G, pred_int8_2, NULL, dt, 2, (int64_t[]){gen_dim(G), gen_dim(G)})
-                   : gen_reuse_or_new(G, pred_float2, NULL, dt, 2, (int64_t[]){gen_dim(G), gen_dim(G)});
+    int xi = quant ? gen_reuse_or_new(G, pred_int8_2, NULL, dt, 2, (int64_t[]){gen_rows(G), gen_dim(G)})
+                   : gen_reuse_or_new(G, pred_float2, NULL, dt, 2, (int64_t[]){gen_rows(G), gen_dim(G)});
     if (xi >= 0 && !quant && gen_is_float(G->vals[xi].dt)) dt = G->vals[xi].dt;
-    if (xi >= 0 && (G->vals[xi].dt != dt || G->vals[xi].rank != 2)) xi = gen_new(G, dt, 2, (int64_t[]){gen_dim(G), gen_dim(G)});
+    if (xi >= 0 && (G->vals[xi].dt != dt || G->vals[xi].rank != 2)) xi = gen_new(G, dt, 2, (int64_t[]){gen_rows(G), gen_dim(G)});
     if (xi < 0) return -1;
     gen_val x = G->vals[xi];
     xs[nx++] = x.v;
@@ -627,7 +696,7 @@ static int gen_moe(gen *G) {
   if (gen_chance(G, 128)) xi = gen_pick(G, pred_float2, NULL);
   if (xi < 0) {
     int64_t e = experts[gen_u8(G) % (sizeof experts / sizeof experts[0])];
-    xi = gen_new(G, gen_float_dt(G), 2, (int64_t[]){gen_dim(G), e});
+    xi = gen_new(G, gen_float_dt(G), 2, (int64_t[]){gen_rows(G), e});
   }
   if (xi < 0) return -1;
   gen_val x = G->vals[xi];
@@ -678,7 +747,7 @@ static int gen_dsq(gen *G) {
   if (gen_chance(G, 128)) xi = gen_pick(G, pred_dsq_x, NULL);
   if (xi < 0) {
     sk_dtype dt = gen_chance(G, 128) ? SK_INT32 : gen_float_dt(G);
-    xi = gen_new(G, dt, 2, (int64_t[]){gen_dim(G), 2 * (1 + gen_u8(G) % 32)});
+    xi = gen_new(G, dt, 2, (int64_t[]){gen_rows(G), 2 * (1 + gen_u8(G) % 32)});
   }
   if (xi < 0) return -1;
   gen_val x = G->vals[xi];
@@ -749,7 +818,7 @@ static int gen_qmm(gen *G) {
   int xi = gen_chance(G, 128) ? gen_pick(G, pred_int8_2, NULL) : -1;
   if (xi < 0) {
     int rank = gen_chance(G, 200) ? 2 : 3;
-    xi = gen_new(G, SK_INT8, rank, (int64_t[]){gen_dim(G), gen_dim(G), gen_dim(G)});
+    xi = gen_new(G, SK_INT8, rank, (int64_t[]){gen_rows(G), gen_dim(G), gen_dim(G)});
   }
   if (xi < 0) return -1;
   gen_val x1 = G->vals[xi];
@@ -809,7 +878,7 @@ static int gen_qmm(gen *G) {
 }
 
 static int gen_custom(gen *G) {
-  int xi = gen_reuse_or_new(G, NULL, NULL, gen_any_dt(G), 2, (int64_t[]){gen_dim(G), gen_dim(G)});
+  int xi = gen_reuse_or_new(G, NULL, NULL, gen_any_dt(G), 2, (int64_t[]){gen_rows(G), gen_dim(G)});
   if (xi < 0) return -1;
   unsigned c = gen_u8(G) % 4;
   /* A one-block barrier kernel in a scope needs feed-sync-all=1. */

@@ -80,11 +80,25 @@ def exec_(rng):
         write("fuzz_exec", "scoped_mode%d" % mode, body)
 
 
+def tokens(rng):
+    # fuzz_exec with a run-time token count (fuzz_tokens.h): byte 0 >= 168
+    # (fill mode byte % 5), the maximum's byte, then as exec_; the token
+    # counts and the wrong buffer sizes come from the bytes left at the end.
+    for name, sel in OPS.items():
+        for mode, max_byte in ((170, 3), (171, 200)):  # max 4; max 9
+            body = bytes([mode, max_byte, 2])
+            for _ in range(3):
+                body += bytes([0xFF, sel]) + bytes(rng.randrange(256) for _ in range(24))
+            body += bytes(rng.randrange(256) for _ in range(16))
+            write("fuzz_exec", "tokens_%s_max%d" % (name, 4 if max_byte == 3 else 9), body)
+
+
 def main():
     rng = random.Random(20240601)
     options()
     graph(rng)
     exec_(rng)
+    tokens(random.Random(20261203))  # its own generator: the seeds above stay as they are
 
 
 if __name__ == "__main__":

@@ -305,6 +305,53 @@ static void test_refused_graphs(void) {
   sk_graph_destroy(g);
 }
 
+/* A group_index of T entries (one group per token): a run at T < max
+ * reads only the T given, and gives the exact build's bits (a fuzzer
+ * finding: the kernel read the planned count, past the buffer). */
+static void test_dynamic_group_index(void) {
+  for (int64_t t = 1; t <= 4; t++) {
+    sk_graph *g[2];
+    sk_program *p[2] = {0};
+    for (int k = 0; k < 2; k++) {
+      sk_value x, gi, y[2];
+      CHECK_OK(sk_graph_create(&g[k]));
+      if (k == 0) CHECK_OK(sk_graph_set_max_tokens(g[k], 4));
+      int64_t rows = k == 0 ? SK_DIM_DYNAMIC : t;
+      CHECK_OK(sk_graph_add_input(g[k], "x", SK_FP32, 2, (int64_t[]){rows, 8}, &x));
+      CHECK_OK(sk_graph_add_input(g[k], "group_index", SK_INT64, 1, (int64_t[]){rows}, &gi));
+      sk_op_input in[] = {{"x", &x, 1}, {"group_index", &gi, 1}};
+      sk_attr a[] = {SK_ATTR_INT("quant_mode", 1)};
+      sk_op_desc d = {.struct_size = sizeof d, .op = "dequant_swiglu_quant", .inputs = in, .n_inputs = 2, .attrs = a,
+                      .n_attrs = 1};
+      CHECK_OK(sk_graph_add_op(g[k], &d, y, 2, NULL));
+      CHECK_OK(sk_graph_mark_output(g[k], y[0], "y"));
+      CHECK_OK(sk_graph_mark_output(g[k], y[1], "scale"));
+      sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[1],
+                               .executor = k == 0 ? SK_EXECUTOR_EAGER : SK_EXECUTOR_REFERENCE};
+      CHECK_OK(sk_compile(g[k], &cfg, &p[k]));
+    }
+    float *xs = malloc((size_t)t * 8 * sizeof *xs);
+    int64_t *groups = malloc((size_t)t * sizeof *groups); /* exactly t entries: ASan sees a read past them */
+    for (int64_t i = 0; i < t * 8; i++) xs[i] = (float)(i % 7) - 3.0f;
+    for (int64_t i = 0; i < t; i++) groups[i] = i < t - 1 ? 1 : 0;
+    int8_t y[2][32];
+    float scale[2][4];
+    for (int k = 0; k < 2 && p[0] && p[1]; k++) {
+      sk_buffer ib[] = {{"x", xs, (size_t)t * 8 * sizeof *xs}, {"group_index", groups, (size_t)t * sizeof *groups}};
+      sk_buffer ob[] = {{"y", y[k], (size_t)t * 4}, {"scale", scale[k], (size_t)t * sizeof(float)}};
+      CHECK_OK(sk_program_run(p[k], teams[1], ib, 2, ob, 2));
+    }
+    CHECK_MSG(memcmp(y[0], y[1], (size_t)t * 4) == 0 && memcmp(scale[0], scale[1], (size_t)t * sizeof(float)) == 0,
+              "T = %lld: dequant_swiglu_quant with a group per token differs from the exact build", (long long)t);
+    free(xs);
+    free(groups);
+    for (int k = 0; k < 2; k++) {
+      sk_program_destroy(p[k]);
+      sk_graph_destroy(g[k]);
+    }
+  }
+}
+
 /* sk_op_infer on metas with a token dimension: as a graph with a maximum. */
 static void test_infer(void) {
   sk_tensor_meta in[2] = {{SK_BF16, 2, {SK_DIM_DYNAMIC, 32}}, {SK_INT32, 2, {SK_DIM_DYNAMIC, 4}}}, out[4];
@@ -336,7 +383,8 @@ int main(void) {
   static const harness_case cases[] = {TEST_CASE(test_every_count_small), TEST_CASE(test_bucket_edges),
                                        TEST_CASE(test_max_one),           TEST_CASE(test_bad_counts),
                                        TEST_CASE(test_bound_runs),        TEST_CASE(test_reported_shapes),
-                                       TEST_CASE(test_refused_graphs),    TEST_CASE(test_infer)};
+                                       TEST_CASE(test_refused_graphs),    TEST_CASE(test_infer),
+                                       TEST_CASE(test_dynamic_group_index)};
   int rc = harness_run(cases, sizeof cases / sizeof cases[0]);
   for (int t = 0; t < 3; t++) sk_team_destroy(teams[t]);
   return rc;

@@ -180,7 +180,11 @@ static sk_status run_exact(sk__token_buckets *b, sk_team *team, void *const *in,
     if (b->exact[i] && b->exact_counts[i] == tokens) prog = b->exact[i];
   sk_status st = SK_STATUS_OK;
   if (!prog) {
-    st = compile_at(b->graph, b->has_cfg ? &b->cfg : NULL, tokens, 0, NULL, &prog);
+    /* Tiled for the team it runs on (an op with a team barrier has a block
+     * a core); the caller's cfg kept no team, which may be gone by now. */
+    sk_compile_config cfg = b->has_cfg ? b->cfg : (sk_compile_config){.struct_size = sizeof cfg};
+    cfg.team = team;
+    st = compile_at(b->graph, &cfg, tokens, 0, NULL, &prog);
     if (st == SK_STATUS_OK) {
       size_t slot = b->next_exact++ % SK_TOKENS_EXACT_KEEP;
       sk_program_destroy(b->exact[slot]);
@@ -188,7 +192,10 @@ static sk_status run_exact(sk__token_buckets *b, sk_team *team, void *const *in,
       b->exact_counts[slot] = tokens;
     }
   }
-  if (st == SK_STATUS_OK) st = sk__run_context_run(prog->default_ctx, team, in, out, false, fn);
+  if (st == SK_STATUS_OK) {
+    prog->default_ctx->tokens = tokens; /* the first kept one is the maximum's bucket */
+    st = sk__run_context_run(prog->default_ctx, team, in, out, false, fn);
+  }
   pthread_mutex_unlock(&b->lock);
   return st;
 }

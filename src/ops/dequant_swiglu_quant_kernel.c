@@ -92,7 +92,7 @@ void sk__dsq_run_block(const sk__node_io *io, int64_t block, void *workspace) {
     if (qo) off = sk__load_f32(qo->data, qo->dtype, 0);
   }
   const int64_t *counts = gi ? gi->data : NULL;
-  int64_t n_groups = gi ? gi->shape[0] : 1, g = 0, g_end = gi ? sk__dsq_group_end(counts, 0, 0, t) : t;
+  int64_t n_groups = gi ? sk__live_rows(io, gi) : 1, g = 0, g_end = gi ? sk__dsq_group_end(counts, 0, 0, t) : t;
 
   for (int64_t r = r0; r < r1; r++) {
     while (r >= g_end && g + 1 < n_groups) g_end = sk__dsq_group_end(counts, ++g, g_end, t);
