@@ -351,7 +351,8 @@ SK_API sk_status sk_graph_add_input(sk_graph *graph, const char *name,
 /* A reported dynamic dimension of k * T rows (k >= 1). */
 #define SK_DIM_TOKENS(k) (-(int64_t)(k))
 /* Sets the graph's maximum token count (1 .. 2^24), before any input uses
- * SK_DIM_DYNAMIC; it cannot change once one does. */
+ * SK_DIM_DYNAMIC; it cannot change once one does. A graph with a maximum
+ * but no SK_DIM_DYNAMIC input compiles to a program of static shapes. */
 SK_API sk_status sk_graph_set_max_tokens(sk_graph *graph, int64_t max_tokens);
 
 /* How sk_graph_add_constant holds a constant's data. */

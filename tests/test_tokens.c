@@ -352,6 +352,26 @@ static void test_dynamic_group_index(void) {
   }
 }
 
+/* A maximum without any dynamic input: an ordinary program of static shapes. */
+static void test_max_without_dynamic_inputs(void) {
+  sk_graph *g;
+  sk_value x, y;
+  CHECK_OK(sk_graph_create(&g));
+  CHECK_OK(sk_graph_set_max_tokens(g, 8));
+  CHECK_OK(sk_graph_add_input(g, "x", SK_FP32, 1, (int64_t[]){3}, &x));
+  y = unary(g, "square", "sq", x);
+  CHECK_OK(sk_graph_mark_output(g, y, "y"));
+  sk_program *p = NULL;
+  CHECK_OK(sk_compile(g, NULL, &p));
+  CHECK(sk_program_max_tokens(p) == 0);
+  float in[3] = {1, 2, 3}, out[3] = {0};
+  sk_buffer ib[] = {{"x", in, sizeof in}}, ob[] = {{"y", out, sizeof out}};
+  CHECK_OK(sk_program_run(p, NULL, ib, 1, ob, 1));
+  CHECK(out[0] == 1 && out[1] == 4 && out[2] == 9);
+  sk_program_destroy(p);
+  sk_graph_destroy(g);
+}
+
 /* sk_op_infer on metas with a token dimension: as a graph with a maximum. */
 static void test_infer(void) {
   sk_tensor_meta in[2] = {{SK_BF16, 2, {SK_DIM_DYNAMIC, 32}}, {SK_INT32, 2, {SK_DIM_DYNAMIC, 4}}}, out[4];
@@ -384,7 +404,7 @@ int main(void) {
                                        TEST_CASE(test_max_one),           TEST_CASE(test_bad_counts),
                                        TEST_CASE(test_bound_runs),        TEST_CASE(test_reported_shapes),
                                        TEST_CASE(test_refused_graphs),    TEST_CASE(test_infer),
-                                       TEST_CASE(test_dynamic_group_index)};
+                                       TEST_CASE(test_dynamic_group_index), TEST_CASE(test_max_without_dynamic_inputs)};
   int rc = harness_run(cases, sizeof cases / sizeof cases[0]);
   for (int t = 0; t < 3; t++) sk_team_destroy(teams[t]);
   return rc;

@@ -190,7 +190,10 @@ sk_status sk_compile(const sk_graph *g, const sk_compile_config *cfg, sk_program
   if (!g || !program_out)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: %s is NULL", !g ? "graph" : "program_out");
   *program_out = NULL;
-  if (g->max_tokens > 0) return sk__compile_tokens(g, cfg, program_out);
+  /* A maximum without a dynamic input changes nothing: static shapes. */
+  bool dynamic = false;
+  for (size_t i = 0; i < g->n_inputs; i++) dynamic = dynamic || g->values[g->inputs[i].value].desc.dynamic;
+  if (dynamic) return sk__compile_tokens(g, cfg, program_out);
   return sk__compile_graph(g, cfg, 0, NULL, program_out);
 }
 
