@@ -130,7 +130,7 @@ static sk_status probe_at(const probe_src *src, const sk_op_desc *desc, const sk
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", sk_last_error());
     ctx_release(&ctx, scratch);
-    return sk__fail(st, "%s: fails at a run-time token count of %lld (the graph's is 1 .. %lld): %s", at_max->label,
+    return sk__fail(st, "%s: fails at a run-time token count of %lld (checked at 1 .. %lld): %s", at_max->label,
                     (long long)probe, (long long)src->max, msg);
   }
   bool *seen = find ? dynamic : calloc(at_max->n_outs ? at_max->n_outs : 1, sizeof *seen);
