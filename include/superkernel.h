@@ -279,7 +279,8 @@ typedef struct sk_attr {
  *                  [E] read at run time, optional); group_type (-1 or 0,
  *                  default -1), group_list (ints, fixed at build),
  *                  group_list_type (0 cumulative, 1 counts), split_item
- *                  (0..3), output_dtype
+ *                  (0..3), output_dtype, transpose_weight (1: weights
+ *                  [N, K], torch's layout)
  *   moe_gating_topk x, bias; k, k_group, group_count, group_select_mode,
  *                  renorm, norm_type, out_flag, routed_scaling_factor (float),
  *                  eps (float)                   -> y, expert_idx, out

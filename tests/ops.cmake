@@ -9,5 +9,6 @@ sk_add_test(NAME test_quant_matmul SOURCES test_quant_matmul.c LIBS sk_reference
 sk_add_test(NAME test_moe_gating_topk SOURCES test_moe_gating_topk.c LIBS sk_reference_runner ISA_VARIANTS)
 sk_add_test(NAME test_conformance SOURCES test_conformance.c LIBS sk_reference_runner ISA_VARIANTS)
 sk_add_test(NAME test_runtime_group_list SOURCES test_runtime_group_list.c LIBS sk_reference_runner)
+sk_add_test(NAME test_gmm_transpose SOURCES test_gmm_transpose.c ISA_VARIANTS)
 sk_add_test(NAME test_gmm_tiling SOURCES test_gmm_tiling.c LIBS sk_reference_runner)
 sk_add_test(NAME test_moe_layer SOURCES test_moe_layer.c LIBS sk_reference_runner TIMEOUT 300)

@@ -36,6 +36,8 @@ static const sk_op_attr_info attrs[] = {
     SK__ATTR_INT("split_item", 0, 0, 3, "0/1: one output per group; 2/3: one [M, N] output (group_type 0)"),
     SK__ATTR_INT_DERIVED("output_dtype", SK__DTYPE_MIN, SK__DTYPE_MAX,
                          "default x's dtype (int32 on the int8 path); fp16, bf16, fp32 (or int32 on int8)"),
+    SK__ATTR_INT("transpose_weight", 0, 0, 1,
+                 "1: each weight is [N, K] (one [E, N, K]), torch's Linear layout, read transposed (float path)"),
 };
 static const sk_op_output_info outputs[] = {
     SK__OUT_LIST("y", "one [..., N_i] per group, or one [M, N] (split_item 2/3)"),
@@ -71,16 +73,20 @@ static sk_status check_bias(const char *op, size_t i, const sk__tensor *b, int64
   return check_dtypes(op, "bias", i, b, x_dtype, true);
 }
 
-static sk_status check_weight(const char *op, size_t i, const sk__tensor *w, int64_t k, sk_dtype x_dtype) {
+/* A [K, N] weight ([N, K] transposed: K is its second dimension). */
+static sk_status check_weight(const char *op, size_t i, const sk__tensor *w, int64_t k, sk_dtype x_dtype, bool trans) {
   char s[SK_SHAPE_STR_MAX];
   if (w->rank != 2)
-    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight[%zu]: expected rank 2 [K, N], got %s", op, i,
-                    sk__shape_str(w->rank, w->shape, s, sizeof s));
-  if (w->shape[0] != k)
-    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight[%zu]: expected %lld rows (K of x), got %lld", op, i,
-                    (long long)k, (long long)w->shape[0]);
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight[%zu]: expected rank 2 %s, got %s", op, i,
+                    trans ? "[N, K] (transpose_weight)" : "[K, N]", sk__shape_str(w->rank, w->shape, s, sizeof s));
+  if (w->shape[trans ? 1 : 0] != k)
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight[%zu]: expected %lld %s (K of x), got %lld", op, i,
+                    (long long)k, trans ? "columns" : "rows", (long long)w->shape[trans ? 1 : 0]);
   return check_dtypes(op, "weight", i, w, x_dtype, false);
 }
+
+/* N of a [K, N] or transposed [N, K] weight. */
+static int64_t weight_n(const sk__tensor *w, bool trans) { return w->shape[trans ? w->rank - 2 : w->rank - 1]; }
 
 /* group_type -1: G independent matmuls over lists. */
 static sk_status build_lists(sk__build_ctx *ctx, gmm_params *p) {
@@ -110,15 +116,15 @@ static sk_status build_lists(sk__build_ctx *ctx, gmm_params *p) {
     if (i > 0 && x->dtype != xs->tensors[0].dtype)
       return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x[%zu]: expected dtype %s (as x[0]), got %s", op, i,
                       sk_dtype_name(xs->tensors[0].dtype), sk_dtype_name(x->dtype));
-    int64_t k = x->shape[x->rank - 1];
-    if (w->rank == 2 && w->shape[0] != k)
-      return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x[%zu]: expected last dimension %lld (weight[%zu] rows), got %lld",
-                      op, i, (long long)w->shape[0], i, (long long)k);
-    SK_RETURN_IF_ERROR(check_weight(op, i, w, k, x->dtype));
-    if (bs->count) SK_RETURN_IF_ERROR(check_bias(op, i, &bs->tensors[i], w->shape[1], x->dtype));
+    int64_t k = x->shape[x->rank - 1], wk = p->trans_w ? 1 : 0;
+    if (w->rank == 2 && w->shape[wk] != k)
+      return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x[%zu]: expected last dimension %lld (weight[%zu] %s), got %lld",
+                      op, i, (long long)w->shape[wk], i, p->trans_w ? "columns" : "rows", (long long)k);
+    SK_RETURN_IF_ERROR(check_weight(op, i, w, k, x->dtype, p->trans_w));
+    if (bs->count) SK_RETURN_IF_ERROR(check_bias(op, i, &bs->tensors[i], weight_n(w, p->trans_w), x->dtype));
     int64_t shape[SK_MAX_RANK];
     memcpy(shape, x->shape, sizeof shape);
-    shape[x->rank - 1] = w->shape[1];
+    shape[x->rank - 1] = weight_n(w, p->trans_w);
     sk__tensor_init(&outs[i], p->out_dtype, x->rank, shape);
   }
   p->n_groups = (int64_t)xs->count;
@@ -135,23 +141,24 @@ static sk_status build_moe(sk__build_ctx *ctx, gmm_params *p) {
                     sk__shape_str(x->rank, x->shape, s, sizeof s));
   int64_t m = x->shape[0], k = x->shape[1], n;
   const sk__slot *ws = sk__ctx_slot(ctx, GMM_WEIGHT), *bs = sk__ctx_slot(ctx, GMM_BIAS);
-  if (ws->count == 1 && ws->tensors[0].rank == 3) { /* one [E, K, N] tensor */
+  if (ws->count == 1 && ws->tensors[0].rank == 3) { /* one [E, K, N] (transposed: [E, N, K]) tensor */
     const sk__tensor *w = &ws->tensors[0];
-    if (w->shape[1] != k)
-      return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight: expected [E, %lld, N] (K of x), got %s", op,
-                      (long long)k, sk__shape_str(w->rank, w->shape, s, sizeof s));
+    if (w->shape[p->trans_w ? 2 : 1] != k)
+      return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight: expected %s (K of x = %lld), got %s", op,
+                      p->trans_w ? "[E, N, K] (transpose_weight)" : "[E, K, N]", (long long)k,
+                      sk__shape_str(w->rank, w->shape, s, sizeof s));
     SK_RETURN_IF_ERROR(check_dtypes(op, "weight", 0, w, x->dtype, false));
     p->n_groups = w->shape[0];
-    n = w->shape[2];
+    n = weight_n(w, p->trans_w);
   } else {
     if (ws->count == 0) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input weight: expected a non-empty list", op);
     p->n_groups = (int64_t)ws->count;
-    n = ws->tensors[0].rank == 2 ? ws->tensors[0].shape[1] : 0;
+    n = ws->tensors[0].rank == 2 ? weight_n(&ws->tensors[0], p->trans_w) : 0;
     for (size_t e = 0; e < ws->count; e++) {
-      SK_RETURN_IF_ERROR(check_weight(op, e, &ws->tensors[e], k, x->dtype));
-      if (ws->tensors[e].shape[1] != n)
-        return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight[%zu]: expected %lld columns (as weight[0]), got %lld",
-                        op, e, (long long)n, (long long)ws->tensors[e].shape[1]);
+      SK_RETURN_IF_ERROR(check_weight(op, e, &ws->tensors[e], k, x->dtype, p->trans_w));
+      if (weight_n(&ws->tensors[e], p->trans_w) != n)
+        return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight[%zu]: expected N = %lld (as weight[0]), got %lld",
+                        op, e, (long long)n, (long long)weight_n(&ws->tensors[e], p->trans_w));
     }
   }
   if (p->n_groups < 1 || p->n_groups > MAX_GROUPS)
@@ -217,6 +224,12 @@ static sk_status build(sk__build_ctx *ctx) {
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute output_dtype: expected %s, got %s", op,
                     p->quant ? "int32, fp16, bf16 or fp32" : "fp16, bf16 or fp32",
                     sk_dtype_name((sk_dtype)out_dtype));
+  int64_t trans;
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "transpose_weight", &trans));
+  if (trans && p->quant)
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute transpose_weight: only the float path takes it, x is int8",
+                    op);
+  p->trans_w = trans != 0;
   p->group_type = (int)group_type;
   p->split_item = (int)split_item;
   p->out_dtype = (sk_dtype)out_dtype;
@@ -234,7 +247,7 @@ sk_status sk__gmm_pack(const sk__node_io *io, void **packed, size_t *bytes) {
   if (!mats) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory");
   for (int64_t g = 0; g < p->n_groups; g++) {
     gmm_group q = sk__gmm_group(io, g);
-    mats[g] = (sk__weight_matrix){q.w, q.w_dtype, q.k, q.n, q.n};
+    mats[g] = (sk__weight_matrix){q.w, q.w_dtype, q.k, q.n, q.n, q.w_trans};
   }
   sk_status st = sk__pack_weights(p->quant ? SK_PACK_INT8 : SK_PACK_FLOAT, mats, p->n_groups, "grouped_matmul",
                                   packed, bytes);
@@ -289,6 +302,7 @@ static gmm_group group_common(const sk__node_io *io, int64_t g) {
   q.offset = group_vec(&io->in[GMM_OFFSET], g);
   q.y_dtype = p->out_dtype;
   q.w_packed = sk__packed_weight(io->packed, p->quant ? SK_PACK_INT8 : SK_PACK_FLOAT, g);
+  q.w_trans = p->trans_w;
   return q;
 }
 
@@ -297,8 +311,8 @@ gmm_group sk__gmm_group(const sk__node_io *io, int64_t g) {
   if (p->group_type == -1) {
     gmm_group q = group_common(io, g);
     const sk__tensor *x = &io->in[GMM_X].tensors[g], *w = &io->in[GMM_WEIGHT].tensors[g];
-    q.k = w->shape[0];
-    q.n = w->shape[1];
+    q.k = w->shape[p->trans_w ? 1 : 0];
+    q.n = w->shape[p->trans_w ? 0 : 1];
     q.m = sk__tensor_numel(&io->out[g]) / (q.n ? q.n : 1);
     if (q.n == 0) q.m = q.k ? sk__tensor_numel(x) / q.k : 0;
     q.x = x->data;
@@ -327,7 +341,7 @@ gmm_group sk__gmm_group_rows(const sk__node_io *io, int64_t g, int64_t row0, int
   q.x = at(x->data, row0 * q.k * (int64_t)sk_dtype_size(x->dtype));
   q.x_dtype = x->dtype;
   const sk__tensor *w = &ws->tensors[ws->count == 1 && ws->tensors[0].rank == 3 ? 0 : g];
-  q.n = w->shape[w->rank - 1];
+  q.n = w->shape[p->trans_w ? w->rank - 2 : w->rank - 1];
   q.w_dtype = w->dtype;
   q.w = w->rank == 3 ? at(w->data, g * q.k * q.n * (int64_t)sk_dtype_size(w->dtype)) : w->data;
   size_t oes = sk_dtype_size(p->out_dtype);
@@ -367,7 +381,13 @@ static void reference(const sk__node_io *io) {
       sk__gmm_quant_reference(&q);
     } else {
       sk__gemm_problem f = sk__gmm_float_problem(&q);
+      void *bt = NULL;
+      if (q.w_trans && q.m > 0 && q.n > 0) { /* B as [K, N]: the plain GEMM reads it so */
+        if (!(bt = sk__gmm_transpose_cols(&q, 0, q.n, NULL))) return; /* the oracle of tests only */
+        f.b = bt;
+      }
       sk__gemm_reference(&f);
+      free(bt);
     }
   }
   if (p->group_type == 0 && p->split_item >= 2) {

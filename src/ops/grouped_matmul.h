@@ -29,6 +29,7 @@ typedef struct gmm_params {
    * known only when a run reads the tensor (row_begin / row_end NULL). */
   bool runtime_groups;
   int list_type;       /* group_list_type: 0 cumulative ends, 1 counts */
+  bool trans_w;        /* transpose_weight: weights are [N, K] (torch's Linear layout) */
 } gmm_params;
 
 /* A per-group vector operand (bias, scale, offset, per-token scale): len
@@ -48,7 +49,18 @@ typedef struct gmm_group {
   sk_dtype x_dtype, w_dtype, y_dtype;
   gmm_vec bias, scale, offset, per_token_scale; /* per_token_scale: [m] */
   const void *w_packed; /* w packed at compile (packed_weights.h), or NULL */
+  bool w_trans;         /* w is [n, k] (transpose_weight): read transposed */
 } gmm_group;
+
+/* Columns [n0, n1) of a transposed weight (q->w_trans: [n, k]) as a
+ * [k, n1 - n0] row-major B, into dst (NULL: malloc'd; NULL when out of
+ * memory). What a tile without packed panels, and the reference, read. */
+void *sk__gmm_transpose_cols(const gmm_group *q, int64_t n0, int64_t n1, void *dst);
+/* Scratch a tile of a transposed weight without panels needs besides the
+ * GEMM's: its columns of B (any float dtype). */
+static inline size_t sk__gmm_trans_scratch(int64_t tn, int64_t k) {
+  return ((size_t)(tn * k) * sizeof(float) + 63) / 64 * 64;
+}
 
 /* Group g of a node whose tensors may or may not have data yet. */
 gmm_group sk__gmm_group(const sk__node_io *io, int64_t g);

@@ -5,6 +5,7 @@
  * at most M), 1 its row count (>= 0, summing to at most M). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "ops/grouped_matmul.h"
@@ -112,4 +113,15 @@ bool sk__gmm_runtime_rows(const sk__node_io *io, int64_t *row_begin, int64_t *ro
     sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT, "%s (grouped_matmul): input group_list: %s", io->name,
                       why);
   return false;
+}
+
+void *sk__gmm_transpose_cols(const gmm_group *q, int64_t n0, int64_t n1, void *dst) {
+  const size_t es = sk_dtype_size(q->w_dtype);
+  const int64_t nb = n1 - n0, k = q->k;
+  char *b = dst ? dst : malloc((size_t)(k * nb) * es + 1);
+  if (!b) return NULL;
+  const char *w = q->w;
+  for (int64_t j = 0; j < nb; j++)
+    for (int64_t r = 0; r < k; r++) memcpy(b + (size_t)(r * nb + j) * es, w + (size_t)((n0 + j) * k + r) * es, es);
+  return b;
 }

@@ -47,6 +47,11 @@ static int64_t part_length(int64_t extent, int64_t parts, int64_t grain) {
 }
 
 /* int8 path: the int32 accumulator tile, then the kernel's packed panels. */
+/* A float tile's: the GEMM's, and a transposed weight's columns. */
+static size_t float_workspace(const gmm_params *p, int64_t tm, int64_t tn, int64_t k) {
+  return sk__gemm_workspace_size(tm, tn, k) + (p->trans_w ? sk__gmm_trans_scratch(tn, k) : 0);
+}
+
 static size_t quant_workspace(int64_t tm, int64_t tn, int64_t k) {
   return sk__align_up((size_t)(tm * tn) * sizeof(int32_t)) + sk__qgemm_workspace_size(tm, tn, k);
 }
@@ -146,7 +151,7 @@ static sk_status tile_runtime(const sk__node_io *io, int n_cores, int64_t mr, in
     return sk__fail(SK_STATUS_OUT_OF_MEMORY, "grouped_matmul: out of memory tiling");
   }
   out->n_blocks = t.count;
-  out->workspace_bytes = p->quant ? quant_workspace(tm, tn, q.k) : sk__gemm_workspace_size(tm, tn, q.k);
+  out->workspace_bytes = p->quant ? quant_workspace(tm, tn, q.k) : float_workspace(p, tm, tn, q.k);
   out->plan = t.tiles;
   out->claim = n_cores > 1;
   return SK_STATUS_OK;
@@ -231,7 +236,7 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   for (int64_t i = 0; i < t.count; i++) {
     const gmm_tile *tile = &t.tiles[i];
     int64_t tm = tile->m1 - tile->m0, tn = tile->n1 - tile->n0, k = sk__gmm_group(io, tile->group).k;
-    size_t ws = p->quant ? quant_workspace(tm, tn, k) : sk__gemm_workspace_size(tm, tn, k);
+    size_t ws = p->quant ? quant_workspace(tm, tn, k) : float_workspace(p, tm, tn, k);
     if (ws > workspace) workspace = ws;
   }
   if (p->group_type == 0 && p->split_item >= 2 && p->rows_used < io->out[0].shape[0]) {
@@ -261,6 +266,18 @@ static void compute(const sk__node_io *io, const gmm_group *q, int64_t m0, int64
     return;
   }
   sk__gemm_problem f = sk__gmm_float_problem(q);
+  if (q->w_trans && !q->w_packed) {
+    /* A weight read transposed and not packed (not a constant): this
+     * tile's columns of B as a [K, n1 - n0] matrix after the GEMM's scratch. */
+    size_t es = sk_dtype_size(q->y_dtype);
+    void *bt = (char *)workspace + sk__gemm_workspace_size(m1 - m0, n1 - n0, q->k);
+    sk__gmm_transpose_cols(q, n0, n1, bt);
+    f.b = bt, f.ldb = f.n = n1 - n0;
+    if (f.bias) f.bias = (const char *)f.bias + (size_t)n0 * sk_dtype_size(f.bias_dtype);
+    f.c = (char *)f.c + (size_t)n0 * es;
+    sk__gemm_tile(&f, m0, m1, 0, n1 - n0, workspace, sk__cpu_isa());
+    return;
+  }
   sk__gemm_tile(&f, m0, m1, n0, n1, workspace, sk__cpu_isa());
 }
 

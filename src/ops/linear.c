@@ -130,7 +130,7 @@ static sk_status pack(const sk__node_io *io, void **packed, size_t *bytes) {
   void *bt = malloc((size_t)(p->k * p->n) * es);
   if (!bt) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "linear: out of memory packing the weight");
   transpose(w, es, p->k, 0, p->n, bt);
-  sk__weight_matrix mat = {bt, p->dtype, p->k, p->n, p->n};
+  sk__weight_matrix mat = {bt, p->dtype, p->k, p->n, p->n, false};
   sk_status st = sk__pack_weights(SK_PACK_FLOAT, &mat, 1, "linear", packed, bytes);
   free(bt);
   return st;

@@ -1,6 +1,9 @@
 /* Packing constant weights at compile (packed_weights.h). */
 #include "ops/packed_weights.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "core/alloc.h"
 #include "core/error.h"
 #include "kernels/gemm/gemm.h"
@@ -17,6 +20,19 @@ typedef struct packed_block {
 
 static size_t packed_size(sk__pack_kind kind, sk__isa isa, const sk__weight_matrix *m) {
   return kind == SK_PACK_FLOAT ? sk__gemm_packed_b_size(isa, m->dtype, m->k, m->n) : sk__qgemm_packed_b_size(isa, m->k, m->n);
+}
+
+/* B [k, n] row-major from a transposed matrix's [n, k] (malloc'd; NULL
+ * when out of memory): one matrix at a time, so packing a layer of experts
+ * never holds a second copy of all of them. */
+static void *transposed_copy(const sk__weight_matrix *m) {
+  size_t es = sk_dtype_size(m->dtype);
+  char *b = malloc((size_t)(m->k * m->n) * es + 1);
+  if (!b) return NULL;
+  const char *w = m->data;
+  for (int64_t j = 0; j < m->n; j++)
+    for (int64_t q = 0; q < m->k; q++) memcpy(b + (size_t)(q * m->n + j) * es, w + (size_t)(j * m->k + q) * es, es);
+  return b;
 }
 
 sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, int64_t n, const char *op,
@@ -38,7 +54,15 @@ sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, in
     const sk__weight_matrix *m = &mats[i];
     size_t size = packed_size(kind, isa, m);
     block->offset[i] = size ? at : 0;
-    if (size && kind == SK_PACK_FLOAT)
+    if (size && kind == SK_PACK_FLOAT && m->transposed) {
+      void *b = transposed_copy(m);
+      if (!b) {
+        sk__aligned_free(block);
+        return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory transposing a weight", op);
+      }
+      sk__gemm_pack_b(isa, b, m->dtype, m->n, m->k, m->n, (char *)block + at);
+      free(b);
+    } else if (size && kind == SK_PACK_FLOAT)
       sk__gemm_pack_b(isa, m->data, m->dtype, m->ldb, m->k, m->n, (char *)block + at);
     else if (size)
       sk__qgemm_pack_b(isa, m->data, m->ldb, m->k, m->n, (char *)block + at);

@@ -20,6 +20,9 @@ typedef struct sk__weight_matrix {
   const void *data;
   sk_dtype dtype;
   int64_t k, n, ldb;
+  /* data is B transposed, [n, k] dense (torch's Linear layout): packed
+   * through a transposed copy of one matrix at a time. */
+  bool transposed;
 } sk__weight_matrix;
 
 /* Packs mats[0..n) into one aligned block (*packed, *bytes; both NULL / 0
