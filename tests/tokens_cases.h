@@ -125,6 +125,19 @@ static inline void tc_matmuls(sk_graph *g, int64_t t, sk_dtype dt) {
   CHECK_OK(sk_graph_mark_output(g, logits, "logits"));
 }
 
+/* moe_finalize_routing of a layer: the experts' rows `down` back to their
+ * tokens, weighted by the gating's weights, with the residual x and the
+ * shared expert's output. */
+static inline sk_value tc_combine(sk_graph *g, sk_value x, sk_value down, const sk_value *routing,
+                                  const sk_value *gating, sk_value shared) {
+  sk_op_input fin[] = {{"expanded_permuted_rows", &down, 1}, {"expanded_src_to_dst_row", &routing[1], 1},
+                       {"skip1", &x, 1}, {"scales", &gating[0], 1}, {"export_for_source_row", &gating[1], 1},
+                       {"skip2", &shared, 1}};
+  sk_attr fat[] = {SK_ATTR_INT("drop_pad_mode", 2)};
+  sk_value y;
+  return op(g, "moe_finalize_routing", "combine", fin, 6, fat, 1, &y, 1);
+}
+
 /* A whole MoE layer (test_moe_layer.c's): gate, gating, dispatch, the
  * experts' grouped matmuls on the run-time group list, swiglu, a shared
  * expert, combine. softmax: Qwen3-MoE's routing; else DeepSeek-V3's
@@ -170,11 +183,7 @@ static inline void tc_moe(sk_graph *g, int64_t t, sk_dtype dt, bool sigmoid) {
   sk_value sact = unary(g, "swiglu", "shared_act", sh), sdown;
   sk_op_input sdin[] = {{"x", &sact, 1}, {"weight", &s_down, 1}};
   op(g, "grouped_matmul", "shared_down", sdin, 2, NULL, 0, &sdown, 1);
-  sk_op_input fin[] = {{"expanded_permuted_rows", &down, 1}, {"expanded_src_to_dst_row", &routing[1], 1},
-                       {"skip1", &x, 1}, {"scales", &gating[0], 1}, {"export_for_source_row", &gating[1], 1},
-                       {"skip2", &sdown, 1}};
-  sk_attr fat[] = {SK_ATTR_INT("drop_pad_mode", 2)};
-  op(g, "moe_finalize_routing", "combine", fin, 6, fat, 1, &y, 1);
+  y = tc_combine(g, x, down, routing, gating, sdown);
   CHECK_OK(sk_graph_end_scope(g));
   CHECK_OK(sk_graph_mark_output(g, y, "y"));
   CHECK_OK(sk_graph_mark_output(g, routing[2], "expert_ends"));
@@ -350,11 +359,7 @@ static inline void tc_moe_w8a8(sk_graph *g, int64_t t, sk_dtype dt) {
   sk_op_input win[] = {{"x", &q[0], 1}, {"weight", &w_down, 1}, {"scale", &down_scale, 1},
                        {"per_token_scale", &q[1], 1}, {"group_list", &routing[2], 1}};
   op(g, "grouped_matmul", "experts_down", win, 5, w8a8, 4, &down, 1);
-  sk_op_input fin[] = {{"expanded_permuted_rows", &down, 1}, {"expanded_src_to_dst_row", &routing[1], 1},
-                       {"skip1", &x, 1}, {"scales", &gating[0], 1}, {"export_for_source_row", &gating[1], 1},
-                       {"skip2", &sdown, 1}};
-  sk_attr fat[] = {SK_ATTR_INT("drop_pad_mode", 2)};
-  op(g, "moe_finalize_routing", "combine", fin, 6, fat, 1, &y, 1);
+  y = tc_combine(g, x, down, routing, gating, sdown);
   CHECK_OK(sk_graph_end_scope(g));
   CHECK_OK(sk_graph_mark_output(g, y, "y"));
   CHECK_OK(sk_graph_mark_output(g, routing[2], "expert_counts"));

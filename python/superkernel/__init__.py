@@ -123,3 +123,10 @@ def __getattr__(name):
 # entry point).
 if "torch" in __import__("sys").modules:
     from . import backend as _backend  # noqa: F401,E402
+
+# transformers' experts_implementation="superkernel" (hf_experts.py):
+# registered as soon as transformers' experts module is imported, whether
+# before or after this package; neither is imported here.
+from . import hf_experts as _hf_experts  # noqa: E402
+
+_hf_experts.install()

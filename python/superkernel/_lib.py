@@ -160,7 +160,7 @@ class ProgramStats(_C.Structure):
             "arena_bytes",
             "workspace_bytes",
         )
-    ]
+    ] + [("max_tokens", int64), ("n_token_buckets", size_t)]
 
 
 class KernelDesc(_C.Structure):
@@ -201,6 +201,8 @@ _PROTOTYPES = {
     "sk_graph_create": (_STATUS, [P(c_void_p)]),
     "sk_graph_destroy": (None, [c_void_p]),
     "sk_graph_add_input": (_STATUS, [c_void_p, c_char_p, c_int, c_int, P(int64), P(_C.c_uint32)]),
+    "sk_graph_set_max_tokens": (_STATUS, [c_void_p, int64]),
+    "sk_program_max_tokens": (int64, [c_void_p]),
     "sk_graph_add_constant": (
         _STATUS,
         [c_void_p, c_char_p, c_int, c_int, P(int64), c_void_p, c_int, P(_C.c_uint32)],

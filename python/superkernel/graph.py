@@ -24,6 +24,14 @@ class Value:
         return f"Value({self.id}, {self.dtype}, {list(self.shape)})"
 
 
+DYNAMIC = -1  # SK_DIM_DYNAMIC: a leading dimension of T rows, T given by each run
+
+
+def tokens(k=1):
+    """SK_DIM_TOKENS(k): how a leading dimension of k * T rows is reported."""
+    return -k
+
+
 def _shape_array(shape, what):
     if isinstance(shape, (str, bytes)):
         raise TypeError(f"{what}: expected a sequence of ints, got {shape!r}")
@@ -31,7 +39,8 @@ def _shape_array(shape, what):
         dims = list(shape)
     except TypeError:
         raise TypeError(f"{what}: expected a sequence of ints, got {shape!r}") from None
-    shape = tuple(_lib.as_int(d, f"{what}: dimension {i}") for i, d in enumerate(dims))
+    # None is the run-time token dimension (DYNAMIC); the library names any other misuse.
+    shape = tuple(DYNAMIC if d is None else _lib.as_int(d, f"{what}: dimension {i}") for i, d in enumerate(dims))
     return shape, (_lib.int64 * max(1, len(shape)))(*shape)
 
 
@@ -39,7 +48,7 @@ class Graph(Owned):
     """An operator graph to compile into a Program.
 
     g = Graph()
-    x = g.add_input("x", "fp16", (256, 180))
+    x = g.add_input("x", "fp16", (256, 180))   # (None, 180) after g.set_max_tokens(n): any T
     w = g.add_constant("w", weight_array)
     with g.scope("sk1", "early-start=1"):
         (h,) = g.add_op("grouped_matmul", {"x": [x], "weight": [w]}, {"split_item": 3})
@@ -69,6 +78,12 @@ class Graph(Owned):
             self._lib.sk_graph_value_info(self.handle, vid, ctypes.byref(dtype), ctypes.byref(rank), shape)
         )
         return DType(dtype.value), tuple(shape[: rank.value])
+
+    def set_max_tokens(self, max_tokens):
+        """A run-time token count up to max_tokens (sk_graph_set_max_tokens):
+        inputs whose leading dimension is None (or DYNAMIC) then have T rows,
+        T given by each run's buffers; one compiled program serves every T."""
+        _lib.check(self._lib.sk_graph_set_max_tokens(self.handle, _lib.as_int(max_tokens, "set_max_tokens")))
 
     def add_input(self, name, dtype, shape):
         shape, dims = _shape_array(shape, f"input {name}: shape")

@@ -59,14 +59,34 @@ def _numel(shape):
     return n
 
 
-def _new_like(info, torch_outputs):
+def _at_tokens(shape, tokens):
+    """A shape whose leading dimension may be SK_DIM_TOKENS(k) (-k): k * tokens rows."""
+    if shape and shape[0] < 0:
+        return (-shape[0] * tokens,) + tuple(shape[1:])
+    return tuple(shape)
+
+
+def _new_like(info, torch_outputs, tokens=0):
+    shape = _at_tokens(info.shape, tokens)
     if torch_outputs:
         import torch
 
-        return torch.empty(info.shape, dtype=to_torch(info.dtype))
+        return torch.empty(shape, dtype=to_torch(info.dtype))
     import numpy as np
 
-    return np.empty(info.shape, dtype=to_numpy(info.dtype))
+    return np.empty(shape, dtype=to_numpy(info.dtype))
+
+
+def _tokens_of(buffers, infos, what):
+    """The run's token count from the first buffer of a dynamic leading
+    dimension (a program of static shapes: 0); each buffer is then checked
+    against its shape at that count."""
+    for buf, info in zip(buffers, infos):
+        if info.shape and info.shape[0] < 0:
+            shape = getattr(buf, "shape", None)
+            rows = shape[0] if shape is not None and len(shape) > 0 else 0
+            return rows // -info.shape[0]
+    return 0
 
 
 class Program(Owned):
@@ -97,6 +117,7 @@ class Program(Owned):
             (name, t, t.data_ptr(), t.nbytes) for name, t in graph._borrowed_named if hasattr(t, "data_ptr")
         )
         lib = self._lib
+        self.max_tokens = lib.sk_program_max_tokens(handle)  # 0: static shapes
         self.inputs = _io_info(lib, handle, lib.sk_program_input_info, lib.sk_program_num_inputs(handle))
         self.outputs = _io_info(lib, handle, lib.sk_program_output_info, lib.sk_program_num_outputs(handle))
         self._in_index = {info.name: i for i, info in enumerate(self.inputs)}
@@ -108,9 +129,13 @@ class Program(Owned):
 
         self._in_rows = np.frombuffer(self._in_bufs, dtype=np.uint64).reshape(-1, 3)
         self._out_rows = np.frombuffer(self._out_bufs, dtype=np.uint64).reshape(-1, 3)
-        self._in_bytes = [_numel(i.shape) * i.dtype.itemsize for i in self.inputs]
-        self._out_bytes = [_numel(o.shape) * o.dtype.itemsize for o in self.outputs]
+        # Bytes of each binding: whole, or of one token's rows (a dynamic one).
+        self._in_bytes = [_numel(_at_tokens(i.shape, 1)) * i.dtype.itemsize for i in self.inputs]
+        self._out_bytes = [_numel(_at_tokens(o.shape, 1)) * o.dtype.itemsize for o in self.outputs]
+        self._in_dynamic = [bool(i.shape) and i.shape[0] < 0 for i in self.inputs]
+        self._out_dynamic = [bool(o.shape) and o.shape[0] < 0 for o in self.outputs]
         self._last_in_ptrs = self._last_out_ptrs = None  # what _run_pointers last wrote
+        self._last_tokens = None  # the token count whose byte counts it last wrote
         self._run_lock = threading.Lock()  # the buffer arrays above are shared
         self._close_lock = self._run_lock
 
@@ -165,12 +190,15 @@ class Program(Owned):
         """Runs once. Inputs by position (declaration order), as a dict, or
         by keyword. outputs: a list in declaration order to write into, or
         None to allocate them (torch tensors when any input is one, else
-        numpy arrays). Returns the outputs as a list."""
+        numpy arrays). With a run-time token count (max_tokens > 0) the
+        inputs' rows give T and the outputs are allocated for it. Returns
+        the outputs as a list."""
         inputs = self._ordered_inputs(args, kwargs)
         if outputs is None:
             torch = sys.modules.get("torch")
             as_torch = torch is not None and any(isinstance(x, torch.Tensor) for x in inputs)
-            outputs = [_new_like(info, as_torch) for info in self.outputs]
+            tokens = _tokens_of(inputs, self.inputs, "Program.run")
+            outputs = [_new_like(info, as_torch, tokens) for info in self.outputs]
         self.run_into(inputs, outputs, team)
         return list(outputs)
 
@@ -184,24 +212,39 @@ class Program(Owned):
                 f"got {len(inputs)} and {len(outputs)}"
             )
         team = team if team is not None else self.team
+        tokens = _tokens_of(inputs, self.inputs, "Program.run_into")
+        if self.max_tokens and tokens > self.max_tokens:
+            raise ValueError(f"Program.run_into: the inputs hold {tokens} tokens; the program takes at most {self.max_tokens}")
         with self._run_lock:
             ib, ob = self._in_bufs, self._out_bufs
             self._last_in_ptrs = self._last_out_ptrs = None  # _run_pointers rewrites what follows
             for i, (x, info) in enumerate(zip(inputs, self.inputs)):
-                ib[i].data, ib[i].bytes = check_buffer(x, f"input {info.name}", info.dtype, info.shape)
+                shape = _at_tokens(info.shape, tokens)
+                ib[i].data, ib[i].bytes = check_buffer(x, f"input {info.name}", info.dtype, shape)
             for i, (y, info) in enumerate(zip(outputs, self.outputs)):
-                ob[i].data, ob[i].bytes = check_buffer(y, f"output {info.name}", info.dtype, info.shape, True)
+                shape = _at_tokens(info.shape, tokens)
+                ob[i].data, ob[i].bytes = check_buffer(y, f"output {info.name}", info.dtype, shape, True)
             status = self._launch(team, self._lib.sk_program_run_by_index, ib, len(inputs), ob, len(outputs))
         _lib.check(status)
 
-    def _run_pointers(self, in_ptrs, out_ptrs, team=None):
-        """The package's own fast path (the backend and export): lists of
-        the data pointers (ints) of dense CPU buffers of exactly the
-        declared dtypes and shapes, in declaration order, which the caller
-        has guaranteed. Nothing is checked here: not for users. Pointers
-        equal to the last call's are not written again."""
+    def _run_pointers(self, in_ptrs, out_ptrs, team=None, tokens=None):
+        """The package's own fast path (the backend, export, the experts of
+        transformers): lists of the data pointers (ints) of dense CPU
+        buffers of exactly the declared dtypes and shapes (at `tokens`
+        tokens with a run-time token count), in declaration order, which
+        the caller has guaranteed. Nothing is checked here: not for users.
+        Pointers equal to the last call's are not written again."""
         team = team if team is not None else self.team
         with self._run_lock:
+            if tokens is not None and tokens != self._last_tokens:
+                self._last_in_ptrs = self._last_out_ptrs = None  # the byte counts change
+                self._in_rows[: len(self._in_bytes), 2] = [
+                    b * tokens if d else b for b, d in zip(self._in_bytes, self._in_dynamic)
+                ]
+                self._out_rows[: len(self._out_bytes), 2] = [
+                    b * tokens if d else b for b, d in zip(self._out_bytes, self._out_dynamic)
+                ]
+                self._last_tokens = tokens
             if in_ptrs != self._last_in_ptrs or out_ptrs != self._last_out_ptrs:
                 if len(in_ptrs) != len(self._in_bytes) or len(out_ptrs) != len(self._out_bytes):
                     raise TypeError(
@@ -210,10 +253,12 @@ class Program(Owned):
                     )
                 if in_ptrs:
                     self._in_rows[: len(in_ptrs), 1] = in_ptrs
-                    self._in_rows[: len(in_ptrs), 2] = self._in_bytes
                 if out_ptrs:
                     self._out_rows[: len(out_ptrs), 1] = out_ptrs
+                if tokens is None:  # static shapes: the whole bindings
+                    self._in_rows[: len(in_ptrs), 2] = self._in_bytes
                     self._out_rows[: len(out_ptrs), 2] = self._out_bytes
+                    self._last_tokens = None
                 self._last_in_ptrs, self._last_out_ptrs = list(in_ptrs), list(out_ptrs)
             status = self._launch(
                 team, self._lib.sk_program_run_by_index, self._in_bufs, len(in_ptrs), self._out_bufs, len(out_ptrs)
@@ -283,7 +328,8 @@ class RunContext(Owned):
         infos = self.program.inputs if k == SK_IO_INPUT else self.program.outputs
         index = _lib.as_int(index, f"RunContext.bind: {kind} index", 0, len(infos) - 1)
         info = infos[index]
-        ptr, nbytes = check_buffer(buf, f"{kind} {info.name}", info.dtype, info.shape, k == SK_IO_OUTPUT)
+        shape = _at_tokens(info.shape, _tokens_of([buf], [info], "RunContext.bind"))
+        ptr, nbytes = check_buffer(buf, f"{kind} {info.name}", info.dtype, shape, k == SK_IO_OUTPUT)
         with self._lock:
             _lib.check(self._lib.sk_run_context_bind(self.handle, k, index, ptr, nbytes))
             self._bound[(k, index)] = buf

@@ -1,0 +1,237 @@
+"""transformers' MoE experts as one super kernel: experts_implementation="superkernel".
+
+transformers (5.x) runs the experts of its MoE families (Qwen2/3-MoE,
+DeepSeek-V2/V3, Mixtral, OLMoE, ...) through ``ExpertsInterface``: a
+registered function ``f(self, hidden_states [T, H], top_k_index [T, k],
+top_k_weights [T, k]) -> [T, H]`` chosen by ``from_pretrained(...,
+experts_implementation=KEY)``. ``import superkernel`` registers "superkernel"
+there when transformers is importable.
+
+Each experts module then runs as one library program: dispatch by
+top_k_index (moe_init_routing), the gate/up grouped matmul, SwiGLU, the down
+grouped matmul and the weighted combine (moe_finalize_routing), in one scope.
+The program has a run-time token count (one program serves prefill and
+decode) and its expert weights are graph constants borrowed from the
+module's parameters, read in transformers' ``[E, out, in]`` layout
+(``transpose_weight``) and packed once; a parameter changed in place or
+replaced (its version counter or its address) makes the next call compile
+again. A token's output does not depend on the batch it is in.
+
+A module the library cannot run (another activation or gate, a post-expert
+norm, expert parallelism, gradients required) runs transformers' own
+"grouped_mm" instead, with one warning per module class naming the reason:
+never a wrong result, never an exception in the middle of ``generate``.
+"""
+
+import sys
+import threading
+import warnings
+import weakref
+
+KEY = "superkernel"
+# The largest token count one program runs at once; a call with more
+# tokens runs in chunks of it (rows are independent: the same bits).
+MAX_TOKENS = 4096
+
+_warned = set()  # module classes already warned about
+_lock = threading.Lock()  # compiles of modules (programs are built once each)
+_programs = weakref.WeakKeyDictionary()  # module -> _ExpertsProgram
+
+
+def register():
+    """Registers KEY in transformers' ExpertsInterface; False when
+    transformers (or its interface) is not importable."""
+    try:
+        from transformers.integrations.moe import ExpertsInterface
+    except Exception:  # no transformers, or one without the interface: nothing changes
+        return False
+    ExpertsInterface.register(KEY, experts_forward)
+    return True
+
+
+_MOE_MODULE = "transformers.integrations.moe"
+
+
+class _RegisterOnImport:
+    """A meta path finder that registers KEY right after transformers'
+    experts module is imported, so `import superkernel` needs neither
+    transformers nor torch, and a later `import transformers` still gets
+    "superkernel" before any model is built."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != _MOE_MODULE:
+            return None
+        import importlib.machinery
+
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                real = spec.loader.exec_module
+
+                def exec_module(module, _real=real):
+                    _real(module)
+                    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _RegisterOnImport)]
+                    register()
+
+                spec.loader.exec_module = exec_module
+                return spec
+        return None
+
+
+def install():
+    """Registers KEY now when transformers' experts module is loaded,
+    else when it is (import superkernel calls this)."""
+    if _MOE_MODULE in sys.modules:
+        register()
+    elif not any(isinstance(f, _RegisterOnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RegisterOnImport())
+
+
+def _fallback(module, reason, hidden_states, top_k_index, top_k_weights):
+    from transformers.integrations.moe import grouped_mm_experts_forward
+
+    cls = type(module)
+    if cls not in _warned:
+        _warned.add(cls)
+        warnings.warn(
+            f"superkernel: {cls.__name__} runs transformers' grouped_mm experts instead: {reason}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return grouped_mm_experts_forward(module, hidden_states, top_k_index, top_k_weights)
+
+
+def _unsupported(module, hidden_states):
+    """Why the library cannot run this module's experts, or None."""
+    import torch
+    from transformers.integrations.moe import _default_apply_gate
+
+    if getattr(module, "_is_expert_parallel", False):
+        return "expert parallelism"
+    if getattr(module, "has_post_expert_norm", False):
+        return "a norm after each expert"
+    if not getattr(module, "has_gate", True):
+        return "experts without a gate (an activation alone) are not supported yet"
+    if getattr(type(module), "_apply_gate", _default_apply_gate) is not _default_apply_gate:
+        return f"its own gate function {type(module).__name__}._apply_gate (e.g. a clamped SwiGLU)"
+    act = getattr(module, "act_fn", None)
+    if type(act).__name__ not in ("SiLU", "SiLUActivation"):
+        return f"activation {type(act).__name__} (the library runs SiLU: SwiGLU)"
+    weight = module.gate_up_proj
+    if weight.device.type != "cpu" or hidden_states.device.type != "cpu":
+        return "tensors not on the CPU"
+    if weight.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        return f"weights of dtype {weight.dtype}"
+    if module.down_proj.dtype != weight.dtype:
+        return "gate/up and down weights of different dtypes"
+    if torch.is_grad_enabled() and (weight.requires_grad or hidden_states.requires_grad):
+        return "gradients are required (the library's ops have none)"
+    return None
+
+
+def _fingerprint(module):
+    """What the compiled program depends on: each parameter's address,
+    shape, dtype and version (in-place changes bump it)."""
+    out = []
+    for name in ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias"):
+        p = getattr(module, name, None)
+        if p is None:
+            continue
+        try:
+            version = p._version
+        except RuntimeError:  # an inference tensor keeps no version: its address only
+            version = None
+        out.append((name, p.data_ptr(), tuple(p.shape), p.dtype, version))
+    return tuple(out)
+
+
+class _ExpertsProgram:
+    """One module's experts as a program of a run-time token count."""
+
+    def __init__(self, module, x_dtype, top_k, w_dtype):
+        import torch
+
+        from .dtypes import to_dtype
+        from .graph import Graph
+        from .team import shared_team
+
+        self.fingerprint = _fingerprint(module)
+        self.x_dtype, self.top_k, self.w_dtype = x_dtype, top_k, w_dtype
+        experts, hidden = module.gate_up_proj.shape[0], module.down_proj.shape[-2 if not module.is_transposed else -1]
+        self.hidden = hidden
+        dt = to_dtype(module.gate_up_proj.dtype)
+        g = Graph()
+        g.set_max_tokens(MAX_TOKENS)
+        x = g.add_input("x", dt, (None, hidden))
+        idx = g.add_input("top_k_index", "int32", (None, top_k))
+        weights = g.add_input("top_k_weights", to_dtype(w_dtype), (None, top_k))
+        trans = 0 if module.is_transposed else 1
+        # The parameters as they are (dense): borrowed, read transposed, packed once.
+        self.keep = [module.gate_up_proj.detach(), module.down_proj.detach()]
+        gate_up = g.add_constant("gate_up_proj", self.keep[0], borrow=True)
+        down = g.add_constant("down_proj", self.keep[1], borrow=True)
+        biases = [None, None]
+        if getattr(module, "has_bias", False):
+            self.keep += [module.gate_up_proj_bias.detach(), module.down_proj_bias.detach()]
+            biases = [g.add_constant("gate_up_bias", self.keep[2], borrow=True),
+                      g.add_constant("down_bias", self.keep[3], borrow=True)]
+        mm = {"group_type": 0, "split_item": 3, "transpose_weight": trans}
+        with g.scope("experts"):
+            rows, row_map, ends, _ = g.add_op("moe_init_routing", {"x": x, "expert_idx": idx}, {"expert_num": experts})
+            (up,) = g.add_op("grouped_matmul", {"x": rows, "weight": gate_up, "bias": biases[0], "group_list": ends}, mm)
+            # The default gate splits gate | up in halves whatever the layout
+            # flag says (an interleaved layout comes with a gate of its own).
+            (act,) = g.add_op("swiglu", {"x": up})
+            (out,) = g.add_op("grouped_matmul", {"x": act, "weight": down, "bias": biases[1], "group_list": ends}, mm)
+            (y,) = g.add_op(
+                "moe_finalize_routing",
+                {"expanded_permuted_rows": out, "expanded_src_to_dst_row": row_map, "scales": weights},
+                {"drop_pad_mode": 2},
+            )
+        g.mark_output(y, "y")
+        self.program = g.compile(shared_team(torch.get_num_threads()))
+        self.torch_dtype = module.gate_up_proj.dtype
+
+    def __call__(self, hidden_states, top_k_index, top_k_weights):
+        import torch
+
+        x = hidden_states.to(self.torch_dtype).contiguous()
+        idx = top_k_index.to(torch.int32).contiguous()
+        w = top_k_weights.contiguous()
+        tokens = x.shape[0]
+        y = torch.empty(tokens, self.hidden, dtype=self.torch_dtype)
+        for t0 in range(0, tokens, MAX_TOKENS):  # chunks of at most MAX_TOKENS rows
+            t1 = min(tokens, t0 + MAX_TOKENS)
+            parts = (x[t0:t1], idx[t0:t1], w[t0:t1])
+            self.program._run_pointers([p.data_ptr() for p in parts], [y[t0:t1].data_ptr()], tokens=t1 - t0)
+        return y
+
+
+def _program_for(module, hidden_states, top_k_index, top_k_weights):
+    """The module's program, compiled at its first call and again when a
+    parameter or the call's dtypes changed."""
+    import torch
+
+    w_dtype = top_k_weights.dtype if top_k_weights.dtype == torch.float32 else module.gate_up_proj.dtype
+    key = (hidden_states.dtype, top_k_index.shape[-1], w_dtype)
+    with _lock:
+        prog = _programs.get(module)
+        if prog is None or prog.fingerprint != _fingerprint(module) or (prog.x_dtype, prog.top_k, prog.w_dtype) != key:
+            prog = _programs[module] = _ExpertsProgram(module, *key)
+    return prog
+
+
+def experts_forward(self, hidden_states, top_k_index, top_k_weights):
+    """transformers' experts forward (ExpertsInterface) through the library."""
+    import torch
+
+    reason = _unsupported(self, hidden_states)
+    if reason is not None:
+        return _fallback(self, reason, hidden_states, top_k_index, top_k_weights)
+    if hidden_states.shape[0] == 0:
+        return torch.zeros_like(hidden_states)
+    prog = _program_for(self, hidden_states, top_k_index, top_k_weights)
+    w = top_k_weights if top_k_weights.dtype == prog.w_dtype else top_k_weights.to(prog.w_dtype)
+    return prog(hidden_states, top_k_index, w).to(hidden_states.dtype)
