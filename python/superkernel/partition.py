@@ -154,11 +154,16 @@ def read_markers(graph, default_options=""):
             continue
         if node.target == _scope.scope_exit:
             if not stack:
-                raise ScopeError(
-                    "a scope ends here but did not begin in this graph: torch.compile split the scope at a graph "
-                    "break (print, .item(), data-dependent control flow, an unsupported call...) inside it; "
-                    "move what breaks the graph out of the scope"
+                # The scope began before a graph break (print, .item(),
+                # data-dependent control flow): its part in this graph ran
+                # outside it, as an op that must run in torch splits a scope.
+                warnings.warn(
+                    "superkernel: a scope ends in this graph but began in an earlier one: torch.compile split it at "
+                    "a graph break (print, .item(), data-dependent control flow...) inside it; the ops before the "
+                    "end here run outside any scope (move what breaks the graph out of the scope to fuse them)",
+                    stacklevel=2,
                 )
+                continue
             stack.pop()
             continue
         info = next((f[1] for f in reversed(stack) if f[1] is not None), None)
@@ -166,14 +171,15 @@ def read_markers(graph, default_options=""):
         where[node] = (info, stream)
         if info is not None:
             info.nodes.append(node)
-    if stack:
-        open_scope = next((f[1] for f in stack if f[1] is not None), None)
-        what = f"super-kernel scope {open_scope.user_name!r}" if open_scope else "a scope (npu_stream_switch ...)"
-        raise ScopeError(
+    for _attrs, info, _stream in stack:  # opened here, closed after a graph break
+        what = f"super-kernel scope {info.user_name!r}" if info else "a scope (npu_stream_switch ...)"
+        message = (
             f"{what} begins in this graph but does not end in it: torch.compile split the scope at a graph "
-            "break (print, .item(), data-dependent control flow, an unsupported call...) inside it; move what "
-            "breaks the graph out of the scope"
+            "break (print, .item(), data-dependent control flow, an unsupported call...) inside it"
         )
+        if info is not None and info.strict == "abort":
+            raise ScopeError(message + " (strict-scope-check=abort); move what breaks the graph out of the scope")
+        warnings.warn(f"superkernel: {message}; its part in this graph is fused on its own", stacklevel=2)
     return where, scopes
 
 

@@ -103,16 +103,28 @@ def test_nested_scopes_are_rejected():
         compile_run(Nested(), (torch.randn(4),))
 
 
-def test_graph_break_inside_a_scope_is_a_clear_error():
+def breaks(options=None):
     class Breaks(torch.nn.Module):
         def forward(self, x):
-            with scope.super_kernel("sk1"):
+            with scope.super_kernel("sk1", options):
                 y = x * x
                 print("a graph break inside the scope")
                 return y + x
 
-    with pytest.raises(Exception, match="graph break"):
-        compile_run(Breaks(), (torch.randn(4),), fullgraph=False)
+    return Breaks()
+
+
+def test_graph_break_inside_a_scope_splits_it_with_a_warning():
+    """Each part runs on its own (the warnings name the scope and the
+    break), and the compiled model gives the eager bits."""
+    with pytest.warns(UserWarning, match="(?s)'sk1' begins in this graph.*graph break"):
+        got, want, _ = compile_run(breaks(), (torch.randn(4),), fullgraph=False)
+    assert_bitwise(got, want)
+
+
+def test_graph_break_inside_a_scope_under_abort_is_an_error():
+    with pytest.raises(Exception, match="(?s)'sk1' begins in this graph.*strict-scope-check=abort"):
+        compile_run(breaks("strict-scope-check=abort"), (torch.randn(4),), fullgraph=False)
     # the process stays usable
     got, want, _ = compile_run(TwoScopes(), (torch.randn(2, 3), torch.randn(2, 3)))
     assert_bitwise(got, want)
