@@ -352,6 +352,47 @@ static void test_dynamic_group_index(void) {
   }
 }
 
+/* The graph (with copied constants: norms' gamma, the matmuls' weights)
+ * destroyed right after sk_compile: every bucket and the reference's exact
+ * builds read the program's own copies (a reviewer's finding: they read
+ * the freed graph's). */
+static void test_graph_destroyed_after_compile(void) {
+  static const int cases[] = {2, 3};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const tokens_case *c = &TOKENS_CASES[cases[i]];
+    int64_t ids[8];
+    for (int r = 0; r < 8; r++) ids[r] = 40 + r;
+    for (int e = 0; e < 2; e++) {
+      sk_graph *g = tc_graph(c, SK_DIM_DYNAMIC, 8);
+      sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[1],
+                               .executor = e ? SK_EXECUTOR_REFERENCE : SK_EXECUTOR_INTERP};
+      sk_program *p = NULL;
+      CHECK_OK(sk_compile(g, &cfg, &p));
+      sk_graph_destroy(g);
+      void *scribble[64]; /* reuse the freed memory */
+      for (int k = 0; k < 64; k++) memset(scribble[k] = malloc(256), 0x5A, 256);
+      sk_graph *ex = tc_graph(c, 3, 0);
+      sk_compile_config rc = {.struct_size = sizeof rc, .executor = SK_EXECUTOR_REFERENCE};
+      sk_program *want_p = NULL;
+      CHECK_OK(sk_compile(ex, &rc, &want_p));
+      run_buffers got, want;
+      alloc_buffers(want_p, 3, ids, &want);
+      alloc_buffers(p, 3, ids, &got);
+      CHECK_OK(sk_program_run(want_p, NULL, want.in, want.n_in, want.out, want.n_out));
+      CHECK_OK(sk_program_run(p, teams[1], got.in, got.n_in, got.out, got.n_out));
+      for (size_t j = 0; j < got.n_out; j++)
+        CHECK_MSG(memcmp(got.out[j].data, want.out[j].data, want.out[j].bytes) == 0, "%s, %s: output '%s'", c->name,
+                  e ? "reference" : "interp", got.out[j].name);
+      free_buffers(&got);
+      free_buffers(&want);
+      for (int k = 0; k < 64; k++) free(scribble[k]);
+      sk_program_destroy(want_p);
+      sk_graph_destroy(ex);
+      sk_program_destroy(p);
+    }
+  }
+}
+
 /* A maximum without any dynamic input: an ordinary program of static shapes. */
 static void test_max_without_dynamic_inputs(void) {
   sk_graph *g;
@@ -404,7 +445,8 @@ int main(void) {
                                        TEST_CASE(test_max_one),           TEST_CASE(test_bad_counts),
                                        TEST_CASE(test_bound_runs),        TEST_CASE(test_reported_shapes),
                                        TEST_CASE(test_refused_graphs),    TEST_CASE(test_infer),
-                                       TEST_CASE(test_dynamic_group_index), TEST_CASE(test_max_without_dynamic_inputs)};
+                                       TEST_CASE(test_dynamic_group_index), TEST_CASE(test_max_without_dynamic_inputs),
+                                       TEST_CASE(test_graph_destroyed_after_compile)};
   int rc = harness_run(cases, sizeof cases / sizeof cases[0]);
   for (int t = 0; t < 3; t++) sk_team_destroy(teams[t]);
   return rc;

@@ -15,7 +15,10 @@ decode) and its expert weights are graph constants borrowed from the
 module's parameters, read in transformers' ``[E, out, in]`` layout
 (``transpose_weight``) and packed once; a parameter changed in place or
 replaced (its version counter or its address) makes the next call compile
-again. A token's output does not depend on the batch it is in.
+again. A token's output does not depend on the batch it is in. A write
+through ``.data`` bumps no version counter, and tensors made under
+``torch.inference_mode()`` keep none: after changing such weights in
+place, call ``invalidate(module)`` (the next call compiles again).
 
 A module the library cannot run (another activation or gate, a post-expert
 norm, expert parallelism, gradients required) runs transformers' own
@@ -120,6 +123,11 @@ def _unsupported(module, hidden_states):
     if type(act).__name__ not in ("SiLU", "SiLUActivation"):
         return f"activation {type(act).__name__} (the library runs SiLU: SwiGLU)"
     weight = module.gate_up_proj
+    if weight.shape[0] > 1024:
+        return f"{weight.shape[0]} experts (the library's grouped_matmul takes at most 1024)"
+    params = [getattr(module, n, None) for n in ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias")]
+    if any(p is not None and not p.is_contiguous() for p in params):
+        return "a parameter that is not contiguous"
     if weight.device.type != "cpu" or hidden_states.device.type != "cpu":
         return "tensors not on the CPU"
     if weight.dtype not in (torch.float32, torch.float16, torch.bfloat16):
@@ -159,7 +167,8 @@ class _ExpertsProgram:
 
         self.fingerprint = _fingerprint(module)
         self.x_dtype, self.top_k, self.w_dtype = x_dtype, top_k, w_dtype
-        experts, hidden = module.gate_up_proj.shape[0], module.down_proj.shape[-2 if not module.is_transposed else -1]
+        transposed = getattr(module, "is_transposed", False)
+        experts, hidden = module.gate_up_proj.shape[0], module.down_proj.shape[-1 if transposed else -2]
         self.hidden = hidden
         dt = to_dtype(module.gate_up_proj.dtype)
         g = Graph()
@@ -167,7 +176,7 @@ class _ExpertsProgram:
         x = g.add_input("x", dt, (None, hidden))
         idx = g.add_input("top_k_index", "int32", (None, top_k))
         weights = g.add_input("top_k_weights", to_dtype(w_dtype), (None, top_k))
-        trans = 0 if module.is_transposed else 1
+        trans = 0 if transposed else 1
         # The parameters as they are (dense): borrowed, read transposed, packed once.
         self.keep = [module.gate_up_proj.detach(), module.down_proj.detach()]
         gate_up = g.add_constant("gate_up_proj", self.keep[0], borrow=True)
@@ -209,6 +218,16 @@ class _ExpertsProgram:
         return y
 
 
+def invalidate(module=None):
+    """Forgets the program of module (None: of every module): the next
+    call compiles it again from its parameters as they are then."""
+    with _lock:
+        if module is None:
+            _programs.clear()
+        else:
+            _programs.pop(module, None)
+
+
 def _program_for(module, hidden_states, top_k_index, top_k_weights):
     """The module's program, compiled at its first call and again when a
     parameter or the call's dtypes changed."""
@@ -232,6 +251,9 @@ def experts_forward(self, hidden_states, top_k_index, top_k_weights):
         return _fallback(self, reason, hidden_states, top_k_index, top_k_weights)
     if hidden_states.shape[0] == 0:
         return torch.zeros_like(hidden_states)
-    prog = _program_for(self, hidden_states, top_k_index, top_k_weights)
+    try:
+        prog = _program_for(self, hidden_states, top_k_index, top_k_weights)
+    except Exception as e:  # whatever the library refuses: never an exception in the middle of generate
+        return _fallback(self, f"the library refused it: {e}", hidden_states, top_k_index, top_k_weights)
     w = top_k_weights if top_k_weights.dtype == prog.w_dtype else top_k_weights.to(prog.w_dtype)
     return prog(hidden_states, top_k_index, w).to(hidden_states.dtype)

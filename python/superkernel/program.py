@@ -236,6 +236,8 @@ class Program(Owned):
         Pointers equal to the last call's are not written again."""
         team = team if team is not None else self.team
         with self._run_lock:
+            if tokens is None and self._last_tokens is not None:  # back to the whole bindings
+                self._last_in_ptrs = self._last_out_ptrs = None
             if tokens is not None and tokens != self._last_tokens:
                 self._last_in_ptrs = self._last_out_ptrs = None  # the byte counts change
                 self._in_rows[: len(self._in_bytes), 2] = [

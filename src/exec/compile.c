@@ -259,7 +259,9 @@ sk_status sk__compile_graph(const sk_graph *g, const sk_compile_config *cfg, int
     bool has_hook = HAS(on_jit_user);
     sk__program_jit_progress(p, has_hook ? cfg->on_jit : NULL, has_hook ? cfg->on_jit_user : NULL);
   }
-  st = sk__program_finish(p);
+  /* A token bucket's program runs only in its front program's contexts:
+   * no default context of its own (an arena never used). */
+  st = planned_tokens > 0 ? SK_STATUS_OK : sk__program_finish(p);
   if (st != SK_STATUS_OK) {
     sk_program_destroy(p);
     return st;

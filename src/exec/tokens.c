@@ -48,8 +48,9 @@ static sk_status compile_at(const sk_graph *g, const sk_compile_config *cfg, int
   return st;
 }
 
-/* The graph kept for the reference executor's exact counts: g at its
- * maximum with its own copies of the constants g owns (g may go). */
+/* The graph every program of p is compiled from (the buckets, the
+ * reference executor's exact counts): g at its maximum with its own copies
+ * of the constants g owns (g may go). */
 static sk_status keep_graph(const sk_graph *g, sk__token_buckets *b) {
   SK_RETURN_IF_ERROR(sk__graph_at_tokens(g, g->max_tokens, &b->graph));
   b->graph->max_tokens = g->max_tokens;
@@ -120,22 +121,27 @@ sk_status sk__compile_tokens(const sk_graph *g, const sk_compile_config *cfg, sk
   p->tokens = b;
   p->max_tokens = g->max_tokens;
   sk_status st = bucket_counts(b, g->max_tokens);
+  /* Every program is compiled from the kept graph, whose constants are its
+   * own copies of those g owns: g may be destroyed after sk_compile, and
+   * the programs borrow what they do not pack. */
+  if (st == SK_STATUS_OK) st = keep_graph(g, b);
   /* The largest first: it packs the constants the others share. */
   size_t top = b->n - 1;
-  if (st == SK_STATUS_OK) st = compile_at(g, cfg, b->counts[top], b->counts[top], NULL, &b->programs[top]);
+  if (st == SK_STATUS_OK) st = compile_at(b->graph, cfg, b->counts[top], b->counts[top], NULL, &b->programs[top]);
   if (st == SK_STATUS_OK && b->programs[top]->executor == SK_EXECUTOR_REFERENCE) {
-    /* The oracle: programs for exact counts, the first one this. */
+    /* The oracle: programs for exact counts, the first one this (kept for
+     * good: describe and stats read it without the lock). */
     b->exact[0] = b->programs[top];
     b->exact_counts[0] = b->counts[top];
     b->next_exact = 1;
     b->programs[top] = NULL;
     b->n = 0;
     keep_config(b, cfg);
-    st = keep_graph(g, b);
+    st = sk__program_finish(b->exact[0]); /* run_exact runs its default context */
     if (st == SK_STATUS_OK) st = fill_front(p, b->exact[0]);
   } else if (st == SK_STATUS_OK) {
     for (size_t i = 0; st == SK_STATUS_OK && i < top; i++)
-      st = compile_at(g, cfg, b->counts[i], b->counts[i], b->programs[top], &b->programs[i]);
+      st = compile_at(b->graph, cfg, b->counts[i], b->counts[i], b->programs[top], &b->programs[i]);
     if (st == SK_STATUS_OK) st = fill_front(p, b->programs[top]);
   }
   if (st == SK_STATUS_OK) st = sk__program_finish(p);
@@ -186,7 +192,8 @@ static sk_status run_exact(sk__token_buckets *b, sk_team *team, void *const *in,
     cfg.team = team;
     st = compile_at(b->graph, &cfg, tokens, 0, NULL, &prog);
     if (st == SK_STATUS_OK) {
-      size_t slot = b->next_exact++ % SK_TOKENS_EXACT_KEEP;
+      /* Slots 1.. in turn: slot 0, the maximum's, stays. */
+      size_t slot = 1 + (b->next_exact++ - 1) % (SK_TOKENS_EXACT_KEEP - 1);
       sk_program_destroy(b->exact[slot]);
       b->exact[slot] = prog;
       b->exact_counts[slot] = tokens;

@@ -29,9 +29,11 @@ typedef struct sk__token_buckets {
   sk_program **programs;  /* per bucket, by ascending count */
   int64_t *counts;
   size_t n;
-  /* The reference executor: the graph (at its maximum, rebuildable), the
-   * configuration to compile it with, and the exact programs made so far,
-   * under lock (a run of one holds it: the oracle runs one at a time). */
+  /* The graph every program is compiled from (at its maximum, rebuildable,
+   * owning copies of the caller's owned constants: the programs borrow them).
+   * The reference executor: the configuration to compile it with, and the
+   * exact programs made so far, under lock (a run of one holds it: the
+   * oracle runs one at a time); exact[0], the maximum's, stays. */
   sk_graph *graph;
   sk_compile_config cfg;
   bool has_cfg;

@@ -266,9 +266,13 @@ static void compute(const sk__node_io *io, const gmm_group *q, int64_t m0, int64
     return;
   }
   sk__gemm_problem f = sk__gmm_float_problem(q);
-  if (q->w_trans && !q->w_packed) {
-    /* A weight read transposed and not packed (not a constant): this
-     * tile's columns of B as a [K, n1 - n0] matrix after the GEMM's scratch. */
+  int64_t nr;
+  sk__gemm_micro_tile(sk__cpu_isa(), NULL, &nr);
+  if (q->w_trans && (!q->w_packed || n0 % nr != 0)) {
+    /* A weight read transposed without panels for this tile (not a
+     * constant, or a tile off a panel's start, which the tilings avoid):
+     * its columns of B as a [K, n1 - n0] matrix after the GEMM's scratch. */
+    f.b_packed = NULL;
     size_t es = sk_dtype_size(q->y_dtype);
     void *bt = (char *)workspace + sk__gemm_workspace_size(m1 - m0, n1 - n0, q->k);
     sk__gmm_transpose_cols(q, n0, n1, bt);

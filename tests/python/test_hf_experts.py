@@ -192,3 +192,31 @@ def test_more_tokens_than_one_program_runs(monkeypatch):
     monkeypatch.setattr(hf_experts, "MAX_TOKENS", 16)
     hf_experts._programs.pop(mod, None)
     assert torch.equal(hf_experts.experts_forward(mod, x, idx, w), whole)
+
+
+def test_unsupported_parameters_fall_back():
+    """A parameter the library cannot borrow (not contiguous) runs
+    grouped_mm, warning once for the class, with its outputs."""
+    mod = layout_experts(False, False, True)
+    mod.down_proj = torch.nn.Parameter(mod.down_proj.detach().transpose(1, 2).contiguous().transpose(1, 2),
+                                       requires_grad=False)
+    assert not mod.down_proj.is_contiguous()
+    x = torch.randn(5, 24, generator=GEN)
+    idx, w = routing(5, 5)
+    hf_experts._warned.discard(type(mod))
+    with pytest.warns(RuntimeWarning, match="not contiguous"):
+        got = hf_experts.experts_forward(mod, x, idx, w)
+    assert torch.equal(got, grouped_mm_experts_forward(mod, x, idx, w))
+
+
+def test_invalidate_after_a_write_through_data():
+    """.data writes bump no version: invalidate(module) makes the next call
+    read the weights as they are."""
+    mod = layout_experts(False, False, True)
+    x = torch.randn(4, 24, generator=GEN)
+    idx, w = routing(4, 5)
+    hf_experts.experts_forward(mod, x, idx, w)
+    mod.gate_up_proj.data.mul_(3.0)
+    hf_experts.invalidate(mod)
+    torch.testing.assert_close(hf_experts.experts_forward(mod, x, idx, w),
+                               grouped_mm_experts_forward(mod, x, idx, w), rtol=1e-5, atol=1e-5)
