@@ -19,11 +19,11 @@
 #include <string.h>
 
 #include "harness.h"
-#include "tokens_cases.h"
+#include "tokens_buffers.h"
 
 /* POOL tokens (pool[0] the probe); BATCHES runs per program; MAX_T the
  * larger maximum. */
-enum { POOL = 24, MAX_IO = 8, BATCHES = 3, MAX_T = 64 };
+enum { POOL = 24, BATCHES = 3, MAX_T = 64 };
 
 static sk_team *teams[3];
 static uint64_t seed = 0x5EEDB47C4ull, rng;
@@ -36,80 +36,6 @@ static uint64_t next_random(void) { /* splitmix64 */
 }
 static int64_t random_below(int64_t n) { return (int64_t)(next_random() % (uint64_t)n); }
 
-/* Input element (name, token, col): in [-1, 1), the same for a token
- * wherever its row sits and whatever the input's index in the program. */
-static float token_value(const char *name, int64_t token, int64_t col) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (const char *c = name; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001B3ull;
-  h = (h + (uint64_t)token * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull + (uint64_t)col * 0x94D049BB133111EBull;
-  h ^= h >> 31;
-  h *= 0xD6E8FEB86659FD93ull;
-  h ^= h >> 29;
-  return (float)((double)(h >> 11) / (double)(1ull << 53)) * 2.0f - 1.0f;
-}
-
-/* An input or output of a program: its rows at `tokens` tokens. k: rows
- * per token for a dynamic value (SK_DIM_TOKENS(k)), 0 for a static one. */
-typedef struct io_rows {
-  const char *name;
-  sk_dtype dt;
-  size_t row_bytes, rows;
-  int64_t k;
-} io_rows;
-
-static io_rows io_at(const sk_program *p, sk_io_kind kind, size_t i, int64_t tokens) {
-  io_rows r;
-  int rank;
-  int64_t shape[SK_MAX_RANK];
-  CHECK_OK(kind == SK_IO_INPUT ? sk_program_input_info(p, i, &r.name, &r.dt, &rank, shape)
-                               : sk_program_output_info(p, i, &r.name, &r.dt, &rank, shape));
-  int64_t cols = 1;
-  for (int d = 1; d < rank; d++) cols *= shape[d];
-  r.row_bytes = (size_t)cols * sk_dtype_size(r.dt);
-  r.k = shape[0] < 0 ? -shape[0] : 0;
-  r.rows = (size_t)(r.k ? r.k * tokens : shape[0]);
-  return r;
-}
-
-typedef struct run_buffers {
-  sk_buffer in[MAX_IO], out[MAX_IO];
-  size_t n_in, n_out;
-} run_buffers;
-
-/* Buffers for p at `tokens` tokens, row r of every input being token
- * ids[r]'s; outputs filled with 0xA5. */
-static void alloc_buffers(const sk_program *p, int64_t tokens, const int64_t *ids, run_buffers *b) {
-  memset(b, 0, sizeof *b);
-  b->n_in = sk_program_num_inputs(p);
-  b->n_out = sk_program_num_outputs(p);
-  CHECK(b->n_in <= MAX_IO && b->n_out <= MAX_IO);
-  for (size_t i = 0; i < b->n_in; i++) {
-    io_rows io = io_at(p, SK_IO_INPUT, i, tokens);
-    /* Every token-dependent input is [T, ...] (tokens_cases.h); an exact
-     * build for one token has static [1, ...] inputs. */
-    CHECK_MSG(io.rows == (size_t)tokens, "input '%s': %zu rows for %lld tokens", io.name, io.rows, (long long)tokens);
-    b->in[i].name = io.name;
-    b->in[i].bytes = io.rows * io.row_bytes;
-    b->in[i].data = malloc(b->in[i].bytes + 1);
-    size_t cols = io.row_bytes / sk_dtype_size(io.dt);
-    for (size_t r = 0; r < io.rows; r++)
-      for (size_t c = 0; c < cols; c++)
-        tc_store(b->in[i].data, io.dt, (int64_t)(r * cols + c), token_value(io.name, ids[r], (int64_t)c));
-  }
-  for (size_t j = 0; j < b->n_out; j++) {
-    io_rows io = io_at(p, SK_IO_OUTPUT, j, tokens);
-    b->out[j].name = io.name;
-    b->out[j].bytes = io.rows * io.row_bytes;
-    b->out[j].data = malloc(b->out[j].bytes + 1);
-    memset(b->out[j].data, 0xA5, b->out[j].bytes);
-  }
-}
-
-static void free_buffers(run_buffers *b) {
-  for (size_t i = 0; i < b->n_in; i++) free(b->in[i].data);
-  for (size_t j = 0; j < b->n_out; j++) free(b->out[j].data);
-}
-
 /* What each token of the pool gets alone, per output of the dynamic
  * program (same names). Only per-token outputs (SK_DIM_TOKENS(1): one row
  * per token) are compared: expanded rows (SK_DIM_TOKENS(k), k > 1: the
@@ -118,9 +44,9 @@ static void free_buffers(run_buffers *b) {
  * counts) sum over the batch — neither is a function of one token. */
 typedef struct oracle {
   size_t n_out;
-  bool per_token[MAX_IO];
-  size_t row_bytes[MAX_IO];
-  unsigned char *rows[MAX_IO]; /* POOL rows each */
+  bool per_token[TC_MAX_IO];
+  size_t row_bytes[TC_MAX_IO];
+  unsigned char *rows[TC_MAX_IO]; /* POOL rows each */
   int64_t pool[POOL];          /* pool[0]: the probe */
 } oracle;
 
@@ -133,7 +59,7 @@ static void make_oracle(const tokens_case *c, const sk_program *dyn, oracle *o) 
   sk_program *p = NULL;
   CHECK_OK(sk_compile(g, &cfg, &p));
   CHECK(p && sk_program_num_outputs(p) == o->n_out);
-  size_t at[MAX_IO] = {0};
+  size_t at[TC_MAX_IO] = {0};
   for (size_t j = 0; p && j < o->n_out; j++) {
     io_rows io = io_at(dyn, SK_IO_OUTPUT, j, 1);
     o->per_token[j] = io.k == 1;
@@ -169,7 +95,6 @@ static void draw_batch(const oracle *o, int64_t tokens, int *which, int64_t *ids
   for (int64_t r = 0; r < tokens; r++) ids[r] = o->pool[which[r]];
 }
 
-static const sk_executor EXECUTORS[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT, SK_EXECUTOR_REFERENCE};
 static const int64_t MAXIMA[] = {16, MAX_T};
 
 /* Every per-token row of a run's outputs against the oracle's row of its
@@ -203,16 +128,13 @@ static void check_case(const tokens_case *c) {
   for (size_t m = 0; m < sizeof MAXIMA / sizeof MAXIMA[0]; m++) {
     const int64_t max = MAXIMA[m];
     sk_graph *dyn = tc_graph(c, SK_DIM_DYNAMIC, max);
-    for (size_t e = 0; e < sizeof EXECUTORS / sizeof EXECUTORS[0]; e++)
+    for (size_t e = 0; e < TC_N_EXECUTORS; e++)
       for (int t = 0; t < 3; t++) {
-        if (EXECUTORS[e] == SK_EXECUTOR_REFERENCE && t > 0) continue; /* it runs no team */
-        sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[t], .executor = EXECUTORS[e]};
-        sk_program *p = NULL;
-        CHECK_OK(sk_compile(dyn, &cfg, &p));
+        sk_program *p = tc_program(dyn, e, t, teams);
         if (!p) continue;
         if (!have_oracle) make_oracle(c, p, &o), have_oracle = true;
         char where[96];
-        snprintf(where, sizeof where, "%s, %d cores, max %lld", sk_executor_name(EXECUTORS[e]), t + 1, (long long)max);
+        snprintf(where, sizeof where, "%s, %d cores, max %lld", sk_executor_name(TC_EXECUTORS[e]), t + 1, (long long)max);
         for (int k = 0; k < BATCHES; k++) {
           /* a random T; every third batch the maximum (the largest bucket) */
           int64_t tokens = k == 1 ? max : 1 + random_below(max);

@@ -9,64 +9,9 @@
 #include <string.h>
 
 #include "harness.h"
-#include "tokens_cases.h"
+#include "tokens_buffers.h"
 
 static sk_team *teams[3];
-
-/* Buffers for program p at `tokens` tokens: every input filled from a
- * per-row hash of (input, token id of the row, column), so that the same
- * token gives the same row wherever it sits (ids[r] is row r's token). */
-typedef struct run_buffers {
-  sk_buffer in[8], out[8];
-  size_t n_in, n_out;
-} run_buffers;
-
-static size_t row_count(const sk_program *p, sk_io_kind kind, size_t i, int64_t tokens, size_t *row_bytes) {
-  const char *name;
-  sk_dtype dt;
-  int rank;
-  int64_t shape[SK_MAX_RANK];
-  CHECK_OK(kind == SK_IO_INPUT ? sk_program_input_info(p, i, &name, &dt, &rank, shape)
-                               : sk_program_output_info(p, i, &name, &dt, &rank, shape));
-  int64_t cols = 1;
-  for (int d = 1; d < rank; d++) cols *= shape[d];
-  *row_bytes = (size_t)cols * sk_dtype_size(dt);
-  return shape[0] < 0 ? (size_t)(-shape[0] * tokens) : (size_t)shape[0];
-}
-
-static float token_value(size_t input, int64_t token, int64_t col) {
-  uint64_t h = (uint64_t)(input * 1000003u + (uint64_t)token) * 0x9E3779B97F4A7C15ull + (uint64_t)col * 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 31;
-  return (float)((double)(h >> 11) / (double)(1ull << 53)) * 2.0f - 1.0f;
-}
-
-static void alloc_buffers(const sk_program *p, int64_t tokens, const int64_t *ids, run_buffers *b) {
-  memset(b, 0, sizeof *b);
-  b->n_in = sk_program_num_inputs(p);
-  b->n_out = sk_program_num_outputs(p);
-  for (size_t i = 0; i < b->n_in; i++) {
-    size_t row, rows = row_count(p, SK_IO_INPUT, i, tokens, &row);
-    sk_dtype dt;
-    CHECK_OK(sk_program_input_info(p, i, &b->in[i].name, &dt, NULL, NULL));
-    b->in[i].bytes = rows * row;
-    b->in[i].data = malloc(b->in[i].bytes + 1);
-    size_t cols = row / sk_dtype_size(dt);
-    for (size_t r = 0; r < rows; r++)
-      for (size_t c = 0; c < cols; c++) tc_store(b->in[i].data, dt, (int64_t)(r * cols + c), token_value(i, ids[r], (int64_t)c));
-  }
-  for (size_t j = 0; j < b->n_out; j++) {
-    size_t row, rows = row_count(p, SK_IO_OUTPUT, j, tokens, &row);
-    CHECK_OK(sk_program_output_info(p, j, &b->out[j].name, NULL, NULL, NULL));
-    b->out[j].bytes = rows * row;
-    b->out[j].data = malloc(b->out[j].bytes + 1);
-    memset(b->out[j].data, 0xA5, b->out[j].bytes);
-  }
-}
-
-static void free_buffers(run_buffers *b) {
-  for (size_t i = 0; i < b->n_in; i++) free(b->in[i].data);
-  for (size_t j = 0; j < b->n_out; j++) free(b->out[j].data);
-}
 
 /* Token counts to try up to max: all of them for small maxima, else the
  * bucket edges and their neighbours. */
@@ -85,7 +30,6 @@ static size_t token_counts(int64_t max, int64_t *out) {
   return n;
 }
 
-static const sk_executor EXECUTORS[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT, SK_EXECUTOR_REFERENCE};
 
 /* The case at every T, executor and team size against its exact builds. */
 static void check_case(const tokens_case *c, int64_t max) {
@@ -107,12 +51,9 @@ static void check_case(const tokens_case *c, int64_t max) {
     sk_program_destroy(p);
     sk_graph_destroy(g);
   }
-  for (size_t e = 0; e < sizeof EXECUTORS / sizeof EXECUTORS[0]; e++)
+  for (size_t e = 0; e < TC_N_EXECUTORS; e++)
     for (int t = 0; t < 3; t++) {
-      if (EXECUTORS[e] == SK_EXECUTOR_REFERENCE && t > 0) continue; /* it runs no team */
-      sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[t], .executor = EXECUTORS[e]};
-      sk_program *p = NULL;
-      CHECK_OK(sk_compile(dyn, &cfg, &p));
+      sk_program *p = tc_program(dyn, e, t, teams);
       if (!p) continue;
       CHECK(sk_program_max_tokens(p) == max);
       for (size_t k = 0; k < n_counts; k++) {
@@ -123,7 +64,7 @@ static void check_case(const tokens_case *c, int64_t max) {
           bool same = b.out[j].bytes == want[k].out[j].bytes &&
                       memcmp(b.out[j].data, want[k].out[j].data, b.out[j].bytes) == 0;
           CHECK_MSG(same, "%s, %s, %d cores, T = %lld of %lld: output '%s' differs from the exact build", c->name,
-                    sk_executor_name(EXECUTORS[e]), t + 1, (long long)counts[k], (long long)max, b.out[j].name);
+                    sk_executor_name(TC_EXECUTORS[e]), t + 1, (long long)counts[k], (long long)max, b.out[j].name);
         }
         free_buffers(&b);
       }

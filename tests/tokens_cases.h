@@ -125,6 +125,16 @@ static inline void tc_matmuls(sk_graph *g, int64_t t, sk_dtype dt) {
   CHECK_OK(sk_graph_mark_output(g, logits, "logits"));
 }
 
+/* A layer's shared expert: grouped_matmul, swiglu, grouped_matmul on x. */
+static inline sk_value tc_shared_expert(sk_graph *g, sk_value x, sk_value s_up, sk_value s_down) {
+  sk_op_input in_up[] = {{"x", &x, 1}, {"weight", &s_up, 1}};
+  sk_value h, out;
+  op(g, "grouped_matmul", "shared_up", in_up, 2, NULL, 0, &h, 1);
+  sk_value act = unary(g, "swiglu", "shared_act", h);
+  sk_op_input in_down[] = {{"x", &act, 1}, {"weight", &s_down, 1}};
+  return op(g, "grouped_matmul", "shared_down", in_down, 2, NULL, 0, &out, 1);
+}
+
 /* moe_finalize_routing of a layer: the experts' rows `down` back to their
  * tokens, weighted by the gating's weights, with the residual x and the
  * shared expert's output. */
@@ -154,7 +164,7 @@ static inline void tc_moe(sk_graph *g, int64_t t, sk_dtype dt, bool sigmoid) {
   CHECK_OK(sk_graph_begin_scope(g, "moe", NULL));
   sk_op_input cin[] = {{"x", &x, 1}};
   sk_attr to32[] = {SK_ATTR_INT("dtype", SK_FP32)};
-  sk_value xf, logits, gating[4], routing[4], up, down, sh, y;
+  sk_value xf, logits, gating[4], routing[4], up, down, y;
   op(g, "cast", "x_fp32", cin, 1, to32, 1, &xf, 1);
   sk_op_input lin[] = {{"x", &xf, 1}, {"weight", &gate, 1}};
   op(g, "linear", "gate", lin, 2, NULL, 0, &logits, 1);
@@ -178,12 +188,7 @@ static inline void tc_moe(sk_graph *g, int64_t t, sk_dtype dt, bool sigmoid) {
   sk_value act = unary(g, "swiglu", "experts_act", up);
   sk_op_input din[] = {{"x", &act, 1}, {"weight", &w_down, 1}, {"group_list", &routing[2], 1}};
   op(g, "grouped_matmul", "experts_down", din, 3, gat, 2, &down, 1);
-  sk_op_input sin[] = {{"x", &x, 1}, {"weight", &s_up, 1}};
-  op(g, "grouped_matmul", "shared_up", sin, 2, NULL, 0, &sh, 1);
-  sk_value sact = unary(g, "swiglu", "shared_act", sh), sdown;
-  sk_op_input sdin[] = {{"x", &sact, 1}, {"weight", &s_down, 1}};
-  op(g, "grouped_matmul", "shared_down", sdin, 2, NULL, 0, &sdown, 1);
-  y = tc_combine(g, x, down, routing, gating, sdown);
+  y = tc_combine(g, x, down, routing, gating, tc_shared_expert(g, x, s_up, s_down));
   CHECK_OK(sk_graph_end_scope(g));
   CHECK_OK(sk_graph_mark_output(g, y, "y"));
   CHECK_OK(sk_graph_mark_output(g, routing[2], "expert_ends"));
@@ -330,7 +335,7 @@ static inline void tc_moe_w8a8(sk_graph *g, int64_t t, sk_dtype dt) {
   CHECK_OK(sk_graph_begin_scope(g, "moe", NULL));
   sk_op_input cin[] = {{"x", &x, 1}};
   sk_attr to32[] = {SK_ATTR_INT("dtype", SK_FP32)};
-  sk_value xf, logits, gating[3], routing[4], acc, q[2], down, sh, y;
+  sk_value xf, logits, gating[3], routing[4], acc, q[2], down, y;
   op(g, "cast", "x_fp32", cin, 1, to32, 1, &xf, 1);
   sk_op_input lin[] = {{"x", &xf, 1}, {"weight", &gate, 1}};
   op(g, "linear", "gate", lin, 2, NULL, 0, &logits, 1);
@@ -339,8 +344,6 @@ static inline void tc_moe_w8a8(sk_graph *g, int64_t t, sk_dtype dt) {
                   SK_ATTR_INT("group_select_mode", 1), SK_ATTR_INT("norm_type", 1), SK_ATTR_INT("renorm", 1),
                   SK_ATTR_FLOAT("routed_scaling_factor", 2.5)};
   op(g, "moe_gating_topk", "gating", gin, 2, at, 7, gating, 3);
-  sk_op_input shin[] = {{"x", &x, 1}, {"weight", &s_up, 1}};
-  op(g, "grouped_matmul", "shared_up", shin, 2, NULL, 0, &sh, 1);
   sk_op_input rin[] = {{"x", &x, 1}, {"expert_idx", &gating[1], 1}};
   sk_attr rat[] = {SK_ATTR_INT("expert_num", e), SK_ATTR_INT("quant_mode", 1),
                    SK_ATTR_INT("expert_tokens_num_type", 1)};
@@ -349,9 +352,6 @@ static inline void tc_moe_w8a8(sk_graph *g, int64_t t, sk_dtype dt) {
                                  SK_ATTR_INT("group_list_type", 1), SK_ATTR_INT("output_dtype", SK_BF16)};
   sk_op_input uin[] = {{"x", &routing[0], 1}, {"weight", &w_up, 1}, {"group_list", &routing[2], 1}};
   op(g, "grouped_matmul", "experts_up", uin, 3, w8a8, 3, &acc, 1); /* int32 */
-  sk_value sact = unary(g, "swiglu", "shared_act", sh), sdown;
-  sk_op_input sdin[] = {{"x", &sact, 1}, {"weight", &s_down, 1}};
-  op(g, "grouped_matmul", "shared_down", sdin, 2, NULL, 0, &sdown, 1);
   sk_op_input din[] = {{"x", &acc, 1}, {"weight_scale", &up_scale, 1}, {"activation_scale", &routing[3], 1},
                        {"group_index", &routing[2], 1}};
   sk_attr dat[] = {SK_ATTR_INT("quant_mode", 1), SK_ATTR_INT("activate_left", 1)};
@@ -359,7 +359,7 @@ static inline void tc_moe_w8a8(sk_graph *g, int64_t t, sk_dtype dt) {
   sk_op_input win[] = {{"x", &q[0], 1}, {"weight", &w_down, 1}, {"scale", &down_scale, 1},
                        {"per_token_scale", &q[1], 1}, {"group_list", &routing[2], 1}};
   op(g, "grouped_matmul", "experts_down", win, 5, w8a8, 4, &down, 1);
-  y = tc_combine(g, x, down, routing, gating, sdown);
+  y = tc_combine(g, x, down, routing, gating, tc_shared_expert(g, x, s_up, s_down));
   CHECK_OK(sk_graph_end_scope(g));
   CHECK_OK(sk_graph_mark_output(g, y, "y"));
   CHECK_OK(sk_graph_mark_output(g, routing[2], "expert_counts"));

@@ -77,7 +77,7 @@ def _new_like(info, torch_outputs, tokens=0):
     return np.empty(shape, dtype=to_numpy(info.dtype))
 
 
-def _tokens_of(buffers, infos, what):
+def _tokens_of(buffers, infos):
     """The run's token count from the first buffer of a dynamic leading
     dimension (a program of static shapes: 0); each buffer is then checked
     against its shape at that count."""
@@ -197,7 +197,7 @@ class Program(Owned):
         if outputs is None:
             torch = sys.modules.get("torch")
             as_torch = torch is not None and any(isinstance(x, torch.Tensor) for x in inputs)
-            tokens = _tokens_of(inputs, self.inputs, "Program.run")
+            tokens = _tokens_of(inputs, self.inputs)
             outputs = [_new_like(info, as_torch, tokens) for info in self.outputs]
         self.run_into(inputs, outputs, team)
         return list(outputs)
@@ -212,7 +212,7 @@ class Program(Owned):
                 f"got {len(inputs)} and {len(outputs)}"
             )
         team = team if team is not None else self.team
-        tokens = _tokens_of(inputs, self.inputs, "Program.run_into")
+        tokens = _tokens_of(inputs, self.inputs)
         if self.max_tokens and tokens > self.max_tokens:
             raise ValueError(f"Program.run_into: the inputs hold {tokens} tokens; the program takes at most {self.max_tokens}")
         with self._run_lock:
@@ -330,7 +330,7 @@ class RunContext(Owned):
         infos = self.program.inputs if k == SK_IO_INPUT else self.program.outputs
         index = _lib.as_int(index, f"RunContext.bind: {kind} index", 0, len(infos) - 1)
         info = infos[index]
-        shape = _at_tokens(info.shape, _tokens_of([buf], [info], "RunContext.bind"))
+        shape = _at_tokens(info.shape, _tokens_of([buf], [info]))
         ptr, nbytes = check_buffer(buf, f"{kind} {info.name}", info.dtype, shape, k == SK_IO_OUTPUT)
         with self._lock:
             _lib.check(self._lib.sk_run_context_bind(self.handle, k, index, ptr, nbytes))

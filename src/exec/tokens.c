@@ -157,10 +157,6 @@ size_t sk__tokens_row_bytes(const sk_program *p, const sk__tensor *desc) {
   return desc->dynamic && p->max_tokens > 0 ? sk__tensor_bytes(desc) / (size_t)p->max_tokens : 0;
 }
 
-size_t sk__tokens_bytes(const sk_program *p, const sk__tensor *desc, int64_t tokens) {
-  return desc->dynamic && p->max_tokens > 0 ? sk__tokens_row_bytes(p, desc) * (size_t)tokens : sk__tensor_bytes(desc);
-}
-
 const sk_program *sk__tokens_largest(const sk_program *p) {
   if (!p->tokens) return p;
   const sk__token_buckets *b = p->tokens;

@@ -56,8 +56,6 @@ void sk__token_buckets_free(sk__token_buckets *b);
 
 /* The bytes of one token's rows of io binding b (0 for a static one). */
 size_t sk__tokens_row_bytes(const sk_program *p, const sk__tensor *desc);
-/* The bytes binding desc has in a run of `tokens` tokens. */
-size_t sk__tokens_bytes(const sk_program *p, const sk__tensor *desc, int64_t tokens);
 
 /* The program whose steps describe / profile p: p itself when static, else
  * its largest bucket (describe) or the last one run (profiles). */
