@@ -109,6 +109,10 @@ def __getattr__(name):
         from . import exported as _export
 
         return getattr(_export, name)
+    if name in ("optimize", "OptimizedMoE"):
+        from . import moe_optimize as _optimize
+
+        return getattr(_optimize, name)
     if name in ("scope", "torch_ops", "compat", "custom"):
         import importlib
 

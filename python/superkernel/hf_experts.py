@@ -106,8 +106,9 @@ def _fallback(module, reason, hidden_states, top_k_index, top_k_weights):
     return grouped_mm_experts_forward(module, hidden_states, top_k_index, top_k_weights)
 
 
-def _unsupported(module, hidden_states):
-    """Why the library cannot run this module's experts, or None."""
+def _unsupported(module, hidden_states, gradients=True):
+    """Why the library cannot run this module's experts, or None
+    (gradients: whether the call's need for gradients counts)."""
     import torch
     from transformers.integrations.moe import _default_apply_gate
 
@@ -134,7 +135,7 @@ def _unsupported(module, hidden_states):
         return f"weights of dtype {weight.dtype}"
     if module.down_proj.dtype != weight.dtype:
         return "gate/up and down weights of different dtypes"
-    if torch.is_grad_enabled() and (weight.requires_grad or hidden_states.requires_grad):
+    if gradients and torch.is_grad_enabled() and (weight.requires_grad or hidden_states.requires_grad):
         return "gradients are required (the library's ops have none)"
     return None
 

@@ -22,27 +22,9 @@ from transformers.integrations.moe import (  # noqa: E402
     use_experts_implementation,
 )
 
+from hf_tiny import tiny  # noqa: E402
+
 GEN = torch.Generator().manual_seed(11)
-
-
-def tiny(family, dtype):
-    """A two-layer random model of the family (every layer MoE)."""
-    torch.manual_seed(3)
-    common = dict(vocab_size=96, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
-    if family == "qwen3":
-        cfg = transformers.Qwen3MoeConfig(intermediate_size=96, moe_intermediate_size=32, num_experts=8,
-                                          num_experts_per_tok=2, head_dim=16, mlp_only_layers=[], **common)
-        model = transformers.Qwen3MoeForCausalLM(cfg)
-    elif family == "mixtral":
-        cfg = transformers.MixtralConfig(intermediate_size=48, num_local_experts=6, num_experts_per_tok=2, **common)
-        model = transformers.MixtralForCausalLM(cfg)
-    else:
-        cfg = transformers.DeepseekV3Config(intermediate_size=96, moe_intermediate_size=32, n_routed_experts=8,
-                                            num_experts_per_tok=2, n_group=2, topk_group=1, n_shared_experts=1,
-                                            first_k_dense_replace=0, q_lora_rank=None, kv_lora_rank=16,
-                                            qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16, **common)
-        model = transformers.DeepseekV3ForCausalLM(cfg)
-    return model.to(dtype).eval()
 
 
 def set_impl(model, impl):
@@ -130,11 +112,7 @@ def test_weight_layouts(is_transposed, has_bias, is_concatenated):
 def test_fallback_warns_once_per_class():
     """GPT-OSS's experts clamp their gate: grouped_mm runs them, with one
     warning naming the class and the reason, and the same outputs."""
-    cfg = transformers.GptOssConfig(vocab_size=96, hidden_size=64, intermediate_size=32, num_hidden_layers=2,
-                                    num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=4,
-                                    num_experts_per_tok=2, layer_types=["full_attention"] * 2)
-    torch.manual_seed(2)
-    model = transformers.GptOssForCausalLM(cfg).eval()
+    model = tiny("gpt_oss")
     ids = torch.randint(0, 96, (1, 6), generator=GEN)
     set_impl(model, "grouped_mm")
     with torch.no_grad():

@@ -1,0 +1,302 @@
+"""superkernel.optimize(model): each MoE block of a transformers model as one super kernel.
+
+    report = superkernel.optimize(model, quantize=None | "w8a8", options="")
+    print(report)            # what was replaced, what was left and why
+
+Every block that hf_moe_blocks.describe recognizes (its router, its experts
+and its shared experts are maths the library has) is replaced by an
+`OptimizedMoE` module whose forward is one torch op,
+`torch.ops.superkernel.moe_block(x, layer)`: the gate, the routing, the
+dispatch, the experts, the shared experts and the combine run as one
+program of the library, in one scope (one super kernel), like
+`sk run moe-layer`. The program has a run-time token count: one program
+serves prefill and decode, and a token's output does not depend on the
+batch it is in. The op has a fake kernel, so `torch.compile` with any
+backend compiles the rest of the model around it, and `superkernel.export`
+runs it as it is.
+
+quantize="w8a8": the routed experts' weights are quantized per output
+channel when optimize runs (scale = max |w| / 127, q = rint(w / scale)
+clipped to ±127, as `moe-layer:...:int8` does), the activations per row
+at run time (moe_init_routing's dynamic int8); the int8 weights replace the
+block's bf16 ones (the experts module is dropped). Without it the block's
+own modules stay (state_dict and save_pretrained are unchanged) and the
+program borrows their weights.
+
+Inference only: a forward runs with gradients enabled too, but a backward
+through an optimized block raises. A weight changed in
+place or replaced is seen at the next call (the program is compiled again);
+a write through `.data`, or to tensors made under torch.inference_mode(),
+is not: call `module.invalidate()` after one.
+"""
+
+import threading
+import weakref
+
+import torch
+
+from . import hf_moe_blocks
+from .graph import Graph
+from .team import shared_team
+
+MAX_TOKENS = 4096  # one program's largest token count; more run in chunks
+QUANTIZE = (None, "w8a8")
+_layers = {}  # layer id -> weakref to its OptimizedMoE
+_next_id = [0]
+_lock = threading.Lock()
+
+
+class Report:
+    """What optimize replaced (name, description) and left (name, reason)."""
+
+    def __init__(self):
+        self.replaced, self.left = [], []
+
+    def __repr__(self):
+        lines = [f"superkernel.optimize: {len(self.replaced)} MoE blocks replaced, {len(self.left)} left"]
+        lines += [f"  replaced {name}: {about}" for name, about in self.replaced]
+        lines += [f"  left     {name}: {why}" for name, why in self.left]
+        return "\n".join(lines)
+
+
+@torch.library.custom_op("superkernel::moe_block", mutates_args=())
+def moe_block(x: torch.Tensor, layer: int) -> torch.Tensor:
+    """One optimized MoE block (layer: its OptimizedMoE's id) on x [..., H]."""
+    ref = _layers.get(layer)
+    module = ref() if ref is not None else None
+    if module is None:
+        raise RuntimeError(f"superkernel.moe_block: layer {layer} no longer exists")
+    return module.run(x)
+
+
+@moe_block.register_fake
+def _moe_block_fake(x, layer):
+    return torch.empty_like(x)
+
+
+def _no_backward(ctx, grad):
+    raise RuntimeError("superkernel.optimize: an optimized MoE block runs inference only: it has no backward "
+                       "(train the model before optimize, or without it)")
+
+
+# A forward with gradients enabled runs (model(ids) outside torch.no_grad()
+# works as it did); only a backward through the block raises.
+moe_block.register_autograd(_no_backward, setup_context=lambda ctx, inputs, output: None)
+
+
+class OptimizedMoE(torch.nn.Module):
+    """A MoE block run as one super kernel (made by superkernel.optimize)."""
+
+    def __init__(self, spec, quantize, options):
+        super().__init__()
+        self.gate = spec.router_module
+        if spec.shared:
+            self.shared_experts = spec.block.shared_experts
+        self.hidden, self.quantize, self.options = spec.hidden, quantize, options or ""
+        self.about = spec.about() + (", w8a8 experts" if quantize else "")
+        self._spec = spec
+        self._dtype = spec.dtype  # x's and y's (w8a8: the dtype the block had)
+        if quantize:
+            up, up_scale = _quantize_channels(spec.experts.gate_up_proj, spec.transposed)
+            down, down_scale = _quantize_channels(spec.experts.down_proj, spec.transposed)
+            for name, t in (("w_up", up), ("w_up_scale", up_scale), ("w_down", down), ("w_down_scale", down_scale)):
+                self.register_buffer(name, t)
+        else:
+            self.experts = spec.experts
+        spec.block = spec.experts = None  # the old block (w8a8: its bf16 experts) is not kept
+        with _lock:
+            self.layer = _next_id[0]
+            _next_id[0] += 1
+            _layers[self.layer] = weakref.ref(self)
+        self._program, self._fingerprint = None, None
+        self._compile()
+
+    @property
+    def dtype(self):
+        """x's dtype: the experts' (it follows module.to(dtype) without w8a8)."""
+        return self._dtype if self.quantize else self.experts.gate_up_proj.dtype
+
+    def forward(self, hidden_states):
+        return torch.ops.superkernel.moe_block(hidden_states, self.layer)
+
+    def invalidate(self):
+        """Forgets the program: the next call compiles it again."""
+        self._program = None
+
+    def _tensors(self):
+        """What the program reads: (name, tensor) pairs."""
+        out = [("gate", self.gate.weight)]
+        if self._spec.router["bias"] is not None:
+            out.append(("bias", self.gate.e_score_correction_bias))
+        if self.quantize:
+            out += [(n, getattr(self, n)) for n in ("w_up", "w_up_scale", "w_down", "w_down_scale")]
+        else:
+            out += [(n, getattr(self.experts, n, None)) for n in ("gate_up_proj", "down_proj", "gate_up_proj_bias",
+                                                                  "down_proj_bias")]
+        if self._spec.shared:
+            out += [(f"shared_{p}", getattr(self.shared_experts, p).weight) for p in ("gate_proj", "up_proj",
+                                                                                     "down_proj")]
+        return [(n, t) for n, t in out if t is not None]
+
+    def _current(self):
+        out = []
+        for name, t in self._tensors():
+            try:
+                version = t._version
+            except RuntimeError:  # an inference tensor keeps no version
+                version = None
+            out.append((name, t.data_ptr(), tuple(t.shape), t.dtype, version))
+        return tuple(out)
+
+    def _compile(self):
+        fingerprint = self._current()
+        self._program = _build(self, dict(self._tensors()))
+        self._fingerprint = fingerprint
+
+    def run(self, x):
+        if x.shape[-1] != self.hidden or x.dtype != self.dtype:
+            raise ValueError(f"superkernel.moe_block: x {tuple(x.shape)} {x.dtype}; expected [..., {self.hidden}] "
+                             f"{self.dtype}")
+        if self._program is None or self._fingerprint != self._current():
+            with _lock:
+                self._compile()
+        rows = x.reshape(-1, self.hidden).contiguous()
+        y = torch.empty_like(rows)
+        for t0 in range(0, rows.shape[0], MAX_TOKENS):  # rows are independent: chunks give the same bits
+            t1 = min(rows.shape[0], t0 + MAX_TOKENS)
+            self._program._run_pointers([rows[t0:t1].data_ptr()], [y[t0:t1].data_ptr()], tokens=t1 - t0)
+        return y.view(x.shape)
+
+
+def _quantize_channels(w, transposed):
+    """Per-output-channel int8 of experts' weights [E, N, K] (transformers'
+    layout; [E, K, N] when transposed): (q [E, K, N] int8, scale [E, N] fp32)."""
+    wf = w.detach().float()
+    if not transposed:
+        wf = wf.transpose(1, 2)  # [E, K, N]
+    amax = wf.abs().amax(dim=1)
+    scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
+    q = torch.round(wf / scale[:, None, :]).clamp_(-127, 127).to(torch.int8)
+    return q.contiguous(), scale.contiguous()
+
+
+def _build(m, t):
+    """The block's program from the tensors t (name -> tensor)."""
+    spec, r = m._spec, m._spec.router
+    dt = m.dtype
+    g = Graph()
+    g.set_max_tokens(MAX_TOKENS)
+    keep = []  # tensors the program borrows: alive as long as it is
+
+    def const(name, tensor):
+        tensor = tensor.detach().contiguous()
+        keep.append(tensor)
+        return g.add_constant(name, tensor, borrow=True)
+
+    from .dtypes import to_dtype
+
+    x = g.add_input("x", to_dtype(dt), (None, m.hidden))
+    e = spec.experts_count
+    with g.scope("moe", m.options):
+        # Router: the logits as the router computes them (in x's dtype, or in
+        # fp32), then the gating in fp32.
+        if r["logits_fp32"]:
+            (xf,) = g.add_op("cast", {"x": x}, {"dtype": to_dtype("fp32")})
+            (logits,) = g.add_op("linear", {"x": xf, "weight": const("gate", t["gate"].float())})
+        else:
+            (lg,) = g.add_op("linear", {"x": x, "weight": const("gate", t["gate"].to(dt))})
+            (logits,) = g.add_op("cast", {"x": lg}, {"dtype": to_dtype("fp32")})
+        if r["kind"] in ("softmax", "softmax_fp32w"):
+            weights, idx = g.add_op("moe_gating_topk_softmax", {"x": logits},
+                                    {"k": r["k"], "renorm": int(r["renorm"])})[:2]
+        else:
+            bias = const("bias", t["bias"].float()) if r["bias"] is not None else None
+            sigmoid = r["kind"] == "sigmoid"
+            grouped = r["groups"] > 1 and r["k_group"] < r["groups"]
+            weights, idx = g.add_op("moe_gating_topk", {"x": logits, "bias": bias}, {
+                "k": r["k"], "k_group": r["k_group"] if grouped else 1, "group_count": r["groups"] if grouped else 1,
+                "group_select_mode": int(sigmoid), "norm_type": int(sigmoid), "renorm": int(r["renorm"]),
+                "routed_scaling_factor": r["scaling"], "eps": 1e-20})[:2]
+        if r["cast_weights"]:
+            (weights,) = g.add_op("cast", {"x": weights}, {"dtype": to_dtype(dt)})
+        shared = None
+        if spec.shared:
+            (sg,) = g.add_op("linear", {"x": x, "weight": const("shared_gate", t["shared_gate_proj"])})
+            (su,) = g.add_op("linear", {"x": x, "weight": const("shared_up", t["shared_up_proj"])})
+            (sh,) = g.add_op("concat", {"x": [sg, su]}, {"dim": -1})
+            (sa,) = g.add_op("swiglu", {"x": sh})
+            (shared,) = g.add_op("linear", {"x": sa, "weight": const("shared_down", t["shared_down_proj"])})
+        if m.quantize:
+            rows, row_map, counts, row_scale = g.add_op(
+                "moe_init_routing", {"x": x, "expert_idx": idx},
+                {"expert_num": e, "quant_mode": 1, "expert_tokens_num_type": 1})
+            mm = {"group_type": 0, "split_item": 3, "group_list_type": 1}
+            (acc,) = g.add_op("grouped_matmul", {"x": rows, "weight": const("w_up", t["w_up"]), "group_list": counts},
+                              mm)
+            q, q_scale = g.add_op("dequant_swiglu_quant", {
+                "x": acc, "weight_scale": const("w_up_scale", t["w_up_scale"]), "activation_scale": row_scale,
+                "group_index": counts}, {"quant_mode": 1, "activate_left": 1})
+            (out,) = g.add_op("grouped_matmul", {
+                "x": q, "weight": const("w_down", t["w_down"]), "scale": const("w_down_scale", t["w_down_scale"]),
+                "per_token_scale": q_scale, "group_list": counts}, dict(mm, output_dtype=to_dtype(dt)))
+        else:
+            rows, row_map, ends, _ = g.add_op("moe_init_routing", {"x": x, "expert_idx": idx}, {"expert_num": e})
+            mm = {"group_type": 0, "split_item": 3, "transpose_weight": 0 if spec.transposed else 1}
+            bias_up = const("up_bias", t["gate_up_proj_bias"]) if "gate_up_proj_bias" in t else None
+            bias_down = const("down_bias", t["down_proj_bias"]) if "down_proj_bias" in t else None
+            (up,) = g.add_op("grouped_matmul", {"x": rows, "weight": const("gate_up", t["gate_up_proj"]),
+                                                "bias": bias_up, "group_list": ends}, mm)
+            (act,) = g.add_op("swiglu", {"x": up})
+            (out,) = g.add_op("grouped_matmul", {"x": act, "weight": const("down", t["down_proj"]),
+                                                 "bias": bias_down, "group_list": ends}, mm)
+        (y,) = g.add_op("moe_finalize_routing", {"expanded_permuted_rows": out, "expanded_src_to_dst_row": row_map,
+                                                 "skip2": shared, "scales": weights}, {"drop_pad_mode": 2})
+    g.mark_output(y, "y")
+    program = g.compile(shared_team(torch.get_num_threads()))
+    program._keep = keep
+    return program
+
+
+def _blocks(model):
+    """(name, module) of the candidate MoE blocks: modules with an
+    `experts` module of transformers' experts interface (not inside
+    another candidate)."""
+    taken = []
+    for name, mod in model.named_modules():
+        if any(name.startswith(p + ".") for p in taken):
+            continue
+        if hasattr(getattr(mod, "experts", None), "gate_up_proj"):
+            taken.append(name)
+            yield name, mod
+
+
+def optimize(model, quantize=None, options=""):
+    """Replaces each MoE block of model the library can run by an
+    OptimizedMoE (in place); returns a Report of what it replaced and left."""
+    from .schema import validate_options
+
+    if quantize not in QUANTIZE:
+        raise ValueError(f"superkernel.optimize: quantize={quantize!r}; expected None or 'w8a8'")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"superkernel.optimize: expected a torch.nn.Module, got {type(model).__name__}")
+    if options:
+        validate_options(options)
+    report = Report()
+    for name, block in list(_blocks(model)):
+        if isinstance(block, OptimizedMoE):
+            report.left.append((name, "already optimized"))
+            continue
+        spec = hf_moe_blocks.describe(block)
+        if isinstance(spec, str):
+            report.left.append((name, spec))
+            continue
+        spec.router_module = block.gate
+        try:
+            new = OptimizedMoE(spec, quantize, options)
+        except Exception as exc:  # whatever the library refuses: the block stays as it was
+            report.left.append((name, f"the library refused it: {exc}"))
+            continue
+        parent_name, _, child = name.rpartition(".")
+        setattr(model.get_submodule(parent_name) if parent_name else model, child, new)
+        report.replaced.append((name, new.about))
+    return report
