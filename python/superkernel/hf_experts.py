@@ -13,7 +13,9 @@ grouped matmul and the weighted combine (moe_finalize_routing), in one scope.
 The program has a run-time token count (one program serves prefill and
 decode) and its expert weights are graph constants borrowed from the
 module's parameters, read in transformers' ``[E, out, in]`` layout
-(``transpose_weight``) and packed once; a parameter changed in place or
+(``transpose_weight``) and packed once; the parameters' data then moves to
+a file-backed mapping whose pages go back to the kernel (_file_weights.py:
+one copy of the experts in memory, the packed one); a parameter changed in place or
 replaced (its version counter or its address) makes the next call compile
 again. A token's output does not depend on the batch it is in. A write
 through ``.data`` bumps no version counter, and tensors made under
@@ -162,10 +164,16 @@ class _ExpertsProgram:
     def __init__(self, module, x_dtype, top_k, w_dtype):
         import torch
 
+        from . import _file_weights
         from .dtypes import to_dtype
         from .graph import Graph
         from .team import shared_team
 
+        # One copy in memory: the packed panels; torch's stays readable from
+        # a file (_file_weights.py).
+        for name in ("gate_up_proj", "down_proj"):
+            param = getattr(module, name)
+            param.data = _file_weights.to_file(param.data)
         self.fingerprint = _fingerprint(module)
         self.x_dtype, self.top_k, self.w_dtype = x_dtype, top_k, w_dtype
         transposed = getattr(module, "is_transposed", False)
@@ -202,6 +210,8 @@ class _ExpertsProgram:
             )
         g.mark_output(y, "y")
         self.program = g.compile(shared_team(torch.get_num_threads()))
+        for weight in self.keep[:2]:
+            _file_weights.page_out(weight)
         self.torch_dtype = module.gate_up_proj.dtype
 
     def __call__(self, hidden_states, top_k_index, top_k_weights):

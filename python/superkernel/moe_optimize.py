@@ -21,7 +21,9 @@ clipped to ±127, as `moe-layer:...:int8` does), the activations per row
 at run time (moe_init_routing's dynamic int8); the int8 weights replace the
 block's bf16 ones (the experts module is dropped). Without it the block's
 own modules stay (state_dict and save_pretrained are unchanged) and the
-program borrows their weights.
+program borrows their weights. Either way the experts are held once in
+memory, packed; torch's copy moves to a file-backed mapping whose pages go
+back to the kernel (_file_weights.py).
 
 Inference only: a forward runs with gradients enabled too, but a backward
 through an optimized block raises. A weight changed in
@@ -35,7 +37,7 @@ import weakref
 
 import torch
 
-from . import hf_moe_blocks
+from . import _file_weights, hf_moe_blocks
 from .graph import Graph
 from .team import shared_team
 
@@ -100,9 +102,12 @@ class OptimizedMoE(torch.nn.Module):
             up, up_scale = _quantize_channels(spec.experts.gate_up_proj, spec.transposed)
             down, down_scale = _quantize_channels(spec.experts.down_proj, spec.transposed)
             for name, t in (("w_up", up), ("w_up_scale", up_scale), ("w_down", down), ("w_down_scale", down_scale)):
-                self.register_buffer(name, t)
+                self.register_buffer(name, _file_weights.to_file(t))
         else:
             self.experts = spec.experts
+            for name in ("gate_up_proj", "down_proj"):
+                param = getattr(self.experts, name)
+                param.data = _file_weights.to_file(param.data)
         spec.block = spec.experts = None  # the old block (w8a8: its bf16 experts) is not kept
         with _lock:
             self.layer = _next_id[0]
@@ -152,6 +157,8 @@ class OptimizedMoE(torch.nn.Module):
         fingerprint = self._current()
         self._program = _build(self, dict(self._tensors()))
         self._fingerprint = fingerprint
+        for name in ("w_up", "w_down") if self.quantize else ("gate_up_proj", "down_proj"):
+            _file_weights.page_out(getattr(self if self.quantize else self.experts, name))
 
     def run(self, x):
         if x.shape[-1] != self.hidden or x.dtype != self.dtype:
