@@ -28,6 +28,14 @@ class Plan:
         self.static = {self.placeholders[i]: i for i in static_indices if 0 <= i < len(self.placeholders)}
 
     @property
+    def takes_work(self):
+        """Whether the library computes anything here: a node other than a
+        view, a getitem or a scope's wait (views alone move no data)."""
+        from .schema import op_schema
+
+        return any(n.op not in ("getitem", "wait") and not op_schema(n.op).is_view for n in self.sk.values())
+
+    @property
     def n_segments(self):
         return sum(1 for sk_nodes, _ in self.stages if sk_nodes)
 

@@ -157,10 +157,12 @@ class Backend:
         from torch._functorch.aot_autograd import aot_module_simplified
 
         fallback_static = _dynamo_static_indices(gm)
+        made = []
 
         def fw_compiler(fw_gm, fw_inputs):
             graph = CompiledGraph(self, fw_gm, _static_indices(fallback_static), _is_symbolic(fw_inputs))
             self._graphs = [r for r in self._graphs if r() is not None] + [weakref.ref(graph)]
+            made.append(graph)
             return graph
 
         def bw_compiler(bw_gm, bw_inputs):
@@ -168,9 +170,16 @@ class Backend:
 
             return make_boxed_func(bw_gm)  # backward runs in torch
 
-        return aot_module_simplified(
+        compiled = aot_module_simplified(
             gm, example_inputs, fw_compiler=fw_compiler, bw_compiler=bw_compiler, inference_compiler=fw_compiler
         )
+        # Nothing for the library (or views alone): Dynamo's own graph runs as
+        # eager torch, without AOTAutograd's wrappers (tens of microseconds a
+        # call). With symbolic shapes the plan is made per call: kept.
+        if made and all(g.plan is not None and not g.plan.takes_work for g in made):
+            self._graphs = [r for r in self._graphs if r() not in made]
+            return gm.forward
+        return compiled
 
     # ---- introspection and profiles -------------------------------------
 
