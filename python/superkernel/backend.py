@@ -47,6 +47,7 @@ import torch
 from ._backend_runner import Plan
 from .config import CompilerConfig
 from .partition import ScopeError, read_markers
+from . import _backend_moe
 from ._backend_profiles import write_program_profiles
 from .program import shared_team
 
@@ -156,6 +157,11 @@ class Backend:
     def __call__(self, gm, example_inputs):
         from torch._functorch.aot_autograd import aot_module_simplified
 
+        # Stock MoE blocks in scopes become the fused layer (_backend_moe.py);
+        # gm and the compiled graphs keep their OptimizedMoE modules alive.
+        fused = []
+        _backend_moe.fuse_moe_blocks(gm, example_inputs, fused)
+        gm._superkernel_fused = fused
         fallback_static = _dynamo_static_indices(gm)
         made = []
 
@@ -163,6 +169,7 @@ class Backend:
             graph = CompiledGraph(self, fw_gm, _static_indices(fallback_static), _is_symbolic(fw_inputs))
             self._graphs = [r for r in self._graphs if r() is not None] + [weakref.ref(graph)]
             made.append(graph)
+            graph.fused = fused
             return graph
 
         def bw_compiler(bw_gm, bw_inputs):
