@@ -4,7 +4,7 @@
 #   bench/peers/build_ggml.sh [WORKDIR]        (default: build/ggml-peer)
 #
 # ggml comes from the source distribution of llama-cpp-python on the package
-# index (pinned below; it vendors llama.cpp and its ggml), built with CMake:
+# index (pinned in llama_cpp_source.sh; it vendors llama.cpp and its ggml), built with CMake:
 # the CPU backend only, GGML_NATIVE=ON (what a llama.cpp user building on the
 # machine gets: -march=native, its fastest kernels here), OpenMP threads. The
 # driver links it with our checkpoint readers (build/lib/libsk_models.a and
@@ -13,16 +13,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 work="${1:-$root/build/ggml-peer}"
-version=0.3.36
-py="${PYTHON:-$root/.venv/bin/python}"
-[ -x "$py" ] || py=python3
-mkdir -p "$work"
-sdist="$work/llama_cpp_python-$version.tar.gz"
-if [ ! -f "$sdist" ]; then
-  "$py" -m pip download "llama-cpp-python==$version" --no-binary :all: --no-deps --no-build-isolation -d "$work" >&2
-fi
-src="$work/llama_cpp_python-$version/vendor/llama.cpp"
-[ -d "$src" ] || tar xzf "$sdist" -C "$work"
+src="$("$root/bench/peers/llama_cpp_source.sh" "$work")"
 cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
   -DGGML_BLAS=OFF -DGGML_OPENMP=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF \
   -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF >&2
