@@ -9,14 +9,15 @@ deepseek-ai/DeepSeek-V2-Lite: hidden size, heads, experts, top-k, the real
 vocabulary) with fewer layers. Weights: normal(0, 0.02) for matrices (the
 configs' initializer_range), 1 for norms, 0 for biases and the router's
 correction bias; seeded. A tokenizer is written too (a byte-level BPE of
-the model's vocabulary size, no merges: every token is a byte or a
-placeholder), since llama.cpp's converter needs one; the benchmark feeds
+the model's vocabulary size: the bytes, pairs of ASCII letters, then
+placeholders), since llama.cpp's converter and loader need one; the benchmark feeds
 token ids, so the text side plays no part in the numbers.
 """
 
 import argparse
 import json
 import os
+import sys
 
 import torch
 import transformers
@@ -58,12 +59,19 @@ def write_tokenizer(directory, vocab_size, bos, eos):
     """A byte-level BPE tokenizer of vocab_size tokens, no merges."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    byte_tokens = pre_tokenizers.ByteLevel.alphabet()
-    vocab = {t: i for i, t in enumerate(sorted(byte_tokens))}
+    byte_tokens = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {t: i for i, t in enumerate(byte_tokens)}
+    merges = []  # llama.cpp's loader wants some: pairs of letters
+    letters = [t for t in byte_tokens if t.isalpha() and t.isascii()]
+    for a in letters:
+        for b in letters:
+            if len(vocab) < vocab_size:
+                merges.append((a, b))
+                vocab[a + b] = len(vocab)
     while len(vocab) < vocab_size:
         vocab[f"<tok{len(vocab)}>"] = len(vocab)
     inv = {i: t for t, i in vocab.items()}
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=inv[bos], eos_token=inv[eos])
@@ -71,6 +79,9 @@ def write_tokenizer(directory, vocab_size, bos, eos):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--tokenizer-only":  # an existing checkpoint's tokenizer again
+        cfg = transformers.AutoConfig.from_pretrained(sys.argv[2])
+        return write_tokenizer(sys.argv[2], cfg.vocab_size, cfg.bos_token_id, cfg.eos_token_id)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("shape", choices=sorted(SHAPES))
     ap.add_argument("directory")
