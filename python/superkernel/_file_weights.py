@@ -14,7 +14,8 @@ later comes back from the file. The file goes when the last tensor on it
 does (nothing is left behind at exit).
 
 Where no file can be made (no space: the file is allocated first, so a
-full disk is an error here, never a SIGBUS later), the tensor stays in
+full disk is an error here, never a SIGBUS later), or the directory is in
+memory itself (tmpfs, ramfs: nothing would be saved), the tensor stays in
 memory with one warning. SUPERKERNEL_WEIGHTS_IN_MEMORY=1 keeps every weight
 in memory (two copies, no disk).
 """
@@ -44,12 +45,42 @@ def is_file_backed(t):
     return getattr(t.untyped_storage(), "filename", None) is not None
 
 
+def filesystem_type(directory):
+    """The type of the filesystem holding directory (/proc/self/mounts:
+    the longest mount point above it), or None when unknown."""
+    path, best, kind = os.path.realpath(directory), -1, None
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) < 3:
+                    continue
+                mount = parts[1].replace("\\040", " ")
+                inside = path == mount or path.startswith(mount.rstrip("/") + "/")
+                if inside and len(mount) > best:
+                    best, kind = len(mount), parts[2]
+    except OSError:
+        return None
+    return kind
+
+
+def _keep(t, why):
+    if not _warned:
+        _warned.append(True)
+        warnings.warn(f"superkernel: expert weights stay in memory (two copies with the packed ones): {why}",
+                      RuntimeWarning, stacklevel=4)
+    return t
+
+
 def to_file(t):
     """t (dense, CPU) copied into a file-backed tensor, or t itself (small,
     already file-backed, disabled, or no file could be made)."""
     if not enabled() or t.nbytes < _MIN_BYTES or is_file_backed(t):
         return t
     directory = os.environ.get("SUPERKERNEL_WEIGHTS_DIR") or tempfile.gettempdir()
+    if filesystem_type(directory) in ("tmpfs", "ramfs"):  # its files are memory: nothing would be saved
+        return _keep(t, f"{directory} is in memory ({filesystem_type(directory)}); set SUPERKERNEL_WEIGHTS_DIR "
+                        "to a directory on a disk")
     try:
         fd, path = tempfile.mkstemp(prefix="superkernel-weights-", dir=directory)
         try:
@@ -59,11 +90,7 @@ def to_file(t):
             os.unlink(path)
             os.close(fd)
     except OSError as e:
-        if not _warned:
-            _warned.append(True)
-            warnings.warn(f"superkernel: expert weights stay in memory (two copies with the packed ones): "
-                          f"no file for them in {directory}: {e}", RuntimeWarning, stacklevel=3)
-        return t
+        return _keep(t, f"no file for them in {directory}: {e}")
     return out.view(t.shape).copy_(t)
 
 

@@ -52,6 +52,20 @@ def test_no_file_warns_and_keeps_memory(monkeypatch, tmp_path):
         assert _file_weights.to_file(big) is big
 
 
+def test_a_directory_in_memory_is_not_used(monkeypatch, tmp_path):
+    monkeypatch.setenv("SUPERKERNEL_WEIGHTS_DIR", str(tmp_path))
+    monkeypatch.setattr(_file_weights, "_warned", [])
+    monkeypatch.setattr(_file_weights, "filesystem_type", lambda d: "tmpfs")
+    big = torch.zeros(1 << 18)
+    with pytest.warns(RuntimeWarning, match="tmpfs"):
+        assert _file_weights.to_file(big) is big
+    assert not os.listdir(tmp_path)
+
+
+def test_filesystem_type_of_proc():
+    assert _file_weights.filesystem_type("/proc/self") == "proc"
+
+
 @pytest.mark.parametrize("path", ["experts_implementation", "optimize", "optimize_w8a8"])
 def test_models_on_file_weights(monkeypatch, path):
     """Every weight moved (no size floor): the same logits as in memory."""
