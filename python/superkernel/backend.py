@@ -161,7 +161,8 @@ class Backend:
         # gm and the compiled graphs keep their OptimizedMoE modules alive.
         fused = []
         _backend_moe.fuse_moe_blocks(gm, example_inputs, fused)
-        gm._superkernel_fused = fused
+        if fused:
+            gm._superkernel_fused = fused
         fallback_static = _dynamo_static_indices(gm)
         made = []
 

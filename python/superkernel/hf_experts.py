@@ -142,20 +142,23 @@ def _unsupported(module, hidden_states, gradients=True):
     return None
 
 
-def _fingerprint(module):
-    """What the compiled program depends on: each parameter's address,
-    shape, dtype and version (in-place changes bump it)."""
+def fingerprint(named_tensors):
+    """What a compiled program depends on: each (name, tensor)'s address,
+    shape, dtype and version (in-place changes bump it). Shared with
+    moe_optimize's fused blocks."""
     out = []
-    for name in ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias"):
-        p = getattr(module, name, None)
-        if p is None:
-            continue
+    for name, t in named_tensors:
         try:
-            version = p._version
+            version = t._version
         except RuntimeError:  # an inference tensor keeps no version: its address only
             version = None
-        out.append((name, p.data_ptr(), tuple(p.shape), p.dtype, version))
+        out.append((name, t.data_ptr(), tuple(t.shape), t.dtype, version))
     return tuple(out)
+
+
+def _fingerprint(module):
+    names = ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias")
+    return fingerprint((n, getattr(module, n)) for n in names if getattr(module, n, None) is not None)
 
 
 class _ExpertsProgram:

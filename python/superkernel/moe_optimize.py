@@ -37,7 +37,7 @@ import weakref
 
 import torch
 
-from . import _file_weights, hf_moe_blocks
+from . import _file_weights, hf_experts, hf_moe_blocks
 from .graph import Graph
 from .team import shared_team
 
@@ -144,14 +144,7 @@ class OptimizedMoE(torch.nn.Module):
         return [(n, t) for n, t in out if t is not None]
 
     def _current(self):
-        out = []
-        for name, t in self._tensors():
-            try:
-                version = t._version
-            except RuntimeError:  # an inference tensor keeps no version
-                version = None
-            out.append((name, t.data_ptr(), tuple(t.shape), t.dtype, version))
-        return tuple(out)
+        return hf_experts.fingerprint(self._tensors())
 
     def _compile(self):
         fingerprint = self._current()
