@@ -1,6 +1,8 @@
 # tests of the kernels area
 # GEMM: every ISA path against the reference, bit for bit.
 sk_add_test(NAME test_gemm SOURCES test_gemm.c ISA_VARIANTS)
+# The bf16 contract: the instruction, the FMA way and the kernels against it.
+sk_add_test(NAME test_bf16_dot SOURCES test_bf16_dot.c)
 sk_add_test(NAME test_convert SOURCES test_convert.c ISA_VARIANTS)
 sk_add_test(NAME test_qgemm SOURCES test_qgemm.c qgemm_amx_emulated.c ISA_VARIANTS)
 sk_add_test(NAME test_activation SOURCES test_activation.c ISA_VARIANTS)

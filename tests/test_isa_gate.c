@@ -10,9 +10,9 @@ static isa_gate_verdict decide(const char *requested, sk__isa supported, char *m
 }
 
 static void test_runs_what_the_cpu_supports(void) {
-  static const sk__isa all[] = {SK_ISA_SCALAR, SK_ISA_AVX2, SK_ISA_AVX512, SK_ISA_AMX};
+  static const sk__isa all[] = {SK_ISA_SCALAR, SK_ISA_AVX2, SK_ISA_AVX512, SK_ISA_AVX512BF16, SK_ISA_AMX};
   char msg[256];
-  for (int s = 0; s < 4; s++) {
+  for (int s = 0; s < 5; s++) {
     CHECK(decide(NULL, all[s], msg) == ISA_GATE_RUN);
     CHECK(decide("", all[s], msg) == ISA_GATE_RUN);
     for (int w = 0; w <= s; w++) {
@@ -35,6 +35,9 @@ static void test_skips_what_the_cpu_lacks(void) {
   CHECK(decide("amx", SK_ISA_AVX512, msg) == ISA_GATE_SKIP);
   CHECK_MSG(strstr(msg, "SKIPPED: SK_ISA=amx but this CPU lacks AMX-INT8") == msg && strstr(msg, "up to avx512"),
             "%s", msg);
+  CHECK(decide("avx512bf16", SK_ISA_AVX512, msg) == ISA_GATE_SKIP);
+  CHECK_MSG(strstr(msg, "SKIPPED: SK_ISA=avx512bf16 but this CPU lacks AVX512_BF16") == msg, "%s", msg);
+  CHECK(decide("amx", SK_ISA_AVX512BF16, msg) == ISA_GATE_SKIP);
 }
 
 static void test_rejects_unknown_names(void) {
@@ -48,8 +51,8 @@ static void test_rejects_unknown_names(void) {
 
 /* The names the gate and the library's $SK_ISA share. */
 static void test_isa_names_round_trip(void) {
-  static const sk__isa all[] = {SK_ISA_SCALAR, SK_ISA_AVX2, SK_ISA_AVX512, SK_ISA_AMX};
-  for (int i = 0; i < 4; i++) {
+  static const sk__isa all[] = {SK_ISA_SCALAR, SK_ISA_AVX2, SK_ISA_AVX512, SK_ISA_AVX512BF16, SK_ISA_AMX};
+  for (int i = 0; i < 5; i++) {
     sk__isa back = SK_ISA_SCALAR;
     CHECK(sk__isa_from_name(sk__isa_name(all[i]), &back) && back == all[i]);
   }

@@ -21,6 +21,7 @@ static unsigned long long read_xcr0(void) {
 
 static sk__isa detected_isa;
 static int detected_vnni;
+static int detected_bf16;
 /* What sk__amx_decide reads, kept from the detection for choose(). */
 static unsigned int cpuid7_edx;
 static unsigned long long xcr0_bits;
@@ -83,6 +84,9 @@ static void detect(void) {
   detected_vnni = (ecx >> 11) & 1;
   cpuid7_edx = edx;
   xcr0_bits = xcr0;
+  unsigned int max_leaf7 = eax;
+  if (max_leaf7 >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) detected_bf16 = (eax >> 5) & 1;
+  if (detected_bf16) detected_isa = SK_ISA_AVX512BF16;
 }
 
 static sk__isa chosen_isa;
@@ -92,13 +96,13 @@ static void choose(void) {
   const char *forced = getenv("SK_ISA");
   sk__isa want = SK_ISA_AMX;
   if (forced && *forced && !sk__isa_from_name(forced, &want)) {
-    defer_log(SK_LOG_WARN, "SK_ISA=%s ignored: expected scalar, avx2, avx512 or amx", forced);
+    defer_log(SK_LOG_WARN, "SK_ISA=%s ignored: expected scalar, avx2, avx512, avx512bf16 or amx", forced);
     forced = NULL; /* want is untouched: as if unset */
   }
   /* The tile state is asked for only when AMX may be used: the grant is
    * process-wide and for good (Linux then sizes every signal frame for it),
    * so SK_ISA=avx512 or lower leaves the process as it was. */
-  if (detected_isa == SK_ISA_AVX512 && detected_vnni && want == SK_ISA_AMX) {
+  if (detected_isa >= SK_ISA_AVX512 && detected_vnni && want == SK_ISA_AMX) {
     int amx = sk__amx_decide(cpuid7_edx, xcr0_bits, request_amx);
     if (amx > 0) detected_isa = SK_ISA_AMX;
     if (amx < 0) defer_log(SK_LOG_INFO, "AMX-INT8: the OS refused the tile state (arch_prctl): int8 GEMMs use AVX-512 VNNI");
@@ -134,8 +138,13 @@ int sk__cpu_has_avx512_vnni(void) {
   return chosen_isa >= SK_ISA_AVX512 && detected_vnni;
 }
 
+int sk__cpu_has_avx512_bf16(void) {
+  detect_once();
+  return chosen_isa >= SK_ISA_AVX512BF16 && detected_bf16;
+}
+
 int sk__isa_from_name(const char *name, sk__isa *isa_out) {
-  static const sk__isa all[] = {SK_ISA_SCALAR, SK_ISA_AVX2, SK_ISA_AVX512, SK_ISA_AMX};
+  static const sk__isa all[] = {SK_ISA_SCALAR, SK_ISA_AVX2, SK_ISA_AVX512, SK_ISA_AVX512BF16, SK_ISA_AMX};
   for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
     if (strcmp(name, sk__isa_name(all[i])) == 0) {
       *isa_out = all[i];
@@ -147,6 +156,7 @@ int sk__isa_from_name(const char *name, sk__isa *isa_out) {
 const char *sk__isa_name(sk__isa isa) {
   switch (isa) {
     case SK_ISA_AMX: return "amx";
+    case SK_ISA_AVX512BF16: return "avx512bf16";
     case SK_ISA_AVX512: return "avx512";
     case SK_ISA_AVX2: return "avx2";
     default: return "scalar";

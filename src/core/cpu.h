@@ -1,5 +1,5 @@
 /* Instruction-set selection: detected once from CPUID and XGETBV, best first,
- * scalar last. $SK_ISA=scalar|avx2|avx512|amx lowers the choice (never raises
+ * scalar last. $SK_ISA=scalar|avx2|avx512|avx512bf16|amx lowers the choice (never raises
  * it past what the CPU and OS support), so tests cover every path on one
  * machine. */
 #ifndef SK_CORE_CPU_H
@@ -9,7 +9,10 @@ typedef enum sk__isa {
   SK_ISA_SCALAR = 0,
   SK_ISA_AVX2 = 1,   /* AVX2 + FMA + F16C */
   SK_ISA_AVX512 = 2, /* AVX-512 F/BW/DQ/VL (+ the AVX2 set) */
-  SK_ISA_AMX = 3,    /* AVX-512 with VNNI, plus AMX-INT8 tiles the OS let us use (int8 GEMMs) */
+  /* AVX-512 with AVX512_BF16 (VDPBF16PS: bf16 GEMMs, when the instruction
+   * passes the contract's self-check, kernels/gemm/bf16_dot.h) */
+  SK_ISA_AVX512BF16 = 3,
+  SK_ISA_AMX = 4, /* AVX-512 with VNNI, plus AMX-INT8 tiles the OS let us use (int8 GEMMs) */
 } sk__isa;
 
 /* Highest ISA the CPU and OS support, ignoring $SK_ISA; but AMX only when
@@ -26,7 +29,10 @@ sk__isa sk__cpu_isa(void);
 int sk__amx_decide(unsigned int cpuid7_edx, unsigned long long xcr0, int (*request)(void));
 /* Whether the CPU supports AVX-512 VNNI (for the int8 kernels). */
 int sk__cpu_has_avx512_vnni(void);
-/* "scalar", "avx2" or "avx512" ($SK_ISA's spellings). */
+/* Whether the CPU has AVX512_BF16 and the chosen ISA allows it (at least
+ * avx512bf16: an AMX CPU passes the rung without it being a condition). */
+int sk__cpu_has_avx512_bf16(void);
+/* "scalar", "avx2", "avx512", "avx512bf16" or "amx" ($SK_ISA's spellings). */
 const char *sk__isa_name(sk__isa isa);
 /* The inverse: 1 and *isa_out set for one of those names, else 0. */
 int sk__isa_from_name(const char *name, sk__isa *isa_out);

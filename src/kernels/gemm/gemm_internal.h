@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "kernels/gemm/gemm.h"
+#include "kernels/packed_groups.h"
 
 /* Converts rows [0, mr) of A (row stride lda elements, k columns) to fp32
  * rows of stride sk__gemm_a_stride(k) at dst. */
@@ -71,6 +72,84 @@ typedef struct sk__gemm_config {
 extern const sk__gemm_config sk__f32_gemm_config_scalar;
 extern const sk__gemm_config sk__f32_gemm_config_avx2;
 extern const sk__gemm_config sk__f32_gemm_config_avx512;
+
+/* The bf16 dot-product micro-kernel (bf16 A, bf16 weights): a holds mr rows
+ * of kp bf16 pairs (32 bits each, stride a_stride pairs), w one panel's
+ * K block in the pair layout (kp rows of NR 32-bit lanes, lane j holding
+ * B[2q][j] low and B[2q+1][j] high). acc_in, acc_out, bias and the store as
+ * for sk__gemm_ukernel_fn; the driver holds MXCSR.FTZ/DAZ. */
+typedef void (*sk__gemm_dot_ukernel_fn)(size_t mr, size_t nr, size_t kp, const uint32_t *a, size_t a_stride,
+                                        const uint32_t *w, const float *acc_in, float *acc_out, const float *bias,
+                                        void *c, size_t ldc, sk_dtype c_dtype);
+
+typedef struct sk__gemm_dot_config {
+  int mr, nr; /* nr equals the AVX-512 FMA config's: the two share packed layouts' panel widths */
+  sk__gemm_dot_ukernel_fn ukernel;
+} sk__gemm_dot_config;
+
+extern const sk__gemm_dot_config sk__bf16_gemm_config_avx512bf16;
+
+/* The FMA configuration for isa (AMX and AVX512_BF16 add no fp32 kernel:
+ * theirs is AVX-512's). */
+const sk__gemm_config *sk__gemm_config_for(sk__isa isa);
+
+/* K blocking. Up to KC_MAX steps run as one block (what the seed's shapes
+ * and most small layers need, with no scratch traffic at all); longer k is
+ * cut into blocks of KC steps: the MR rows of A then take MR * KC floats
+ * (6-8 KiB) and stay in L1 across the micro-panels. Both even, so blocks of
+ * bf16 weights hold whole pairs. */
+#ifndef SK_GEMM_KC
+#define SK_GEMM_KC 256
+#endif
+#define SK__GEMM_KC_MAX (2 * SK_GEMM_KC)
+
+static inline size_t sk__gemm_kc_for(size_t k) { return k <= SK__GEMM_KC_MAX ? k : SK_GEMM_KC; }
+
+/* The k steps panels and tiles run: bf16 weights pad an odd k with one zero
+ * step, so that the steps go in whole pairs (bf16_contract.h). */
+static inline size_t sk__gemm_k_steps(sk_dtype b_dtype, size_t k) { return b_dtype == SK_BF16 ? k + (k & 1) : k; }
+
+/* Whether B's panels hold its own 16 bits (fp16, bf16) rather than fp32. */
+static inline int sk__gemm_is_16bit(sk_dtype dtype) { return dtype == SK_FP16 || dtype == SK_BF16; }
+
+/* The packed layout (sk__gemm_pack_b): panels (NR columns each, past n
+ * zero) in groups of SK_PACKED_GROUP_COLUMNS / NR, the last group holding
+ * what is left; group after group; in a group, K block after K block
+ * (sk__gemm_kc_for(ks) steps each, the last shorter); in a K block, the
+ * group's panels, kc x NR values each.
+ *   - A group is one contiguous run over all of k, and the tile loop reads
+ *     it in that order (a K block's panels, then the next K block's), so a
+ *     tile of whole groups streams one run of weights from start to end:
+ *     what a decode step is (packed_groups.h).
+ *   - A K block of a group is one run too: the tile reads it in place, or
+ *     widens it in one call, and the rows of A packed for it stay in L1
+ *     across the group's panels.
+ * ks is sk__gemm_k_steps. Returns panel j's K block starting at step pc, in
+ * elements from the start. */
+static inline size_t sk__gemm_packed_offset(size_t nr, size_t ks, size_t n_panels, size_t j, size_t pc) {
+  const size_t group = SK_PACKED_GROUP_COLUMNS / nr, g = j / group, r = j % group, kb = sk__gemm_kc_for(ks);
+  const size_t in_group = n_panels - g * group < group ? n_panels - g * group : group;
+  const size_t kc = ks - pc < kb ? ks - pc : kb;
+  return (g * group * ks + pc * in_group + r * kc) * nr;
+}
+
+/* bf16 weights for the tiles: rows [pc, pc + kc) (kc even; zero at and past
+ * k) of columns [j0, j0 + cols) of B (bf16, row stride ldb), zero up to nr
+ * columns, as one panel K block at out (kc * nr values):
+ *   - dot: the pair layout of sk__gemm_dot_ukernel_fn;
+ *   - else rows, each pair's odd row first (the contract's order, read by
+ *     the FMA kernels as a plain sequence). */
+void sk__gemm_pack_bf16_block(int dot, const uint16_t *b, size_t ldb, size_t k, size_t pc, size_t kc, size_t j0,
+                              size_t cols, size_t nr, uint16_t *out);
+
+/* The same block for the FMA kernels as fp32 (widened, pairs swapped). */
+void sk__gemm_pack_bf16_block_f32(const uint16_t *b, size_t ldb, size_t k, size_t pc, size_t kc, size_t j0,
+                                  size_t cols, size_t nr, float *out);
+
+/* A panel K block of the pair layout (kc steps, nr lanes) widened to the
+ * FMA kernels' fp32 rows, each pair's odd row first: fp32 or fp16 rows of A
+ * on a dot-product ISA, whose packed bf16 weights are in the pair layout. */
+void sk__gemm_widen_pairs(size_t kc, size_t nr, const uint16_t *pairs, float *out);
 
 /* Row stride of packed A rows: k rounded up to whole 64-byte lines (so every
  * row starts aligned), then to an odd number of lines. The micro-kernel walks

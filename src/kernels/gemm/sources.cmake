@@ -7,14 +7,23 @@
 # and a compiler fusing some other multiply and add would change the bits.
 list(APPEND SK_SOURCES
   kernels/gemm/gemm.c
+  kernels/gemm/gemm_pack.c
+  kernels/gemm/gemm_reference.c
   kernels/gemm/f32_gemm_scalar.c
   kernels/gemm/f32_gemm_avx2.c
   kernels/gemm/f32_gemm_avx512.c
+  kernels/gemm/bf16_dot.c
+  kernels/gemm/bf16_dot_check.c
+  kernels/gemm/bf16_gemm_avx512bf16.c
 )
-set_source_files_properties(kernels/gemm/gemm.c kernels/gemm/f32_gemm_scalar.c
+set_source_files_properties(kernels/gemm/gemm.c kernels/gemm/gemm_pack.c kernels/gemm/gemm_reference.c
+  kernels/gemm/f32_gemm_scalar.c kernels/gemm/bf16_dot.c
   PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
 set_source_files_properties(kernels/gemm/f32_gemm_avx2.c
   PROPERTIES COMPILE_OPTIONS "-ffp-contract=off;-mavx2;-mfma;-mf16c")
 set_source_files_properties(kernels/gemm/f32_gemm_avx512.c
   PROPERTIES COMPILE_OPTIONS
   "-ffp-contract=off;-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx2;-mfma;-mf16c")
+set_source_files_properties(kernels/gemm/bf16_dot_check.c kernels/gemm/bf16_gemm_avx512bf16.c
+  PROPERTIES COMPILE_OPTIONS
+  "-ffp-contract=off;-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx512bf16;-mavx2;-mfma;-mf16c")
