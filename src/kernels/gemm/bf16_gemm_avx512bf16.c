@@ -18,7 +18,9 @@
 SK_ALWAYS_INLINE void dot_loop(size_t rows, size_t kp, const uint32_t *const a[MR], const uint32_t *w,
                                __m512 acc[MR][NV]) {
   for (size_t q = 0; q < kp; q++) {
-    prefetch_panel16((const char *)(w + q * NR) + PANEL16_PREFETCH_BYTES, rows);
+    /* A pair step reads NR * 4 bytes: every 64-byte line is prefetched. */
+#pragma GCC unroll 4
+    for (size_t v = 0; v < NV; v++) prefetch_panel16((const char *)(w + q * NR + 16 * v) + PANEL16_PREFETCH_BYTES, rows);
     __m512bh b[NV];
 #pragma GCC unroll 4
     for (size_t v = 0; v < NV; v++) b[v] = (__m512bh)_mm512_load_si512((const void *)(w + q * NR + 16 * v));
