@@ -11,6 +11,9 @@
  * is measured in the same run (a 512 MiB sum, 1 thread and every core); for
  * M <= 16, where the weights' bytes bound the time, it prints the weight
  * bytes per second and their share of that bandwidth (>= 80% is the bar).
+ * The peak of the widest multiply-add (VDPBF16PS for bf16 where the CPU has
+ * it, else fp32 FMAs) on registers only is measured too, and each shape's
+ * share of it printed ("of peak").
  * Variants run interleaved, so machine noise hits them alike.
  *
  * OpenBLAS's kernels must be the CPU's (blas_core.h): it reruns itself with
@@ -24,6 +27,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "compute_peak.h"
 #include "read_bandwidth.h"
 #include "superkernel.h"
 
@@ -73,6 +77,7 @@ typedef struct run_args {
   sk_team *teams[2];  /* 1 core, every core */
   int threads[2];
   double bw[2];       /* GB/s at those thread counts */
+  double peak[2];     /* GFLOP/s of the widest multiply-add, registers only, at those thread counts */
 } run_args;
 
 static void bench_shape(int64_t m, int64_t k, int64_t n, const run_args *a) {
@@ -115,6 +120,7 @@ static void bench_shape(int64_t m, int64_t k, int64_t n, const run_args *a) {
       printf(" | openblas %9.1f us %6.1f GFLOP/s | sk/openblas %.2f", bus, flop / bus * 1e-3, bus / us);
     }
 #endif
+    if (a->peak[ti] > 0) printf(" | %.0f%% of peak", 100.0 * flop / us * 1e-3 / a->peak[ti]);
     if (m <= 16) {
       double gbs = (double)(ws * es) / us * 1e-3;
       printf(" | weights %.1f GB/s = %.0f%% of read bandwidth", gbs, 100.0 * gbs / a->bw[ti]);
@@ -164,10 +170,16 @@ int main(int argc, char **argv) {
   a.threads[0] = 1;
   a.threads[1] = sk_team_num_cores(a.teams[1]);
   if (a.threads[1] > 64) a.threads[1] = 64;
-  for (int ti = 0; ti < 2; ti++) a.bw[ti] = sk_read_bandwidth_gbs(a.threads[ti]);
+  const char *peak_insn = "";
+  for (int ti = 0; ti < 2; ti++) {
+    a.bw[ti] = sk_read_bandwidth_gbs(a.threads[ti]);
+    a.peak[ti] = sk_compute_peak_gflops(a.dt == SK_BF16, a.threads[ti], &peak_insn);
+  }
   printf("grouped_matmul %s in/out, weights constant, vs cblas_sgemm fp32 at the same threads; medians of %d\n",
          sk_dtype_name(a.dt), a.reps);
   printf("read bandwidth: %.1f GB/s (1 thread), %.1f GB/s (%d threads)\n", a.bw[0], a.bw[1], a.threads[1]);
+  printf("peak (%s on registers only): %.1f GFLOP/s (1 thread), %.1f GFLOP/s (%d threads)\n", peak_insn, a.peak[0],
+         a.peak[1], a.threads[1]);
   for (int i = 0; i < n_shapes; i++) bench_shape(shapes[i][0], shapes[i][1], shapes[i][2], &a);
   sk_team_destroy(a.teams[0]);
   sk_team_destroy(a.teams[1]);

@@ -118,7 +118,10 @@ SK_ALWAYS_INLINE void tile_finish(size_t mr, size_t nr, __m512 acc[MR][NV], floa
  *     2048 x 2816 took 700 us (16 GB/s of weights), with it 410-450; 12
  *     rows 960 -> 680-720, 32 rows 1880 -> 1470-1570 (T0 4-8% ahead of NTA
  *     there). */
-#define PANEL16_PREFETCH_BYTES 4096
+#ifndef SK_GEMM_PANEL16_PREFETCH_BYTES
+#define SK_GEMM_PANEL16_PREFETCH_BYTES 4096
+#endif
+#define PANEL16_PREFETCH_BYTES SK_GEMM_PANEL16_PREFETCH_BYTES
 
 /* The hint must be a constant where _mm_prefetch is a macro (unoptimized
  * builds), hence two calls rather than a chosen hint. */
