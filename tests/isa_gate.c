@@ -7,28 +7,17 @@
 
 #include "harness.h"
 
-/* What a CPU must have for each ISA, as core/cpu.c detects it. */
-static const char *isa_needs(sk__isa isa) {
-  switch (isa) {
-    case SK_ISA_AMX: return "AMX-INT8 (AMX-TILE and AMX-INT8 on an AVX-512 VNNI CPU, the tile state granted by the OS)";
-    case SK_ISA_AVX512BF16: return "AVX512_BF16 (VDPBF16PS) on an AVX-512 CPU";
-    case SK_ISA_AVX512: return "AVX-512 (F, DQ, BW and VL, with OS support for the ZMM state)";
-    case SK_ISA_AVX2: return "AVX2 with FMA and F16C (with OS support for the YMM state)";
-    default: return "nothing";
-  }
-}
-
 isa_gate_verdict isa_gate_decide(const char *requested, sk__isa supported, char *message, size_t size) {
   if (size) message[0] = '\0';
   if (!requested || !*requested) return ISA_GATE_RUN;
   sk__isa want;
   if (!sk__isa_from_name(requested, &want)) {
-    snprintf(message, size, "SK_ISA=%s: not an ISA the tests know (scalar, avx2, avx512, avx512bf16, amx)", requested);
+    snprintf(message, size, "SK_ISA=%s: not an ISA the tests know (one of" SK__ISA_SPELLINGS ")", requested);
     return ISA_GATE_BAD;
   }
   if (want <= supported) return ISA_GATE_RUN;
   snprintf(message, size, "SKIPPED: SK_ISA=%s but this CPU lacks %s; it supports up to %s", requested,
-           isa_needs(want), sk__isa_name(supported));
+           sk__isa_needs(want), sk__isa_name(supported));
   return ISA_GATE_SKIP;
 }
 

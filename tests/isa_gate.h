@@ -3,7 +3,7 @@
  * path (the library ignores such a request with a warning), so the test
  * exits before main with HARNESS_SKIP_CODE, which ctest reports as skipped.
  *
- * $SK_TEST_ISA_SUPPORTED (scalar|avx2|avx512; tests only) pretends the CPU
+ * $SK_TEST_ISA_SUPPORTED (a rung's name, core/isa_list.h; tests only) pretends the CPU
  * supports no more than that, so the skip can be checked on any machine. */
 #ifndef SK_TEST_ISA_GATE_H
 #define SK_TEST_ISA_GATE_H

@@ -3,13 +3,14 @@
 sk_add_test(NAME test_gemm SOURCES test_gemm.c ISA_VARIANTS)
 # The bf16 contract: the instruction, the FMA way and the kernels against it.
 sk_add_test(NAME test_bf16_dot SOURCES test_bf16_dot.c)
+set_property(TEST test_bf16_dot APPEND PROPERTY LABELS single_thread)
 sk_add_test(NAME test_convert SOURCES test_convert.c ISA_VARIANTS)
 sk_add_test(NAME test_qgemm SOURCES test_qgemm.c qgemm_amx_emulated.c ISA_VARIANTS)
 sk_add_test(NAME test_activation SOURCES test_activation.c ISA_VARIANTS)
 sk_add_test(NAME test_moe_select SOURCES test_moe_select.c ISA_VARIANTS)
 # Kernel-level tests run on one thread: ThreadSanitizer has nothing to check.
 foreach(t test_gemm test_convert test_qgemm test_activation test_moe_select)
-  foreach(isa scalar avx2 avx512)
+  foreach(isa ${SK_TEST_ISAS})
     set_property(TEST ${t}_${isa} APPEND PROPERTY LABELS single_thread)
   endforeach()
 endforeach()

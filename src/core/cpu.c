@@ -96,7 +96,7 @@ static void choose(void) {
   const char *forced = getenv("SK_ISA");
   sk__isa want = SK_ISA_AMX;
   if (forced && *forced && !sk__isa_from_name(forced, &want)) {
-    defer_log(SK_LOG_WARN, "SK_ISA=%s ignored: expected scalar, avx2, avx512, avx512bf16 or amx", forced);
+    defer_log(SK_LOG_WARN, "SK_ISA=%s ignored: expected one of" SK__ISA_SPELLINGS, forced);
     forced = NULL; /* want is untouched: as if unset */
   }
   /* The tile state is asked for only when AMX may be used: the grant is
@@ -143,22 +143,20 @@ int sk__cpu_has_avx512_bf16(void) {
   return chosen_isa >= SK_ISA_AVX512BF16 && detected_bf16;
 }
 
+#define SK__ISA_NAME(suffix, name, needs) #name,
+#define SK__ISA_NEEDS(suffix, name, needs) needs,
+static const char *const isa_names[] = {SK__ISA_LIST(SK__ISA_NAME)};
+static const char *const isa_needs[] = {SK__ISA_LIST(SK__ISA_NEEDS)};
+
 int sk__isa_from_name(const char *name, sk__isa *isa_out) {
-  static const sk__isa all[] = {SK_ISA_SCALAR, SK_ISA_AVX2, SK_ISA_AVX512, SK_ISA_AVX512BF16, SK_ISA_AMX};
-  for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
-    if (strcmp(name, sk__isa_name(all[i])) == 0) {
-      *isa_out = all[i];
+  for (int i = 0; name && i < SK__ISA_COUNT; i++)
+    if (strcmp(name, isa_names[i]) == 0) {
+      *isa_out = (sk__isa)i;
       return 1;
     }
   return 0;
 }
 
-const char *sk__isa_name(sk__isa isa) {
-  switch (isa) {
-    case SK_ISA_AMX: return "amx";
-    case SK_ISA_AVX512BF16: return "avx512bf16";
-    case SK_ISA_AVX512: return "avx512";
-    case SK_ISA_AVX2: return "avx2";
-    default: return "scalar";
-  }
-}
+const char *sk__isa_name(sk__isa isa) { return (unsigned)isa < SK__ISA_COUNT ? isa_names[isa] : "scalar"; }
+
+const char *sk__isa_needs(sk__isa isa) { return (unsigned)isa < SK__ISA_COUNT ? isa_needs[isa] : "nothing"; }

@@ -1,19 +1,22 @@
 /* Instruction-set selection: detected once from CPUID and XGETBV, best first,
- * scalar last. $SK_ISA=scalar|avx2|avx512|avx512bf16|amx lowers the choice (never raises
- * it past what the CPU and OS support), so tests cover every path on one
- * machine. */
+ * scalar last. $SK_ISA (a rung's name: scalar, avx2, avx512, avx512bf16,
+ * amx) lowers the choice (never raises it past what the CPU and OS
+ * support), so tests cover every path on one machine. The rungs are listed
+ * once, in core/isa_list.h:
+ *   - avx2: AVX2 + FMA + F16C;
+ *   - avx512: AVX-512 F/BW/DQ/VL (+ the AVX2 set);
+ *   - avx512bf16: AVX-512 with AVX512_BF16 (VDPBF16PS for bf16 GEMMs, when
+ *     the instruction passes the contract's self-check, kernels/gemm/bf16_dot.h);
+ *   - amx: AVX-512 with VNNI, plus AMX-INT8 tiles the OS let us use (int8
+ *     GEMMs). */
 #ifndef SK_CORE_CPU_H
 #define SK_CORE_CPU_H
 
-typedef enum sk__isa {
-  SK_ISA_SCALAR = 0,
-  SK_ISA_AVX2 = 1,   /* AVX2 + FMA + F16C */
-  SK_ISA_AVX512 = 2, /* AVX-512 F/BW/DQ/VL (+ the AVX2 set) */
-  /* AVX-512 with AVX512_BF16 (VDPBF16PS: bf16 GEMMs, when the instruction
-   * passes the contract's self-check, kernels/gemm/bf16_dot.h) */
-  SK_ISA_AVX512BF16 = 3,
-  SK_ISA_AMX = 4, /* AVX-512 with VNNI, plus AMX-INT8 tiles the OS let us use (int8 GEMMs) */
-} sk__isa;
+#include "core/isa_list.h"
+
+#define SK__ISA_ENUM(suffix, name, needs) SK_ISA_##suffix,
+typedef enum sk__isa { SK__ISA_LIST(SK__ISA_ENUM) SK__ISA_COUNT } sk__isa;
+#undef SK__ISA_ENUM
 
 /* Highest ISA the CPU and OS support, ignoring $SK_ISA; but AMX only when
  * $SK_ISA allowed asking the OS for it (unset or amx) and the OS agreed. */
@@ -32,8 +35,9 @@ int sk__cpu_has_avx512_vnni(void);
 /* Whether the CPU has AVX512_BF16 and the chosen ISA allows it (at least
  * avx512bf16: an AMX CPU passes the rung without it being a condition). */
 int sk__cpu_has_avx512_bf16(void);
-/* "scalar", "avx2", "avx512", "avx512bf16" or "amx" ($SK_ISA's spellings). */
+/* The rung's name ($SK_ISA's spelling), and what a CPU needs for it. */
 const char *sk__isa_name(sk__isa isa);
+const char *sk__isa_needs(sk__isa isa);
 /* The inverse: 1 and *isa_out set for one of those names, else 0. */
 int sk__isa_from_name(const char *name, sk__isa *isa_out);
 
