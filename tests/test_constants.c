@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "exec/program.h"
+#include "kernels/gemm/gemm.h"
 #include "graph_builders.h"
 
 #define M 37
@@ -80,6 +81,13 @@ static void test_constants_match_inputs_on_every_executor(void) {
       CHECK_MSG(text && strstr(text, "constants: 2 (10400 bytes); packed at compile: "),
                 "describe: %s", text ? text : "(null)");
       CHECK_MSG(text && !strstr(text, "packed at compile: 0 bytes"), "the weights were not packed: %s", text);
+      /* The kernel the node runs, and the ISA, are named (the reference
+       * executor runs no kernel). */
+      char kernel[128];
+      snprintf(kernel, sizeof kernel, ", kernel %s", sk__gemm_kernel_name(sk__cpu_isa(), SK_FP16, SK_FP16));
+      CHECK_MSG(text && (executors[e] == SK_EXECUTOR_REFERENCE || strstr(text, kernel)) &&
+                    strstr(text, sk__isa_name(sk__cpu_isa())),
+                "describe lacks \"%s\": %s", kernel, text ? text : "(null)");
       sk_free(text);
       sk_program_stats stats = {.struct_size = sizeof stats};
       CHECK_OK(sk_program_get_stats(p, &stats));

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "core/error.h"
 #include "exec/program.h"
 #include "exec/tokens.h"
@@ -69,8 +70,8 @@ sk_status sk_program_describe(const sk_program *p, char **text_out) {
   size_t len = 0;
   bool ok = true;
   if (p->tokens) return describe_tokens(p, text_out);
-  snprintf(line, sizeof line, "program: %zu steps, executor %s, planned for %d cores\n", p->n_steps,
-           executor_summary(p->executor), p->tiled_cores);
+  snprintf(line, sizeof line, "program: %zu steps, executor %s, planned for %d cores, kernels for ISA %s\n",
+           p->n_steps, executor_summary(p->executor), p->tiled_cores, sk__isa_name(sk__cpu_isa()));
   ok = append(&buf, &len, line);
   if (ok && p->n_constants) {
     snprintf(line, sizeof line, "constants: %zu (%zu bytes); packed at compile: %zu bytes\n", p->n_constants,
@@ -84,8 +85,9 @@ sk_status sk_program_describe(const sk_program *p, char **text_out) {
       free(plan);
     } else {
       const sk__exec_node *n = &p->nodes[p->steps[s].node];
-      snprintf(line, sizeof line, "op %s (%s): own launch, %lld blocks\n", n->name, n->def->type,
-               (long long)n->tiling.n_blocks);
+      const char *kernel = n->def->kernel_name ? n->def->kernel_name(&n->io) : NULL;
+      snprintf(line, sizeof line, "op %s (%s): own launch, %lld blocks%s%s\n", n->name, n->def->type,
+               (long long)n->tiling.n_blocks, kernel ? ", kernel " : "", kernel ? kernel : "");
       ok = append(&buf, &len, line);
     }
   }

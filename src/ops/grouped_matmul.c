@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/qgemm/qgemm.h"
 #include "ops/op_util.h"
 #include "ops/packed_weights.h"
 
@@ -398,6 +399,12 @@ static void reference(const sk__node_io *io) {
   if (p->runtime_groups) free(rb), free(re);
 }
 
+/* The micro-kernels (op.h: kernel_name). */
+static const char *kernel_name(const sk__node_io *io) {
+  if (((const gmm_params *)io->params)->quant) return sk__qgemm_kernel_name(sk__cpu_isa());
+  return sk__gemm_kernel_name(sk__cpu_isa(), io->in[0].tensors[0].dtype, io->in[1].tensors[0].dtype);
+}
+
 const sk__op_def sk__op_grouped_matmul = {
     .type = "grouped_matmul",
     SK__SCHEMA_INPUTS(inputs),
@@ -411,6 +418,7 @@ const sk__op_def sk__op_grouped_matmul = {
     .footprint = sk__gmm_footprint,
     .pack = sk__gmm_pack,
     .reference = reference,
+    .kernel_name = kernel_name,
     .dynamic_rows = true, /* run_block clips to x's live rows (grouped_matmul_tiling.c) */
     .params_size = sizeof(gmm_params),
     .clone_params = clone_params,

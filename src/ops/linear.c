@@ -188,6 +188,11 @@ static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk_
   writes[0] = (sk__span){m0 * p->n * es, m1 * p->n * es}; /* whole rows: the tile's columns are inside them */
 }
 
+/* The micro-kernels (op.h: kernel_name). */
+static const char *kernel_name(const sk__node_io *io) {
+  return sk__gemm_kernel_name(sk__cpu_isa(), io->in[0].tensors[0].dtype, io->in[1].tensors[0].dtype);
+}
+
 const sk__op_def sk__op_linear = {
     .type = "linear",
     SK__SCHEMA_INPUTS(inputs),
@@ -198,6 +203,7 @@ const sk__op_def sk__op_linear = {
     .tile = tile,
     .run_block = run_block,
     .reference = reference,
+    .kernel_name = kernel_name,
     .footprint = footprint,
     .pack = pack,
     .dynamic_rows = true, /* run_block clips to x's live rows */

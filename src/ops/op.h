@@ -108,6 +108,9 @@ typedef struct sk__op_def {
   sk_status (*tile)(const sk__node_io *io, int n_cores, sk__tiling *out);
   void (*run_block)(const sk__node_io *io, int64_t block, void *workspace);
   void (*reference)(const sk__node_io *io);
+  /* The micro-kernels its blocks run on this CPU (the ISA the program runs
+   * with), for sk plan and sk_program_describe; NULL: none worth naming. */
+  const char *(*kernel_name)(const sk__node_io *io);
   size_t params_size; /* bytes of the parsed attribute struct */
   /* The bytes block `block` reads from each input tensor (reads[i], inputs
    * numbered slot after slot as sk__io_input_index gives) and writes to each

@@ -269,6 +269,12 @@ static void reference(const sk__node_io *io) {
   }
 }
 
+/* The micro-kernels (op.h: kernel_name). */
+static const char *kernel_name(const sk__node_io *io) {
+  (void)io;
+  return sk__qgemm_kernel_name(sk__cpu_isa());
+}
+
 const sk__op_def sk__op_quant_matmul = {
     .type = "quant_matmul",
     SK__SCHEMA_INPUTS(inputs),
@@ -282,6 +288,7 @@ const sk__op_def sk__op_quant_matmul = {
     .footprint = sk__qmm_footprint,
     .pack = sk__qmm_pack,
     .reference = reference,
+    .kernel_name = kernel_name,
     .dynamic_rows = true, /* run_block clips to y's live rows or batches (quant_matmul_tiling.c) */
     .params_size = sizeof(qmm_params),
 };

@@ -65,10 +65,12 @@ char *sk__plan_format(const sk__plan *plan, const sk_program *p) {
   for (size_t i = 0; i < plan->n_subs; i++) {
     const sk__subkernel *s = &plan->subs[i];
     const sk__exec_node *ex = &p->nodes[s->node];
-    sk__text_put(&t, "  sub %zu: %s (%s, %s), %lld blocks %son cores %d-%d, workspace %zu bytes%s\n", i, ex->name,
+    const char *kernel = ex->def->kernel_name ? ex->def->kernel_name(&ex->io) : NULL;
+    sk__text_put(&t, "  sub %zu: %s (%s, %s), %lld blocks %son cores %d-%d, workspace %zu bytes%s%s%s\n", i, ex->name,
         ex->def->type, kind_name(s->kind), (long long)s->n_blocks, s->claimed ? "claimed " : "", s->core_first,
         s->core_first + s->n_cores - 1, s->tiling.workspace_bytes,
-        plan->stream_fused ? (s->chain ? ", stream 1" : ", stream 0") : "");
+        plan->stream_fused ? (s->chain ? ", stream 1" : ", stream 0") : "", kernel ? ", kernel " : "",
+        kernel ? kernel : "");
     if (s->claimed) claimed_blocks(&t, plan, s);
   }
   for (int c = 0; c < plan->n_cores; c++)

@@ -256,5 +256,7 @@ void sk__f32_gemm_ukernel16_6x16__avx2(size_t mr, size_t nr, size_t k, const flo
   tile_finish(mr, nr, acc, acc_out, bias, c, ldc, c_dtype);
 }
 
-const sk__gemm_config sk__f32_gemm_config_avx2 = {MR, NR, pack_a_avx2, pack_b_avx2, sk__f32_gemm_ukernel_6x16__avx2,
+const sk__gemm_config sk__f32_gemm_config_avx2 = {
+    "fp32 FMA 6x16 (avx2)", "fp32 FMA 6x16, bf16 pairs swapped, FTZ/DAZ (avx2)", MR, NR, pack_a_avx2, pack_b_avx2,
+    sk__f32_gemm_ukernel_6x16__avx2,
                                                   sk__f32_gemm_ukernel16_6x16__avx2};

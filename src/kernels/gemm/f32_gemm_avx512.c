@@ -142,4 +142,6 @@ void UKERNEL16(size_t mr, size_t nr, size_t k, const float *a, size_t a_stride, 
   tile_finish(mr, nr, acc, acc_out, bias, c, ldc, c_dtype);
 }
 
-const sk__gemm_config sk__f32_gemm_config_avx512 = {MR, NR, pack_a_avx512, pack_b_avx512, UKERNEL, UKERNEL16};
+const sk__gemm_config sk__f32_gemm_config_avx512 = {"fp32 FMA 8x32 (avx512)",
+                                                     "fp32 FMA 8x32, bf16 pairs swapped, FTZ/DAZ (avx512)",
+                                                     MR, NR, pack_a_avx512, pack_b_avx512, UKERNEL, UKERNEL16};

@@ -58,4 +58,5 @@ void sk__f32_gemm_ukernel_4x4__scalar(size_t mr, size_t nr, size_t k, const floa
 }
 
 const sk__gemm_config sk__f32_gemm_config_scalar = {
-    MR, NR, pack_a_scalar, pack_b_scalar, sk__f32_gemm_ukernel_4x4__scalar, NULL};
+    "fmaf 4x4 (scalar)", "fmaf 4x4, bf16 pairs swapped, FTZ/DAZ (scalar)", MR, NR, pack_a_scalar, pack_b_scalar,
+    sk__f32_gemm_ukernel_4x4__scalar, NULL};

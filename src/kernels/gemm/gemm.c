@@ -42,6 +42,13 @@ void sk__gemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr) {
   if (nr) *nr = cfg->nr;
 }
 
+const char *sk__gemm_kernel_name(sk__isa isa, sk_dtype a_dtype, sk_dtype b_dtype) {
+  if (b_dtype == SK_BF16 && a_dtype == SK_BF16 && sk__gemm_bf16_dot_usable(isa))
+    return "bf16 dot products 8x32 (avx512bf16)";
+  const sk__gemm_config *cfg = sk__gemm_config_for(isa);
+  return b_dtype == SK_BF16 ? cfg->name_bf16 : cfg->name;
+}
+
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 static size_t align64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 

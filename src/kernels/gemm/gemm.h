@@ -67,6 +67,11 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1,
  * heights multiples of *mr and widths multiples of *nr where they can. */
 void sk__gemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr);
 
+/* The micro-kernel a tile of these dtypes runs with isa, e.g. "bf16 dot
+ * products 8x32 (avx512bf16)" or "fp32 FMA 8x32 (avx512)": sk plan and
+ * sk_program_describe print it. */
+const char *sk__gemm_kernel_name(sk__isa isa, sk_dtype a_dtype, sk_dtype b_dtype);
+
 /* Steps of k one micro-kernel call covers: k itself up to a limit, else a
  * fixed block, the sums carried across blocks (tests aim at the edges). */
 int64_t sk__gemm_k_block(int64_t k);

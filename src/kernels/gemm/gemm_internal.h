@@ -61,6 +61,7 @@ typedef void (*sk__gemm_ukernel16_fn)(size_t mr, size_t nr, size_t k, const floa
                                       const float *bias, void *c, size_t ldc, sk_dtype c_dtype);
 
 typedef struct sk__gemm_config {
+  const char *name, *name_bf16; /* sk__gemm_kernel_name's, for other and bf16 weights */
   int mr, nr;
   sk__gemm_pack_a_fn pack_a;
   sk__gemm_pack_b_fn pack_b;

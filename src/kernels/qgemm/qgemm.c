@@ -29,6 +29,15 @@ const sk__qgemm_config *sk__qgemm_config_for(sk__isa isa) {
   }
 }
 
+const char *sk__qgemm_kernel_name(sk__isa isa) {
+  const sk__qgemm_config *cfg = sk__qgemm_config_for(isa);
+  if (cfg == &sk__qs8_gemm_config_amx) return "int8 AMX tiles (amx)";
+  if (cfg == &sk__qs8_gemm_config_avx512vnni) return "int8 VNNI dot products (avx512vnni)";
+  if (cfg == &sk__qs8_gemm_config_avx512) return "int8 (avx512)";
+  if (cfg == &sk__qs8_gemm_config_avx2) return "int8 (avx2)";
+  return "int8 (scalar)";
+}
+
 void sk__qgemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr) {
   const sk__qgemm_config *cfg = sk__qgemm_config_for(isa);
   if (mr) *mr = cfg->mr;

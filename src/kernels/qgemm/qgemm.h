@@ -50,6 +50,10 @@ void sk__qgemm_tile(const sk__qgemm_problem *p, int64_t m0, int64_t m1, int64_t 
 /* Tile granularity the kernels prefer for this ISA. */
 void sk__qgemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr);
 
+/* The int8 micro-kernel isa runs ("avx512vnni", "amx", ...): sk plan and
+ * sk_program_describe print it. */
+const char *sk__qgemm_kernel_name(sk__isa isa);
+
 /* The plain reference (the test oracle): C [m, n] with leading dimension ldc. */
 void sk__qgemm_reference(const sk__qgemm_problem *p, int32_t *c, int64_t ldc);
 
