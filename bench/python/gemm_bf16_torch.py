@@ -21,6 +21,7 @@ from superkernel import Graph, Team
 
 SHAPES = [(64, 2048, 2048), (256, 2048, 2048), (1024, 2048, 2048), (256, 4096, 1024), (512, 7168, 2048),
           (2048, 2048, 2048)]
+PAUSE_S = 0.05
 
 
 def build(m, w, team):
@@ -49,14 +50,20 @@ def main():
         y_sk = torch.empty(m, n, dtype=torch.bfloat16)
         times = {"torch": [], "sk": []}
         for r in range(args.rounds + 1):  # round 0 warms up
+            # A pause before each: torch's OpenMP workers spin for a while
+            # after an op (libgomp's GOMP_SPINCOUNT), on the cores the
+            # library's team would use, and the team's workers wait too.
+            time.sleep(PAUSE_S)
             t0 = time.perf_counter()
             torch.mm(x, w)
             t1 = time.perf_counter()
-            prog.run_into([x], [y_sk])
+            time.sleep(PAUSE_S)
             t2 = time.perf_counter()
+            prog.run_into([x], [y_sk])
+            t3 = time.perf_counter()
             if r:
                 times["torch"].append(t1 - t0)
-                times["sk"].append(t2 - t1)
+                times["sk"].append(t3 - t2)
         ta, ts = statistics.median(times["torch"]), statistics.median(times["sk"])
         print(f"{m:>6}x{k:>5}x{n:>5} {ta * 1e3:>12.2f} {ts * 1e3:>15.2f} {ta / ts:>9.2f} "
               f"{2 * m * k * n / ts * 1e-9:>11.1f}")
