@@ -11,9 +11,10 @@
  * is measured in the same run (a 512 MiB sum, 1 thread and every core); for
  * M <= 16, where the weights' bytes bound the time, it prints the weight
  * bytes per second and their share of that bandwidth (>= 80% is the bar).
- * The peak of the widest multiply-add (VDPBF16PS for bf16 where the CPU has
- * it, else fp32 FMAs) on registers only is measured too, and each shape's
- * share of it printed ("of peak").
+ * The peak of the fastest multiply-add (for bf16 VDPBF16PS or the fp32
+ * FMA, whichever is faster on this CPU, as the library chooses) on
+ * registers only is measured too, and each shape's share of it printed
+ * ("of peak").
  * Variants run interleaved, so machine noise hits them alike.
  *
  * OpenBLAS's kernels must be the CPU's (blas_core.h): it reruns itself with

@@ -3,7 +3,20 @@
 sk_add_test(NAME test_gemm SOURCES test_gemm.c ISA_VARIANTS)
 # The bf16 contract: the instruction, the FMA way and the kernels against it.
 sk_add_test(NAME test_bf16_dot SOURCES test_bf16_dot.c)
-set_property(TEST test_bf16_dot APPEND PROPERTY LABELS single_thread)
+# SK_ISA=avx512bf16 runs the dot kernel even where the FMAs are faster.
+set_tests_properties(test_bf16_dot PROPERTIES ENVIRONMENT SK_ISA=avx512bf16 LABELS single_thread)
+# AMX-BF16 against its definition and the contract: the instruction's file
+# gets its flags (called only where sk__cpu_has_amx_bf16()), the emulated
+# copy none.
+# test_bf16_amx holds the SDM's definition against the contract (every CPU),
+# test_bf16_amx_instruction the instruction against the definition.
+foreach(t test_bf16_amx test_bf16_amx_instruction)
+  sk_add_test(NAME ${t} SOURCES test_bf16_amx.c bf16_amx_tile.c bf16_amx_tile_emulated.c)
+  set_property(TEST ${t} APPEND PROPERTY LABELS single_thread)
+endforeach()
+target_compile_definitions(test_bf16_amx_instruction PRIVATE SK_TEST_AMX_INSTRUCTION)
+set_source_files_properties(bf16_amx_tile.c PROPERTIES COMPILE_OPTIONS "-mamx-tile;-mamx-bf16")
+set_source_files_properties(test_bf16_amx.c bf16_amx_tile_emulated.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
 sk_add_test(NAME test_convert SOURCES test_convert.c ISA_VARIANTS_WITHOUT avx512bf16)
 sk_add_test(NAME test_qgemm SOURCES test_qgemm.c qgemm_amx_emulated.c ISA_VARIANTS_WITHOUT avx512bf16)
 sk_add_test(NAME test_activation SOURCES test_activation.c ISA_VARIANTS_WITHOUT avx512bf16)

@@ -1,8 +1,8 @@
 /* The AMX-INT8 kernel built with its tile operations in plain C
- * (src/kernels/qgemm/amx_tiles.h), as sk__qs8_gemm_config_amx_emulated:
+ * (src/kernels/amx_tiles.h), as sk__qs8_gemm_config_amx_emulated:
  * test_qgemm runs it on every CPU, so its packing, tile shapes and edges
  * are checked against the reference where the instructions cannot run. */
-#define SK_QGEMM_AMX_EMULATE 1
+#define SK_AMX_EMULATE 1
 #include "kernels/qgemm/qgemm_amx.c"
 
 #include "qgemm_amx_emulated.h"

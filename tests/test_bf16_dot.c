@@ -50,8 +50,19 @@ static void test_instruction_matches_contract(void) {
    * denormal), after the corner cases. */
   size_t bad = sk__bf16_dot_characterize(0xC0FFEEull, 3u << 20, why, sizeof why);
   CHECK_MSG(bad == 0, "%zu lanes differ; first: %s", bad, why);
-  CHECK(sk__gemm_bf16_dot_usable(SK_ISA_AVX512BF16));
+  CHECK(sk__gemm_bf16_dot_checked());
+  CHECK(sk__gemm_bf16_dot_usable(SK_ISA_AVX512BF16)); /* SK_ISA=avx512bf16 (tests/kernels.cmake) forces it */
   CHECK(!sk__gemm_bf16_dot_usable(SK_ISA_AVX512));
+}
+
+/* The rates the kernel choice compares (bf16_dot.h): both measured, and
+ * printed, so a log of this test names the CPU's ratio. */
+static void test_instruction_rates(void) {
+  if (!sk__cpu_has_avx512_bf16()) harness_skip_test("this CPU (or SK_ISA) has no AVX512_BF16");
+  double dot = 0, fma = 0;
+  sk__bf16_dot_rates(&dot, &fma);
+  printf("     one core: VDPBF16PS %.1f GFLOP/s, zmm FMA %.1f GFLOP/s (%.2fx)\n", dot, fma, fma > 0 ? dot / fma : 0.0);
+  CHECK(dot > 1.0 && fma > 1.0);
 }
 
 /* The FMA kernels' arithmetic: a vector FMA with FTZ and DAZ set. */
@@ -161,4 +172,4 @@ static void test_caller_mxcsr_untouched(void) {
 
 TEST_MAIN(TEST_CASE(test_contract_step_by_hand), TEST_CASE(test_fma_with_flushing_matches_contract),
           TEST_CASE(test_dot_kernel_equals_fma_kernels), TEST_CASE(test_caller_mxcsr_untouched),
-          TEST_CASE(test_instruction_matches_contract))
+          TEST_CASE(test_instruction_matches_contract), TEST_CASE(test_instruction_rates))

@@ -90,6 +90,7 @@ static void detect(void) {
 }
 
 static sk__isa chosen_isa;
+static int isa_forced; /* $SK_ISA named chosen_isa (and it was applied) */
 
 static void choose(void) {
   detect();
@@ -112,7 +113,7 @@ static void choose(void) {
   if (want > detected_isa)
     defer_log(SK_LOG_WARN, "SK_ISA=%s ignored: this CPU supports up to %s", forced, sk__isa_name(detected_isa));
   else
-    chosen_isa = want;
+    chosen_isa = want, isa_forced = 1;
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -141,6 +142,16 @@ int sk__cpu_has_avx512_vnni(void) {
 int sk__cpu_has_avx512_bf16(void) {
   detect_once();
   return chosen_isa >= SK_ISA_AVX512BF16 && detected_bf16;
+}
+
+int sk__cpu_isa_forced(sk__isa isa) {
+  detect_once();
+  return isa_forced && chosen_isa == isa;
+}
+
+int sk__cpu_has_amx_bf16(void) {
+  detect_once();
+  return chosen_isa == SK_ISA_AMX && ((cpuid7_edx >> 22) & 1);
 }
 
 #define SK__ISA_NAME(suffix, name, needs) #name,

@@ -35,6 +35,13 @@ int sk__cpu_has_avx512_vnni(void);
 /* Whether the CPU has AVX512_BF16 and the chosen ISA allows it (at least
  * avx512bf16: an AMX CPU passes the rung without it being a condition). */
 int sk__cpu_has_avx512_bf16(void);
+/* Whether $SK_ISA named exactly isa and it was applied (a rung whose kernels
+ * are otherwise chosen by speed then runs them: the tests' ISA variants). */
+int sk__cpu_isa_forced(sk__isa isa);
+/* Whether TDPBF16PS may run: the chosen ISA is amx (the OS granted the
+ * tile state) and CPUID.(7,0):EDX has AMX-BF16 (bit 22). No GEMM uses it
+ * (docs/ops.md); tests/test_bf16_amx.c holds it against its definition. */
+int sk__cpu_has_amx_bf16(void);
 /* The rung's name ($SK_ISA's spelling), and what a CPU needs for it. */
 const char *sk__isa_name(sk__isa isa);
 const char *sk__isa_needs(sk__isa isa);

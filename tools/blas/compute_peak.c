@@ -72,20 +72,8 @@ static void *run(void *arg) {
   return NULL;
 }
 
-double sk_compute_peak_gflops(int bf16, int threads, const char **what) {
-  __builtin_cpu_init();
-  kind k;
-  double flops_per_insn;
-  if (bf16 && __builtin_cpu_supports("avx512bf16")) {
-    k = KIND_DPBF16, flops_per_insn = 64, *what = "VDPBF16PS";
-  } else if (__builtin_cpu_supports("avx512f")) {
-    k = KIND_FMA512, flops_per_insn = 32, *what = "fp32 FMA (zmm)";
-  } else if (__builtin_cpu_supports("fma")) {
-    k = KIND_FMA256, flops_per_insn = 16, *what = "fp32 FMA (ymm)";
-  } else {
-    *what = "none";
-    return 0;
-  }
+/* The best of 5 passes of `threads` threads running k. */
+static double peak_of(kind k, double flops_per_insn, int threads) {
   if (threads < 1) threads = 1;
   if (threads > 64) threads = 64;
   double best = 0;
@@ -111,4 +99,24 @@ double sk_compute_peak_gflops(int bf16, int threads, const char **what) {
     if (gflops > best) best = gflops;
   }
   return best;
+}
+
+double sk_compute_peak_gflops(int bf16, int threads, const char **what) {
+  __builtin_cpu_init();
+  double fma = 0;
+  if (__builtin_cpu_supports("avx512f")) {
+    fma = peak_of(KIND_FMA512, 32, threads), *what = "fp32 FMA (zmm)";
+  } else if (__builtin_cpu_supports("fma")) {
+    fma = peak_of(KIND_FMA256, 16, threads), *what = "fp32 FMA (ymm)";
+  } else {
+    *what = "none";
+  }
+  if (bf16 && __builtin_cpu_supports("avx512bf16")) {
+    const double dot = peak_of(KIND_DPBF16, 64, threads);
+    if (dot > fma) {
+      *what = "VDPBF16PS";
+      return dot;
+    }
+  }
+  return fma;
 }

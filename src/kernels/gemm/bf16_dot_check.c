@@ -1,8 +1,11 @@
-/* The characterization of VDPBF16PS against the bf16 contract (bf16_dot.h).
- * Compiled with AVX512_BF16 flags; called only where the CPU has it. */
+/* The characterization of VDPBF16PS against the bf16 contract, and its rate
+ * against the FMA's (bf16_dot.h). Compiled with AVX512_BF16 flags; called
+ * only where the CPU has it. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <immintrin.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/gemm/bf16_contract.h"
 #include "kernels/gemm/bf16_dot.h"
@@ -95,4 +98,53 @@ size_t sk__bf16_dot_characterize(uint64_t seed, size_t random_lanes, char *why, 
     }
   }
   return bad;
+}
+
+/* sk__bf16_dot_rates: 12 independent accumulators (more than any core's
+ * latency times its issue rate needs) over a fixed count of instructions;
+ * the operands pass through an empty asm each round so nothing is folded. */
+#define RATE_CHAINS 12
+#define RATE_ROUNDS 8000
+
+static double seconds_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double dot_seconds(void) {
+  __m512 acc[RATE_CHAINS];
+  for (int c = 0; c < RATE_CHAINS; c++) acc[c] = _mm512_set1_ps((float)c);
+  __m512bh a = (__m512bh)_mm512_set1_epi32(0x3F803F80), b = (__m512bh)_mm512_setzero_si512();
+  const double t0 = seconds_now();
+  for (int i = 0; i < RATE_ROUNDS; i++) {
+    __asm__ volatile("" : "+v"(a), "+v"(b));
+    for (int c = 0; c < RATE_CHAINS; c++) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+  }
+  for (int c = 0; c < RATE_CHAINS; c++) __asm__ volatile("" ::"v"(acc[c]));
+  return seconds_now() - t0;
+}
+
+static double fma_seconds(void) {
+  __m512 acc[RATE_CHAINS], a = _mm512_set1_ps(1.0f), b = _mm512_setzero_ps();
+  for (int c = 0; c < RATE_CHAINS; c++) acc[c] = _mm512_set1_ps((float)c);
+  const double t0 = seconds_now();
+  for (int i = 0; i < RATE_ROUNDS; i++) {
+    __asm__ volatile("" : "+v"(a), "+v"(b));
+    for (int c = 0; c < RATE_CHAINS; c++) acc[c] = _mm512_fmadd_ps(a, b, acc[c]);
+  }
+  for (int c = 0; c < RATE_CHAINS; c++) __asm__ volatile("" ::"v"(acc[c]));
+  return seconds_now() - t0;
+}
+
+void sk__bf16_dot_rates(double *dot_gflops, double *fma_gflops) {
+  double dot = 1e30, fma = 1e30;
+  for (int pass = 0; pass < 4; pass++) { /* alternated: a clock that ramps up favours neither */
+    const double d = dot_seconds(), f = fma_seconds();
+    if (d < dot) dot = d;
+    if (f < fma) fma = f;
+  }
+  const double insns = (double)RATE_CHAINS * RATE_ROUNDS;
+  *dot_gflops = dot > 0 ? insns * 64 / dot * 1e-9 : 0; /* 32 multiply-adds an instruction */
+  *fma_gflops = fma > 0 ? insns * 32 / fma * 1e-9 : 0; /* 16 */
 }

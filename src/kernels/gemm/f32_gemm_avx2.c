@@ -79,20 +79,27 @@ SK_ALWAYS_INLINE void store_f32(void *dst, sk_dtype dtype, size_t i, __m256 y, s
   }
 }
 
+/* Vectors start at multiples of 8, so pairs never straddle two, and the
+ * lanes past k (an odd k's zero step among them) load as zero. */
 SK_ALWAYS_INLINE void pack_a_impl(size_t mr, size_t k, const void *a, size_t lda,
-                                  sk_dtype dtype, float *dst) {
+                                  sk_dtype dtype, int swap_pairs, float *dst) {
   const size_t stride = sk__gemm_a_stride(k);
   for (size_t i = 0; i < mr; i++)
-    for (size_t p = 0; p < k; p += 8)
-      _mm256_store_ps(dst + i * stride + p, load_f32(a, dtype, i * lda + p, k - p));
+    for (size_t p = 0; p < k; p += 8) {
+      __m256 x = load_f32(a, dtype, i * lda + p, k - p);
+      if (swap_pairs) x = _mm256_permute_ps(x, 0xB1); /* lanes 1 0 3 2 */
+      _mm256_store_ps(dst + i * stride + p, x);
+    }
 }
 
-static void pack_a_avx2(size_t mr, size_t k, const void *a, size_t lda, sk_dtype dtype,
+static void pack_a_avx2(size_t mr, size_t k, const void *a, size_t lda, sk_dtype dtype, int swap_pairs,
                         float *dst) {
-  switch (dtype) {
-    case SK_FP16: pack_a_impl(mr, k, a, lda, SK_FP16, dst); break;
-    case SK_BF16: pack_a_impl(mr, k, a, lda, SK_BF16, dst); break;
-    default: pack_a_impl(mr, k, a, lda, SK_FP32, dst); break;
+  switch (dtype * 2 + (swap_pairs != 0)) {
+    case SK_FP16 * 2: pack_a_impl(mr, k, a, lda, SK_FP16, 0, dst); break;
+    case SK_FP16 * 2 + 1: pack_a_impl(mr, k, a, lda, SK_FP16, 1, dst); break;
+    case SK_BF16 * 2: pack_a_impl(mr, k, a, lda, SK_BF16, 0, dst); break;
+    case SK_BF16 * 2 + 1: pack_a_impl(mr, k, a, lda, SK_BF16, 1, dst); break;
+    default: pack_a_impl(mr, k, a, lda, SK_FP32, swap_pairs, dst); break;
   }
 }
 

@@ -8,12 +8,12 @@
 #define MR 4
 #define NR 4
 
-static void pack_a_scalar(size_t mr, size_t k, const void *a, size_t lda, sk_dtype a_dtype,
+static void pack_a_scalar(size_t mr, size_t k, const void *a, size_t lda, sk_dtype a_dtype, int swap_pairs,
                           float *dst) {
-  const size_t stride = sk__gemm_a_stride(k);
+  const size_t stride = sk__gemm_a_stride(k), steps = swap_pairs ? k + (k & 1) : k;
   for (size_t i = 0; i < mr; i++)
-    for (size_t p = 0; p < k; p++)
-      dst[i * stride + p] = sk__gemm_load_scalar(a, a_dtype, i * lda + p);
+    for (size_t p = 0; p < steps; p++)
+      dst[i * stride + (swap_pairs ? p ^ 1 : p)] = p < k ? sk__gemm_load_scalar(a, a_dtype, i * lda + p) : 0.0f;
 }
 
 static void pack_b_scalar(size_t k, size_t nc, const void *b, size_t ldb, sk_dtype b_dtype,

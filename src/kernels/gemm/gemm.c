@@ -142,17 +142,7 @@ static size_t pack_a_rows(const tile_plan *t, size_t mr, size_t real, size_t kc,
     }
     return stride; /* in pairs: 2 * stride bf16 values */
   }
-  t->cfg->pack_a(mr, real, a, lda, a_dtype, rows);
-  if (t->pairs)
-    for (size_t i = 0; i < mr; i++) {
-      float *row = rows + i * stride;
-      if (real < kc) row[real] = 0.0f;
-      for (size_t p = 0; p < kc; p += 2) {
-        float even = row[p];
-        row[p] = row[p + 1];
-        row[p + 1] = even;
-      }
-    }
+  t->cfg->pack_a(mr, real, a, lda, a_dtype, t->pairs, rows);
   return stride;
 }
 

@@ -18,18 +18,18 @@
  *
  * Built twice: into the library with the AMX instructions (-mamx-tile
  * -mamx-int8; run only when sk__cpu_isa() is SK_ISA_AMX, so the OS granted
- * the tile state), and into the tests with SK_QGEMM_AMX_EMULATE
+ * the tile state), and into the tests with SK_AMX_EMULATE
  * (amx_tiles.h), as sk__qs8_gemm_config_amx_emulated. */
 #include <string.h>
 
-#include "kernels/qgemm/amx_tiles.h"
+#include "kernels/amx_tiles.h"
 #include "kernels/qgemm/qgemm_internal.h"
 
 #define MR 32
 #define NR 32
 #define KGROUP 64 /* one A tile's row of k values */
 
-#ifdef SK_QGEMM_AMX_EMULATE
+#ifdef SK_AMX_EMULATE
 #define CONFIG_NAME sk__qs8_gemm_config_amx_emulated
 #else
 #define CONFIG_NAME sk__qs8_gemm_config_amx
