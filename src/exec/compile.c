@@ -102,6 +102,7 @@ static sk_status prepare_node(const sk_graph *g, sk_program *p, const sk__node *
   }
   dst->io.params = dst->params;
   dst->io.name = dst->name;
+  dst->io.isa = p->isa;
   dst->io.run_error = NULL; /* each run context points it at its own */
   if (src->def->is_view) return SK_STATUS_OK;
   /* No output element: nothing to compute, so no blocks and no workspace
@@ -231,6 +232,7 @@ sk_status sk__compile_graph(const sk_graph *g, const sk_compile_config *cfg, int
   if (!p) return fail_oom();
   p->executor = executor;
   p->planned_tokens = planned_tokens;
+  p->isa = sk__cpu_isa(); /* once: every node tiles, packs and runs for it */
   if (HAS(profile)) p->profile_launches = cfg->profile != 0;
   p->watchdog_ms = sk__watchdog_resolve_ms(HAS(watchdog_ms) ? cfg->watchdog_ms : 0);
   p->tiled_cores = cfg && cfg->team ? sk_team_num_cores(cfg->team) : 1;

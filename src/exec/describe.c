@@ -71,7 +71,7 @@ sk_status sk_program_describe(const sk_program *p, char **text_out) {
   bool ok = true;
   if (p->tokens) return describe_tokens(p, text_out);
   snprintf(line, sizeof line, "program: %zu steps, executor %s, planned for %d cores, kernels for ISA %s\n",
-           p->n_steps, executor_summary(p->executor), p->tiled_cores, sk__isa_name(sk__cpu_isa()));
+           p->n_steps, executor_summary(p->executor), p->tiled_cores, sk__isa_name(p->isa));
   ok = append(&buf, &len, line);
   if (ok && p->n_constants) {
     snprintf(line, sizeof line, "constants: %zu (%zu bytes); packed at compile: %zu bytes\n", p->n_constants,

@@ -124,6 +124,8 @@ struct sk_program {
    * and one bucket program per planned count (or, for the reference
    * executor, programs built for each exact count a run asks for). */
   int64_t planned_tokens;
+  /* The ISA every node's kernels were chosen for (sk__node_io.isa). */
+  sk__isa isa;
   int64_t max_tokens;
   struct sk__token_buckets *tokens;
 };

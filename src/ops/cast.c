@@ -38,7 +38,7 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   if (begin >= end) return;
   sk__convert((const char *)x->data + begin * (int64_t)sk_dtype_size(x->dtype), x->dtype,
               (char *)y->data + begin * (int64_t)sk_dtype_size(y->dtype), y->dtype, (size_t)(end - begin),
-              sk__cpu_isa());
+              io->isa);
 }
 
 static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {

@@ -73,7 +73,7 @@ void sk__dsq_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   sk__flat_block_range(x->shape[0], io->n_blocks, block, &r0, &r1);
   sk__clip(&r0, &r1, t);
   if (r0 == r1) return;
-  sk__isa isa = sk__cpu_isa();
+  sk__isa isa = io->isa;
   float *row = workspace, *bias_f = row + pad16(w), *qs_row = bias_f + pad16(w);
   int8_t *y = io->out[0].data;
   float *scale = io->out[1].data;

@@ -31,7 +31,7 @@ static void float_run(const sk__node_io *io, const sk__ew_params *p, int64_t i, 
   int64_t xs = p->loop.stride[0][p->loop.rank - 1], ys = p->loop.stride[1][p->loop.rank - 1];
   sk_dtype dt = x->dtype;
   size_t es = sk_dtype_size(dt);
-  sk__isa isa = sk__cpu_isa();
+  sk__isa isa = io->isa;
   float abuf[CHUNK], bbuf[CHUNK], obuf[CHUNK];
   if (p->has_scalar)
     for (size_t j = 0; j < CHUNK; j++) bbuf[j] = p->scalar_f32;

@@ -214,8 +214,8 @@ static bool weight_stream_items(const sk__node_io *io, int n_cores, int64_t unit
 sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const gmm_params *p = io->params;
   int64_t mr, nr;
-  if (p->quant) sk__qgemm_micro_tile(sk__cpu_isa(), &mr, &nr);
-  else sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  if (p->quant) sk__qgemm_micro_tile(io->isa, &mr, &nr);
+  else sk__gemm_micro_tile(io->isa, &mr, &nr);
   /* Work items that stream weights are strips of whole packed groups. */
   const int64_t unit = SK_PACKED_GROUP_COLUMNS;
   if (p->runtime_groups) return tile_runtime(io, n_cores, mr, nr, unit, out);
@@ -261,13 +261,13 @@ static void compute(const sk__node_io *io, const gmm_group *q, int64_t m0, int64
     void *panels = (char *)workspace + sk__align_up((size_t)((m1 - m0) * tn) * sizeof(int32_t));
     sk__qgemm_problem qp = {.m = q->m, .n = q->n, .k = q->k, .a = q->x, .lda = q->k, .b = q->w, .ldb = q->n,
                             .b_packed = q->w_packed};
-    sk__qgemm_tile(&qp, m0, m1, n0, n1, acc, tn, panels, sk__cpu_isa());
+    sk__qgemm_tile(&qp, m0, m1, n0, n1, acc, tn, panels, io->isa);
     sk__gmm_quant_epilogue(q, acc, tn, m0, m1, n0, n1);
     return;
   }
   sk__gemm_problem f = sk__gmm_float_problem(q);
   int64_t nr;
-  sk__gemm_micro_tile(sk__cpu_isa(), NULL, &nr);
+  sk__gemm_micro_tile(io->isa, NULL, &nr);
   if (q->w_trans && (!q->w_packed || n0 % nr != 0)) {
     /* A weight read transposed without panels for this tile (not a
      * constant, or a tile off a panel's start, which the tilings avoid):
@@ -279,10 +279,10 @@ static void compute(const sk__node_io *io, const gmm_group *q, int64_t m0, int64
     f.b = bt, f.ldb = f.n = n1 - n0;
     if (f.bias) f.bias = (const char *)f.bias + (size_t)n0 * sk_dtype_size(f.bias_dtype);
     f.c = (char *)f.c + (size_t)n0 * es;
-    sk__gemm_tile(&f, m0, m1, 0, n1 - n0, workspace, sk__cpu_isa());
+    sk__gemm_tile(&f, m0, m1, 0, n1 - n0, workspace, io->isa);
     return;
   }
-  sk__gemm_tile(&f, m0, m1, n0, n1, workspace, sk__cpu_isa());
+  sk__gemm_tile(&f, m0, m1, n0, n1, workspace, io->isa);
 }
 
 /* Zeroes rows [m0, m1), columns [n0, n1) of the single [M, N] output. */

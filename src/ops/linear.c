@@ -104,7 +104,7 @@ static void reference(const sk__node_io *io) {
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const linear_params *p = io->params;
   int64_t mr, nr;
-  sk__gemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  sk__gemm_micro_tile(io->isa, &mr, &nr);
   int64_t panels = sk__ceil_div(p->n > 0 ? p->n : 1, nr);
   int64_t nb_n = panels < n_cores ? panels : n_cores;
   int64_t tile_n = sk__ceil_div(panels, nb_n) * nr;
@@ -131,7 +131,7 @@ static sk_status pack(const sk__node_io *io, void **packed, size_t *bytes) {
   if (!bt) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "linear: out of memory packing the weight");
   transpose(w, es, p->k, 0, p->n, bt);
   sk__weight_matrix mat = {bt, p->dtype, p->k, p->n, p->n, false};
-  sk_status st = sk__pack_weights(SK_PACK_FLOAT, &mat, 1, "linear", packed, bytes);
+  sk_status st = sk__pack_weights(SK_PACK_FLOAT, &mat, 1, "linear", io->isa, packed, bytes);
   free(bt);
   return st;
 }
@@ -155,11 +155,11 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const int64_t n0 = block % plan->nb_n * plan->tile_n;
   const int64_t n1 = n0 + plan->tile_n < p->n ? n0 + plan->tile_n : p->n;
   const size_t es = sk_dtype_size(p->dtype);
-  const sk__isa isa = sk__cpu_isa();
+  const sk__isa isa = io->isa;
   int64_t nr;
   sk__gemm_micro_tile(isa, NULL, &nr);
   /* Packed panels serve a tile that starts on a panel (the tiling's are). */
-  const void *packed = n0 % nr == 0 ? sk__packed_weight(io->packed, SK_PACK_FLOAT, 0) : NULL;
+  const void *packed = n0 % nr == 0 ? sk__packed_weight(io->packed, SK_PACK_FLOAT, io->isa, 0) : NULL;
   sk__gemm_problem g = {.m = rows, .n = p->n, .k = p->k, .a = io->in[SLOT_X].tensors[0].data, .a_dtype = p->dtype,
                         .lda = p->k, .b_dtype = p->dtype, .ldb = p->n, .bias = bias_of(io), .bias_dtype = p->dtype,
                         .c = io->out[0].data, .c_dtype = p->dtype, .ldc = p->n, .b_packed = packed};
@@ -190,7 +190,7 @@ static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk_
 
 /* The micro-kernels (op.h: kernel_name). */
 static const char *kernel_name(const sk__node_io *io) {
-  return sk__gemm_kernel_name(sk__cpu_isa(), io->in[0].tensors[0].dtype, io->in[1].tensors[0].dtype);
+  return sk__gemm_kernel_name(io->isa, io->in[0].tensors[0].dtype, io->in[1].tensors[0].dtype);
 }
 
 const sk__op_def sk__op_linear = {

@@ -229,7 +229,7 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const void *scales = data_of(io, SLOT_SCALES);
   const sk_dtype scale_dt = scales ? io->in[SLOT_SCALES].tensors[0].dtype : SK_FP32;
   const int32_t *map = data_of(io, SLOT_SRC_TO_DST), *expert = data_of(io, SLOT_EXPERT);
-  const sk__isa isa = sk__cpu_isa();
+  const sk__isa isa = io->isa;
   const int64_t h = p->h;
   float *acc = workspace, *r = acc + h, *bias_row = r + h;
   const live_counts c = live(io);

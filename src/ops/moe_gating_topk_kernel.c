@@ -260,7 +260,7 @@ void sk__moe_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   if (!sk__moe_block_rows(io, block, &r0, &r1)) return;
   row_scratch s;
   scratch_layout(p, workspace, &s);
-  sk__isa isa = sk__cpu_isa();
+  sk__isa isa = io->isa;
   size_t es = sk_dtype_size(p->dtype);
   if (p->has_bias) sk__convert(io->in[MOE_BIAS].tensors[0].data, p->dtype, s.bias, SK_FP32, (size_t)n, isa);
   /* The whole block's norms first: row by row, the vector loads of the

@@ -305,7 +305,7 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   sk__clip(&d0, &d1, live(io).rows);
   /* Block 0 writes the index outputs even when no live row is its own. */
   if (d0 == d1 && block != 0) return;
-  const row_ops fast = {sk__convert, quantize_row_fast, true, sk__cpu_isa()};
+  const row_ops fast = {sk__convert, quantize_row_fast, true, io->isa};
   route(io, d0, d1, block == 0, workspace, &fast);
 }
 

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/cpu.h"
 #include "core/tensor.h"
 #include "superkernel.h"
 
@@ -61,6 +62,12 @@ typedef struct sk__node_io {
    * (op_util.h: sk__live_rows, sk__live_numel, sk__clip). Both 0 in a
    * static program: every row is live. */
   int64_t tokens, planned_tokens;
+  /* The ISA the node's kernels run, chosen once when the program was
+   * compiled (sk__cpu_isa() then): tile, pack, run_block and kernel_name
+   * read it here and never ask the CPU, so a node's packed panels, tiling
+   * and micro-kernels always agree. An io made outside a program leaves
+   * it 0, the scalar path: slower, the same bits. */
+  sk__isa isa;
 } sk__node_io;
 
 typedef struct sk__build_ctx sk__build_ctx;

@@ -36,10 +36,9 @@ static void *transposed_copy(const sk__weight_matrix *m) {
 }
 
 sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, int64_t n, const char *op,
-                           void **packed, size_t *bytes) {
+                           sk__isa isa, void **packed, size_t *bytes) {
   *packed = NULL;
   *bytes = 0;
-  sk__isa isa = sk__cpu_isa();
   size_t header = sk__align_up(sizeof(packed_block) + (size_t)n * sizeof(size_t)), total = header;
   for (int64_t i = 0; i < n; i++) {
     size_t size = packed_size(kind, isa, &mats[i]);
@@ -73,12 +72,12 @@ sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, in
   return SK_STATUS_OK;
 }
 
-const void *sk__packed_weight(const void *packed, sk__pack_kind kind, int64_t i) {
+const void *sk__packed_weight(const void *packed, sk__pack_kind kind, sk__isa isa, int64_t i) {
   const packed_block *block = packed;
-  /* Panels of another path's width would be read wrongly. $SK_ISA is read
-   * once per process, so this holds in practice; the check keeps a
-   * mismatch merely slower. */
-  if (!block || block->isa != sk__cpu_isa() || block->kind != kind || i < 0 || i >= block->n || !block->offset[i])
+  /* Panels of another path's width would be read wrongly. A node packs and
+   * runs for its program's ISA, so this holds; the check keeps a mismatch
+   * merely slower. */
+  if (!block || block->isa != isa || block->kind != kind || i < 0 || i >= block->n || !block->offset[i])
     return NULL;
   return (const char *)block + block->offset[i];
 }

@@ -272,7 +272,7 @@ static void reference(const sk__node_io *io) {
 /* The micro-kernels (op.h: kernel_name). */
 static const char *kernel_name(const sk__node_io *io) {
   (void)io;
-  return sk__qgemm_kernel_name(sk__cpu_isa());
+  return sk__qgemm_kernel_name(io->isa);
 }
 
 const sk__op_def sk__op_quant_matmul = {

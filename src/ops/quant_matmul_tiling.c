@@ -38,7 +38,7 @@ sk_status sk__qmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   memset(out, 0, sizeof *out);
   if (p->batch == 0 || p->m == 0 || p->n == 0) return SK_STATUS_OK;
   int64_t mr, nr;
-  sk__qgemm_micro_tile(sk__cpu_isa(), &mr, &nr);
+  sk__qgemm_micro_tile(io->isa, &mr, &nr);
   /* Each core gets about one tile's worth of the whole op; a matrix is cut
    * into `want` tiles when it is that many cores' worth. */
   double work = (double)p->m * (double)p->n * (double)(p->k + 1);
@@ -122,7 +122,7 @@ sk_status sk__qmm_pack(const sk__node_io *io, void **packed, size_t *bytes) {
   for (int64_t i = 0; i < n_mats; i++)
     mats[i] = (sk__weight_matrix){x2->data ? (const int8_t *)x2->data + i * p->k * p->n : NULL, SK_INT8, p->k, p->n,
                                   p->n, false};
-  sk_status st = sk__pack_weights(SK_PACK_INT8, mats, n_mats, "quant_matmul", packed, bytes);
+  sk_status st = sk__pack_weights(SK_PACK_INT8, mats, n_mats, "quant_matmul", io->isa, packed, bytes);
   free(mats);
   return st;
 }
@@ -156,11 +156,11 @@ void sk__qmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   sk__qmm_batch_index(p, b, &i1, &i2);
   sk__qgemm_problem q = {live_m, p->n, p->k, (const int8_t *)io->in[QMM_X1].tensors[0].data + i1 * p->m * p->k, p->k,
                          (const int8_t *)io->in[QMM_X2].tensors[0].data + i2 * p->k * p->n, p->n,
-                         sk__packed_weight(io->packed, SK_PACK_INT8, i2)};
+                         sk__packed_weight(io->packed, SK_PACK_INT8, io->isa, i2)};
   const sk__tensor *bias = io->in[QMM_BIAS].count ? &io->in[QMM_BIAS].tensors[0] : NULL;
   const int64_t bias_at = (p->bias_batched ? b * p->n : 0) + n0;
   const bool int_bias = bias && p->bias_dtype == SK_INT32;
-  const sk__isa isa = sk__cpu_isa();
+  const sk__isa isa = io->isa;
   void *y = io->out[0].data;
   const size_t out_es = sk_dtype_size(p->out_dtype);
   char *yb = (char *)y + (size_t)((b * p->m) * p->n) * out_es; /* this matrix of the output */

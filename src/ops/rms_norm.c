@@ -215,7 +215,7 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   sk__flat_block_range(p->rows, io->n_blocks, block, &r0, &r1);
   live_extent(io, &n_rows, &h);
   sk__clip(&r0, &r1, n_rows);
-  if (r0 < r1) rows(io, r0, r1, h, workspace, sk__convert, sk__cpu_isa());
+  if (r0 < r1) rows(io, r0, r1, h, workspace, sk__convert, io->isa);
 }
 
 const sk__op_def sk__op_rms_norm = {

@@ -98,7 +98,7 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
    * dynamic x, out is one row of the live elements, and B starts right
    * after A's live ones, where a program built for the live count has it. */
   const int64_t n = p->dim == 0 ? live : p->half * p->inner;
-  sk__isa isa = sk__cpu_isa();
+  sk__isa isa = io->isa;
   float *a = workspace, *b = a + CHUNK;
   int64_t e0, e1;
   sk__flat_block_range(p->outer * p->half * p->inner, io->n_blocks, block, &e0, &e1);
