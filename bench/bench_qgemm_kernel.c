@@ -31,7 +31,7 @@ static int runnable(const sk__qgemm_config **out) {
   out[n++] = &sk__qs8_gemm_config_scalar;
   if (isa >= SK_ISA_AVX2) out[n++] = &sk__qs8_gemm_config_avx2;
   if (isa >= SK_ISA_AVX512) out[n++] = &sk__qs8_gemm_config_avx512;
-  if (isa >= SK_ISA_AVX512 && sk__cpu_has_avx512_vnni()) out[n++] = &sk__qs8_gemm_config_avx512vnni;
+  if (isa >= SK_ISA_AVX512VNNI) out[n++] = &sk__qs8_gemm_config_avx512vnni;
   if (isa >= SK_ISA_AMX) out[n++] = &sk__qs8_gemm_config_amx;
   return n;
 }

@@ -1,6 +1,6 @@
 # tests of the kernels area
 # GEMM: every ISA path against the reference, bit for bit.
-sk_add_test(NAME test_gemm SOURCES test_gemm.c ISA_VARIANTS)
+sk_add_test(NAME test_gemm SOURCES test_gemm.c ISA_VARIANTS_WITHOUT avx512vnni)
 # The bf16 contract: the instruction, the FMA way and the kernels against it.
 sk_add_test(NAME test_bf16_dot SOURCES test_bf16_dot.c)
 # SK_ISA=avx512bf16 runs the dot kernel even where the FMAs are faster.
@@ -17,10 +17,10 @@ endforeach()
 target_compile_definitions(test_bf16_amx_instruction PRIVATE SK_TEST_AMX_INSTRUCTION)
 set_source_files_properties(bf16_amx_tile.c PROPERTIES COMPILE_OPTIONS "-mamx-tile;-mamx-bf16")
 set_source_files_properties(test_bf16_amx.c bf16_amx_tile_emulated.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
-sk_add_test(NAME test_convert SOURCES test_convert.c ISA_VARIANTS_WITHOUT avx512bf16)
+sk_add_test(NAME test_convert SOURCES test_convert.c ISA_VARIANTS_WITHOUT avx512bf16 avx512vnni)
 sk_add_test(NAME test_qgemm SOURCES test_qgemm.c qgemm_amx_emulated.c ISA_VARIANTS_WITHOUT avx512bf16)
-sk_add_test(NAME test_activation SOURCES test_activation.c ISA_VARIANTS_WITHOUT avx512bf16)
-sk_add_test(NAME test_moe_select SOURCES test_moe_select.c ISA_VARIANTS_WITHOUT avx512bf16)
+sk_add_test(NAME test_activation SOURCES test_activation.c ISA_VARIANTS_WITHOUT avx512bf16 avx512vnni)
+sk_add_test(NAME test_moe_select SOURCES test_moe_select.c ISA_VARIANTS_WITHOUT avx512bf16 avx512vnni)
 # Kernel-level tests run on one thread: ThreadSanitizer has nothing to check.
 foreach(t test_gemm test_convert test_qgemm test_activation test_moe_select)
   foreach(isa ${SK_TEST_ISAS})

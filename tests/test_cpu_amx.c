@@ -67,7 +67,8 @@ static void test_refused_permission_falls_back_to_vnni(void) {
   sk_set_log_handler(capture, &log);
   sk_set_log_level(SK_LOG_INFO);
   /* The library's first look at the CPU: it asks, is refused, says so. */
-  CHECK_MSG(sk__cpu_isa_supported() == SK_ISA_AVX512 || sk__cpu_isa_supported() == SK_ISA_AVX512BF16, "detected %s with the permission refused",
+  CHECK_MSG(sk__cpu_isa_supported() == SK_ISA_AVX512VNNI || sk__cpu_isa_supported() == SK_ISA_AVX512BF16,
+            "detected %s with the permission refused",
             sk__isa_name(sk__cpu_isa_supported()));
   CHECK_MSG(log.count == 1 && strstr(log.message, "refused") && strstr(log.message, "VNNI"), "%d messages: %s",
             log.count, log.message);

@@ -34,8 +34,11 @@ static void test_skips_what_the_cpu_lacks(void) {
   CHECK(decide("amx", SK_ISA_AVX512, msg) == ISA_GATE_SKIP);
   CHECK_MSG(strstr(msg, "SKIPPED: SK_ISA=amx but this CPU lacks AMX-INT8") == msg && strstr(msg, "up to avx512"),
             "%s", msg);
-  CHECK(decide("avx512bf16", SK_ISA_AVX512, msg) == ISA_GATE_SKIP);
+  CHECK(decide("avx512vnni", SK_ISA_AVX512, msg) == ISA_GATE_SKIP);
+  CHECK_MSG(strstr(msg, "SKIPPED: SK_ISA=avx512vnni but this CPU lacks AVX512_VNNI") == msg, "%s", msg);
+  CHECK(decide("avx512bf16", SK_ISA_AVX512VNNI, msg) == ISA_GATE_SKIP);
   CHECK_MSG(strstr(msg, "SKIPPED: SK_ISA=avx512bf16 but this CPU lacks AVX512_BF16") == msg, "%s", msg);
+  CHECK(decide("avx512vnni", SK_ISA_AVX512BF16, msg) == ISA_GATE_RUN);
   CHECK(decide("amx", SK_ISA_AVX512BF16, msg) == ISA_GATE_SKIP);
 }
 
@@ -50,7 +53,8 @@ static void test_rejects_unknown_names(void) {
 
 /* The names the gate and the library's $SK_ISA share. */
 static void test_isa_names_round_trip(void) {
-  CHECK(SK__ISA_COUNT == 5 && strcmp(sk__isa_name(SK_ISA_AVX512BF16), "avx512bf16") == 0);
+  CHECK(SK__ISA_COUNT == 6 && strcmp(sk__isa_name(SK_ISA_AVX512BF16), "avx512bf16") == 0 &&
+        strcmp(sk__isa_name(SK_ISA_AVX512VNNI), "avx512vnni") == 0);
   for (int i = 0; i < SK__ISA_COUNT; i++) {
     sk__isa back = SK_ISA_SCALAR;
     CHECK(sk__isa_from_name(sk__isa_name((sk__isa)i), &back) && back == (sk__isa)i);

@@ -1,5 +1,5 @@
-/* int8 GEMM kernels: every ISA path (the ctest variants set $SK_ISA; the
- * avx512 variant also runs the non-VNNI AVX-512 path when the CPU has VNNI)
+/* int8 GEMM kernels: every ISA path (the ctest variants set $SK_ISA; each
+ * AVX-512 variant also runs the AVX-512 paths below its own)
  * must give the bits of sk__qgemm_reference for every shape, tiling, leading
  * dimension and extreme value; the reference itself is checked by hand. */
 #include <stdint.h>
@@ -41,13 +41,13 @@ static int8_t *make_matrix(int64_t rows, int64_t cols, int64_t ld, fill_mode mod
 }
 
 /* The configurations to check under the current $SK_ISA: its own, the
- * AVX-512 ones below it (without VNNI, VNNI under AMX), and the AMX kernel
- * with emulated tiles, which runs on any CPU. */
+ * AVX-512 ones below it (VNNI under AMX, plain AVX-512 under either), and
+ * the AMX kernel with emulated tiles, which runs on any CPU. */
 static int configs(const sk__qgemm_config **out) {
   int n = 0;
   sk__isa isa = sk__cpu_isa();
   out[n++] = sk__qgemm_config_for(isa);
-  if (isa == SK_ISA_AMX && sk__cpu_has_avx512_vnni()) out[n++] = &sk__qs8_gemm_config_avx512vnni;
+  if (isa == SK_ISA_AMX) out[n++] = &sk__qs8_gemm_config_avx512vnni;
   if (isa >= SK_ISA_AVX512 && out[0] != &sk__qs8_gemm_config_avx512) out[n++] = &sk__qs8_gemm_config_avx512;
   out[n++] = &sk__qs8_gemm_config_amx_emulated;
   return n;

@@ -20,7 +20,6 @@ static unsigned long long read_xcr0(void) {
 }
 
 static sk__isa detected_isa;
-static int detected_vnni;
 static int detected_bf16;
 /* What sk__amx_decide reads, kept from the detection for choose(). */
 static unsigned int cpuid7_edx;
@@ -81,9 +80,10 @@ static void detect(void) {
   if ((xcr0 & 0xE6) != 0xE6) return; /* opmask, ZMM_Hi256, Hi16_ZMM */
   if (!(avx512f && avx512dq && avx512bw && avx512vl)) return;
   detected_isa = SK_ISA_AVX512;
-  detected_vnni = (ecx >> 11) & 1;
   cpuid7_edx = edx;
   xcr0_bits = xcr0;
+  if (!((ecx >> 11) & 1)) return; /* AVX512_VNNI: the rungs above all have it (every BF16 CPU does) */
+  detected_isa = SK_ISA_AVX512VNNI;
   unsigned int max_leaf7 = eax;
   if (max_leaf7 >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) detected_bf16 = (eax >> 5) & 1;
   if (detected_bf16) detected_isa = SK_ISA_AVX512BF16;
@@ -103,7 +103,7 @@ static void choose(void) {
   /* The tile state is asked for only when AMX may be used: the grant is
    * process-wide and for good (Linux then sizes every signal frame for it),
    * so SK_ISA=avx512 or lower leaves the process as it was. */
-  if (detected_isa >= SK_ISA_AVX512 && detected_vnni && want == SK_ISA_AMX) {
+  if (detected_isa >= SK_ISA_AVX512VNNI && want == SK_ISA_AMX) {
     int amx = sk__amx_decide(cpuid7_edx, xcr0_bits, request_amx);
     if (amx > 0) detected_isa = SK_ISA_AMX;
     if (amx < 0) defer_log(SK_LOG_INFO, "AMX-INT8: the OS refused the tile state (arch_prctl): int8 GEMMs use AVX-512 VNNI");
@@ -132,11 +132,6 @@ sk__isa sk__cpu_isa_supported(void) {
 sk__isa sk__cpu_isa(void) {
   detect_once();
   return chosen_isa;
-}
-
-int sk__cpu_has_avx512_vnni(void) {
-  detect_once();
-  return chosen_isa >= SK_ISA_AVX512 && detected_vnni;
 }
 
 int sk__cpu_has_avx512_bf16(void) {

@@ -5,9 +5,10 @@
  * once, in core/isa_list.h:
  *   - avx2: AVX2 + FMA + F16C;
  *   - avx512: AVX-512 F/BW/DQ/VL (+ the AVX2 set);
+ *   - avx512vnni: AVX-512 with VNNI (VPDPBUSD for int8 GEMMs);
  *   - avx512bf16: AVX-512 with AVX512_BF16 (VDPBF16PS for bf16 GEMMs, when
  *     the instruction passes the contract's self-check, kernels/gemm/bf16_dot.h);
- *   - amx: AVX-512 with VNNI, plus AMX-INT8 tiles the OS let us use (int8
+ *   - amx: avx512bf16 or avx512vnni, plus AMX-INT8 tiles the OS let us use (int8
  *     GEMMs). */
 #ifndef SK_CORE_CPU_H
 #define SK_CORE_CPU_H
@@ -30,8 +31,6 @@ sk__isa sk__cpu_isa(void);
  * $SK_ISA allows AMX, and logs a refusal at info level; tests give it
  * made-up inputs. */
 int sk__amx_decide(unsigned int cpuid7_edx, unsigned long long xcr0, int (*request)(void));
-/* Whether the CPU supports AVX-512 VNNI (for the int8 kernels). */
-int sk__cpu_has_avx512_vnni(void);
 /* Whether the CPU has AVX512_BF16 and the chosen ISA allows it (at least
  * avx512bf16: an AMX CPU passes the rung without it being a condition). */
 int sk__cpu_has_avx512_bf16(void);

@@ -13,7 +13,8 @@
   X(SCALAR, scalar, "nothing")                                                                                    \
   X(AVX2, avx2, "AVX2 with FMA and F16C (with OS support for the YMM state)")                                     \
   X(AVX512, avx512, "AVX-512 (F, DQ, BW and VL, with OS support for the ZMM state)")                              \
-  X(AVX512BF16, avx512bf16, "AVX512_BF16 (VDPBF16PS) on an AVX-512 CPU")                                           \
+  X(AVX512VNNI, avx512vnni, "AVX512_VNNI (VPDPBUSD) on an AVX-512 CPU")                                          \
+  X(AVX512BF16, avx512bf16, "AVX512_BF16 (VDPBF16PS) on an AVX-512 VNNI CPU")                                     \
   X(AMX, amx, "AMX-INT8 (AMX-TILE and AMX-INT8 on an AVX-512 VNNI CPU, the tile state granted by the OS)")
 
 /* " scalar avx2 ...": every name, for messages. */

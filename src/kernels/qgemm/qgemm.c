@@ -22,8 +22,8 @@ const sk__qgemm_config *sk__qgemm_config_for(sk__isa isa) {
   switch (isa) {
     case SK_ISA_AMX: return &sk__qs8_gemm_config_amx;
     case SK_ISA_AVX512BF16: /* bf16 adds nothing to int8 GEMMs */
-    case SK_ISA_AVX512:
-      return sk__cpu_has_avx512_vnni() ? &sk__qs8_gemm_config_avx512vnni : &sk__qs8_gemm_config_avx512;
+    case SK_ISA_AVX512VNNI: return &sk__qs8_gemm_config_avx512vnni;
+    case SK_ISA_AVX512: return &sk__qs8_gemm_config_avx512;
     case SK_ISA_AVX2: return &sk__qs8_gemm_config_avx2;
     default: return &sk__qs8_gemm_config_scalar;
   }

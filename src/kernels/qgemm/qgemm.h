@@ -41,8 +41,8 @@ size_t sk__qgemm_workspace_size(int64_t tile_m, int64_t tile_n, int64_t k);
 
 /* Computes C[m0:m1, n0:n1] of p into c (int32, leading dimension ldc, so
  * c points at the tile's element (m0, n0)) with the given ISA path (the
- * caller passes sk__cpu_isa(); the AVX-512 path uses VNNI when
- * sk__cpu_has_avx512_vnni()). workspace holds sk__qgemm_workspace_size(...)
+ * node's io->isa: sk__qgemm_config_for's kernel, VNNI from the avx512vnni
+ * rung up). workspace holds sk__qgemm_workspace_size(...)
  * bytes, 64-byte aligned. Tiles are independent. */
 void sk__qgemm_tile(const sk__qgemm_problem *p, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                     int32_t *c, int64_t ldc, void *workspace, sk__isa isa);

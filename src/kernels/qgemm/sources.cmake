@@ -1,7 +1,7 @@
 # int8 GEMM kernels: the ISA-independent driver and reference (baseline
 # x86-64), then one file per ISA, each compiled with exactly its ISA's flags
 # (sk__qgemm_tile only calls a path the caller got from sk__cpu_isa(), and
-# the VNNI one only when sk__cpu_has_avx512_vnni(), the AMX one only when
+# the VNNI one only from the avx512vnni rung up, the AMX one only when
 # sk__cpu_isa() is SK_ISA_AMX: the CPU has it and the OS granted its state).
 list(APPEND SK_SOURCES
   kernels/qgemm/qgemm.c
