@@ -54,6 +54,11 @@ static void reference(const sk__node_io *io) {
   sk__convert_reference(x->data, x->dtype, io->out[0].data, io->out[0].dtype, (size_t)sk__tensor_numel(x));
 }
 
+/* Its vector kernels (op.h: kernel_name). */
+static const char *kernel_name(const sk__node_io *io) {
+  return SK__VECTOR_KERNEL_NAME(io->isa, "dtype conversion");
+}
+
 const sk__op_def sk__op_cast = {
     .type = "cast",
     SK__SCHEMA_INPUTS(inputs),
@@ -64,6 +69,7 @@ const sk__op_def sk__op_cast = {
     .build = build,
     .tile = tile,
     .run_block = run_block,
+    .kernel_name = kernel_name,
     .reference = reference,
     .footprint = footprint,
     .dynamic_rows = true, /* elementwise: a block converts its live elements only */

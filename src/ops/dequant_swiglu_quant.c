@@ -241,6 +241,11 @@ static void reference(const sk__node_io *io) {
   free(o);
 }
 
+/* Its vector kernels (op.h: kernel_name). */
+static const char *kernel_name(const sk__node_io *io) {
+  return SK__VECTOR_KERNEL_NAME(io->isa, "silu, dtype conversion");
+}
+
 const sk__op_def sk__op_dequant_swiglu_quant = {
     .type = "dequant_swiglu_quant",
     SK__SCHEMA_INPUTS(inputs),
@@ -251,6 +256,7 @@ const sk__op_def sk__op_dequant_swiglu_quant = {
     .build = build,
     .tile = sk__dsq_tile,
     .run_block = sk__dsq_run_block,
+    .kernel_name = kernel_name,
     .footprint = sk__dsq_footprint,
     .reference = reference,
     .dynamic_rows = true, /* per row; group ends cut at the live rows */

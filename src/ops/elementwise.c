@@ -166,11 +166,17 @@ static void reference(const sk__node_io *io) {
   }
 }
 
+/* Its vector kernels (op.h: kernel_name). */
+static const char *kernel_name(const sk__node_io *io) {
+  return SK__VECTOR_KERNEL_NAME(io->isa, "dtype conversion");
+}
+
 /* dynamic_rows: a block computes its live elements only (run_block). */
 #define EW_OP(NAME, INPUTS, ATTRS, N_ATTRS, OUTPUTS, BUILD, DOC)                                              \
   const sk__op_def sk__op_##NAME = {                                                                         \
       .type = #NAME, SK__SCHEMA_INPUTS(INPUTS), .attrs = ATTRS, .n_attrs = N_ATTRS, SK__SCHEMA_OUTPUTS(OUTPUTS), \
-      .doc = DOC, .kind = SK_KERNEL_VECTOR, .build = BUILD, .tile = tile, .run_block = run_block,               \
+      .doc = DOC, .kind = SK_KERNEL_VECTOR, .build = BUILD, .tile = tile, .run_block = run_block,                 \
+      .kernel_name = kernel_name,                                                                             \
       .reference = reference, .footprint = footprint, .params_size = sizeof(sk__ew_params),                    \
       .dynamic_rows = true,                                                                                   \
   };

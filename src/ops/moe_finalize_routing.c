@@ -262,6 +262,11 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   }
 }
 
+/* Its vector kernels (op.h: kernel_name). */
+static const char *kernel_name(const sk__node_io *io) {
+  return SK__VECTOR_KERNEL_NAME(io->isa, "dtype conversion");
+}
+
 const sk__op_def sk__op_moe_finalize_routing = {
     .type = "moe_finalize_routing",
     SK__SCHEMA_INPUTS(inputs),
@@ -272,6 +277,7 @@ const sk__op_def sk__op_moe_finalize_routing = {
     .build = build,
     .tile = tile,
     .run_block = run_block,
+    .kernel_name = kernel_name,
     .reference = reference,
     .footprint = footprint,
     .dynamic_rows = true, /* per token, its pairs indexed among the live ones */

@@ -224,6 +224,11 @@ static void reference(const sk__node_io *io) {
   }
 }
 
+/* Its vector kernels (op.h: kernel_name). */
+static const char *kernel_name(const sk__node_io *io) {
+  return SK__VECTOR_KERNEL_NAME(io->isa, "exp or sigmoid, top-k selection");
+}
+
 const sk__op_def sk__op_moe_gating_topk = {
     .type = "moe_gating_topk",
     SK__SCHEMA_INPUTS(inputs),
@@ -234,6 +239,7 @@ const sk__op_def sk__op_moe_gating_topk = {
     .build = build,
     .tile = sk__moe_tile,
     .run_block = sk__moe_run_block,
+    .kernel_name = kernel_name,
     .reference = reference,
     .footprint = sk__moe_footprint,
     .dynamic_rows = true, /* per row: a block computes its live rows only */

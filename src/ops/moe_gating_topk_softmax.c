@@ -105,6 +105,11 @@ static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk_
   writes[OUT_ROW_IDX] = w[MOE_IDX]; /* the same rows of the same [T, k] int32 layout */
 }
 
+/* Its vector kernels (op.h: kernel_name): the gating's. */
+static const char *kernel_name(const sk__node_io *io) {
+  return SK__VECTOR_KERNEL_NAME(io->isa, "exp or sigmoid, top-k selection");
+}
+
 const sk__op_def sk__op_moe_gating_topk_softmax = {
     .type = "moe_gating_topk_softmax",
     SK__SCHEMA_INPUTS(inputs),
@@ -115,6 +120,7 @@ const sk__op_def sk__op_moe_gating_topk_softmax = {
     .build = build,
     .tile = sk__moe_tile,
     .run_block = run_block,
+    .kernel_name = kernel_name,
     .reference = reference,
     .footprint = footprint,
     .dynamic_rows = true, /* per row (row_idx's T: the live rows) */

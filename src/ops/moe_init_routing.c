@@ -309,6 +309,11 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   route(io, d0, d1, block == 0, workspace, &fast);
 }
 
+/* Its vector kernels (op.h: kernel_name). */
+static const char *kernel_name(const sk__node_io *io) {
+  return SK__VECTOR_KERNEL_NAME(io->isa, "dtype conversion");
+}
+
 const sk__op_def sk__op_moe_init_routing = {
     .type = "moe_init_routing",
     SK__SCHEMA_INPUTS(inputs),
@@ -320,6 +325,7 @@ const sk__op_def sk__op_moe_init_routing = {
     .build = build,
     .tile = tile,
     .run_block = run_block,
+    .kernel_name = kernel_name,
     .reference = reference,
     .footprint = footprint,
     .dynamic_rows = true, /* routes the live tokens' pairs only */

@@ -16,6 +16,13 @@ static inline const sk__tensor *sk__ctx_optional(sk__build_ctx *ctx, int i) {
   return s->count ? &s->tensors[0] : NULL;
 }
 
+/* The name of a node's vector kernels for sk plan and sk_program_describe
+ * (op.h: kernel_name): what they compute, and the path the families
+ * (conversion, activation, MoE selection) take for the node's ISA,
+ * AVX-512 from that rung up, else AVX2, else scalar. */
+#define SK__VECTOR_KERNEL_NAME(isa, what) \
+  ((isa) >= SK_ISA_AVX512 ? what " (avx512)" : (isa) >= SK_ISA_AVX2 ? what " (avx2)" : what " (scalar)")
+
 static inline bool sk__is_float(sk_dtype d) { return d == SK_FP32 || d == SK_FP16 || d == SK_BF16; }
 
 static inline int64_t sk__ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

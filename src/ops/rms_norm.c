@@ -218,6 +218,11 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   if (r0 < r1) rows(io, r0, r1, h, workspace, sk__convert, io->isa);
 }
 
+/* Its vector kernels (op.h: kernel_name). */
+static const char *kernel_name(const sk__node_io *io) {
+  return SK__VECTOR_KERNEL_NAME(io->isa, "dtype conversion");
+}
+
 const sk__op_def sk__op_rms_norm = {
     .type = "rms_norm",
     SK__SCHEMA_INPUTS(rms_inputs),
@@ -228,6 +233,7 @@ const sk__op_def sk__op_rms_norm = {
     .build = build_rms,
     .tile = tile,
     .run_block = run_block,
+    .kernel_name = kernel_name,
     .reference = reference,
     .footprint = footprint,
     .params_size = sizeof(rms_params),
@@ -244,6 +250,7 @@ const sk__op_def sk__op_add_rms_norm = {
     .build = build_add,
     .tile = tile,
     .run_block = run_block,
+    .kernel_name = kernel_name,
     .reference = reference,
     .footprint = footprint,
     .params_size = sizeof(rms_params),

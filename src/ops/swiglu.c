@@ -118,6 +118,11 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   }
 }
 
+/* Its vector kernels (op.h: kernel_name). */
+static const char *kernel_name(const sk__node_io *io) {
+  return SK__VECTOR_KERNEL_NAME(io->isa, "silu, dtype conversion");
+}
+
 const sk__op_def sk__op_swiglu = {
     .type = "swiglu",
     SK__SCHEMA_INPUTS(inputs),
@@ -128,6 +133,7 @@ const sk__op_def sk__op_swiglu = {
     .build = build,
     .tile = tile,
     .run_block = run_block,
+    .kernel_name = kernel_name,
     .reference = reference,
     .params_size = sizeof(swiglu_params),
     .dynamic_rows = true, /* a block computes its live elements only */
