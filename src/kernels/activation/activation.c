@@ -62,33 +62,36 @@ float sk__sigmoidf(float x) {
 
 float sk__siluf(float x) { return x / (1.0f + sk__expf(-x)); }
 
-/* Never run an ISA the CPU lacks, whatever the caller passed. */
-static sk__isa usable(sk__isa isa) {
-  sk__isa have = sk__cpu_isa_supported();
-  return isa > have ? have : isa;
+static void expf_scalar(const float *x, float *y, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] = sk__expf(x[i]);
+}
+static void sigmoidf_scalar(const float *x, float *y, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] = sk__sigmoidf(x[i]);
+}
+static void siluf_scalar(const float *x, float *y, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] = sk__siluf(x[i]);
 }
 
-/* Runs the best usable path of one function over an array. */
-typedef void (*array_fn)(const float *x, float *y, size_t n);
-static void dispatch(const float *x, float *y, size_t n, sk__isa isa, array_fn avx512, array_fn avx2,
-                     float (*scalar)(float)) {
-  isa = usable(isa);
-  if (isa >= SK_ISA_AVX512)
-    avx512(x, y, n);
-  else if (isa >= SK_ISA_AVX2)
-    avx2(x, y, n);
-  else
-    for (size_t i = 0; i < n; i++) y[i] = scalar(x[i]);
+static const sk__activation_kernels kernels_scalar = {"scalar", expf_scalar, sigmoidf_scalar, siluf_scalar};
+static const sk__activation_kernels kernels_avx2 = {"avx2", sk__expf_avx2, sk__sigmoidf_avx2, sk__siluf_avx2};
+static const sk__activation_kernels kernels_avx512 = {"avx512", sk__expf_avx512, sk__sigmoidf_avx512,
+                                                      sk__siluf_avx512};
+
+const sk__activation_kernels *sk__activation_config_for(sk__isa isa) {
+  /* Never a path the CPU lacks, whatever the caller passed. */
+  const sk__isa have = sk__cpu_isa_supported();
+  if (isa > have) isa = have;
+  return isa >= SK_ISA_AVX512 ? &kernels_avx512 : isa >= SK_ISA_AVX2 ? &kernels_avx2 : &kernels_scalar;
 }
 
 void sk__expf_array(const float *x, float *y, size_t n, sk__isa isa) {
-  dispatch(x, y, n, isa, sk__expf_avx512, sk__expf_avx2, sk__expf);
+  sk__activation_config_for(isa)->expf_array(x, y, n);
 }
 
 void sk__sigmoidf_array(const float *x, float *y, size_t n, sk__isa isa) {
-  dispatch(x, y, n, isa, sk__sigmoidf_avx512, sk__sigmoidf_avx2, sk__sigmoidf);
+  sk__activation_config_for(isa)->sigmoidf_array(x, y, n);
 }
 
 void sk__siluf_array(const float *x, float *y, size_t n, sk__isa isa) {
-  dispatch(x, y, n, isa, sk__siluf_avx512, sk__siluf_avx2, sk__siluf);
+  sk__activation_config_for(isa)->siluf_array(x, y, n);
 }

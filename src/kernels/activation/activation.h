@@ -36,7 +36,20 @@ float sk__sigmoidf(float x);
  * silu(+Inf) = +Inf. */
 float sk__siluf(float x);
 
-/* Array forms: y[i] = f(x[i]) for i < n; x and y may be the same array. */
+/* One path's array forms (y[i] = f(x[i]) for i < n; x and y may be the same
+ * array), all bitwise the scalar definitions above. Adding an ISA: its file
+ * (activation_isa.h) and its line in activation.c's table. */
+typedef struct sk__activation_kernels {
+  const char *name; /* "avx512", "avx2", "scalar" */
+  void (*expf_array)(const float *x, float *y, size_t n);
+  void (*sigmoidf_array)(const float *x, float *y, size_t n);
+  void (*siluf_array)(const float *x, float *y, size_t n);
+} sk__activation_kernels;
+
+/* The path for isa (a node's io->isa), never one the CPU lacks. */
+const sk__activation_kernels *sk__activation_config_for(sk__isa isa);
+
+/* The array forms through sk__activation_config_for(isa). */
 void sk__expf_array(const float *x, float *y, size_t n, sk__isa isa);
 void sk__sigmoidf_array(const float *x, float *y, size_t n, sk__isa isa);
 void sk__siluf_array(const float *x, float *y, size_t n, sk__isa isa);

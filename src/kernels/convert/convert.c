@@ -111,12 +111,24 @@ void sk__convert(const void *src, sk_dtype src_dtype, void *dst, sk_dtype dst_dt
     if (src != dst) memcpy(dst, src, n * sk_dtype_size(src_dtype));
     return;
   }
-  /* Never run an ISA the CPU lacks, whatever the caller passed. */
-  sk__isa have = sk__cpu_isa_supported();
-  if (isa > have) isa = have;
-  if (isa >= SK_ISA_AVX512 && sk__convert_avx512(src, src_dtype, dst, dst_dtype, n)) return;
-  if (isa >= SK_ISA_AVX2 && sk__convert_avx2(src, src_dtype, dst, dst_dtype, n)) return;
+  for (const sk__convert_kernels *k = sk__convert_config_for(isa); k; k = k->lower)
+    if (k->convert(src, src_dtype, dst, dst_dtype, n)) return;
+}
+
+static int convert_reference_all(const void *src, sk_dtype src_dtype, void *dst, sk_dtype dst_dtype, size_t n) {
   sk__convert_reference(src, src_dtype, dst, dst_dtype, n);
+  return 1;
+}
+
+static const sk__convert_kernels kernels_scalar = {"scalar", convert_reference_all, NULL};
+static const sk__convert_kernels kernels_avx2 = {"avx2", sk__convert_avx2, &kernels_scalar};
+static const sk__convert_kernels kernels_avx512 = {"avx512", sk__convert_avx512, &kernels_avx2};
+
+const sk__convert_kernels *sk__convert_config_for(sk__isa isa) {
+  /* Never a path the CPU lacks, whatever the caller passed. */
+  const sk__isa have = sk__cpu_isa_supported();
+  if (isa > have) isa = have;
+  return isa >= SK_ISA_AVX512 ? &kernels_avx512 : isa >= SK_ISA_AVX2 ? &kernels_avx2 : &kernels_scalar;
 }
 
 float sk__load_f32(const void *p, sk_dtype dtype, size_t i) {

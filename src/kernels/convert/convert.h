@@ -23,8 +23,22 @@
 #include "core/cpu.h"
 #include "superkernel.h"
 
-/* Converts n elements from src (src_dtype) to dst (dst_dtype). src and dst
- * must not overlap unless they are the same pointer with equal dtypes. */
+/* One path's conversion: 1 when it converted the whole array, 0 when it
+ * has no code for the pair, and the next path down (`lower`) is tried; the
+ * scalar path converts every pair. Adding an ISA: its file (convert_isa.h)
+ * and its line in convert.c's table. */
+typedef struct sk__convert_kernels {
+  const char *name; /* "avx512", "avx2", "scalar" */
+  int (*convert)(const void *src, sk_dtype src_dtype, void *dst, sk_dtype dst_dtype, size_t n);
+  const struct sk__convert_kernels *lower;
+} sk__convert_kernels;
+
+/* The path for isa (a node's io->isa), never one the CPU lacks. */
+const sk__convert_kernels *sk__convert_config_for(sk__isa isa);
+
+/* Converts n elements from src (src_dtype) to dst (dst_dtype) on
+ * sk__convert_config_for(isa)'s path. src and dst must not overlap unless
+ * they are the same pointer with equal dtypes. */
 void sk__convert(const void *src, sk_dtype src_dtype, void *dst, sk_dtype dst_dtype,
                  size_t n, sk__isa isa);
 

@@ -5,8 +5,8 @@
  * the scores hold no NaN (the op maps NaN to -inf first).
  *
  * Order: value descending, equal values by lower index first. The isa
- * argument must be one the CPU supports (callers pass sk__cpu_isa(), which
- * is): these run many times per row, so they do not re-check it. */
+ * argument must be one the CPU supports (callers pass the node's io->isa,
+ * which is): these run many times per row, so they do not re-check it. */
 #ifndef SK_KERNELS_MOE_SELECT_H
 #define SK_KERNELS_MOE_SELECT_H
 
@@ -86,6 +86,31 @@ void sk__moe_scores_grouped(const float *bias, const float *norm, float *v, int6
  * candidates); the caller then runs the scan. */
 bool sk__moe_pick(const float *v, int64_t size, int64_t n_groups, const unsigned char *keep, float floor, int64_t k,
                   int32_t *idx, sk__isa isa);
+
+/* One path's steps (sk__moe_select_config_for), the signatures of the
+ * functions above less isa. The fused scores_grouped takes group sizes a
+ * multiple of grouped_size_multiple and group counts of
+ * grouped_groups_multiple, else the next path down (`lower`) is tried, and
+ * without one the two steps run; pick (NULL: none) is tried before the
+ * scan. Adding an ISA: its file and its line in moe_select.c's table. */
+typedef struct sk__moe_select_kernels {
+  const char *name; /* "avx512", "avx2", "scalar" */
+  void (*scan)(sk__moe_list *l, const float *v, int64_t b, int64_t end, float floor);
+  void (*scan_groups)(sk__moe_list *l, const float *v, int64_t size, int64_t n_groups, const unsigned char *keep,
+                      float floor);
+  void (*group_scores)(const float *v, int64_t size, int64_t n_groups, int mode, float *score, float *second);
+  void (*scores)(const float *bias, const float *norm, float *v, int64_t n);
+  void (*keep_groups)(const float *score, int64_t n_groups, int64_t k_group, unsigned char *kept);
+  void (*scores_grouped)(const float *bias, const float *norm, float *v, int64_t size, int64_t n_groups, int mode,
+                         float *score, float *second);
+  int64_t grouped_size_multiple, grouped_groups_multiple;
+  const struct sk__moe_select_kernels *lower;
+  bool (*pick)(const float *v, int64_t size, int64_t n_groups, const unsigned char *keep, float floor, int64_t k,
+               int32_t *idx);
+} sk__moe_select_kernels;
+
+/* The path for isa (one the CPU supports). */
+const sk__moe_select_kernels *sk__moe_select_config_for(sk__isa isa);
 
 /* The AVX2 half (moe_select_avx2.c; AVX-512 machines run it where the
  * AVX-512 half below does not apply). */
