@@ -114,29 +114,31 @@ static void random_tile(int regime, int odd_zero, uint32_t *a, uint32_t *b, floa
   }
 }
 
-__attribute__((unused)) static void test_sdm_definition_against_contract(void) {
+/* Lanes of `tiles` random normal-range tiles (odd_zero: each pair's odd
+ * half zero) where the emulated TDPBF16PS over `pairs` pairs and the
+ * contract's chain differ. */
+__attribute__((unused)) static int sdm_against_contract(int tiles, int pairs, int odd_zero) {
   uint32_t a[256], b[256];
   float c[256], sdm[256], want[256];
+  int diff = 0;
+  for (int t = 0; t < tiles; t++) {
+    random_tile(0, odd_zero, a, b, c);
+    memcpy(sdm, c, sizeof c), memcpy(want, c, sizeof c);
+    bf16_amx_tile_product_emulated(pairs, a, b, sdm);
+    contract_tile(pairs, a, b, want);
+    diff += differing(sdm, want);
+  }
+  return diff;
+}
+
+__attribute__((unused)) static void test_sdm_definition_against_contract(void) {
   /* Whole instructions (16 pairs) over normal values: the two chains and
    * the late add round differently from the one chain in most lanes. */
-  int diff16 = 0, diff1 = 0;
-  for (int t = 0; t < 200; t++) {
-    random_tile(0, 0, a, b, c);
-    memcpy(sdm, c, sizeof c), memcpy(want, c, sizeof c);
-    bf16_amx_tile_product_emulated(16, a, b, sdm);
-    contract_tile(16, a, b, want);
-    diff16 += differing(sdm, want);
-  }
+  const int diff16 = sdm_against_contract(200, 16, 0);
   /* One step per instruction (pairs = 1, odd halves zero) over normal
    * values: the contract, lane for lane (at half the products per
    * instruction, and not at tiny accumulators: test_sdm_definition_by_hand). */
-  for (int t = 0; t < 200; t++) {
-    random_tile(0, 1, a, b, c);
-    memcpy(sdm, c, sizeof c), memcpy(want, c, sizeof c);
-    bf16_amx_tile_product_emulated(1, a, b, sdm);
-    contract_tile(1, a, b, want);
-    diff1 += differing(sdm, want);
-  }
+  const int diff1 = sdm_against_contract(200, 1, 1);
   printf("     the SDM's TDPBF16PS against the contract: %d of 51200 lanes differ with 16 pairs, %d with one step\n",
          diff16, diff1);
   CHECK_MSG(diff16 > 51200 / 4, "only %d lanes differ: is the emulation still the SDM's?", diff16);

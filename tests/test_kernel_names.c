@@ -6,10 +6,20 @@
 #include <string.h>
 
 #include "core/cpu.h"
+#include "kernels/activation/activation.h"
+#include "kernels/convert/convert.h"
+#include "kernels/moe/moe_select.h"
 #include "graph_builders.h"
 
+/* The path the families' tables take for isa: one name for all three, as
+ * the ops' kernel names (SK__VECTOR_KERNEL_NAME) assume. */
 static const char *path_name(sk__isa isa) {
-  return isa >= SK_ISA_AVX512 ? "avx512" : isa >= SK_ISA_AVX2 ? "avx2" : "scalar";
+  const char *name = sk__convert_config_for(isa)->name;
+  CHECK_MSG(strcmp(sk__activation_config_for(isa)->name, name) == 0 &&
+                strcmp(sk__moe_select_config_for(isa)->name, name) == 0,
+            "conversion takes %s, activation %s, selection %s", name, sk__activation_config_for(isa)->name,
+            sk__moe_select_config_for(isa)->name);
+  return name;
 }
 
 /* x fp16 [4, 64] -> rms_norm -> swiglu -> cast to fp32, in scope "s". */

@@ -120,7 +120,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void detect_once(void) {
   pthread_once(&once, choose);
-  if (atomic_exchange(&deferred_pending, 0))
+  /* A plain load first: this runs on every ISA query, the exchange once. */
+  if (atomic_load_explicit(&deferred_pending, memory_order_relaxed) && atomic_exchange(&deferred_pending, 0))
     for (int i = 0; i < n_deferred; i++) sk__log(deferred_level[i], "%s", deferred[i]);
 }
 

@@ -15,6 +15,7 @@
 #define DOT_RATE_MARGIN 1.25
 
 static int passed, faster;
+static int use; /* passed, and faster or forced by SK_ISA=avx512bf16: read on every tile */
 static double dot_rate, fma_rate;
 static char failure[256];
 static atomic_int to_log; /* 1: the failure, 2: the rates */
@@ -28,6 +29,7 @@ static void check(void) {
   }
   sk__bf16_dot_rates(&dot_rate, &fma_rate);
   faster = dot_rate >= DOT_RATE_MARGIN * fma_rate;
+  use = faster || sk__cpu_isa_forced(SK_ISA_AVX512BF16);
   atomic_store(&to_log, 2);
 }
 
@@ -35,7 +37,7 @@ static void check_once(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, check);
   /* Logged outside pthread_once: a log handler may call into the library. */
-  switch (atomic_exchange(&to_log, 0)) {
+  switch (atomic_load_explicit(&to_log, memory_order_relaxed) ? atomic_exchange(&to_log, 0) : 0) {
     case 1:
       sk__log(SK_LOG_WARN, "AVX512_BF16: VDPBF16PS differs from the bf16 contract on this CPU (%s): bf16 GEMMs use FMAs",
               failure);
@@ -55,5 +57,5 @@ int sk__gemm_bf16_dot_checked(void) {
 int sk__gemm_bf16_dot_usable(sk__isa isa) {
   if (isa < SK_ISA_AVX512BF16) return 0;
   check_once();
-  return passed && (faster || sk__cpu_isa_forced(SK_ISA_AVX512BF16));
+  return use;
 }
