@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "exec/program.h"
+#include "program/program.h"
 #include "graph_builders.h"
 #include "harness.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/program.h"
+#include "program/program.h"
 #include "kernels/convert/convert.h"
 
 uint64_t rr_next(uint64_t *s) {

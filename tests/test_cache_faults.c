@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec/program.h"
+#include "program/program.h"
 #include "graph_builders.h"
 #include "harness.h"
 #include "fault_test_util.h"

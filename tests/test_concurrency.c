@@ -34,10 +34,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec/program.h"
+#include "program/program.h"
 #include "graph_builders.h"
 #include "harness.h"
-#include "jit/jit.h"
+#include "executors/jit/jit.h"
 #include "jit_test_util.h"
 #include "reference_runner.h"
 
@@ -130,7 +130,7 @@ static size_t read_file(const char *path, void *data, size_t cap) {
  * with the renames interleaved (A's checksum, B's checksum, B's object, A's
  * object) the entry paired A's object with B's checksum: the next reader
  * rebuilt it, and a process whose fresh object was deleted under it fell
- * back to the interpreter. src/jit/cache.c now builds under the final names
+ * back to the interpreter. src/executors/jit/cache.c now builds under the final names
  * in a private directory (identical bytes) and loads its own object before
  * publishing it. */
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/program.h"
+#include "program/program.h"
 #include "kernels/gemm/gemm.h"
 #include "graph_builders.h"
 

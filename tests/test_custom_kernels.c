@@ -6,11 +6,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "exec/program.h"
+#include "program/program.h"
 #include "graph_builders.h"
 #include "harness.h"
 #include "reference_runner.h"
-#include "superkernel/plan.h"
+#include "program/plan.h"
 
 static sk_team *teams[3]; /* 1, 2 and 3 cores */
 

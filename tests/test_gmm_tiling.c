@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/program.h"
+#include "program/program.h"
 #include "graph_builders.h"
 #include "kernels/packed_groups.h"
 #include "kernels/qgemm/qgemm.h"

@@ -19,18 +19,18 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "exec/program.h"
+#include "program/program.h"
 #include "graph_builders.h"
 #include "harness.h"
-#include "jit/jit.h"
-#include "jit/sha256.h"
+#include "executors/jit/jit.h"
+#include "executors/jit/sha256.h"
 #include "jit_test_util.h"
 #include "ops/op.h"
 #include "profile/profile.h"
 #include "reference_runner.h"
 #include "test_extra_ops.h"
 #include "runtime/barrier.h"
-#include "superkernel/plan.h"
+#include "program/plan.h"
 
 static sk_team *teams[4]; /* 1, 2, 3, 4 cores */
 static char base_dir[PATH_MAX];

@@ -19,12 +19,12 @@
  * blocks as they go, and the plan's shape says so. */
 #include <stdlib.h>
 
-#include "exec/program.h"
+#include "program/program.h"
 #include "graph_builders.h"
 #include "harness.h"
 #include "profile/profile.h"
 #include "reference_runner.h"
-#include "superkernel/plan.h"
+#include "program/plan.h"
 
 typedef struct layer_config {
   const char *name;

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "harness.h"
-#include "superkernel/options.h"
+#include "options/options.h"
 
 #define DEFAULTS                                                                          \
   "func-align=512:preload-code=per-func:early-start=1:stream-fusion=0:feed-sync-all=0:" \

@@ -4,11 +4,11 @@
 #include <unistd.h>
 #include <stdbool.h>
 
-#include "exec/program.h"
+#include "program/program.h"
 #include "harness.h"
 #include "profile/profile.h"
 #include "reference_runner.h"
-#include "superkernel/plan.h"
+#include "program/plan.h"
 
 static sk_team *team;
 static const char *out_dir = "profile_test_out";

@@ -6,11 +6,11 @@
  * like data, and fused == eager bitwise with the interpreter and the JIT. */
 #include <stdbool.h>
 
-#include "exec/program.h"
+#include "program/program.h"
 #include "graph_builders.h"
 #include "harness.h"
 #include "reference_runner.h"
-#include "superkernel/plan.h"
+#include "program/plan.h"
 
 static sk_team *teams[3];
 

@@ -3,12 +3,12 @@
  * sets, barriers, which waits are elided). */
 #include <stdbool.h>
 
-#include "exec/program.h"
+#include "program/program.h"
 #include "graph_builders.h"
 #include "harness.h"
-#include "jit/jit_internal.h"
+#include "executors/jit/jit_internal.h"
 #include "reference_runner.h"
-#include "superkernel/plan.h"
+#include "program/plan.h"
 
 static sk_team *teams[3];
 

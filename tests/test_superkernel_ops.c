@@ -3,13 +3,13 @@
  * that cannot be fused (strict-scope-check); and a fused scope run many
  * times (the ThreadSanitizer build runs this too). */
 #include "core/error.h"
-#include "exec/program.h"
+#include "program/program.h"
 #include "graph_builders.h"
 #include "harness.h"
 #include "ops/op.h"
 #include "reference_runner.h"
 #include "runtime/barrier.h"
-#include "superkernel/plan.h"
+#include "program/plan.h"
 #include "test_extra_ops.h"
 
 static sk_team *teams[3];

@@ -162,7 +162,7 @@ static void reference_on_team(const sk_kernel *k, const sk__node_io *io, void *c
   for (int b = 0; ok && k->desc.workspace_bytes && b < n; b++) ok = (r.workspaces[b] = sk__aligned_alloc(k->desc.workspace_bytes));
   /* A kernel that skips its barrier must not hang the reference either:
    * the barrier is under the running program's watchdog, which fails the
-   * run (exec/run.c); outside a program run, under one of its own. */
+   * run (run/run.c); outside a program run, under one of its own. */
   sk__watchdog own, *wd = sk__watchdog_current();
   if (!wd) sk__watchdog_init(wd = &own, sk__watchdog_resolve_ms(0));
   if (ok) sk__barrier_watch(r.barrier, wd, k->name, "at its team barrier (reference run)");

@@ -4,11 +4,11 @@
  * The fused kernel owns a minimal internal sk_program: one exec node per
  * kernel (its generated op definition, its tiling from the descriptor, no
  * tensors, no storage) and the program's steps, built here the way
- * superkernel/fuse.c builds a scope's: one super kernel planned by
+ * compile/fuse.c builds a scope's: one super kernel planned by
  * sk__plan_build, or, around unfusable kernels, runs of fusable ones plus
  * own launches (strict-scope-check). A launch stores each kernel's argument
  * list in its node's params (custom.h) and runs the steps through the
- * program run loop (exec/run.c) in the program's default run context; the
+ * program run loop (run/run.c) in the program's default run context; the
  * interpreter and the planner see ordinary nodes.
  *
  * Nodes without tensors have no footprints, so the planner cannot see any
@@ -17,7 +17,7 @@
  *
  * The executor follows $SK_EXECUTOR as sk_compile's default does: auto or
  * jit (the default) compiles each super kernel with the program JIT
- * (src/jit/, compile-options apply; a failure leaves it interpreted with a
+ * (src/executors/jit/, compile-options apply; a failure leaves it interpreted with a
  * warning), interp interprets, eager gives every kernel its own launch. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +27,10 @@
 #include "core/error.h"
 #include "core/executor.h"
 #include "custom/custom.h"
-#include "exec/run_context.h"
-#include "jit/jit.h"
-#include "superkernel/fuse.h"
-#include "superkernel/plan.h"
+#include "run/run_context.h"
+#include "executors/jit/jit.h"
+#include "compile/fuse.h"
+#include "program/plan.h"
 
 struct sk_fused_kernel {
   char *name;              /* kernel names joined by '+' */

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "graph/graph.h"
-#include "superkernel/options.h"
+#include "options/options.h"
 
 /* Parses a scope's options; errors name the scope. */
 static sk_status parse_scope_options(const char *name, const char *options, sk__options *parsed) {

@@ -1,7 +1,7 @@
 /* The run-time token count of a graph (superkernel.h, SK_DIM_DYNAMIC):
  * its maximum, the check that a node's shapes follow the count, and the
  * graph built again at one count — what sk_compile plans each token bucket
- * from (exec/compile_tokens.c).
+ * from (compile/tokens.c).
  *
  * A dynamic value is kept at the maximum (shape[0] = k * max, desc.dynamic
  * set), so every op's build and checks run unchanged on it. Which outputs

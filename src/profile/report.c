@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "exec/program.h"
+#include "program/program.h"
 #include "profile/profile.h"
 #include "profile/report.h"
-#include "superkernel/plan.h"
+#include "program/plan.h"
 
 /* "AIC" for cube work, "AIV" for vector, "MIX_AIC" for both: the seed's
  * Core Type column. */

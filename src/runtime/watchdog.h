@@ -14,7 +14,7 @@
  * resets what the abandoned launch left half-done (barrier counts, flags)
  * so the next run starts clean.
  *
- * One watchdog belongs to one run context (exec/run_context.h), whose runs
+ * One watchdog belongs to one run context (run/run_context.h), whose runs
  * are one at a time; contexts of one program trip and recover on their own.
  * Waits that are legitimately long are not watched: an idle worker waiting
  * for the next launch, and a launcher waiting for its blocks to return (a

@@ -1,0 +1,10 @@
+# sk_compile: nodes, storage, steps (fuse, launch order), the planner, token buckets.
+list(APPEND SK_SOURCES
+  compile/compile.c
+  compile/fuse.c
+  compile/launch_order.c
+  compile/node_deps.c
+  compile/plan_schedule.c
+  compile/planner.c
+  compile/tokens.c
+)

@@ -1,0 +1,219 @@
+/* The run loop, for every way of running (sk_program_run and its
+ * variants, sk_run_context_run, sk_fused_kernel_launch): bind the
+ * context's nodes to the run's buffers, then one launch per step in order:
+ * an op's own launch over its blocks, or a super kernel (JIT-compiled, else
+ * interpreted); then the outputs that were not computed in place. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "run/run_context.h"
+#include "program/tokens.h"
+#include "executors/jit/jit.h"
+#include "profile/profile.h"
+#include "profile/report.h"
+#include "runtime/barrier.h"
+#include "runtime/team.h"
+#include "executors/launch.h"
+
+typedef struct launch_ctx {
+  const sk__op_def *def;
+  const sk__node_io *io;
+  void *const *workspaces;
+  sk__profile *profile; /* non-NULL: record every block */
+  int32_t step;
+} launch_ctx;
+
+static void run_block(void *arg, int64_t block, int core) {
+  const launch_ctx *ctx = arg;
+  uint64_t t0 = ctx->profile ? sk__tsc() : 0;
+  ctx->def->run_block(ctx->io, block, ctx->workspaces ? ctx->workspaces[core] : NULL);
+  if (ctx->profile) sk__profile_add(ctx->profile, core, SK_PROF_BLOCK, ctx->step, 0, block, t0, sk__tsc());
+}
+
+static bool profiling(const sk_program *p) { return p->profile_launches || p->profile_subkernels; }
+
+/* The profile for a team of n_cores, created (or re-created, losing what a
+ * smaller team recorded) when profiling is on. Under profile_lock. */
+static sk_status ensure_profile(sk_program *p, int n_cores, const char *fn) {
+  if (!profiling(p)) return SK_STATUS_OK;
+  if (p->profile && p->profile->n_cores >= n_cores) return SK_STATUS_OK;
+  sk__profile_destroy(p->profile);
+  p->profile = sk__profile_create(n_cores);
+  if (!p->profile) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory for the profile", fn);
+  return SK_STATUS_OK;
+}
+
+sk_status sk__refuse_in_block(const char *fn) {
+  int core = sk__team_current_core();
+  if (core < 0) return SK_STATUS_OK;
+  return sk__fail(SK_STATUS_INVALID_STATE,
+                  "%s: called from inside a block (core %d of a running launch); programs cannot be run, bound or "
+                  "profiled from there",
+                  fn, core);
+}
+
+sk_status sk_program_write_profile(sk_program *p, const char *dir) {
+  sk__clear_error();
+  if (!p || !dir) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_write_profile: %s is NULL", !p ? "program" : "dir");
+  SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_program_write_profile"));
+  p = sk__tokens_last_run(p); /* a run-time token count: the bucket run last */
+  pthread_mutex_lock(&p->profile_lock); /* a run of any context may be recording */
+  sk_status st = p->profile ? sk__profile_write(p->profile, p, dir)
+                            : sk__fail(SK_STATUS_INVALID_STATE,
+                                       "sk_program_write_profile: nothing recorded (compile with cfg.profile = 1, or "
+                                       "a scope with profiling=1, and run the program)");
+  pthread_mutex_unlock(&p->profile_lock);
+  return st;
+}
+
+void sk_program_reset_profile(sk_program *p) {
+  if (!p) return;
+  if (sk__refuse_in_block("sk_program_reset_profile") != SK_STATUS_OK) {
+    sk__log(SK_LOG_WARN, "%s", sk_last_error()); /* no status to return it in */
+    return;
+  }
+  const sk__token_buckets *b = p->tokens;
+  for (size_t i = 0; b && i < b->n; i++) sk_program_reset_profile(b->programs[i]);
+  pthread_mutex_lock(&p->profile_lock);
+  if (p->profile) sk__profile_reset(p->profile);
+  pthread_mutex_unlock(&p->profile_lock);
+}
+
+_Alignas(64) unsigned char sk__empty_data[64];
+
+/* Where value v lives in a run: the one place that maps a value to its
+ * data (arena: the run context's): its root's storage plus its view offset
+ * (a slice). */
+static void *value_data(const sk_program *p, void *arena, sk_value v, void *const *in, void *const *out) {
+  const sk__storage *s = &p->storage[p->root[v]];
+  switch (s->kind) {
+    case SK_STORE_INPUT: return (char *)in[s->index] + p->view_offset[v];
+    case SK_STORE_OUTPUT: return (char *)out[s->index] + p->view_offset[v];
+    case SK_STORE_CONSTANT: { /* read only: the program's, shared by every context */
+      const sk__program_constant *c = &p->constants[s->index];
+      return c->data ? (char *)(uintptr_t)c->data + p->view_offset[v] : (void *)sk__empty_data;
+    }
+    default: return (arena ? (char *)arena : (char *)sk__empty_data) + s->index + p->view_offset[v];
+  }
+}
+
+/* Every node's tensors in ctx point into this run's buffers (a super
+ * kernel runs several nodes in one launch, so all are bound first). */
+static void bind_nodes(sk_run_context *ctx, void *const *in, void *const *out) {
+  const sk_program *p = ctx->p;
+  for (size_t i = 0; i < p->n_nodes; i++) {
+    const sk__exec_node *n = &p->nodes[i];
+    sk__node_io *io = &ctx->io[i];
+    /* The context's own tensors (const only for the kernels), slot after
+     * slot from here (run_context.c). */
+    sk__tensor *inputs = (sk__tensor *)io->in[0].tensors;
+    for (size_t j = 0; j < n->n_in_tensors; j++) inputs[j].data = value_data(p, ctx->arena, n->in_values[j], in, out);
+    for (size_t j = 0; j < io->n_out; j++) io->out[j].data = value_data(p, ctx->arena, n->out_values[j], in, out);
+  }
+}
+
+/* After an op's own launch with a team barrier: SK_STATUS_TIMEOUT (its
+ * barrier reset) when the watchdog abandoned it, else SK_STATUS_OK. */
+static sk_status settle_eager_barrier(sk_run_context *ctx, size_t node) {
+  sk__barrier_t *barrier = ctx->io[node].barrier;
+  if (!barrier || !sk__watchdog_tripped(&ctx->watchdog)) return SK_STATUS_OK;
+  sk__barrier_reset(barrier); /* a block never reached it */
+  return sk__watchdog_take(&ctx->watchdog);
+}
+
+/* A super kernel's launch: JIT-compiled, else interpreted. */
+static sk_status run_super_kernel(sk_run_context *ctx, size_t s, sk_team *team) {
+  sk__launch_state *st = ctx->steps[s].launch;
+  st->workspaces = ctx->workspaces;
+  st->profile = st->plan->options.profiling ? ctx->p->profile : NULL;
+  return ctx->steps[s].jit ? sk__jit_run(ctx->steps[s].jit, team) : sk__interp_run(st, team);
+}
+
+/* An op's own launch, or its reference with the reference executor. */
+static sk_status run_eager(sk_run_context *ctx, size_t s, sk_team *team, sk__profile *launches, const char *fn) {
+  const sk_program *p = ctx->p;
+  size_t node = p->steps[s].node;
+  const sk__exec_node *n = &p->nodes[node];
+  int n_cores = team ? sk_team_num_cores(team) : 1;
+  if (p->executor == SK_EXECUTOR_REFERENCE) {
+    if (!sk__node_has_output(n)) return SK_STATUS_OK; /* as the other executors: no blocks */
+    sk__watchdog_set_current(&ctx->watchdog); /* for references that run blocks on a team */
+    n->def->reference(&ctx->io[node]);
+    sk__watchdog_set_current(NULL);
+    return sk__watchdog_take(&ctx->watchdog);
+  }
+  if (n->tiling.n_blocks == 0) return SK_STATUS_OK;
+  if (n->eager_barrier && n->tiling.n_blocks > n_cores) /* its blocks must all run at once */
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s uses a team barrier over %lld blocks; run on %d cores", fn,
+                    n->name, (long long)n->tiling.n_blocks, n_cores);
+  uint64_t t0 = launches ? sk__tsc() : 0;
+  launch_ctx l = {n->def, &ctx->io[node], ctx->workspaces, launches, (int32_t)s};
+  if (team && n->tiling.claim && !n->eager_barrier) { /* costs known only now: cores take blocks as they go */
+    SK_RETURN_IF_ERROR(sk__team_launch_claimed(team, run_block, &l, n->tiling.n_blocks));
+  } else if (team) {
+    SK_RETURN_IF_ERROR(sk_team_launch(team, run_block, &l, n->tiling.n_blocks));
+  } else {
+    for (int64_t b = 0; b < n->tiling.n_blocks; b++) run_block(&l, b, 0);
+  }
+  SK_RETURN_IF_ERROR(settle_eager_barrier(ctx, node));
+  if (launches) sk__profile_add(launches, launches->n_cores, SK_PROF_LAUNCH, (int32_t)s, 0, 0, t0, sk__tsc());
+  return SK_STATUS_OK;
+}
+
+/* The bytes of a binding this run has: a bucket's dynamic output holds
+ * only its live tokens' rows (program/tokens.h). */
+static size_t live_bytes(const sk_run_context *ctx, const sk__tensor *desc) {
+  size_t bytes = sk__tensor_bytes(desc);
+  int64_t planned = ctx->p->planned_tokens;
+  if (!desc->dynamic || planned <= 0 || ctx->tokens >= planned) return bytes;
+  return bytes / (size_t)planned * (size_t)ctx->tokens;
+}
+
+static sk_status run_steps(sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool bound,
+                           const char *fn) {
+  sk_program *p = ctx->p;
+  int n_cores = team ? sk_team_num_cores(team) : 1;
+  /* The nodes keep the pointers of the last run: a bound run after a bound
+   * run with no binding between them has nothing to rebind. Until they are
+   * rebound (a failure before that leaves them pointing elsewhere), the
+   * context does not count them as bound. */
+  bool rebind = !(bound && ctx->nodes_hold_bound);
+  if (rebind) ctx->nodes_hold_bound = false;
+  /* An error a block recorded in a launch that then failed otherwise
+   * (watchdog, refused launch) belongs to that run, not this one. */
+  sk__run_error_clear(&ctx->run_error);
+  if (ctx->n_workspaces < n_cores) SK_RETURN_IF_ERROR(sk__run_context_workspaces(ctx, n_cores, fn));
+  SK_RETURN_IF_ERROR(ensure_profile(p, n_cores, fn));
+  sk__profile *launches = p->profile_launches ? p->profile : NULL;
+  if (rebind) bind_nodes(ctx, in, out);
+  ctx->nodes_hold_bound = bound;
+  for (size_t s = 0; s < p->n_steps; s++) {
+    if (!p->steps[s].plan) {
+      SK_RETURN_IF_ERROR(run_eager(ctx, s, team, launches, fn));
+      SK_RETURN_IF_ERROR(sk__run_error_take(&ctx->run_error)); /* what a block found in the data */
+      continue;
+    }
+    uint64_t t0 = launches ? sk__tsc() : 0;
+    SK_RETURN_IF_ERROR(run_super_kernel(ctx, s, team));
+    SK_RETURN_IF_ERROR(sk__run_error_take(&ctx->run_error));
+    if (launches) sk__profile_add(launches, launches->n_cores, SK_PROF_LAUNCH, (int32_t)s, 0, 0, t0, sk__tsc());
+  }
+  /* Outputs not computed in place (program.h) are copied now. */
+  for (size_t j = 0; j < p->n_outputs; j++) {
+    void *src = value_data(p, ctx->arena, p->outputs[j].value, in, out);
+    if (src != out[j]) memcpy(out[j], src, live_bytes(ctx, &p->outputs[j].desc));
+  }
+  return SK_STATUS_OK;
+}
+
+sk_status sk__run_context_run(sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool bound,
+                              const char *fn) {
+  sk_program *p = ctx->p;
+  if (p->tokens) return sk__tokens_run(ctx, team, in, out, bound, ctx->tokens, fn);
+  if (!profiling(p)) return run_steps(ctx, team, in, out, bound, fn);
+  pthread_mutex_lock(&p->profile_lock); /* one profile, whose cores' records are not atomic */
+  sk_status st = run_steps(ctx, team, in, out, bound, fn);
+  pthread_mutex_unlock(&p->profile_lock);
+  return st;
+}

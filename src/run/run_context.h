@@ -1,0 +1,87 @@
+/* A run context (superkernel.h, sk_run_context): everything a run of a
+ * program changes, so that one compiled program runs in several contexts at
+ * once, one run per context at a time:
+ *   - every node's io with this context's data pointers (the program's
+ *     nodes hold shapes only) and barrier;
+ *   - the arena of intermediate values and the per-core workspaces;
+ *   - per super kernel, its launch state (flags, epoch, barriers, pending
+ *     preloads: executors/launch.h) and, when JIT-compiled, its env;
+ *   - the barriers of eager ops that use one;
+ *   - the watchdog every wait of its launches is watched by;
+ *   - the bindings of sk_run_context_bind / sk_program_bind.
+ * The program's default context serves sk_program_run and friends. */
+#ifndef SK_EXEC_RUN_CONTEXT_H
+#define SK_EXEC_RUN_CONTEXT_H
+
+#include <stdatomic.h>
+
+#include "core/run_error.h"
+#include "program/program.h"
+#include "runtime/barrier.h"
+#include "runtime/watchdog.h"
+
+struct sk__launch_state;
+struct sk__jit_launch;
+
+typedef struct sk__ctx_step {
+  struct sk__launch_state *launch; /* a super kernel's state; NULL for an eager step */
+  struct sk__jit_launch *jit;      /* its env when the JIT compiled it, else NULL */
+} sk__ctx_step;
+
+struct sk_run_context {
+  sk_program *p;
+  sk__node_io *io;               /* per node */
+  sk__tensor *tensors;           /* io's tensors: per node its inputs (slot after slot), then outputs */
+  sk__barrier_t *eager_barriers; /* one per eager step whose op uses a team barrier */
+  void *arena;                   /* p->arena_bytes */
+  void **workspaces;             /* per core of the largest team seen */
+  int n_workspaces;
+  sk__ctx_step *steps;           /* per program step */
+  sk__watchdog watchdog;
+  sk__run_error run_error;       /* what a block of this context's run found wrong in its data */
+  /* The bound buffer of each input ([0]) and output ([1]), NULL while
+   * unbound; whether io already points into exactly these (a bound run
+   * then rebinds nothing). */
+  void **bound[2];
+  size_t *bound_bytes[2];        /* their sizes (a run-time token count is read from them) */
+  bool nodes_hold_bound;
+  /* A program with a run-time token count (program/tokens.h): this run's
+   * count (bucket contexts: the count their nodes' io hold), the contexts
+   * of its buckets (made at their first run), and a count of binding
+   * changes that tells a bucket context when to rebind its nodes. */
+  int64_t tokens;
+  struct sk_run_context **buckets;
+  uint64_t bind_generation;
+  bool holds_program;            /* sk_run_context_create's: holds a program reference */
+  atomic_flag busy;              /* a public run or bind is in progress */
+};
+
+/* The data of a 0-byte tensor (a caller's NULL buffer, a program without
+ * an arena): non-NULL, since kernels do pointer arithmetic on data and
+ * NULL + 0 is undefined. */
+extern unsigned char sk__empty_data[64];
+
+/* A context for p (no program reference taken: the default context's). */
+sk_status sk__run_context_create(sk_program *p, sk_run_context **out);
+/* Frees the context (NULL accepted), not releasing the program. */
+void sk__run_context_free(sk_run_context *ctx);
+/* Per-core workspaces for a team of n_cores (grown, never shrunk); fn
+ * names the entry point in the out-of-memory message. */
+sk_status sk__run_context_workspaces(sk_run_context *ctx, int n_cores, const char *fn);
+
+/* run.c: runs the program in ctx with input i in in[i] and output j in
+ * out[j] (checked by the caller); bound: in and out are ctx->bound (the
+ * nodes are not rebound when the last run used them too). The caller makes
+ * sure no other thread uses ctx meanwhile; fn names the entry point in
+ * messages. While the program profiles, runs of all its contexts take
+ * turns on its profile_lock. */
+/* Runs, bindings and profile calls of programs from inside a block of a
+ * running launch would wait for locks that launch holds (its own program's)
+ * or nest a launch: they are refused with SK_STATUS_INVALID_STATE naming
+ * fn. SK_STATUS_OK outside blocks. */
+sk_status sk__refuse_in_block(const char *fn);
+
+sk_status sk__run_context_run(sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool bound,
+                              const char *fn);
+
+#endif

@@ -1,0 +1,6 @@
+# Running a program: run contexts, binding, the run loop.
+list(APPEND SK_SOURCES
+  run/bind.c
+  run/run.c
+  run/run_context.c
+)
