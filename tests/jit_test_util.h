@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "executors/jit/jit.h"
+
 #include "program/program.h"
 #include "graph_builders.h"
 #include "harness.h"
@@ -87,7 +89,7 @@ static inline size_t count_plans(const sk_program *p, size_t *jitted) {
   *jitted = 0;
   for (size_t s = 0; p && s < p->n_steps; s++) {
     n += p->steps[s].plan != NULL;
-    *jitted += p->steps[s].plan && p->steps[s].jit && p->steps[s].jit_entry;
+    *jitted += p->steps[s].plan && sk__jit_entry_of(&p->steps[s]) != NULL;
   }
   return n;
 }

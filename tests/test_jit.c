@@ -26,7 +26,7 @@
 #include "executors/jit/sha256.h"
 #include "jit_test_util.h"
 #include "ops/op.h"
-#include "profile/profile.h"
+#include "runtime/profile.h"
 #include "reference_runner.h"
 #include "test_extra_ops.h"
 #include "runtime/barrier.h"
@@ -464,7 +464,7 @@ static void test_cache_hit_and_reuse(void) {
   CHECK_MSG(b.compiles == a.compiles + 1 && b.reuses == a.reuses + 1, "compiles %llu, reuses %llu",
             (unsigned long long)(b.compiles - a.compiles), (unsigned long long)(b.reuses - a.reuses));
   CHECK_MSG(log_has("jit: scope 'second': reusing the kernel compiled for scope 'first'"), "%s", log_text);
-  CHECK(p && p->steps[0].jit_entry == p->steps[p->n_steps - 1].jit_entry);
+  CHECK(p && sk__jit_entry_of(&p->steps[0]) && sk__jit_entry_of(&p->steps[0]) == sk__jit_entry_of(&p->steps[p->n_steps - 1]));
   eager = compile(g, teams[1], SK_EXECUTOR_EAGER, NULL);
   CHECK(run_vs(p, eager, teams[1], 4, "reused") == 0);
   sk_program_destroy(p);

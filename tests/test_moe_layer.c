@@ -22,7 +22,7 @@
 #include "program/program.h"
 #include "graph_builders.h"
 #include "harness.h"
-#include "profile/profile.h"
+#include "runtime/profile.h"
 #include "reference_runner.h"
 #include "program/plan.h"
 

@@ -26,7 +26,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "run/run_context.h"
+#include "program/run_context.h"
 #include "graph_builders.h"
 #include "harness.h"
 #include "jit_test_util.h"

@@ -87,7 +87,7 @@ static void check_equal_to_eager(const sk_graph *g, const char *options) {
   sk_program *p = NULL;
   CHECK_OK(sk_compile(g, &cfg, &p));
   for (size_t s = 0; p && s < p->n_steps; s++)
-    CHECK_MSG(!p->steps[s].plan || p->steps[s].jit, "super kernel %s was not JIT-compiled", p->steps[s].plan->name);
+    CHECK_MSG(!p->steps[s].plan || p->steps[s].exec->kind == SK_EXECUTOR_JIT, "super kernel %s was not JIT-compiled", p->steps[s].plan->name);
   sk_program_destroy(p);
 }
 

@@ -12,6 +12,7 @@
 #include "core/executor.h"
 #include "core/struct_size.h"
 #include "program/program.h"
+#include "compile/compile.h"
 #include "program/tokens.h"
 #include "executors/jit/jit.h"
 #include "runtime/watchdog.h"
@@ -253,7 +254,7 @@ sk_status sk__compile_graph(const sk_graph *g, const sk_compile_config *cfg, int
   if (st == SK_STATUS_OK) st = plan_storage(g, p);
   if (st == SK_STATUS_OK) st = sk__program_build_steps(p, g, HAS(default_options) ? cfg->default_options : NULL);
   if (st != SK_STATUS_OK) {
-    sk_program_destroy(p);
+    sk__program_release(p);
     return st;
   }
   /* Compile the super kernels; any that cannot be stay interpreted. */

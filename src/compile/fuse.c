@@ -17,6 +17,7 @@
  * B, a node of B feeds A): launch_order.c then splits one, asking the same
  * policy. A split scope's parts are "scope.0", "scope.1", ... in run order. */
 #include "compile/fuse.h"
+#include "executors/executors.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,7 @@ static sk_status push_step(fuse_ctx *c, sk__step step) {
     size_t n = c->cap_steps ? c->cap_steps * 2 : 16;
     sk__step *grown = realloc(p->steps, n * sizeof *grown);
     if (!grown) {
-      sk__plan_destroy(step.plan);
+      step.exec->destroy(&step);
       return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_compile: out of memory");
     }
     p->steps = grown;
@@ -63,7 +64,7 @@ static sk_status push_plan(fuse_ctx *c, const size_t *nodes, size_t n, const cha
   if (plan->workspace_bytes > p->workspace_bytes) p->workspace_bytes = plan->workspace_bytes; /* retiled subs */
   plan->step = (int32_t)p->n_steps;
   if (plan->options.profiling) p->profile_subkernels = true;
-  return push_step(c, (sk__step){.plan = plan});
+  return push_step(c, (sk__step){.exec = &sk__executor_interpreter, .plan = plan});
 }
 
 /* "name (type)", with the node's scope when it has one. */
@@ -200,7 +201,7 @@ static sk_status push_launches(fuse_ctx *c, const sk__launch_order *order) {
   for (size_t l = 0; st == SK_STATUS_OK && l < order->n_launches; l++) {
     const sk__launch *launch = &order->launches[l];
     if (launch->scope < 0) {
-      st = push_step(c, (sk__step){.node = launch->nodes[0]});
+      st = push_step(c, (sk__step){.exec = sk__executor_for_op(c->p->executor), .node = launch->nodes[0]});
       continue;
     }
     const char *scope = c->names[launch->scope];
@@ -220,7 +221,7 @@ sk_status sk__build_steps(sk_program *p, size_t n_scopes, const char *const *nam
   bool fuse = p->executor == SK_EXECUTOR_INTERP || p->executor == SK_EXECUTOR_JIT || p->executor == SK_EXECUTOR_AUTO;
   if (!fuse) {
     for (size_t i = 0; i < p->n_nodes; i++)
-      if (!p->nodes[i].def->is_view) SK_RETURN_IF_ERROR(push_step(&c, (sk__step){.node = i}));
+      if (!p->nodes[i].def->is_view) SK_RETURN_IF_ERROR(push_step(&c, (sk__step){.exec = sk__executor_for_op(p->executor), .node = i}));
     return SK_STATUS_OK;
   }
   size_t n_nodes = p->n_nodes ? p->n_nodes : 1, scopes = n_scopes ? n_scopes : 1;

@@ -19,44 +19,6 @@
 #include "runtime/barrier.h"
 #include "compile/planner.h"
 
-const char *sk__sk_type_name(sk__sk_type type) {
-  switch (type) {
-    case SK_SK_MIX_AIV_1_0: return "MIX_AIV_1_0";
-    case SK_SK_MIX_AIC_1_0: return "MIX_AIC_1_0";
-    case SK_SK_MIX_AIC_1_1: return "MIX_AIC_1_1";
-    default: return "MIX_AIC_1_2";
-  }
-}
-
-const char *sk__sk_core_type(sk__sk_type type) {
-  switch (type) {
-    case SK_SK_MIX_AIV_1_0: return "AIV";
-    case SK_SK_MIX_AIC_1_0: return "AIC";
-    default: return "MIX_AIC";
-  }
-}
-
-void sk__plan_destroy(sk__plan *plan) {
-  if (!plan) return;
-  free(plan->name);
-  sk__options_free(&plan->options);
-  for (size_t i = 0; plan->subs && i < plan->n_subs; i++) {
-    free(plan->subs[i].external);
-    free(plan->subs[i].claim_waits);
-    free(plan->subs[i].claim_flags);
-    if (plan->subs[i].retiled) free(plan->subs[i].tiling.plan);
-  }
-  free(plan->subs);
-  free(plan->tasks);
-  free(plan->core_begin);
-  free(plan->deps);
-  free(plan->barrier_sets);
-  for (size_t i = 0; i < plan->n_labels; i++) free(plan->labels[i]);
-  free(plan->labels);
-  free(plan->sub_labels);
-  free(plan);
-}
-
 const char *sk__plan_label(sk__plan *plan, const char *fmt, ...) {
   char buf[512];
   va_list ap;

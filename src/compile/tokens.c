@@ -1,27 +1,16 @@
-/* A program with a run-time token count (tokens.h): compiled as one
- * program per token bucket, run through the bucket that fits. */
-#include "program/tokens.h"
+/* sk_compile of a graph with a run-time token count (program/tokens.h):
+ * one program per token bucket, compiled from the graph built again at
+ * the bucket's count. */
+#include "compile/compile.h"
 
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "run/run_context.h"
+#include "program/tokens.h"
 
 static sk_status oom(void) { return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_compile: out of memory"); }
-
-void sk__token_buckets_free(sk__token_buckets *b) {
-  if (!b) return;
-  for (size_t i = 0; i < b->n; i++) sk_program_destroy(b->programs[i]);
-  for (size_t i = 0; i < SK_TOKENS_EXACT_KEEP; i++) sk_program_destroy(b->exact[i]);
-  sk_graph_destroy(b->graph);
-  free(b->options);
-  pthread_mutex_destroy(&b->lock);
-  free(b->programs);
-  free(b->counts);
-  free(b);
-}
 
 /* 1, 2, 4, ... below max, then max: a run computes only the rows it has,
  * in a tiling planned for fewer than twice as many. */
@@ -38,8 +27,7 @@ static sk_status bucket_counts(sk__token_buckets *b, int64_t max) {
   return SK_STATUS_OK;
 }
 
-/* Compiles g at `tokens` tokens (planned: clipped runs; 0: exact runs). */
-static sk_status compile_at(const sk_graph *g, const sk_compile_config *cfg, int64_t tokens, int64_t planned,
+sk_status sk__compile_at_tokens(const sk_graph *g, const sk_compile_config *cfg, int64_t tokens, int64_t planned,
                             const sk_program *packed_from, sk_program **out) {
   sk_graph *at;
   SK_RETURN_IF_ERROR(sk__graph_at_tokens(g, tokens, &at));
@@ -127,7 +115,7 @@ sk_status sk__compile_tokens(const sk_graph *g, const sk_compile_config *cfg, sk
   if (st == SK_STATUS_OK) st = keep_graph(g, b);
   /* The largest first: it packs the constants the others share. */
   size_t top = b->n - 1;
-  if (st == SK_STATUS_OK) st = compile_at(b->graph, cfg, b->counts[top], b->counts[top], NULL, &b->programs[top]);
+  if (st == SK_STATUS_OK) st = sk__compile_at_tokens(b->graph, cfg, b->counts[top], b->counts[top], NULL, &b->programs[top]);
   if (st == SK_STATUS_OK && b->programs[top]->executor == SK_EXECUTOR_REFERENCE) {
     /* The oracle: programs for exact counts, the first one this (kept for
      * good: describe and stats read it without the lock). */
@@ -141,7 +129,7 @@ sk_status sk__compile_tokens(const sk_graph *g, const sk_compile_config *cfg, sk
     if (st == SK_STATUS_OK) st = fill_front(p, b->exact[0]);
   } else if (st == SK_STATUS_OK) {
     for (size_t i = 0; st == SK_STATUS_OK && i < top; i++)
-      st = compile_at(b->graph, cfg, b->counts[i], b->counts[i], b->programs[top], &b->programs[i]);
+      st = sk__compile_at_tokens(b->graph, cfg, b->counts[i], b->counts[i], b->programs[top], &b->programs[i]);
     if (st == SK_STATUS_OK) st = fill_front(p, b->programs[top]);
   }
   if (st == SK_STATUS_OK) st = sk__program_finish(p);
@@ -151,90 +139,4 @@ sk_status sk__compile_tokens(const sk_graph *g, const sk_compile_config *cfg, sk
   }
   *out = p;
   return SK_STATUS_OK;
-}
-
-size_t sk__tokens_row_bytes(const sk_program *p, const sk__tensor *desc) {
-  return desc->dynamic && p->max_tokens > 0 ? sk__tensor_bytes(desc) / (size_t)p->max_tokens : 0;
-}
-
-const sk_program *sk__tokens_largest(const sk_program *p) {
-  if (!p->tokens) return p;
-  const sk__token_buckets *b = p->tokens;
-  return b->n ? b->programs[b->n - 1] : b->exact[0];
-}
-
-sk_program *sk__tokens_last_run(sk_program *p) {
-  if (!p->tokens) return p;
-  sk__token_buckets *b = p->tokens;
-  return b->n ? b->programs[atomic_load(&b->last)] : b->exact[0];
-}
-
-/* ---- runs ---- */
-
-/* The reference executor: the program for exactly `tokens`, made now if
- * no kept one has that count (the oldest kept one makes room). Under the
- * lock, held through the run. */
-static sk_status run_exact(sk__token_buckets *b, sk_team *team, void *const *in, void *const *out, int64_t tokens,
-                           const char *fn) {
-  pthread_mutex_lock(&b->lock);
-  sk_program *prog = NULL;
-  for (size_t i = 0; i < SK_TOKENS_EXACT_KEEP; i++)
-    if (b->exact[i] && b->exact_counts[i] == tokens) prog = b->exact[i];
-  sk_status st = SK_STATUS_OK;
-  if (!prog) {
-    /* Tiled for the team it runs on (an op with a team barrier has a block
-     * a core); the caller's cfg kept no team, which may be gone by now. */
-    sk_compile_config cfg = b->has_cfg ? b->cfg : (sk_compile_config){.struct_size = sizeof cfg};
-    cfg.team = team;
-    st = compile_at(b->graph, &cfg, tokens, 0, NULL, &prog);
-    if (st == SK_STATUS_OK) {
-      /* Slots 1.. in turn: slot 0, the maximum's, stays. */
-      size_t slot = 1 + (b->next_exact++ - 1) % (SK_TOKENS_EXACT_KEEP - 1);
-      sk_program_destroy(b->exact[slot]);
-      b->exact[slot] = prog;
-      b->exact_counts[slot] = tokens;
-    }
-  }
-  if (st == SK_STATUS_OK) {
-    prog->default_ctx->tokens = tokens; /* the first kept one is the maximum's bucket */
-    st = sk__run_context_run(prog->default_ctx, team, in, out, false, fn);
-  }
-  pthread_mutex_unlock(&b->lock);
-  return st;
-}
-
-/* The smallest bucket with at least `tokens`. */
-static size_t bucket_for(const sk__token_buckets *b, int64_t tokens) {
-  size_t i = 0;
-  while (i + 1 < b->n && b->counts[i] < tokens) i++;
-  return i;
-}
-
-/* The context's nodes at `tokens` tokens of the bucket's planned count. */
-static void set_tokens(sk_run_context *sub, int64_t tokens) {
-  if (sub->tokens == tokens) return;
-  for (size_t k = 0; k < sub->p->n_nodes; k++) {
-    sub->io[k].tokens = tokens;
-    sub->io[k].planned_tokens = sub->p->planned_tokens;
-  }
-  sub->tokens = tokens;
-}
-
-sk_status sk__tokens_run(sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool bound,
-                         int64_t tokens, const char *fn) {
-  sk__token_buckets *b = ctx->p->tokens;
-  if (tokens == 0) return SK_STATUS_OK; /* nothing to compute: dynamic outputs are empty */
-  if (!b->n) return run_exact(b, team, in, out, tokens, fn);
-  size_t i = bucket_for(b, tokens);
-  sk_run_context *sub = ctx->buckets[i];
-  if (!sub) { /* the first run in this bucket */
-    SK_RETURN_IF_ERROR(sk__run_context_create(b->programs[i], &sub));
-    ctx->buckets[i] = sub;
-  }
-  set_tokens(sub, tokens);
-  /* Bindings changed since this bucket's last bound run: rebind its nodes. */
-  if (sub->bind_generation != ctx->bind_generation) sub->nodes_hold_bound = false;
-  sub->bind_generation = ctx->bind_generation;
-  atomic_store(&b->last, i);
-  return sk__run_context_run(sub, team, in, out, bound, fn);
 }

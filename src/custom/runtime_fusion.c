@@ -27,9 +27,9 @@
 #include "core/error.h"
 #include "core/executor.h"
 #include "custom/custom.h"
-#include "run/run_context.h"
-#include "executors/jit/jit.h"
+#include "run/run.h"
 #include "compile/fuse.h"
+#include "executors/jit/jit.h"
 #include "program/plan.h"
 
 struct sk_fused_kernel {
@@ -226,7 +226,8 @@ sk_status sk_fused_kernel_describe(const sk_fused_kernel *fk, char **text_out) {
   char *buf = NULL, line[512];
   size_t len = 0;
   size_t n_plans = 0, n_jit = 0;
-  for (size_t s = 0; s < p->n_steps; s++) n_plans += p->steps[s].plan != NULL, n_jit += p->steps[s].jit != NULL;
+  for (size_t s = 0; s < p->n_steps; s++)
+    n_plans += p->steps[s].plan != NULL, n_jit += p->steps[s].exec->kind == SK_EXECUTOR_JIT;
   const char *how = p->executor == SK_EXECUTOR_EAGER ? "eager (every kernel its own launch)"
                   : n_plans == 0                     ? "no super kernel"
                   : n_jit == n_plans                 ? "JIT-compiled"
@@ -243,7 +244,7 @@ sk_status sk_fused_kernel_describe(const sk_fused_kernel *fk, char **text_out) {
       ok = plan && append(&buf, &len, plan);
       free(plan);
       if (ok && n_jit && n_jit < n_plans)
-        ok = append(&buf, &len, p->steps[s].jit ? "  (JIT-compiled)\n" : "  (interpreted)\n");
+        snprintf(line, sizeof line, "  (%s)\n", p->steps[s].exec->name), ok = append(&buf, &len, line);
     } else {
       const sk__exec_node *node = &p->nodes[p->steps[s].node];
       snprintf(line, sizeof line, "kernel %s: own launch, %lld blocks%s\n", node->name,

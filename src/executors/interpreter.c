@@ -1,8 +1,9 @@
-/* The interpreted super-kernel executor: one launch per super kernel
- * (launch.h); each core walks its task list (plan.h). */
+/* The interpreter: a super kernel's one launch (launch.h), in which each
+ * core walks its task list (plan.h). */
 #include "core/error.h"
-#include "profile/profile.h"
+#include "executors/executors.h"
 #include "executors/launch.h"
+#include "runtime/profile.h"
 
 /* CLAIM: blocks of a claimed sub-kernel until none is left, each after its
  * own waits and timed on its own under profiling=1; false when a wait
@@ -79,4 +80,20 @@ static void core_main(void *arg, int64_t block, int core) {
   }
 }
 
-sk_status sk__interp_run(sk__launch_state *st, sk_team *team) { return sk__launch(st, team, core_main, st, NULL); }
+static sk_status interp_prepare(const sk_program *p, const sk__step *step, sk__node_io *io, sk__watchdog *wd,
+                                void **state) {
+  return sk__launch_state_create(step->plan, p, io, wd, (sk__launch_state **)state);
+}
+
+static void interp_release(void *state) { sk__launch_state_destroy(state); }
+
+static sk_status interp_run(const sk__step *step, void *state, const sk__step_env *env, sk_team *team) {
+  (void)step;
+  sk__launch_state *st = state;
+  sk__launch_set_env(st, env);
+  return sk__launch(st, team, core_main, st, NULL);
+}
+
+const sk__step_executor sk__executor_interpreter = {
+    .kind = SK_EXECUTOR_INTERP, .name = "interpreted", .prepare = interp_prepare, .release = interp_release,
+    .run = interp_run, .describe = sk__launch_describe, .destroy = sk__launch_destroy_plan};

@@ -4,8 +4,10 @@
 #include "ops/op_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core/error.h"
+#include "runtime/profile.h"
 #include "compile/planner.h"
 
 /* After a launch: put back what an abandoned one left half-done. No core
@@ -33,8 +35,27 @@ static void reset_preloads_and_claims(sk__launch_state *st) {
   }
 }
 
+void sk__launch_set_env(sk__launch_state *st, const sk__step_env *env) {
+  st->workspaces = env->workspaces;
+  st->profile = st->plan->options.profiling ? env->profile : NULL;
+  st->launches = env->launches;
+}
+
+void sk__launch_describe(const sk_program *p, const sk__step *step, sk__text *out) {
+  char *text = sk__plan_format(step->plan, p);
+  if (text) sk__text_put(out, "%s", text);
+  else out->failed = true;
+  free(text);
+}
+
+void sk__launch_destroy_plan(sk__step *step) {
+  sk__plan_destroy(step->plan);
+  step->plan = NULL;
+}
+
 sk_status sk__launch(sk__launch_state *st, sk_team *team, sk_block_fn fn, void *arg, uint32_t *epoch_copy) {
   const sk__plan *plan = st->plan;
+  uint64_t t0 = st->launches ? sk__tsc() : 0;
   int n_cores = team ? sk_team_num_cores(team) : 1;
   if (n_cores != plan->n_cores)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT,
@@ -54,7 +75,10 @@ sk_status sk__launch(sk__launch_state *st, sk_team *team, sk_block_fn fn, void *
       return launched;
     }
   }
-  return settle(st);
+  SK_RETURN_IF_ERROR(settle(st));
+  if (st->launches)
+    sk__profile_add(st->launches, st->launches->n_cores, SK_PROF_LAUNCH, plan->step, 0, 0, t0, sk__tsc());
+  return SK_STATUS_OK;
 }
 
 /* ---- waits ---- */

@@ -10,8 +10,8 @@
  * sequential (one run at a time); within a launch, each core touches only
  * its own pending-preload entry, and the flags and barriers are the
  * synchronization itself. */
-#ifndef SK_SUPERKERNEL_LAUNCH_H
-#define SK_SUPERKERNEL_LAUNCH_H
+#ifndef SK_EXECUTORS_LAUNCH_H
+#define SK_EXECUTORS_LAUNCH_H
 
 #include <stdatomic.h>
 
@@ -48,10 +48,12 @@ typedef struct sk__launch_state {
   int32_t *pending_preload;
   uint32_t epoch;              /* launches so far; flags count them too */
   sk__watchdog *wd;            /* the run context's: every wait is watched */
-  /* Set by the run before each launch: per-core scratch, and where
-   * profiling=1 records go (NULL: not profiled). */
+  /* Set by the run before each launch (sk__launch_set_env): per-core
+   * scratch, where profiling=1 records go (NULL: not profiled), and where
+   * the launch's own record goes (cfg.profile; NULL: none). */
   void *const *workspaces;
   struct sk__profile *profile;
+  struct sk__profile *launches;
 } sk__launch_state;
 
 /* The state of plan in a run context: node_io is the context's io of every
@@ -62,6 +64,7 @@ sk_status sk__launch_state_create(const sk__plan *plan, const sk_program *p, sk_
 void sk__launch_state_destroy(sk__launch_state *st);
 
 /* One launch of the super kernel: checks the team size (the plan's),
+ * times it into st->launches when set,
  * starts a new epoch (also written to *epoch_copy when not NULL, before any
  * core starts: the JIT's env carries its own), clears pending preloads and
  * claim counters,
@@ -112,10 +115,13 @@ void sk__launch_preload(sk__launch_state *st, size_t sub, int core);
  * then a fence: cold-cache behaviour (the dcci options). */
 void sk__launch_flush(const sk__launch_state *st, size_t sub, int64_t block, int outputs);
 
-/* ---- the executors ---- */
+/* ---- for the super-kernel executors (interpreter.c, jit/jit.c) ---- */
 
-/* The interpreter (interp.c): one launch whose cores walk their task
- * lists. The JIT's is sk__jit_run (jit/jit.h). */
-sk_status sk__interp_run(sk__launch_state *st, sk_team *team);
+/* Before a launch: this run's workspaces and records (env). */
+void sk__launch_set_env(sk__launch_state *st, const sk__step_env *env);
+/* The lines of a super kernel's step in sk_program_describe: its plan. */
+void sk__launch_describe(const sk_program *p, const sk__step *step, sk__text *out);
+/* Frees a super kernel step's plan. */
+void sk__launch_destroy_plan(sk__step *step);
 
 #endif

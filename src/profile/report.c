@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "program/program.h"
-#include "profile/profile.h"
+#include "runtime/profile.h"
 #include "profile/report.h"
 #include "program/plan.h"
 

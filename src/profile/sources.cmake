@@ -1,4 +1,3 @@
 list(APPEND SK_SOURCES
-  profile/profile.c
   profile/report.c
 )

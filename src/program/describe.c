@@ -8,7 +8,6 @@
 #include "core/error.h"
 #include "program/program.h"
 #include "program/tokens.h"
-#include "program/plan.h"
 
 void sk_free(void *p) { free(p); }
 
@@ -78,19 +77,10 @@ sk_status sk_program_describe(const sk_program *p, char **text_out) {
              p->constant_bytes, p->packed_bytes);
     ok = append(&buf, &len, line);
   }
-  for (size_t s = 0; ok && s < p->n_steps; s++) {
-    if (p->steps[s].plan) {
-      char *plan = sk__plan_format(p->steps[s].plan, p);
-      ok = plan && append(&buf, &len, plan);
-      free(plan);
-    } else {
-      const sk__exec_node *n = &p->nodes[p->steps[s].node];
-      const char *kernel = n->def->kernel_name ? n->def->kernel_name(&n->io) : NULL;
-      snprintf(line, sizeof line, "op %s (%s): own launch, %lld blocks%s%s\n", n->name, n->def->type,
-               (long long)n->tiling.n_blocks, kernel ? ", kernel " : "", kernel ? kernel : "");
-      ok = append(&buf, &len, line);
-    }
-  }
+  sk__text steps = {0};
+  for (size_t s = 0; s < p->n_steps; s++) p->steps[s].exec->describe(p, &p->steps[s], &steps);
+  ok = ok && !steps.failed && (!steps.buf || append(&buf, &len, steps.buf));
+  free(steps.buf);
   if (!ok) {
     free(buf);
     return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_program_describe: out of memory");

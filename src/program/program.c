@@ -10,12 +10,10 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/struct_size.h"
-#include "run/run_context.h"
+#include "program/run_context.h"
 #include "program/tokens.h"
-#include "executors/jit/jit.h"
-#include "profile/profile.h"
+#include "runtime/profile.h"
 #include "runtime/watchdog.h"
-#include "program/plan.h"
 
 sk_program *sk__program_new(void) {
   sk_program *p = calloc(1, sizeof *p);
@@ -48,10 +46,7 @@ static void program_free(sk_program *p) {
   for (size_t i = 0; p->constants && i < p->n_constants; i++)
     if (p->constants[i].owned) free((void *)p->constants[i].data);
   free(p->constants);
-  for (size_t i = 0; i < p->n_steps; i++) {
-    sk__jit_step_free(&p->steps[i]);
-    sk__plan_destroy(p->steps[i].plan);
-  }
+  for (size_t i = 0; i < p->n_steps; i++) p->steps[i].exec->destroy(&p->steps[i]);
   sk__profile_destroy(p->profile);
   free(p->steps);
   for (size_t i = 0; i < p->n_inputs; i++) free(p->inputs[i].name);
@@ -130,7 +125,7 @@ sk_status sk_program_get_stats(const sk_program *p, sk_program_stats *out) {
   s.n_token_buckets = front->tokens ? front->tokens->n : 0;
   for (size_t i = 0; i < p->n_steps; i++) {
     s.n_super_kernels += p->steps[i].plan != NULL;
-    s.n_jit_compiled += p->steps[i].jit != NULL;
+    s.n_jit_compiled += p->steps[i].exec->kind == SK_EXECUTOR_JIT;
   }
   memcpy(out, &s, size); /* a caller's older, shorter struct gets what fits */
   return SK_STATUS_OK;

@@ -5,7 +5,7 @@
  * its count of run contexts): what a run changes (the nodes' data
  * pointers, the arena, workspaces, the super kernels' flags and barriers,
  * the watchdog, errors found in a run's data) is a run context's
- * (run/run_context.h). The program owns a default context, behind
+ * (program/run_context.h). The program owns a default context, behind
  * default_lock, for sk_program_run and the sk_program_bind family.
  *
  * Storage: a view's output (reshape, squeeze, slice) aliases its input, so
@@ -16,13 +16,14 @@
  * buffer; any other class gets a slice of the arena. Outputs that cannot be
  * placed directly (a view of an input, a part of a larger value, or a value
  * marked twice) are copied after the run. */
-#ifndef SK_EXEC_PROGRAM_H
-#define SK_EXEC_PROGRAM_H
+#ifndef SK_PROGRAM_PROGRAM_H
+#define SK_PROGRAM_PROGRAM_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "graph/graph.h"
+#include "program/step.h"
 
 typedef enum sk__storage_kind { SK_STORE_INPUT, SK_STORE_OUTPUT, SK_STORE_ARENA, SK_STORE_CONSTANT } sk__storage_kind;
 
@@ -64,19 +65,6 @@ typedef struct sk__exec_node {
   size_t packed_bytes;
   bool packed_shared;      /* packed is another token bucket's (not freed here) */
 } sk__exec_node;
-
-struct sk__plan;
-struct sk__jit_step;
-
-/* What a run does, in order: one op's own launch, or one super kernel. */
-typedef struct sk__step {
-  size_t node;             /* an eager step's node */
-  struct sk__plan *plan;   /* a super kernel's plan, NULL for an eager step */
-  /* A super kernel the JIT compiled (src/executors/jit/): its loaded entry and
-   * object; NULL when the plan is interpreted. */
-  void *jit_entry;
-  struct sk__jit_step *jit;
-} sk__step;
 
 typedef struct sk__io_binding {
   char *name;
@@ -143,7 +131,7 @@ sk_status sk__label_eager_barrier(sk__exec_node *n);
  * watchdog limit; NULL when out of memory. */
 sk_program *sk__program_new(void);
 /* The end of sk_compile (and sk_fused_kernel_create), once the steps are
- * final (JIT included): the program's default context and its count. */
+ * final (JIT included): the program's default context. */
 sk_status sk__program_finish(sk_program *p);
 /* Drops one reference (the program's own, or a context's); the last frees
  * the program. */

@@ -14,8 +14,8 @@
  * a program built for exactly T tokens (made at the first run with that T,
  * kept for the next ones), so a dynamic program's outputs can be checked
  * against an independent build. */
-#ifndef SK_EXEC_TOKENS_H
-#define SK_EXEC_TOKENS_H
+#ifndef SK_PROGRAM_TOKENS_H
+#define SK_PROGRAM_TOKENS_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -45,13 +45,6 @@ typedef struct sk__token_buckets {
   atomic_size_t last;     /* the bucket run last: what profiles are read from */
 } sk__token_buckets;
 
-/* sk_compile of a graph with a maximum token count. */
-sk_status sk__compile_tokens(const sk_graph *g, const sk_compile_config *cfg, sk_program **out);
-/* sk_compile's work for one graph of static shapes (compile.c):
- * planned_tokens as the program's (0: static), constants' packs taken from
- * packed_from's nodes when given (the same graph at another count). */
-sk_status sk__compile_graph(const sk_graph *g, const sk_compile_config *cfg, int64_t planned_tokens,
-                            const sk_program *packed_from, sk_program **out);
 void sk__token_buckets_free(sk__token_buckets *b);
 
 /* The bytes of one token's rows of io binding b (0 for a static one). */
@@ -61,11 +54,5 @@ size_t sk__tokens_row_bytes(const sk_program *p, const sk__tensor *desc);
  * its largest bucket (describe) or the last one run (profiles). */
 const sk_program *sk__tokens_largest(const sk_program *p);
 sk_program *sk__tokens_last_run(sk_program *p);
-
-struct sk_run_context;
-/* A run of ctx (of a program with a token count) at `tokens` tokens; the
- * buffers are checked (bind.c). */
-sk_status sk__tokens_run(struct sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool bound,
-                         int64_t tokens, const char *fn);
 
 #endif

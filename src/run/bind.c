@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "run/run_context.h"
+#include "run/run.h"
 #include "program/tokens.h"
 
 static const char *const KIND_NAME[2] = {"input", "output"};

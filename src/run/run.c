@@ -1,35 +1,18 @@
 /* The run loop, for every way of running (sk_program_run and its
  * variants, sk_run_context_run, sk_fused_kernel_launch): bind the
- * context's nodes to the run's buffers, then one launch per step in order:
- * an op's own launch over its blocks, or a super kernel (JIT-compiled, else
- * interpreted); then the outputs that were not computed in place. */
+ * context's nodes to the run's buffers, then each step in order by its
+ * executor (program/step.h: an op's own launch or its reference, a super
+ * kernel interpreted or JIT-compiled); then the outputs that were not
+ * computed in place. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "run/run_context.h"
+#include "run/run.h"
 #include "program/tokens.h"
-#include "executors/jit/jit.h"
-#include "profile/profile.h"
 #include "profile/report.h"
-#include "runtime/barrier.h"
+#include "runtime/profile.h"
 #include "runtime/team.h"
-#include "executors/launch.h"
-
-typedef struct launch_ctx {
-  const sk__op_def *def;
-  const sk__node_io *io;
-  void *const *workspaces;
-  sk__profile *profile; /* non-NULL: record every block */
-  int32_t step;
-} launch_ctx;
-
-static void run_block(void *arg, int64_t block, int core) {
-  const launch_ctx *ctx = arg;
-  uint64_t t0 = ctx->profile ? sk__tsc() : 0;
-  ctx->def->run_block(ctx->io, block, ctx->workspaces ? ctx->workspaces[core] : NULL);
-  if (ctx->profile) sk__profile_add(ctx->profile, core, SK_PROF_BLOCK, ctx->step, 0, block, t0, sk__tsc());
-}
 
 static bool profiling(const sk_program *p) { return p->profile_launches || p->profile_subkernels; }
 
@@ -113,54 +96,6 @@ static void bind_nodes(sk_run_context *ctx, void *const *in, void *const *out) {
   }
 }
 
-/* After an op's own launch with a team barrier: SK_STATUS_TIMEOUT (its
- * barrier reset) when the watchdog abandoned it, else SK_STATUS_OK. */
-static sk_status settle_eager_barrier(sk_run_context *ctx, size_t node) {
-  sk__barrier_t *barrier = ctx->io[node].barrier;
-  if (!barrier || !sk__watchdog_tripped(&ctx->watchdog)) return SK_STATUS_OK;
-  sk__barrier_reset(barrier); /* a block never reached it */
-  return sk__watchdog_take(&ctx->watchdog);
-}
-
-/* A super kernel's launch: JIT-compiled, else interpreted. */
-static sk_status run_super_kernel(sk_run_context *ctx, size_t s, sk_team *team) {
-  sk__launch_state *st = ctx->steps[s].launch;
-  st->workspaces = ctx->workspaces;
-  st->profile = st->plan->options.profiling ? ctx->p->profile : NULL;
-  return ctx->steps[s].jit ? sk__jit_run(ctx->steps[s].jit, team) : sk__interp_run(st, team);
-}
-
-/* An op's own launch, or its reference with the reference executor. */
-static sk_status run_eager(sk_run_context *ctx, size_t s, sk_team *team, sk__profile *launches, const char *fn) {
-  const sk_program *p = ctx->p;
-  size_t node = p->steps[s].node;
-  const sk__exec_node *n = &p->nodes[node];
-  int n_cores = team ? sk_team_num_cores(team) : 1;
-  if (p->executor == SK_EXECUTOR_REFERENCE) {
-    if (!sk__node_has_output(n)) return SK_STATUS_OK; /* as the other executors: no blocks */
-    sk__watchdog_set_current(&ctx->watchdog); /* for references that run blocks on a team */
-    n->def->reference(&ctx->io[node]);
-    sk__watchdog_set_current(NULL);
-    return sk__watchdog_take(&ctx->watchdog);
-  }
-  if (n->tiling.n_blocks == 0) return SK_STATUS_OK;
-  if (n->eager_barrier && n->tiling.n_blocks > n_cores) /* its blocks must all run at once */
-    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s uses a team barrier over %lld blocks; run on %d cores", fn,
-                    n->name, (long long)n->tiling.n_blocks, n_cores);
-  uint64_t t0 = launches ? sk__tsc() : 0;
-  launch_ctx l = {n->def, &ctx->io[node], ctx->workspaces, launches, (int32_t)s};
-  if (team && n->tiling.claim && !n->eager_barrier) { /* costs known only now: cores take blocks as they go */
-    SK_RETURN_IF_ERROR(sk__team_launch_claimed(team, run_block, &l, n->tiling.n_blocks));
-  } else if (team) {
-    SK_RETURN_IF_ERROR(sk_team_launch(team, run_block, &l, n->tiling.n_blocks));
-  } else {
-    for (int64_t b = 0; b < n->tiling.n_blocks; b++) run_block(&l, b, 0);
-  }
-  SK_RETURN_IF_ERROR(settle_eager_barrier(ctx, node));
-  if (launches) sk__profile_add(launches, launches->n_cores, SK_PROF_LAUNCH, (int32_t)s, 0, 0, t0, sk__tsc());
-  return SK_STATUS_OK;
-}
-
 /* The bytes of a binding this run has: a bucket's dynamic output holds
  * only its live tokens' rows (program/tokens.h). */
 static size_t live_bytes(const sk_run_context *ctx, const sk__tensor *desc) {
@@ -185,19 +120,15 @@ static sk_status run_steps(sk_run_context *ctx, sk_team *team, void *const *in, 
   sk__run_error_clear(&ctx->run_error);
   if (ctx->n_workspaces < n_cores) SK_RETURN_IF_ERROR(sk__run_context_workspaces(ctx, n_cores, fn));
   SK_RETURN_IF_ERROR(ensure_profile(p, n_cores, fn));
-  sk__profile *launches = p->profile_launches ? p->profile : NULL;
   if (rebind) bind_nodes(ctx, in, out);
   ctx->nodes_hold_bound = bound;
+  sk__step_env env = {.p = p, .io = ctx->io, .workspaces = ctx->workspaces, .watchdog = &ctx->watchdog,
+                      .launches = p->profile_launches ? p->profile : NULL, .profile = p->profile, .fn = fn};
   for (size_t s = 0; s < p->n_steps; s++) {
-    if (!p->steps[s].plan) {
-      SK_RETURN_IF_ERROR(run_eager(ctx, s, team, launches, fn));
-      SK_RETURN_IF_ERROR(sk__run_error_take(&ctx->run_error)); /* what a block found in the data */
-      continue;
-    }
-    uint64_t t0 = launches ? sk__tsc() : 0;
-    SK_RETURN_IF_ERROR(run_super_kernel(ctx, s, team));
-    SK_RETURN_IF_ERROR(sk__run_error_take(&ctx->run_error));
-    if (launches) sk__profile_add(launches, launches->n_cores, SK_PROF_LAUNCH, (int32_t)s, 0, 0, t0, sk__tsc());
+    const sk__step *step = &p->steps[s];
+    env.index = s;
+    SK_RETURN_IF_ERROR(step->exec->run(step, ctx->steps[s], &env, team));
+    SK_RETURN_IF_ERROR(sk__run_error_take(&ctx->run_error)); /* what a block found in the data */
   }
   /* Outputs not computed in place (program.h) are copied now. */
   for (size_t j = 0; j < p->n_outputs; j++) {

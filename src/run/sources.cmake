@@ -2,5 +2,5 @@
 list(APPEND SK_SOURCES
   run/bind.c
   run/run.c
-  run/run_context.c
+  run/tokens.c
 )

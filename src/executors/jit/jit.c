@@ -12,8 +12,9 @@
 
 #include "core/error.h"
 #include "program/tokens.h"
+#include "executors/executors.h"
 #include "executors/jit/jit_internal.h"
-#include "profile/profile.h"
+#include "runtime/profile.h"
 #include "runtime/team.h"
 #include "executors/launch.h"
 
@@ -35,11 +36,11 @@ typedef struct sk__jit_step {
 } sk__jit_step;
 
 /* The step in one run context; env.lib is the context's launch state. */
-struct sk__jit_launch {
+typedef struct sk__jit_launch {
   sk_jit_env env;
   sk_jit_entry_fn entry;
   sk__launch_state *st;
-};
+} sk__jit_launch;
 
 static sk__launch_state *state_of(const sk_jit_env *env) { return env->lib; }
 
@@ -131,8 +132,8 @@ static sk_status step_create(sk_program *p, sk__step *step) {
     return st;
   }
   for (size_t i = 0; i < plan->n_subs; i++) js->run_block[i] = p->nodes[plan->subs[i].node].def->run_block;
-  step->jit = js;
-  memcpy(&step->jit_entry, &js->entry, sizeof step->jit_entry);
+  step->compiled = js;
+  step->exec = &sk__executor_jit;
   return SK_STATUS_OK;
 }
 
@@ -141,10 +142,10 @@ void sk__program_jit(sk_program *p) { sk__program_jit_progress(p, NULL, NULL); }
 void sk__program_jit_progress(sk_program *p, void (*progress)(const char *scope, size_t index, size_t total, void *user),
                               void *user) {
   size_t total = 0, index = 0;
-  for (size_t s = 0; s < p->n_steps; s++) total += p->steps[s].plan && !p->steps[s].jit;
+  for (size_t s = 0; s < p->n_steps; s++) total += p->steps[s].exec == &sk__executor_interpreter;
   for (size_t s = 0; s < p->n_steps; s++) {
     sk__step *step = &p->steps[s];
-    if (!step->plan || step->jit) continue;
+    if (step->exec != &sk__executor_interpreter) continue;
     if (progress) progress(step->plan->name, ++index, total, user);
     if (step_create(p, step) == SK_STATUS_OK) continue;
     char cause[1024];
@@ -156,21 +157,42 @@ void sk__program_jit_progress(sk_program *p, void (*progress)(const char *scope,
   sk__clear_error(); /* sk_compile succeeded: no stale message */
 }
 
-void sk__jit_step_free(sk__step *step) {
-  sk__jit_step *js = step->jit;
-  if (!js) return;
-  sk__jit_release(js->object);
-  free(js->run_block);
-  free(js);
-  step->jit = NULL;
-  step->jit_entry = NULL;
+void *sk__jit_entry_of(const sk__step *step) {
+  const sk__jit_step *js = step->exec == &sk__executor_jit ? step->compiled : NULL;
+  void *entry = NULL;
+  if (js) memcpy(&entry, &js->entry, sizeof entry);
+  return entry;
 }
 
-sk_status sk__jit_launch_create(const sk__step *step, sk__launch_state *st, sk__jit_launch **out) {
-  *out = NULL;
-  const sk__jit_step *js = step->jit;
+static void jit_destroy(sk__step *step) {
+  sk__jit_step *js = step->compiled;
+  if (js) {
+    sk__jit_release(js->object);
+    free(js->run_block);
+    free(js);
+  }
+  step->compiled = NULL;
+  sk__launch_destroy_plan(step);
+}
+
+/* A step's env in one run context, over its launch state there. */
+static void jit_release(void *state) {
+  sk__jit_launch *l = state;
+  if (!l) return;
+  sk__launch_state_destroy(l->st);
+  free(l);
+}
+
+static sk_status jit_prepare(const sk_program *p, const sk__step *step, sk__node_io *io, sk__watchdog *wd,
+                             void **state) {
+  const sk__jit_step *js = step->compiled;
+  sk__launch_state *st;
+  SK_RETURN_IF_ERROR(sk__launch_state_create(step->plan, p, io, wd, &st));
   sk__jit_launch *l = calloc(1, sizeof *l);
-  if (!l) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: scope '%s': out of memory for its env", step->plan->name);
+  if (!l) {
+    sk__launch_state_destroy(st);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "jit: scope '%s': out of memory for its env", step->plan->name);
+  }
   l->entry = js->entry;
   l->st = st;
   l->env = (sk_jit_env){
@@ -179,11 +201,9 @@ sk_status sk__jit_launch_create(const sk__step *step, sk__launch_state *st, sk__
       .io = (const struct sk__node_io *const *)st->sub_io, .run_block = js->run_block, .wait = cb_wait,
       .wake = cb_wake, .barrier = cb_barrier, .aborted = cb_aborted, .sub_barrier = cb_sub_barrier,
       .preload = cb_preload, .flush = cb_flush, .prof = cb_prof, .lib = st};
-  *out = l;
+  *state = l;
   return SK_STATUS_OK;
 }
-
-void sk__jit_launch_destroy(sk__jit_launch *launch) { free(launch); }
 
 static void core_main(void *arg, int64_t block, int core) {
   (void)block; /* one block per core: block == core, as in the interpreter */
@@ -191,11 +211,18 @@ static void core_main(void *arg, int64_t block, int core) {
   l->entry(&l->env, core);
 }
 
-sk_status sk__jit_run(sk__jit_launch *launch, sk_team *team) {
+static sk_status jit_run(const sk__step *step, void *state, const sk__step_env *env, sk_team *team) {
+  (void)step;
+  sk__jit_launch *l = state;
+  sk__launch_set_env(l->st, env);
   /* Written before the launch, which orders it before every core's reads. */
-  launch->env.workspace = launch->st->workspaces;
-  return sk__launch(launch->st, team, core_main, launch, &launch->env.epoch);
+  l->env.workspace = l->st->workspaces;
+  return sk__launch(l->st, team, core_main, l, &l->env.epoch);
 }
+
+const sk__step_executor sk__executor_jit = {
+    .kind = SK_EXECUTOR_JIT, .name = "JIT-compiled", .prepare = jit_prepare, .release = jit_release,
+    .run = jit_run, .describe = sk__launch_describe, .destroy = jit_destroy};
 
 /* ---- public ---- */
 

@@ -4,8 +4,8 @@
  * code. Anything that fails on the way leaves the step interpreted, with one
  * warning: a run never fails because the JIT did.
  *
- * This header is what the rest of the library (program.c, run.c) and the
- * tests use; jit_internal.h is for the files of src/executors/jit/ only. */
+ * This header is what the compiler and the tests use (runs go through
+ * sk__executor_jit, executors.h); jit_internal.h is for the files of src/executors/jit/ only. */
 #ifndef SK_JIT_JIT_H
 #define SK_JIT_JIT_H
 
@@ -22,30 +22,19 @@ struct sk__plan;
  * Deterministic: the same plan (and compiler) gives the same bytes. */
 sk_status sk__jit_source(const struct sk__plan *plan, const sk_program *p, char **source_out);
 
-/* For every super-kernel step of p: generate, find in the cache or compile,
- * load. A step that cannot be JIT-compiled keeps its interpreted plan (one
- * warning names the cause). Never fails. Called by sk_compile for the JIT
- * and AUTO executors. */
+/* For every interpreted super-kernel step of p: generate, find in the
+ * cache or compile, load; the step's executor becomes sk__executor_jit. A
+ * step that cannot be JIT-compiled stays interpreted (one warning names
+ * the cause). Never fails. Called by sk_compile for the JIT and AUTO
+ * executors. */
 void sk__program_jit(sk_program *p);
 /* The same, calling progress (may be NULL) before each super kernel. */
 void sk__program_jit_progress(sk_program *p, void (*progress)(const char *scope, size_t index, size_t total, void *user),
                               void *user);
 
-/* A JIT-compiled step in one run context: the env its generated code
- * reads, pointing at that context's flags, io and barriers (st). Built
- * when the context is created; st must outlive it. */
-typedef struct sk__jit_launch sk__jit_launch;
-struct sk__launch_state;
-sk_status sk__jit_launch_create(const sk__step *step, struct sk__launch_state *st, sk__jit_launch **out);
-void sk__jit_launch_destroy(sk__jit_launch *launch);
-
-/* One launch of the step's entry on every core, through sk__launch (as
- * the interpreter's sk__interp_run). */
-sk_status sk__jit_run(sk__jit_launch *launch, sk_team *team);
-
-/* Releases a step's JIT state (the shared object when no program uses it
- * any longer). Safe on a step without one. */
-void sk__jit_step_free(sk__step *step);
+/* The loaded entry of a JIT-compiled step (NULL for any other): steps
+ * with the same code share one (the tests check it). */
+void *sk__jit_entry_of(const sk__step *step);
 
 /* The cache directory ($SK_CACHE_DIR, else $XDG_CACHE_HOME/superkernel,
  * else ~/.cache/superkernel), created 0700 when missing and refused when it

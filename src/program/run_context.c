@@ -1,6 +1,6 @@
 /* Making and freeing run contexts (run_context.h); sk_run_context_create
- * and sk_run_context_destroy. Binding and running are in bind.c / run.c. */
-#include "run/run_context.h"
+ * and sk_run_context_destroy. Binding and running are src/run/'s. */
+#include "program/run_context.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +8,6 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "program/tokens.h"
-#include "executors/jit/jit.h"
-#include "executors/launch.h"
 
 static sk_status oom(void) {
   return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_run_context_create: out of memory");
@@ -17,10 +15,7 @@ static sk_status oom(void) {
 
 void sk__run_context_free(sk_run_context *ctx) {
   if (!ctx) return;
-  for (size_t s = 0; ctx->steps && s < ctx->p->n_steps; s++) {
-    sk__jit_launch_destroy(ctx->steps[s].jit);
-    sk__launch_state_destroy(ctx->steps[s].launch);
-  }
+  for (size_t s = 0; ctx->steps && s < ctx->p->n_steps; s++) ctx->p->steps[s].exec->release(ctx->steps[s]);
   for (size_t i = 0; ctx->buckets && i < ctx->p->tokens->n; i++) sk__run_context_free(ctx->buckets[i]);
   free(ctx->buckets);
   free(ctx->bound_bytes[SK_IO_INPUT]);
@@ -28,7 +23,6 @@ void sk__run_context_free(sk_run_context *ctx) {
   for (int c = 0; c < ctx->n_workspaces; c++) sk__aligned_free(ctx->workspaces[c]);
   free(ctx->workspaces);
   sk__aligned_free(ctx->arena);
-  sk__aligned_free(ctx->eager_barriers);
   free(ctx->tensors);
   free(ctx->io);
   free(ctx->bound[SK_IO_INPUT]); /* one allocation for inputs and outputs */
@@ -78,36 +72,14 @@ static sk_status copy_nodes(sk_run_context *ctx) {
   return SK_STATUS_OK;
 }
 
-/* Eager steps whose op meets at a team barrier: one over its blocks. */
-static sk_status make_eager_barriers(sk_run_context *ctx) {
-  const sk_program *p = ctx->p;
-  size_t n = 0;
-  for (size_t s = 0; s < p->n_steps; s++) n += !p->steps[s].plan && p->nodes[p->steps[s].node].eager_barrier;
-  if (n == 0) return SK_STATUS_OK;
-  ctx->eager_barriers = sk__aligned_calloc(n * sizeof *ctx->eager_barriers);
-  if (!ctx->eager_barriers) return oom();
-  sk__barrier_t *b = ctx->eager_barriers;
-  for (size_t s = 0; s < p->n_steps; s++) {
-    if (p->steps[s].plan) continue;
-    const sk__exec_node *node = &p->nodes[p->steps[s].node];
-    if (!node->eager_barrier) continue;
-    SK_RETURN_IF_ERROR(sk__barrier_init(b, (int)node->tiling.n_blocks));
-    sk__barrier_watch(b, &ctx->watchdog, node->watch_label, "at its team barrier");
-    ctx->io[p->steps[s].node].barrier = b++;
-  }
-  return SK_STATUS_OK;
-}
-
-/* Each super kernel's launch state, and its env when JIT-compiled. */
+/* Each step's state in this context, by its executor. */
 static sk_status make_steps(sk_run_context *ctx) {
   const sk_program *p = ctx->p;
   ctx->steps = calloc(p->n_steps ? p->n_steps : 1, sizeof *ctx->steps);
   if (!ctx->steps) return oom();
   for (size_t s = 0; s < p->n_steps; s++) {
     const sk__step *step = &p->steps[s];
-    if (!step->plan) continue;
-    SK_RETURN_IF_ERROR(sk__launch_state_create(step->plan, p, ctx->io, &ctx->watchdog, &ctx->steps[s].launch));
-    if (step->jit) SK_RETURN_IF_ERROR(sk__jit_launch_create(step, ctx->steps[s].launch, &ctx->steps[s].jit));
+    SK_RETURN_IF_ERROR(step->exec->prepare(p, step, ctx->io, &ctx->watchdog, &ctx->steps[s]));
   }
   return SK_STATUS_OK;
 }
@@ -120,7 +92,6 @@ sk_status sk__run_context_create(sk_program *p, sk_run_context **out) {
   atomic_flag_clear(&ctx->busy);
   sk__watchdog_init(&ctx->watchdog, p->watchdog_ms);
   sk_status st = copy_nodes(ctx);
-  if (st == SK_STATUS_OK) st = make_eager_barriers(ctx);
   if (st == SK_STATUS_OK) st = make_steps(ctx);
   if (st == SK_STATUS_OK && p->arena_bytes && !(ctx->arena = sk__aligned_alloc(p->arena_bytes))) st = oom();
   if (st == SK_STATUS_OK) {

@@ -1,4 +1,4 @@
-#include "profile/profile.h"
+#include "runtime/profile.h"
 
 #include <stdlib.h>
 #include <time.h>

@@ -1,5 +1,7 @@
-/* A plan in readable form: a header, the sub-kernels, then one line per
- * task, core by core (what `sk plan` prints). */
+/* A plan as data: the names of its types, its destruction, and its
+ * readable form: a header, the sub-kernels, then one line per task, core
+ * by core (what `sk plan` prints). The planner that makes it is
+ * compile/planner.c. */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -7,7 +9,45 @@
 #include <string.h>
 
 #include "core/text.h"
-#include "compile/planner.h"
+#include "program/plan.h"
+
+const char *sk__sk_type_name(sk__sk_type type) {
+  switch (type) {
+    case SK_SK_MIX_AIV_1_0: return "MIX_AIV_1_0";
+    case SK_SK_MIX_AIC_1_0: return "MIX_AIC_1_0";
+    case SK_SK_MIX_AIC_1_1: return "MIX_AIC_1_1";
+    default: return "MIX_AIC_1_2";
+  }
+}
+
+const char *sk__sk_core_type(sk__sk_type type) {
+  switch (type) {
+    case SK_SK_MIX_AIV_1_0: return "AIV";
+    case SK_SK_MIX_AIC_1_0: return "AIC";
+    default: return "MIX_AIC";
+  }
+}
+
+void sk__plan_destroy(sk__plan *plan) {
+  if (!plan) return;
+  free(plan->name);
+  sk__options_free(&plan->options);
+  for (size_t i = 0; plan->subs && i < plan->n_subs; i++) {
+    free(plan->subs[i].external);
+    free(plan->subs[i].claim_waits);
+    free(plan->subs[i].claim_flags);
+    if (plan->subs[i].retiled) free(plan->subs[i].tiling.plan);
+  }
+  free(plan->subs);
+  free(plan->tasks);
+  free(plan->core_begin);
+  free(plan->deps);
+  free(plan->barrier_sets);
+  for (size_t i = 0; i < plan->n_labels; i++) free(plan->labels[i]);
+  free(plan->labels);
+  free(plan->sub_labels);
+  free(plan);
+}
 
 
 static const char *kind_name(sk__kernel_kind kind) {

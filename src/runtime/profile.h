@@ -12,8 +12,8 @@
  * Timestamps are TSC cycles, converted to microseconds when written.
  * Each core has a fixed budget of records; past it records are counted as
  * dropped, never written out of bounds. */
-#ifndef SK_PROFILE_PROFILE_H
-#define SK_PROFILE_PROFILE_H
+#ifndef SK_RUNTIME_PROFILE_H
+#define SK_RUNTIME_PROFILE_H
 
 #include <stdatomic.h>
 #include <stdint.h>

@@ -4,14 +4,18 @@
  *   - every node's io with this context's data pointers (the program's
  *     nodes hold shapes only) and barrier;
  *   - the arena of intermediate values and the per-core workspaces;
- *   - per super kernel, its launch state (flags, epoch, barriers, pending
- *     preloads: executors/launch.h) and, when JIT-compiled, its env;
- *   - the barriers of eager ops that use one;
+ *   - per step, what its executor keeps for a run (step.h, prepare): a
+ *     super kernel's launch state (flags, epoch, barriers, pending
+ *     preloads: executors/launch.h) and JIT env, an eager op's barrier;
  *   - the watchdog every wait of its launches is watched by;
  *   - the bindings of sk_run_context_bind / sk_program_bind.
- * The program's default context serves sk_program_run and friends. */
-#ifndef SK_EXEC_RUN_CONTEXT_H
-#define SK_EXEC_RUN_CONTEXT_H
+ * The program's default context serves sk_program_run and friends.
+ *
+ * A context is data of the program's, made and freed with it through the
+ * executors' tables (this file's run_context.c); binding and running it
+ * are src/run/'s. */
+#ifndef SK_PROGRAM_RUN_CONTEXT_H
+#define SK_PROGRAM_RUN_CONTEXT_H
 
 #include <stdatomic.h>
 
@@ -20,23 +24,14 @@
 #include "runtime/barrier.h"
 #include "runtime/watchdog.h"
 
-struct sk__launch_state;
-struct sk__jit_launch;
-
-typedef struct sk__ctx_step {
-  struct sk__launch_state *launch; /* a super kernel's state; NULL for an eager step */
-  struct sk__jit_launch *jit;      /* its env when the JIT compiled it, else NULL */
-} sk__ctx_step;
-
 struct sk_run_context {
   sk_program *p;
   sk__node_io *io;               /* per node */
   sk__tensor *tensors;           /* io's tensors: per node its inputs (slot after slot), then outputs */
-  sk__barrier_t *eager_barriers; /* one per eager step whose op uses a team barrier */
   void *arena;                   /* p->arena_bytes */
   void **workspaces;             /* per core of the largest team seen */
   int n_workspaces;
-  sk__ctx_step *steps;           /* per program step */
+  void **steps;                  /* per program step: its executor's state (step.h, prepare) */
   sk__watchdog watchdog;
   sk__run_error run_error;       /* what a block of this context's run found wrong in its data */
   /* The bound buffer of each input ([0]) and output ([1]), NULL while
@@ -68,20 +63,5 @@ void sk__run_context_free(sk_run_context *ctx);
 /* Per-core workspaces for a team of n_cores (grown, never shrunk); fn
  * names the entry point in the out-of-memory message. */
 sk_status sk__run_context_workspaces(sk_run_context *ctx, int n_cores, const char *fn);
-
-/* run.c: runs the program in ctx with input i in in[i] and output j in
- * out[j] (checked by the caller); bound: in and out are ctx->bound (the
- * nodes are not rebound when the last run used them too). The caller makes
- * sure no other thread uses ctx meanwhile; fn names the entry point in
- * messages. While the program profiles, runs of all its contexts take
- * turns on its profile_lock. */
-/* Runs, bindings and profile calls of programs from inside a block of a
- * running launch would wait for locks that launch holds (its own program's)
- * or nest a launch: they are refused with SK_STATUS_INVALID_STATE naming
- * fn. SK_STATUS_OK outside blocks. */
-sk_status sk__refuse_in_block(const char *fn);
-
-sk_status sk__run_context_run(sk_run_context *ctx, sk_team *team, void *const *in, void *const *out, bool bound,
-                              const char *fn);
 
 #endif
