@@ -171,6 +171,27 @@ static sk_status check_sub_barriers(sk__plan *plan, const sk_program *p) {
   return SK_STATUS_OK;
 }
 
+/* The footprints that PRELOAD and FLUSH tasks read at run time, per
+ * block of each sub-kernel they name: computed once here, so that a launch
+ * never asks an op for them. */
+static sk_status footprints_for_tasks(sk__plan *plan, const sk_program *p) {
+  for (size_t t = 0; t < plan->n_tasks; t++) {
+    const sk__task *task = &plan->tasks[t];
+    if (task->kind != SK_TASK_PRELOAD && task->kind != SK_TASK_FLUSH) continue;
+    sk__subkernel *s = &plan->subs[task->sub];
+    if (s->spans) continue;
+    const sk__exec_node *ex = &p->nodes[s->node];
+    size_t per_block = ex->n_in_tensors + ex->io.n_out;
+    s->spans = malloc(((size_t)s->n_blocks * per_block + 1) * sizeof *s->spans);
+    if (!s->spans) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "scope '%s': out of memory", plan->name);
+    for (int64_t b = 0; b < s->n_blocks; b++) {
+      sk__span *reads = &s->spans[(size_t)b * per_block];
+      sk__block_footprint(ex, &s->io, b, reads, reads + ex->n_in_tensors);
+    }
+  }
+  return SK_STATUS_OK;
+}
+
 sk_status sk__plan_build(const sk_program *p, const size_t *nodes, size_t n, const char *name,
                          const sk__options *options, int n_cores, sk__plan **plan_out) {
   *plan_out = NULL;
@@ -187,6 +208,7 @@ sk_status sk__plan_build(const sk_program *p, const size_t *nodes, size_t n, con
   if (st == SK_STATUS_OK) st = check_sub_barriers(plan, p);
   if (st == SK_STATUS_OK) st = mark_external_inputs(plan, p);
   if (st == SK_STATUS_OK) st = sk__plan_schedule(plan, p);
+  if (st == SK_STATUS_OK) st = footprints_for_tasks(plan, p);
   if (st != SK_STATUS_OK) {
     sk__plan_destroy(plan);
     return st;

@@ -8,7 +8,6 @@
 
 #include "core/error.h"
 #include "runtime/profile.h"
-#include "compile/planner.h"
 
 /* After a launch: put back what an abandoned one left half-done. No core
  * is inside the launch any more. A flag counts completed launches, so "done
@@ -158,17 +157,21 @@ static size_t prefetch_span(const void *data, sk__span span, size_t budget) {
  * (run_context.c lays them out so, as the program's nodes do). */
 static const sk__tensor *input_at(const sk__node_io *io, size_t i) { return &io->in[0].tensors[i]; }
 
+/* Block b's footprint, precomputed by the planner (plan.h, spans): its
+ * reads, then its writes. */
+static const sk__span *block_spans(const sk__subkernel *s, const sk__exec_node *ex, int64_t b) {
+  return &s->spans[(size_t)b * (ex->n_in_tensors + ex->io.n_out)];
+}
+
 /* The read-only operands (inputs not produced inside this super kernel) of
  * the core's blocks of sub-kernel `sub`. The spans come from the compiled
  * node (shapes), the data from this context's io. */
 static void prefetch_operands(const sk__launch_state *st, size_t sub, int core) {
   const sk__subkernel *s = &st->plan->subs[sub];
   const sk__exec_node *ex = &st->p->nodes[s->node];
-  sk__span reads[64], writes[64];
-  if (ex->n_in_tensors > 64 || ex->io.n_out > 64) return; /* a hint only: skip huge lists */
   size_t budget = st->plan->preload_bytes;
   for (int64_t b = core - s->core_first; b < s->n_blocks && budget; b += s->n_cores) {
-    sk__block_footprint(ex, &s->io, b, reads, writes);
+    const sk__span *reads = block_spans(s, ex, b);
     for (size_t i = 0; i < ex->n_in_tensors && budget; i++)
       if (s->external[i]) budget -= prefetch_span(input_at(st->sub_io[sub], i)->data, reads[i], budget);
   }
@@ -187,11 +190,10 @@ static void preload_before_wait(sk__launch_state *st, int core) {
 }
 
 void sk__launch_flush(const sk__launch_state *st, size_t sub, int64_t block, int outputs) {
-  const sk__exec_node *ex = &st->p->nodes[st->plan->subs[sub].node];
+  const sk__subkernel *s = &st->plan->subs[sub];
+  const sk__exec_node *ex = &st->p->nodes[s->node];
   const sk__node_io *io = st->sub_io[sub];
-  sk__span reads[64], writes[64];
-  if (ex->n_in_tensors > 64 || ex->io.n_out > 64) return;
-  sk__block_footprint(ex, &st->plan->subs[sub].io, block, reads, writes);
+  const sk__span *reads = block_spans(s, ex, block), *writes = reads + ex->n_in_tensors;
   size_t n = outputs ? io->n_out : ex->n_in_tensors;
   for (size_t i = 0; i < n; i++) {
     const sk__span *sp = outputs ? &writes[i] : &reads[i];

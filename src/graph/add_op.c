@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "core/struct_size.h"
-#include "graph/build_ctx.h"
+#include "ops/build_ctx.h"
 #include "graph/graph.h"
 
 /* The tensors of the descriptor's slots, from the graph's values (add_op)

@@ -1,6 +1,5 @@
 list(APPEND SK_SOURCES
   graph/add_op.c
-  graph/build_ctx.c
   graph/graph.c
   graph/scope.c
   graph/tokens.c

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "graph/build_ctx.h"
+#include "ops/build_ctx.h"
 #include "graph/graph.h"
 
 /* Far below the 2^48-byte limit of one tensor for any row, and what a

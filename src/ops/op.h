@@ -165,7 +165,7 @@ const sk__op_def *sk__op_find(const char *type);
  * program that uses it. The type must be new. */
 sk_status sk__op_register(const sk__op_def *def);
 
-/* ---- build-time helpers, implemented in graph/build_ctx.c ---- */
+/* ---- build-time helpers, implemented in build_ctx.c ---- */
 
 /* The op definition being built (ops registered at run time find their
  * own data through it). */

@@ -1,5 +1,6 @@
 list(APPEND SK_SOURCES
   ops/registry.c
+  ops/build_ctx.c
   ops/reshape.c
   ops/squeeze.c
   ops/slice.c

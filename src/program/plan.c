@@ -36,6 +36,7 @@ void sk__plan_destroy(sk__plan *plan) {
     free(plan->subs[i].external);
     free(plan->subs[i].claim_waits);
     free(plan->subs[i].claim_flags);
+    free(plan->subs[i].spans);
     if (plan->subs[i].retiled) free(plan->subs[i].tiling.plan);
   }
   free(plan->subs);

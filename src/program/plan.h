@@ -103,6 +103,11 @@ typedef struct sk__subkernel {
   sk__tiling tiling;
   bool retiled;
   sk__node_io io;
+  /* Per block b, its footprint in byte spans: the node's n_in_tensors
+   * reads, then its n_out writes, at spans[b * (n_in_tensors + n_out)].
+   * Made by the planner when a task of the plan preloads or flushes this
+   * sub-kernel (what those tasks read at run time), else NULL. Owned. */
+  sk__span *spans;
 } sk__subkernel;
 
 /* The most blocks of a claimed producer a consumer block waits for one by

@@ -1,8 +1,8 @@
 /* The state of building one node (sk_graph_add_op, sk_op_infer): the op's
  * definition, the descriptor, its slots' tensors (shapes and dtypes, no
  * data), the params the op fills and the outputs it declares. */
-#ifndef SK_GRAPH_BUILD_CTX_H
-#define SK_GRAPH_BUILD_CTX_H
+#ifndef SK_OPS_BUILD_CTX_H
+#define SK_OPS_BUILD_CTX_H
 
 #include "ops/op.h"
 

@@ -1,7 +1,7 @@
 /* Building one node: the generic checks every op's descriptor passes
  * against its schema, the getters an op's build reads its attributes with,
  * and the checks of what the build declared (build_ctx.h). */
-#include "graph/build_ctx.h"
+#include "ops/build_ctx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
