@@ -16,6 +16,8 @@
 #include "runtime/profile.h"
 #include "profile/report.h"
 #include "program/plan.h"
+#include "program/tokens.h"
+#include "runtime/team.h"
 
 /* "AIC" for cube work, "AIV" for vector, "MIX_AIC" for both: the seed's
  * Core Type column. */
@@ -216,4 +218,33 @@ sk_status sk__profile_write(sk__profile *prof, const sk_program *p, const char *
     sk__log(SK_LOG_WARN, "profile: %zu records dropped (budget %d per core); the trace is incomplete", dropped,
             SK_PROF_RECORDS_PER_CORE);
   return SK_STATUS_OK;
+}
+
+/* ---- public ---- */
+
+sk_status sk_program_write_profile(sk_program *p, const char *dir) {
+  sk__clear_error();
+  if (!p || !dir) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_write_profile: %s is NULL", !p ? "program" : "dir");
+  SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_program_write_profile"));
+  p = sk__tokens_last_run(p); /* a run-time token count: the bucket run last */
+  pthread_mutex_lock(&p->profile_lock); /* a run of any context may be recording */
+  sk_status st = p->profile ? sk__profile_write(p->profile, p, dir)
+                            : sk__fail(SK_STATUS_INVALID_STATE,
+                                       "sk_program_write_profile: nothing recorded (compile with cfg.profile = 1, or "
+                                       "a scope with profiling=1, and run the program)");
+  pthread_mutex_unlock(&p->profile_lock);
+  return st;
+}
+
+void sk_program_reset_profile(sk_program *p) {
+  if (!p) return;
+  if (sk__refuse_in_block("sk_program_reset_profile") != SK_STATUS_OK) {
+    sk__log(SK_LOG_WARN, "%s", sk_last_error()); /* no status to return it in */
+    return;
+  }
+  const sk__token_buckets *b = p->tokens;
+  for (size_t i = 0; b && i < b->n; i++) sk_program_reset_profile(b->programs[i]);
+  pthread_mutex_lock(&p->profile_lock);
+  if (p->profile) sk__profile_reset(p->profile);
+  pthread_mutex_unlock(&p->profile_lock);
 }

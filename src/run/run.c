@@ -10,7 +10,6 @@
 #include "core/error.h"
 #include "run/run.h"
 #include "program/tokens.h"
-#include "profile/report.h"
 #include "runtime/profile.h"
 #include "runtime/team.h"
 
@@ -25,42 +24,6 @@ static sk_status ensure_profile(sk_program *p, int n_cores, const char *fn) {
   p->profile = sk__profile_create(n_cores);
   if (!p->profile) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory for the profile", fn);
   return SK_STATUS_OK;
-}
-
-sk_status sk__refuse_in_block(const char *fn) {
-  int core = sk__team_current_core();
-  if (core < 0) return SK_STATUS_OK;
-  return sk__fail(SK_STATUS_INVALID_STATE,
-                  "%s: called from inside a block (core %d of a running launch); programs cannot be run, bound or "
-                  "profiled from there",
-                  fn, core);
-}
-
-sk_status sk_program_write_profile(sk_program *p, const char *dir) {
-  sk__clear_error();
-  if (!p || !dir) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_write_profile: %s is NULL", !p ? "program" : "dir");
-  SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_program_write_profile"));
-  p = sk__tokens_last_run(p); /* a run-time token count: the bucket run last */
-  pthread_mutex_lock(&p->profile_lock); /* a run of any context may be recording */
-  sk_status st = p->profile ? sk__profile_write(p->profile, p, dir)
-                            : sk__fail(SK_STATUS_INVALID_STATE,
-                                       "sk_program_write_profile: nothing recorded (compile with cfg.profile = 1, or "
-                                       "a scope with profiling=1, and run the program)");
-  pthread_mutex_unlock(&p->profile_lock);
-  return st;
-}
-
-void sk_program_reset_profile(sk_program *p) {
-  if (!p) return;
-  if (sk__refuse_in_block("sk_program_reset_profile") != SK_STATUS_OK) {
-    sk__log(SK_LOG_WARN, "%s", sk_last_error()); /* no status to return it in */
-    return;
-  }
-  const sk__token_buckets *b = p->tokens;
-  for (size_t i = 0; b && i < b->n; i++) sk_program_reset_profile(b->programs[i]);
-  pthread_mutex_lock(&p->profile_lock);
-  if (p->profile) sk__profile_reset(p->profile);
-  pthread_mutex_unlock(&p->profile_lock);
 }
 
 _Alignas(64) unsigned char sk__empty_data[64];

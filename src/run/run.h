@@ -4,12 +4,7 @@
 #define SK_RUN_RUN_H
 
 #include "program/run_context.h"
-
-/* Runs, bindings and profile calls of programs from inside a block of a
- * running launch would wait for locks that launch holds (its own program's)
- * or nest a launch: they are refused with SK_STATUS_INVALID_STATE naming
- * fn. SK_STATUS_OK outside blocks. */
-sk_status sk__refuse_in_block(const char *fn);
+#include "runtime/team.h"
 
 /* run.c: runs the program in ctx with input i in in[i] and output j in
  * out[j] (checked by the caller); bound: in and out are ctx->bound (the

@@ -423,3 +423,12 @@ sk_status sk_team_launch(sk_team *team, sk_block_fn fn, void *arg, int64_t n_blo
 sk_status sk__team_launch_claimed(sk_team *team, sk_block_fn fn, void *arg, int64_t n_blocks) {
   return launch(team, fn, arg, n_blocks, true);
 }
+
+sk_status sk__refuse_in_block(const char *fn) {
+  int core = sk__team_current_core();
+  if (core < 0) return SK_STATUS_OK;
+  return sk__fail(SK_STATUS_INVALID_STATE,
+                  "%s: called from inside a block (core %d of a running launch); programs cannot be run, bound or "
+                  "profiled from there",
+                  fn, core);
+}

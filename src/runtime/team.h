@@ -45,6 +45,11 @@ sk_status sk__team_launch_claimed(sk_team *team, sk_block_fn fn, void *arg, int6
  * (0..num_cores-1); -1 outside any launch. For assertions and per-core
  * scratch lookup. */
 int sk__team_current_core(void);
+/* Runs, bindings and profile calls of programs from inside a block of a
+ * running launch would wait for locks that launch holds (its own program's)
+ * or nest a launch: they are refused with SK_STATUS_INVALID_STATE naming
+ * fn. SK_STATUS_OK outside blocks. */
+sk_status sk__refuse_in_block(const char *fn);
 
 /* Test-only fault injection: the next sk_team_create (in any thread) that
  * gets to worker thread `worker` (1..num_cores-1) fails to create it, as if
