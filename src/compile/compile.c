@@ -222,11 +222,7 @@ sk_status sk__compile_graph(const sk_graph *g, const sk_compile_config *cfg, int
   if (HAS(default_options) && cfg->default_options) {
     sk__options o;
     sk_status opt_st = sk__options_parse(cfg->default_options, &o);
-    if (opt_st != SK_STATUS_OK) {
-      char msg[1024];
-      snprintf(msg, sizeof msg, "%s", sk_last_error());
-      return sk__fail(opt_st, "sk_compile: global options: %s", msg);
-    }
+    if (opt_st != SK_STATUS_OK) return sk__fail_within(opt_st, "sk_compile: global options");
     sk__options_free(&o);
   }
   sk_program *p = sk__program_new();

@@ -255,11 +255,7 @@ sk_status sk__program_build_steps(sk_program *p, const sk_graph *g, const char *
   for (size_t s = 0; fuse && st == SK_STATUS_OK && s < g->n_scopes; s++) {
     names[s] = g->scopes[s].name;
     st = sk__options_parse_layered(default_options, g->scopes[s].options, &options[s]);
-    if (st != SK_STATUS_OK) {
-      char message[1024];
-      snprintf(message, sizeof message, "%s", sk_last_error());
-      st = sk__fail(st, "scope '%s': %s", g->scopes[s].name, message);
-    }
+    if (st != SK_STATUS_OK) st = sk__fail_within(st, "scope '%s'", g->scopes[s].name);
   }
   if (st == SK_STATUS_OK && fuse) st = sk__node_deps_build(p, g, &d);
   if (st == SK_STATUS_OK) st = sk__build_steps(p, g->n_scopes, names, options, &d);

@@ -1,5 +1,6 @@
 #define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include "core/alloc.h"
+#include "core/error.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,3 +34,23 @@ void *sk__alloc_streamed(size_t size) {
 #endif
   return p;
 }
+
+sk_status sk__grow(void **array, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return SK_STATUS_OK;
+  size_t n = *cap ? *cap * 2 : 16;
+  while (n < need) n *= 2;
+  void *p = realloc(*array, n * elem);
+  if (!p) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "out of memory growing an array");
+  *array = p;
+  *cap = n;
+  return SK_STATUS_OK;
+}
+
+char *sk__strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+void sk_free(void *p) { free(p); }

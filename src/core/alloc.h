@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "superkernel.h"
+
 #define SK_ALIGNMENT 64
 
 /* Returns NULL on failure or size 0 overflow; free with sk__aligned_free. */
@@ -27,5 +29,12 @@ void *sk__alloc_streamed(size_t size);
 static inline size_t sk__align_up(size_t size) {
   return (size + SK_ALIGNMENT - 1) & ~(size_t)(SK_ALIGNMENT - 1);
 }
+
+/* Grows *array (of elem bytes, capacity *cap) to hold at least need
+ * elements, doubling; SK_STATUS_OUT_OF_MEMORY (the array kept) when it
+ * cannot. */
+sk_status sk__grow(void **array, size_t *cap, size_t need, size_t elem);
+/* A malloc'd copy of s; NULL when out of memory. */
+char *sk__strdup(const char *s);
 
 #endif

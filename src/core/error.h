@@ -13,6 +13,12 @@
 sk_status sk__fail(sk_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The same, with this thread's current message (what a callee failed
+ * with) kept after the new one: "<fmt>: <the callee's message>". For a
+ * caller that names where a callee's failure happened. */
+sk_status sk__fail_within(sk_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Clears this thread's last error; public calls do this on entry. */
 void sk__clear_error(void);
 

@@ -31,3 +31,21 @@ sk_status sk__fail(sk_status status, const char *fmt, ...) {
   sk__log(SK_LOG_DEBUG, "%s: %s", sk_status_string(status), last_error);
   return status;
 }
+
+sk_status sk__fail_within(sk_status status, const char *fmt, ...) {
+  char inner[sizeof last_error];
+  snprintf(inner, sizeof inner, "%s", last_error);
+  int n;
+  va_list ap;
+  va_start(ap, fmt);
+  n = vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  /* The callee's message after ": ", cut where the buffer ends. */
+  size_t at = n < 0 ? 0 : (size_t)n < sizeof last_error ? (size_t)n : sizeof last_error - 1;
+  const char *parts[2] = {": ", inner};
+  for (int i = 0; i < 2; i++)
+    for (const char *c = parts[i]; *c && at + 1 < sizeof last_error; c++) last_error[at++] = *c;
+  last_error[at] = '\0';
+  sk__log(SK_LOG_DEBUG, "%s: %s", sk_status_string(status), last_error);
+  return status;
+}

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/error.h"
+
 void sk__text_put(sk__text *t, const char *fmt, ...) {
   if (t->failed) return;
   va_list ap;
@@ -30,4 +32,16 @@ void sk__text_put(sk__text *t, const char *fmt, ...) {
   vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
   va_end(ap);
   t->len += (size_t)n;
+}
+
+sk_status sk__text_take(sk__text *t, const char *fn, char **out) {
+  if (!t->failed && !t->buf) sk__text_put(t, "%s", ""); /* an empty text is "" */
+  if (t->failed) {
+    free(t->buf);
+    *t = (sk__text){0};
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", fn);
+  }
+  *out = t->buf;
+  *t = (sk__text){0};
+  return SK_STATUS_OK;
 }

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "superkernel.h"
+
 typedef struct sk__text {
   char *buf;
   size_t len, cap;
@@ -14,5 +16,8 @@ typedef struct sk__text {
 } sk__text;
 
 void sk__text_put(sk__text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hands the text to *out (the caller frees it) and empties t; when an
+ * append failed, frees it and returns SK_STATUS_OUT_OF_MEMORY naming fn. */
+sk_status sk__text_take(sk__text *t, const char *fn, char **out);
 
 #endif

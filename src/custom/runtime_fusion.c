@@ -48,10 +48,10 @@ static sk_status oom(void) { return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_fused_
 /* Re-prefixes the planner's / parser's message with the entry point; the
  * planner's "scope 'x'" is a fused kernel here. */
 static sk_status prefixed(sk_status st) {
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s", sk_last_error());
-  bool scope = strncmp(msg, "scope '", 7) == 0;
-  return sk__fail(st, "sk_fused_kernel_create: %s%s", scope ? "fused kernel " : "", scope ? msg + 6 : msg);
+  if (strncmp(sk_last_error(), "scope '", 7) != 0) return sk__fail_within(st, "sk_fused_kernel_create");
+  char rest[1024];
+  snprintf(rest, sizeof rest, "%s", sk_last_error() + 6);
+  return sk__fail(st, "sk_fused_kernel_create: fused kernel %s", rest);
 }
 
 static char *join_names(sk_kernel *const *kernels, size_t n) {
@@ -207,24 +207,12 @@ sk_status sk_fused_kernel_launch(sk_fused_kernel *fk, void *const *const *args) 
   return st;
 }
 
-static bool append(char **buf, size_t *len, const char *piece) {
-  size_t n = strlen(piece);
-  char *grown = realloc(*buf, *len + n + 1);
-  if (!grown) return false;
-  memcpy(grown + *len, piece, n + 1);
-  *buf = grown;
-  *len += n;
-  return true;
-}
-
 sk_status sk_fused_kernel_describe(const sk_fused_kernel *fk, char **text_out) {
   sk__clear_error();
   if (!fk || !text_out)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_describe: %s is NULL", !fk ? "fk" : "text_out");
   *text_out = NULL;
   const sk_program *p = fk->p;
-  char *buf = NULL, line[512];
-  size_t len = 0;
   size_t n_plans = 0, n_jit = 0;
   for (size_t s = 0; s < p->n_steps; s++)
     n_plans += p->steps[s].plan != NULL, n_jit += p->steps[s].exec->kind == SK_EXECUTOR_JIT;
@@ -233,29 +221,21 @@ sk_status sk_fused_kernel_describe(const sk_fused_kernel *fk, char **text_out) {
                   : n_jit == n_plans                 ? "JIT-compiled"
                   : n_jit == 0                       ? "interpreted"
                                                      : "partly JIT-compiled, partly interpreted";
-  snprintf(line, sizeof line,
-           "fused kernel %s: %zu kernels in %zu step%s, %s, %d cores; runtime-only fusion: a barrier between "
-           "consecutive kernels\n",
-           fk->name, fk->n_kernels, p->n_steps, p->n_steps == 1 ? "" : "s", how, p->tiled_cores);
-  bool ok = append(&buf, &len, line);
-  for (size_t s = 0; ok && s < p->n_steps; s++) {
-    if (p->steps[s].plan) {
-      char *plan = sk__plan_format(p->steps[s].plan, p);
-      ok = plan && append(&buf, &len, plan);
-      free(plan);
-      if (ok && n_jit && n_jit < n_plans)
-        snprintf(line, sizeof line, "  (%s)\n", p->steps[s].exec->name), ok = append(&buf, &len, line);
+  sk__text t = {0};
+  sk__text_put(&t,
+               "fused kernel %s: %zu kernels in %zu step%s, %s, %d cores; runtime-only fusion: a barrier between "
+               "consecutive kernels\n",
+               fk->name, fk->n_kernels, p->n_steps, p->n_steps == 1 ? "" : "s", how, p->tiled_cores);
+  for (size_t s = 0; s < p->n_steps; s++) {
+    const sk__step *step = &p->steps[s];
+    if (step->plan) {
+      step->exec->describe(p, step, &t);
+      if (n_jit && n_jit < n_plans) sk__text_put(&t, "  (%s)\n", step->exec->name);
     } else {
-      const sk__exec_node *node = &p->nodes[p->steps[s].node];
-      snprintf(line, sizeof line, "kernel %s: own launch, %lld blocks%s\n", node->name,
-               (long long)node->tiling.n_blocks, node->def->unfusable ? " (unfusable)" : "");
-      ok = append(&buf, &len, line);
+      const sk__exec_node *node = &p->nodes[step->node];
+      sk__text_put(&t, "kernel %s: own launch, %lld blocks%s\n", node->name, (long long)node->tiling.n_blocks,
+                   node->def->unfusable ? " (unfusable)" : "");
     }
   }
-  if (!ok) {
-    free(buf);
-    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_fused_kernel_describe: out of memory");
-  }
-  *text_out = buf;
-  return SK_STATUS_OK;
+  return sk__text_take(&t, "sk_fused_kernel_describe", text_out);
 }

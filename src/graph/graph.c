@@ -8,24 +8,6 @@
 
 #include "core/error.h"
 
-sk_status sk__grow(void **array, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return SK_STATUS_OK;
-  size_t n = *cap ? *cap * 2 : 16;
-  while (n < need) n *= 2;
-  void *p = realloc(*array, n * elem);
-  if (!p) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "out of memory growing a graph array");
-  *array = p;
-  *cap = n;
-  return SK_STATUS_OK;
-}
-
-char *sk__strdup(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}
-
 sk_status sk_graph_create(sk_graph **graph_out) {
   sk__clear_error();
   if (!graph_out) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_graph_create: graph_out is NULL");

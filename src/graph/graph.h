@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "core/alloc.h"
 #include "core/tensor.h"
 #include "ops/op.h"
 
@@ -85,9 +86,6 @@ struct sk_graph {
   int64_t max_tokens;
 };
 
-/* Grows *array (of elem bytes) to hold at least need elements. */
-sk_status sk__grow(void **array, size_t *cap, size_t need, size_t elem);
-char *sk__strdup(const char *s);
 /* Frees what a node owns (not the node itself). */
 void sk__node_free(sk__node *node);
 

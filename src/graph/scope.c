@@ -10,10 +10,7 @@
 static sk_status parse_scope_options(const char *name, const char *options, sk__options *parsed) {
   sk_status st = sk__options_parse(options, parsed);
   if (st == SK_STATUS_OK) return st;
-  char message[1024];
-  strncpy(message, sk_last_error(), sizeof message - 1);
-  message[sizeof message - 1] = '\0';
-  return sk__fail(st, "scope '%s': %s", name, message);
+  return sk__fail_within(st, "scope '%s'", name);
 }
 
 /* Reopening scope sc: NULL or "" options keep the declared ones; other

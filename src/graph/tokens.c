@@ -127,11 +127,9 @@ static sk_status probe_at(const probe_src *src, const sk_op_desc *desc, const sk
   sk__tensor *scratch = NULL;
   sk_status st = build_at(src, desc, probe, &ctx, &scratch);
   if (st != SK_STATUS_OK) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", sk_last_error());
     ctx_release(&ctx, scratch);
-    return sk__fail(st, "%s: fails at a run-time token count of %lld (checked at 1 .. %lld): %s", at_max->label,
-                    (long long)probe, (long long)src->max, msg);
+    return sk__fail_within(st, "%s: fails at a run-time token count of %lld (checked at 1 .. %lld)", at_max->label,
+                           (long long)probe, (long long)src->max);
   }
   bool *seen = find ? dynamic : calloc(at_max->n_outs ? at_max->n_outs : 1, sizeof *seen);
   if (!seen) st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", at_max->label);

@@ -335,10 +335,8 @@ sk_status sk__options_parse_layered(const char *global, const char *scope, sk__o
   sk__options g, sc;
   sk_status st = sk__options_parse(global, &g);
   if (st != SK_STATUS_OK) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", sk_last_error());
     sk__options_init_defaults(o);
-    return sk__fail(st, "global options: %s", msg);
+    return sk__fail_within(st, "global options");
   }
   st = sk__options_parse(scope, &sc);
   if (st != SK_STATUS_OK) {
