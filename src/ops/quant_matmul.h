@@ -38,6 +38,13 @@ void sk__qmm_column_params(const sk__node_io *io, int64_t j, float *scale, float
 /* The canonical quiet NaN every NaN result is stored as (see docs/ops.md). */
 #define SK__QMM_NAN_BITS 0x7FC00000u
 
+/* The tiling's plan (sk__tiling.plan), what a block reads to find its tile. */
+typedef struct qmm_plan {
+  int64_t tm, tn;               /* tile size */
+  int64_t row_parts, col_parts; /* tiles per matrix */
+  size_t qgemm_ws;              /* bytes of the workspace's qgemm part (64-aligned) */
+} qmm_plan;
+
 sk_status sk__qmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out);
 void sk__qmm_run_block(const sk__node_io *io, int64_t block, void *workspace);
 /* The pack hook: a constant x2's matrices into int8 GEMM panels once. */

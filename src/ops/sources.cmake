@@ -12,12 +12,14 @@ list(APPEND SK_SOURCES
   ops/grouped_matmul.c
   ops/grouped_matmul_quant.c
   ops/grouped_matmul_tiling.c
+  ops/grouped_matmul_kernel.c
   ops/grouped_matmul_balance.c
   ops/grouped_matmul_groups.c
   ops/packed_weights.c
   ops/quant_param.c
   ops/quant_matmul.c
   ops/quant_matmul_tiling.c
+  ops/quant_matmul_kernel.c
   ops/dequant_swiglu_quant.c
   ops/dequant_swiglu_quant_kernel.c
   ops/int8_quantize.c
