@@ -443,13 +443,28 @@ SK_API sk_status sk_graph_value_info(const sk_graph *graph, sk_value value,
 
 /* One input slot of an op. A list slot takes any number of tensors
  * (grouped_matmul's x); a single slot exactly one. An optional slot may be
- * left out; sk_graph_add_op rejects a required slot left out. */
+ * left out; sk_graph_add_op rejects a required slot left out.
+ *
+ * The data rules every tensor of the slot obeys, checked by sk_graph_add_op
+ * and sk_op_infer for every op alike before the op's own rules (which add
+ * what depends on attributes or on other slots' shapes):
+ *   dtypes         SK_DTYPE_BIT(d) of each dtype accepted; 0: any
+ *   min_rank, max_rank   the ranks accepted, max_rank -1: no upper bound;
+ *                  both 0: any rank
+ *   same_dtype_as  1 + the index of the slot whose first tensor's dtype
+ *                  this slot's tensors must have (the slot itself: every
+ *                  tensor of a list as its first); 0: none */
 typedef struct sk_op_slot_info {
   const char *name;
   int is_list;
   int is_optional;
   const char *doc; /* one line: shapes and dtypes accepted */
+  unsigned dtypes;
+  int min_rank, max_rank;
+  int same_dtype_as;
 } sk_op_slot_info;
+
+#define SK_DTYPE_BIT(d) (1u << (unsigned)(d))
 
 /* One attribute. An INT (and every element of INTS) must lie in [min, max]
  * when has_range; sk_graph_add_op checks the kind, the range and unknown

@@ -1119,7 +1119,7 @@ static const row ROWS[] = {
     R("shape", swiglu_odd, SHAPE, "swiglu", "even", "[4, 7]"),
     R("dtype", swiglu_int, DTYPE, "swiglu", "input x", "int8"),
     R("attr", swiglu_dim, ATTR, "swiglu", "dim", "got 2"),
-    R("shape", swiglu_scalar, SHAPE, "swiglu", "input x", "0-d"),
+    R("shape", swiglu_scalar, SHAPE, "swiglu", "input x: expected rank >= 1"),
     R("dtype", ir_ids_int64, DTYPE, "moe_init_routing", "expert_idx", "int64"),
     R("shape", ir_ids_rows, SHAPE, "moe_init_routing", "expert_idx", "[6, K]"),
     R("attr", ir_no_experts, ATTR, "moe_init_routing", "expert_num"),

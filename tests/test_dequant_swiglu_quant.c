@@ -367,7 +367,7 @@ static void test_errors_x_and_attributes(void) {
   CHECK_FAILS(add_with(ein("empty", SK_FP32, 2, (int64_t[]){4, 0}), NULL, 0, 1), SK_STATUS_INVALID_SHAPE, OP,
               "even last dimension", "got 0");
   CHECK_FAILS(add_with(ein("i8", SK_INT8, 2, (int64_t[]){4, 8}), NULL, 0, 1), SK_STATUS_INVALID_DTYPE, OP, "input x",
-              "int32, fp32, fp16 or bf16", "got int8");
+              "fp32, fp16, bf16 or int32", "got int8");
   CHECK_FAILS(add_with(x, NULL, 0, 2), SK_STATUS_INVALID_ATTRIBUTE, OP, "quant_mode", "expected 0..1 (0 static", "got 2");
   sk_value outs[2];
   sk_op_input in[] = {{"x", &x, 1}};
@@ -429,7 +429,7 @@ static void test_errors_dequant_inputs(void) {
   CHECK_FAILS(add_with(x, "activation_scale", ein("asbf", SK_BF16, 1, (int64_t[]){4}), 1), SK_STATUS_INVALID_DTYPE, OP,
               "input activation_scale", "fp32", "got bf16");
   CHECK_FAILS(add_with(x, "bias", ein("bias64", SK_INT64, 1, (int64_t[]){8}), 1), SK_STATUS_INVALID_DTYPE, OP,
-              "input bias", "int32, fp32, fp16 or bf16", "got int64");
+              "input bias", "fp32, fp16, bf16 or int32", "got int64");
   sk_graph_destroy(eg);
 }
 

@@ -143,7 +143,8 @@ static void test_grouped_matmul_errors(void) {
   sk_value pt4 = input("pt4", SK_FP32, 1, (int64_t[]){4}), pt3 = input("pt3", SK_FP32, 1, (int64_t[]){3});
   sk_value bi6 = input("bi6", SK_INT32, 1, (int64_t[]){6}), bf6 = input("bf6", SK_FP32, 1, (int64_t[]){6});
   sk_op_input int8_mixed[] = {{"x", &x8, 1}, {"weight", &w0, 1}};
-  CHECK_FAILS(add("grouped_matmul", int8_mixed, 2, NULL, 0, outs, 4), SK_STATUS_INVALID_SHAPE, "weight[0]");
+  CHECK_FAILS(add("grouped_matmul", int8_mixed, 2, NULL, 0, outs, 4), SK_STATUS_INVALID_DTYPE, "weight[0]",
+              "int8 (as x[0])", "fp16");
   sk_op_input int8_ok[] = {{"x", &x8, 1}, {"weight", &w8, 1}, {"scale", &s6, 1}, {"per_token_scale", &pt4, 1}};
   CHECK_FAILS(add("grouped_matmul", int8_ok, 4, NULL, 0, outs, 4), SK_STATUS_INVALID_ARGUMENT, "scale",
               "not used with int32 output");
@@ -166,7 +167,7 @@ static void test_grouped_matmul_errors(void) {
               "int32 with int32 output", "fp32");
   sk_op_input int_bias[] = {{"x", &x8, 1}, {"weight", &w8, 1}, {"bias", &bi6, 1}};
   CHECK_OK(add("grouped_matmul", int_bias, 3, NULL, 0, outs, 4));
-  sk_op_input scale[] = {{"x", &x0, 1}, {"weight", &w0, 1}, {"scale", &b0, 1}};
+  sk_op_input scale[] = {{"x", &x0, 1}, {"weight", &w0, 1}, {"scale", &s6, 1}};
   CHECK_FAILS(add("grouped_matmul", scale, 3, NULL, 0, outs, 4), SK_STATUS_INVALID_ARGUMENT, "scale", "int8 path");
   sk_op_input ok[] = {{"x", &x0, 1}, {"weight", &w0, 1}};
   sk_attr bad_type[] = {SK_ATTR_INT("group_type", 2)};

@@ -84,7 +84,16 @@ class OpDesc(_C.Structure):
 
 
 class SlotInfo(_C.Structure):
-    _fields_ = [("name", c_char_p), ("is_list", c_int), ("is_optional", c_int), ("doc", c_char_p)]
+    _fields_ = [
+        ("name", c_char_p),
+        ("is_list", c_int),
+        ("is_optional", c_int),
+        ("doc", c_char_p),
+        ("dtypes", _C.c_uint),
+        ("min_rank", c_int),
+        ("max_rank", c_int),
+        ("same_dtype_as", c_int),
+    ]
 
 
 class AttrInfo(_C.Structure):

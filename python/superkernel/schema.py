@@ -18,10 +18,19 @@ _KIND_NAMES = {ATTR_INT: "int", ATTR_FLOAT: "float", ATTR_INTS: "ints"}  # sk_at
 
 @dataclass(frozen=True)
 class Slot:
+    """One input slot and the data rules the library checks for it
+    (sk_op_slot_info): the dtypes accepted (empty: any), the ranks accepted
+    (max_rank None: no upper bound; None, None: any rank) and the slot
+    whose first tensor's dtype this one's must have (None: none)."""
+
     name: str
     is_list: bool
     is_optional: bool
     doc: str
+    dtypes: Tuple[DType, ...] = ()
+    min_rank: Optional[int] = None
+    max_rank: Optional[int] = None
+    same_dtype_as: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -57,11 +66,24 @@ def _s(b):
     return b.decode() if b else ""
 
 
-def _convert(c):
-    inputs = tuple(
-        Slot(_s(c.inputs[i].name), bool(c.inputs[i].is_list), bool(c.inputs[i].is_optional), _s(c.inputs[i].doc))
-        for i in range(c.n_inputs)
+def _slot(c, i):
+    s = c.inputs[i]
+    ranked = s.min_rank != 0 or s.max_rank != 0
+    dtypes = tuple(DType(d) for d in range(1, 32) if s.dtypes >> d & 1)
+    return Slot(
+        _s(s.name),
+        bool(s.is_list),
+        bool(s.is_optional),
+        _s(s.doc),
+        dtypes,
+        int(s.min_rank) if ranked else None,
+        int(s.max_rank) if ranked and s.max_rank >= 0 else None,
+        _s(c.inputs[s.same_dtype_as - 1].name) if s.same_dtype_as else None,
     )
+
+
+def _convert(c):
+    inputs = tuple(_slot(c, i) for i in range(c.n_inputs))
     attrs = []
     for i in range(c.n_attrs):
         a = c.attrs[i]

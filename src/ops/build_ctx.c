@@ -202,8 +202,66 @@ sk_status sk__build_check_desc(sk__build_ctx *ctx) {
   return check_required(ctx);
 }
 
+/* "x" for a single slot, "x[i]" for a list's tensor i. */
+static const char *tensor_name(const sk_op_slot_info *info, size_t i, char *buf, size_t size) {
+  if (info->is_list) snprintf(buf, size, "%s[%zu]", info->name, i);
+  else snprintf(buf, size, "%s", info->name);
+  return buf;
+}
+
+/* "fp32, fp16 or bf16" of a dtype mask, in sk_dtype order. */
+static const char *dtype_list(unsigned mask, char *buf, size_t size) {
+  int n = 0, total = 0;
+  for (int d = SK_DTYPE_INVALID + 1; d < SK_DTYPE_COUNT_; d++) total += (mask >> d) & 1;
+  buf[0] = '\0';
+  for (int d = SK_DTYPE_INVALID + 1; d < SK_DTYPE_COUNT_; d++) {
+    if (!((mask >> d) & 1)) continue;
+    const char *sep = n == 0 ? "" : n + 1 == total ? " or " : ", ";
+    size_t len = strlen(buf);
+    snprintf(buf + len, size - len, "%s%s", sep, sk_dtype_name((sk_dtype)d));
+    n++;
+  }
+  return buf;
+}
+
+/* The data rules of the schema's slots (sk_op_slot_info: dtypes, ranks,
+ * same dtype as another slot), one message for every op. */
+static sk_status check_data(const sk__build_ctx *ctx) {
+  const sk__op_def *def = ctx->def;
+  for (size_t s = 0; s < def->n_inputs; s++) {
+    const sk_op_slot_info *info = &def->inputs[s];
+    const sk__slot *slot = &ctx->slots[s];
+    const sk_op_slot_info *ref_info = info->same_dtype_as ? &def->inputs[info->same_dtype_as - 1] : NULL;
+    const sk__slot *ref = ref_info ? &ctx->slots[info->same_dtype_as - 1] : NULL;
+    for (size_t i = 0; i < slot->count; i++) {
+      const sk__tensor *t = &slot->tensors[i];
+      char name[96], other[96], text[128];
+      if (info->dtypes && !(info->dtypes & SK_DTYPE_BIT(t->dtype)))
+        return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s: expected dtype %s, got %s", ctx->label,
+                        tensor_name(info, i, name, sizeof name), dtype_list(info->dtypes, text, sizeof text),
+                        sk_dtype_name(t->dtype));
+      if (ref && ref->count && t->dtype != ref->tensors[0].dtype)
+        return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s: expected dtype %s (as %s), got %s", ctx->label,
+                        tensor_name(info, i, name, sizeof name), sk_dtype_name(ref->tensors[0].dtype),
+                        tensor_name(ref_info, 0, other, sizeof other), sk_dtype_name(t->dtype));
+      bool ranked = info->min_rank != 0 || info->max_rank != 0;
+      if (ranked && (t->rank < info->min_rank || (info->max_rank >= 0 && t->rank > info->max_rank))) {
+        char want[48];
+        if (info->max_rank < 0) snprintf(want, sizeof want, ">= %d", info->min_rank);
+        else if (info->min_rank == info->max_rank) snprintf(want, sizeof want, "%d", info->min_rank);
+        else snprintf(want, sizeof want, "%d..%d", info->min_rank, info->max_rank);
+        return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input %s: expected rank %s (%s), got rank %d %s", ctx->label,
+                        tensor_name(info, i, name, sizeof name), want, info->doc ? info->doc : "", t->rank,
+                        sk__shape_str(t->rank, t->shape, text, sizeof text));
+      }
+    }
+  }
+  return SK_STATUS_OK;
+}
+
 sk_status sk__build_node(sk__build_ctx *ctx) {
   const sk__op_def *def = ctx->def;
+  SK_RETURN_IF_ERROR(check_data(ctx));
   ctx->params = calloc(1, def->params_size ? def->params_size : 1);
   sk_status st = ctx->params ? SK_STATUS_OK : sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", ctx->label);
   if (st == SK_STATUS_OK) st = def->build(ctx);

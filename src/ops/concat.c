@@ -7,7 +7,7 @@
 #include "ops/op_util.h"
 
 enum { SLOT_X };
-static const sk_op_slot_info inputs[] = {SK__IN_LIST("x", "equal dtypes; equal shapes but along dim")};
+static const sk_op_slot_info inputs[] = {SK__IN_LIST("x", "equal dtypes; equal shapes but along dim", SK__SAME_DTYPE_AS(SLOT_X), SK__RANK(1, -1))};
 static const sk_op_attr_info attrs[] = {
     SK__ATTR_INT("dim", 0, -SK_MAX_RANK, SK_MAX_RANK - 1, "the dimension to join along; negative counts from the end"),
 };
@@ -23,7 +23,6 @@ static sk_status build(sk__build_ctx *ctx) {
   const sk__tensor *first = &xs->tensors[0];
   int64_t dim;
   SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "dim", &dim));
-  if (first->rank == 0) return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x[0]: a scalar cannot be concatenated", op);
   if (dim < -first->rank || dim >= first->rank)
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute dim: expected a value in [%d, %d], got %lld", op,
                     -first->rank, first->rank - 1, (long long)dim);
@@ -34,9 +33,6 @@ static sk_status build(sk__build_ctx *ctx) {
   char a[SK_SHAPE_STR_MAX], b[SK_SHAPE_STR_MAX];
   for (size_t i = 0; i < xs->count; i++) {
     const sk__tensor *t = &xs->tensors[i];
-    if (t->dtype != first->dtype)
-      return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x[%zu]: expected dtype %s (as x[0]), got %s", op, i,
-                      sk_dtype_name(first->dtype), sk_dtype_name(t->dtype));
     bool match = t->rank == first->rank;
     for (int d = 0; match && d < t->rank; d++)
       if (d != dim && t->shape[d] != first->shape[d]) match = false;

@@ -35,13 +35,15 @@
 #include "ops/op_util.h"
 
 static const sk_op_slot_info inputs[] = {
-    SK__IN("x", "[T, 2H] int32, fp32, fp16 or bf16"),
-    SK__IN_OPT("weight_scale", "fp32 [2H], [1, 2H] or [G, 2H] (one row per group); int32 x only"),
-    SK__IN_OPT("activation_scale", "fp32 [T] or [T, 1]; int32 x only"),
-    SK__IN_OPT("bias", "[2H]: int32 (added before dequantizing) or fp32 / fp16 / bf16 (after)"),
-    SK__IN_OPT("quant_scale", "fp32 [H], [1, H] or [G, H]; static mode: [1]"),
-    SK__IN_OPT("quant_offset", "fp32 [1]; static mode only"),
-    SK__IN_OPT("group_index", "int64 [G]: rows per group (counts)"),
+    SK__IN("x", "[T, 2H] int32, fp32, fp16 or bf16", .dtypes = SK__FLOATS | SK_DTYPE_BIT(SK_INT32), SK__RANK(2, 2)),
+    SK__IN_OPT("weight_scale", "fp32 [2H], [1, 2H] or [G, 2H] (one row per group); int32 x only",
+               .dtypes = SK__DTYPES1(SK_FP32)),
+    SK__IN_OPT("activation_scale", "fp32 [T] or [T, 1]; int32 x only", .dtypes = SK__DTYPES1(SK_FP32)),
+    SK__IN_OPT("bias", "[2H]: int32 (added before dequantizing) or fp32 / fp16 / bf16 (after)",
+               .dtypes = SK__FLOATS | SK_DTYPE_BIT(SK_INT32)),
+    SK__IN_OPT("quant_scale", "fp32, fp16 or bf16 [H], [1, H] or [G, H]; static mode: [1]", .dtypes = SK__FLOATS),
+    SK__IN_OPT("quant_offset", "fp32, fp16 or bf16 [1]; static mode only", .dtypes = SK__FLOATS),
+    SK__IN_OPT("group_index", "int64 [G]: rows per group (counts)", .dtypes = SK__DTYPES1(SK_INT64)),
 };
 static const sk_op_attr_info attrs[] = {
     SK__ATTR_INT("activate_left", 0, 0, 1, "1: silu on the left half, 0: on the right half"),
@@ -53,12 +55,6 @@ static const sk_op_output_info outputs[] = {
 };
 
 #define MAX_GROUPS 1024
-
-static sk_status need_dtype(const char *op, int slot, const sk__tensor *t, bool ok, const char *expected) {
-  if (ok) return SK_STATUS_OK;
-  return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s: expected dtype %s, got %s", op, inputs[slot].name, expected,
-                  sk_dtype_name(t->dtype));
-}
 
 /* t must be [n] or [1, n], or [g, n] when g > 0 (one row per group). */
 static sk_status need_row_shape(const char *op, int slot, const sk__tensor *t, int64_t n, int64_t g) {
@@ -97,17 +93,12 @@ static sk_status build(sk__build_ctx *ctx) {
   const sk__tensor *qs = in[DSQ_QUANT_SCALE], *qo = in[DSQ_QUANT_OFFSET], *gi = in[DSQ_GROUP_INDEX];
   char s[SK_SHAPE_STR_MAX];
 
-  if (x->rank != 2)
-    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x: expected rank 2 [T, 2H], got %s", op,
-                    sk__shape_str(x->rank, x->shape, s, sizeof s));
   if (x->shape[1] == 0 || x->shape[1] % 2 != 0)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x: expected an even last dimension 2H > 0, got %lld", op,
                     (long long)x->shape[1]);
-  SK_RETURN_IF_ERROR(need_dtype(op, DSQ_X, x, x->dtype == SK_INT32 || sk__is_float(x->dtype), "int32, fp32, fp16 or bf16"));
   int64_t t = x->shape[0], h = x->shape[1] / 2, groups = 0;
 
   if (gi) {
-    SK_RETURN_IF_ERROR(need_dtype(op, DSQ_GROUP_INDEX, gi, gi->dtype == SK_INT64, "int64"));
     if (gi->rank != 1 || gi->shape[0] < 1 || gi->shape[0] > MAX_GROUPS)
       return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input group_index: expected shape [G] with 1 <= G <= %d, got %s", op,
                       MAX_GROUPS, sk__shape_str(gi->rank, gi->shape, s, sizeof s));
@@ -125,24 +116,18 @@ static sk_status build(sk__build_ctx *ctx) {
                         op, inputs[i].name, sk_dtype_name(x->dtype));
   }
   if (ws) {
-    SK_RETURN_IF_ERROR(need_dtype(op, DSQ_WEIGHT_SCALE, ws, ws->dtype == SK_FP32, "fp32"));
     SK_RETURN_IF_ERROR(need_row_shape(op, DSQ_WEIGHT_SCALE, ws, 2 * h, groups));
   }
   if (as) {
-    SK_RETURN_IF_ERROR(need_dtype(op, DSQ_ACTIVATION_SCALE, as, as->dtype == SK_FP32, "fp32"));
     if (!((as->rank == 1 && as->shape[0] == t) || (as->rank == 2 && as->shape[0] == t && as->shape[1] == 1)))
       return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input activation_scale: expected shape [%lld] or [%lld, 1], got %s", op,
                       (long long)t, (long long)t, sk__shape_str(as->rank, as->shape, s, sizeof s));
   }
   if (bias) {
-    SK_RETURN_IF_ERROR(need_dtype(op, DSQ_BIAS, bias, bias->dtype == SK_INT32 || sk__is_float(bias->dtype),
-                                  "int32, fp32, fp16 or bf16"));
     if (bias->rank != 1 || bias->shape[0] != 2 * h)
       return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input bias: expected shape [%lld], got %s", op, (long long)(2 * h),
                       sk__shape_str(bias->rank, bias->shape, s, sizeof s));
   }
-  if (qs) SK_RETURN_IF_ERROR(need_dtype(op, DSQ_QUANT_SCALE, qs, sk__is_float(qs->dtype), "fp32, fp16 or bf16"));
-  if (qo) SK_RETURN_IF_ERROR(need_dtype(op, DSQ_QUANT_OFFSET, qo, sk__is_float(qo->dtype), "fp32, fp16 or bf16"));
   if (mode == 1) {
     if (qo)
       return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input quant_offset: expected absent in dynamic mode (quant_mode 1)", op);

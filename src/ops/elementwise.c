@@ -16,7 +16,8 @@
 static const sk_op_slot_info unary_inputs[] = {SK__IN("x", "any dtype")};
 static const sk_op_slot_info binary_inputs[] = {
     SK__IN("x", "any dtype"),
-    SK__IN_OPT("y", "x's dtype, a shape that broadcasts with x's; absent when scalar is given"),
+    SK__IN_OPT("y", "x's dtype, a shape that broadcasts with x's; absent when scalar is given",
+               SK__SAME_DTYPE_AS(SK__EW_SLOT_X)),
 };
 static const sk_op_attr_info binary_attrs[] = {
     {.name = "scalar", .kind = SK_ATTR_KIND_FLOAT,
@@ -79,9 +80,6 @@ static sk_status build(sk__build_ctx *ctx, sk__ew_kind kind) {
     return SK_STATUS_OK;
   }
   const sk__tensor *y = &ys->tensors[0];
-  if (y->dtype != x->dtype)
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input y: expected dtype %s (as x), got %s", op,
-                    sk_dtype_name(x->dtype), sk_dtype_name(y->dtype));
   int rank;
   int64_t shape[SK_MAX_RANK];
   SK_RETURN_IF_ERROR(sk__broadcast_shapes(op, x, y, &rank, shape));

@@ -21,14 +21,19 @@
 #include "ops/packed_weights.h"
 
 static const sk_op_slot_info inputs[] = {
-    SK__IN_LIST("x", "fp16, bf16, fp32 or int8: G tensors [..., K_i] (group_type -1) or one [M, K] (0)"),
-    SK__IN_LIST("weight", "x's dtype: G tensors [K_i, N_i], or one [E, K, N] / E tensors [K, N] (group_type 0)"),
-    SK__IN_LIST_OPT("bias", "one [N] per group or one [E, N]: x's dtype or fp32; int8 path: int32 or float"),
-    SK__IN_LIST_OPT("scale", "int8 path: per-channel weight scale, one [N] per group or [E, N]"),
-    SK__IN_LIST_OPT("offset", "int8 path: fp32 offset, one [N] per group or [E, N]"),
-    SK__IN_LIST_OPT("per_token_scale", "int8 path: fp32 [M] (group_type 0) or [m_i] per group"),
+    SK__IN_LIST("x", "fp32, fp16, bf16 or int8: G tensors [..., K_i] (group_type -1) or one [M, K] (0)",
+                .dtypes = SK__FLOATS | SK_DTYPE_BIT(SK_INT8), SK__SAME_DTYPE_AS(GMM_X), SK__RANK(2, -1)),
+    SK__IN_LIST("weight", "x's dtype: G tensors [K_i, N_i], or one [E, K, N] / E tensors [K, N] (group_type 0)",
+                SK__SAME_DTYPE_AS(GMM_X)),
+    SK__IN_LIST_OPT("bias", "one [N] per group or one [E, N]: x's dtype or fp32; int8 path: int32 or float",
+                    .dtypes = SK__FLOATS | SK_DTYPE_BIT(SK_INT32)),
+    SK__IN_LIST_OPT("scale", "int8 path: per-channel weight scale (fp32, bf16 or int64), one [N] per group or [E, N]",
+                    .dtypes = SK_DTYPE_BIT(SK_FP32) | SK_DTYPE_BIT(SK_BF16) | SK_DTYPE_BIT(SK_INT64)),
+    SK__IN_LIST_OPT("offset", "int8 path: fp32 offset, one [N] per group or [E, N]", .dtypes = SK__DTYPES1(SK_FP32)),
+    SK__IN_LIST_OPT("per_token_scale", "int8 path: fp32 [M] (group_type 0) or [m_i] per group",
+                    .dtypes = SK__DTYPES1(SK_FP32)),
     SK__IN_OPT("group_list", "int64 [E], read at run time: rows per expert as the group_list attribute "
-                             "(group_type 0, split_item 2 or 3)"),
+                             "(group_type 0, split_item 2 or 3)", .dtypes = SK__DTYPES1(SK_INT64)),
 };
 static const sk_op_attr_info attrs[] = {
     SK__ATTR_INT("group_type", -1, -1, 0, "-1: lists of independent matmuls; 0: rows of x split by group_list"),
@@ -46,23 +51,13 @@ static const sk_op_output_info outputs[] = {
 
 #define MAX_GROUPS GMM_MAX_GROUPS
 
-/* Weight: x's dtype. Bias: x's dtype or fp32 on the float path; int32
- * (added before scaling) or fp32 / fp16 / bf16 (after) on the int8 path. */
-static sk_status check_dtypes(const char *op, const char *what, size_t i, const sk__tensor *t, sk_dtype x_dtype,
-                              bool is_bias) {
-  bool ok = t->dtype == x_dtype;
-  const char *expected = sk_dtype_name(x_dtype);
-  if (is_bias && x_dtype == SK_INT8) {
-    ok = t->dtype == SK_INT32 || sk__is_float(t->dtype);
-    expected = "int32, fp32, fp16 or bf16";
-  } else if (is_bias) {
-    ok = ok || t->dtype == SK_FP32;
-    expected = x_dtype == SK_FP32 ? "fp32" : x_dtype == SK_FP16 ? "fp16 or fp32" : "bf16 or fp32";
-  }
-  if (!ok)
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s[%zu]: expected dtype %s, got %s", op, what, i, expected,
-                    sk_dtype_name(t->dtype));
-  return SK_STATUS_OK;
+/* Bias (beyond the schema's dtypes): x's dtype or fp32 on the float path;
+ * int32 (added before scaling) or fp32 / fp16 / bf16 (after) on the int8
+ * path. The weight's dtype is x's (the schema). */
+static sk_status check_bias_dtype(const char *op, size_t i, const sk__tensor *t, sk_dtype x_dtype) {
+  if (x_dtype == SK_INT8 || t->dtype == x_dtype || t->dtype == SK_FP32) return SK_STATUS_OK;
+  return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input bias[%zu]: expected dtype %s or fp32 (as x), got %s", op, i,
+                  sk_dtype_name(x_dtype), sk_dtype_name(t->dtype));
 }
 
 static sk_status check_bias(const char *op, size_t i, const sk__tensor *b, int64_t n, sk_dtype x_dtype) {
@@ -71,11 +66,11 @@ static sk_status check_bias(const char *op, size_t i, const sk__tensor *b, int64
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input bias[%zu]: expected shape [%lld], got %s", op, i,
                     (long long)n, sk__shape_str(b->rank, b->shape, s, sizeof s));
   }
-  return check_dtypes(op, "bias", i, b, x_dtype, true);
+  return check_bias_dtype(op, i, b, x_dtype);
 }
 
 /* A [K, N] weight ([N, K] transposed: K is its second dimension). */
-static sk_status check_weight(const char *op, size_t i, const sk__tensor *w, int64_t k, sk_dtype x_dtype, bool trans) {
+static sk_status check_weight(const char *op, size_t i, const sk__tensor *w, int64_t k, bool trans) {
   char s[SK_SHAPE_STR_MAX];
   if (w->rank != 2)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight[%zu]: expected rank 2 %s, got %s", op, i,
@@ -83,7 +78,7 @@ static sk_status check_weight(const char *op, size_t i, const sk__tensor *w, int
   if (w->shape[trans ? 1 : 0] != k)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight[%zu]: expected %lld %s (K of x), got %lld", op, i,
                     (long long)k, trans ? "columns" : "rows", (long long)w->shape[trans ? 1 : 0]);
-  return check_dtypes(op, "weight", i, w, x_dtype, false);
+  return SK_STATUS_OK;
 }
 
 /* N of a [K, N] or transposed [N, K] weight. */
@@ -110,18 +105,11 @@ static sk_status build_lists(sk__build_ctx *ctx, gmm_params *p) {
   SK_RETURN_IF_ERROR(sk__ctx_set_outputs(ctx, xs->count, &outs));
   for (size_t i = 0; i < xs->count; i++) {
     const sk__tensor *x = &xs->tensors[i], *w = &ws->tensors[i];
-    char s[SK_SHAPE_STR_MAX];
-    if (x->rank < 2)
-      return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x[%zu]: expected rank >= 2, got %s", op, i,
-                      sk__shape_str(x->rank, x->shape, s, sizeof s));
-    if (i > 0 && x->dtype != xs->tensors[0].dtype)
-      return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x[%zu]: expected dtype %s (as x[0]), got %s", op, i,
-                      sk_dtype_name(xs->tensors[0].dtype), sk_dtype_name(x->dtype));
     int64_t k = x->shape[x->rank - 1], wk = p->trans_w ? 1 : 0;
     if (w->rank == 2 && w->shape[wk] != k)
       return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x[%zu]: expected last dimension %lld (weight[%zu] %s), got %lld",
                       op, i, (long long)w->shape[wk], i, p->trans_w ? "columns" : "rows", (long long)k);
-    SK_RETURN_IF_ERROR(check_weight(op, i, w, k, x->dtype, p->trans_w));
+    SK_RETURN_IF_ERROR(check_weight(op, i, w, k, p->trans_w));
     if (bs->count) SK_RETURN_IF_ERROR(check_bias(op, i, &bs->tensors[i], weight_n(w, p->trans_w), x->dtype));
     int64_t shape[SK_MAX_RANK];
     memcpy(shape, x->shape, sizeof shape);
@@ -148,7 +136,6 @@ static sk_status build_moe(sk__build_ctx *ctx, gmm_params *p) {
       return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight: expected %s (K of x = %lld), got %s", op,
                       p->trans_w ? "[E, N, K] (transpose_weight)" : "[E, K, N]", (long long)k,
                       sk__shape_str(w->rank, w->shape, s, sizeof s));
-    SK_RETURN_IF_ERROR(check_dtypes(op, "weight", 0, w, x->dtype, false));
     p->n_groups = w->shape[0];
     n = weight_n(w, p->trans_w);
   } else {
@@ -156,7 +143,7 @@ static sk_status build_moe(sk__build_ctx *ctx, gmm_params *p) {
     p->n_groups = (int64_t)ws->count;
     n = ws->tensors[0].rank == 2 ? weight_n(&ws->tensors[0], p->trans_w) : 0;
     for (size_t e = 0; e < ws->count; e++) {
-      SK_RETURN_IF_ERROR(check_weight(op, e, &ws->tensors[e], k, x->dtype, p->trans_w));
+      SK_RETURN_IF_ERROR(check_weight(op, e, &ws->tensors[e], k, p->trans_w));
       if (weight_n(&ws->tensors[e], p->trans_w) != n)
         return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight[%zu]: expected N = %lld (as weight[0]), got %lld",
                         op, e, (long long)n, (long long)weight_n(&ws->tensors[e], p->trans_w));
@@ -169,7 +156,7 @@ static sk_status build_moe(sk__build_ctx *ctx, gmm_params *p) {
     if (b->shape[0] != p->n_groups || b->shape[1] != n)
       return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input bias: expected [%lld, %lld], got %s", op,
                       (long long)p->n_groups, (long long)n, sk__shape_str(b->rank, b->shape, s, sizeof s));
-    SK_RETURN_IF_ERROR(check_dtypes(op, "bias", 0, b, x->dtype, true));
+    SK_RETURN_IF_ERROR(check_bias_dtype(op, 0, b, x->dtype));
   } else if (bs->count) {
     if ((int64_t)bs->count != p->n_groups)
       return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input bias: expected a list of %lld (one per expert), got %zu", op,
@@ -204,9 +191,6 @@ static sk_status build(sk__build_ctx *ctx) {
   if (xs->count > MAX_GROUPS)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input x: %zu groups (at most %d)", op, xs->count, MAX_GROUPS);
   sk_dtype x_dtype = xs->tensors[0].dtype;
-  if (!sk__is_float(x_dtype) && x_dtype != SK_INT8)
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x[0]: expected dtype fp16, bf16, fp32 or int8, got %s", op,
-                    sk_dtype_name(x_dtype));
   p->quant = x_dtype == SK_INT8;
   static const int quant_slots[] = {GMM_SCALE, GMM_OFFSET, GMM_PER_TOKEN_SCALE};
   for (int i = 0; i < 3 && !p->quant; i++)

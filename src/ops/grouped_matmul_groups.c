@@ -78,9 +78,6 @@ sk_status sk__gmm_check_runtime_list(sk__build_ctx *ctx, gmm_params *p, const sk
   SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "group_list_type", &list_type));
   if (sk__ctx_has_attr(ctx, "group_list"))
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: give group_list as an attribute or an input, not both", op);
-  if (list->dtype != SK_INT64)
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input group_list: expected dtype int64, got %s", op,
-                    sk_dtype_name(list->dtype));
   if (list->rank != 1 || list->shape[0] != p->n_groups)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input group_list: expected shape [%lld] (one entry per expert), got %s",
                     op, (long long)p->n_groups, sk__shape_str(list->rank, list->shape, s, sizeof s));

@@ -28,16 +28,13 @@
  * allow_one) of an accepted dtype: a list of n_groups 1-D tensors, or one
  * [E, n] tensor with group_type 0. */
 static sk_status check_vec(sk__build_ctx *ctx, const gmm_params *p, int s, const char *name, const int64_t *n,
-                           bool allow_one, bool (*dtype_ok)(sk_dtype), const char *dtypes) {
+                           bool allow_one) {
   const char *op = sk__ctx_op(ctx);
   const sk__slot *slot = sk__ctx_slot(ctx, s);
   char sh[SK_SHAPE_STR_MAX];
   if (slot->count == 0) return SK_STATUS_OK;
   if (slot->count == 1 && slot->tensors[0].rank == 2 && p->group_type == 0) {
     const sk__tensor *t = &slot->tensors[0];
-    if (!dtype_ok(t->dtype))
-      return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s: expected dtype %s, got %s", op, name, dtypes,
-                      sk_dtype_name(t->dtype));
     if (t->shape[0] != p->n_groups || (t->shape[1] != n[0] && !(allow_one && t->shape[1] == 1)))
       return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input %s: expected [%lld, %lld], got %s", op, name,
                       (long long)p->n_groups, (long long)n[0], sk__shape_str(t->rank, t->shape, sh, sizeof sh));
@@ -48,9 +45,6 @@ static sk_status check_vec(sk__build_ctx *ctx, const gmm_params *p, int s, const
                     name, (long long)p->n_groups, slot->count);
   for (size_t g = 0; g < slot->count; g++) {
     const sk__tensor *t = &slot->tensors[g];
-    if (!dtype_ok(t->dtype))
-      return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s[%zu]: expected dtype %s, got %s", op, name, g, dtypes,
-                      sk_dtype_name(t->dtype));
     if (t->rank != 1 || (t->shape[0] != n[g] && !(allow_one && t->shape[0] == 1)))
       return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input %s[%zu]: expected [%lld]%s, got %s", op, name, g,
                       (long long)n[g], allow_one ? " or [1]" : "", sk__shape_str(t->rank, t->shape, sh, sizeof sh));
@@ -58,8 +52,6 @@ static sk_status check_vec(sk__build_ctx *ctx, const gmm_params *p, int s, const
   return SK_STATUS_OK;
 }
 
-static bool scale_dtype(sk_dtype d) { return d == SK_FP32 || d == SK_BF16 || d == SK_INT64; }
-static bool fp32_dtype(sk_dtype d) { return d == SK_FP32; }
 
 sk_status sk__gmm_check_quant(sk__build_ctx *ctx, const gmm_params *p) {
   const char *op = sk__ctx_op(ctx);
@@ -96,8 +88,8 @@ sk_status sk__gmm_check_quant(sk__build_ctx *ctx, const gmm_params *p) {
       m[g] = p->row_begin ? p->row_end[g] - p->row_begin[g] : 0; /* unknown until run time: unused */
     }
   }
-  sk_status st = check_vec(ctx, p, GMM_SCALE, "scale", n, true, scale_dtype, "fp32, bf16 or int64");
-  if (st == SK_STATUS_OK) st = check_vec(ctx, p, GMM_OFFSET, "offset", n, true, fp32_dtype, "fp32");
+  sk_status st = check_vec(ctx, p, GMM_SCALE, "scale", n, true);
+  if (st == SK_STATUS_OK) st = check_vec(ctx, p, GMM_OFFSET, "offset", n, true);
   if (st == SK_STATUS_OK && pts->count) {
     char sh[SK_SHAPE_STR_MAX];
     if (p->group_type == 0) {
@@ -106,11 +98,8 @@ sk_status sk__gmm_check_quant(sk__build_ctx *ctx, const gmm_params *p) {
       if (pts->count != 1 || t->rank != 1 || t->shape[0] != rows)
         st = sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input per_token_scale: expected one [%lld] tensor (M of x), got %s",
                       op, (long long)rows, pts->count == 1 ? sk__shape_str(t->rank, t->shape, sh, sizeof sh) : "a list");
-      else if (t->dtype != SK_FP32)
-        st = sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input per_token_scale: expected dtype fp32, got %s", op,
-                      sk_dtype_name(t->dtype));
     } else {
-      st = check_vec(ctx, p, GMM_PER_TOKEN_SCALE, "per_token_scale", m, false, fp32_dtype, "fp32");
+      st = check_vec(ctx, p, GMM_PER_TOKEN_SCALE, "per_token_scale", m, false);
     }
   }
   free(n);

@@ -31,9 +31,9 @@ typedef struct linear_plan {
 } linear_plan;
 
 static const sk_op_slot_info inputs[] = {
-    SK__IN("x", "[..., K] fp32, fp16 or bf16"),
-    SK__IN("weight", "[N, K], x's dtype (torch's layout: y = x @ weight^T)"),
-    SK__IN_OPT("bias", "[N], x's dtype"),
+    SK__IN("x", "[..., K] fp32, fp16 or bf16", .dtypes = SK__FLOATS, SK__RANK(1, -1)),
+    SK__IN("weight", "[N, K], x's dtype (torch's layout: y = x @ weight^T)", SK__SAME_DTYPE_AS(SLOT_X)),
+    SK__IN_OPT("bias", "[N], x's dtype", SK__SAME_DTYPE_AS(SLOT_X)),
 };
 static const sk_op_output_info outputs[] = {SK__OUT("y", "[..., N], x's dtype")};
 
@@ -44,22 +44,15 @@ static sk_status build(sk__build_ctx *ctx) {
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_WEIGHT, &w));
   const sk__tensor *b = sk__ctx_optional(ctx, SLOT_BIAS);
   char s[SK_SHAPE_STR_MAX];
-  if (!sk__is_float(x->dtype))
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x: expected dtype fp32, fp16 or bf16, got %s", op,
-                    sk_dtype_name(x->dtype));
-  if (x->rank < 1)
-    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x: expected [..., K], got a 0-d tensor", op);
   int64_t k = x->shape[x->rank - 1];
-  if (w->dtype != x->dtype || w->rank != 2 || w->shape[1] != k)
-    return sk__fail(w->dtype != x->dtype ? SK_STATUS_INVALID_DTYPE : SK_STATUS_INVALID_SHAPE,
-                    "%s: input weight: expected %s [N, %lld] (x's dtype and K), got %s %s", op, sk_dtype_name(x->dtype),
-                    (long long)k, sk_dtype_name(w->dtype), sk__shape_str(w->rank, w->shape, s, sizeof s));
+  if (w->rank != 2 || w->shape[1] != k)
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input weight: expected [N, %lld] (K of x), got %s", op, (long long)k,
+                    sk__shape_str(w->rank, w->shape, s, sizeof s));
   int64_t n = w->shape[0];
   if (b) {
-    if (b->dtype != x->dtype || b->rank != 1 || b->shape[0] != n)
-      return sk__fail(b->dtype != x->dtype ? SK_STATUS_INVALID_DTYPE : SK_STATUS_INVALID_SHAPE,
-                      "%s: input bias: expected %s [%lld] (x's dtype, N), got %s %s", op, sk_dtype_name(x->dtype),
-                      (long long)n, sk_dtype_name(b->dtype), sk__shape_str(b->rank, b->shape, s, sizeof s));
+    if (b->rank != 1 || b->shape[0] != n)
+      return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input bias: expected [%lld] (N of weight), got %s", op, (long long)n,
+                      sk__shape_str(b->rank, b->shape, s, sizeof s));
   }
   linear_params *p = sk__ctx_params(ctx);
   p->k = k, p->n = n, p->dtype = x->dtype;

@@ -44,13 +44,17 @@ typedef struct finalize_params {
 } finalize_params;
 
 static const sk_op_slot_info inputs[] = {
-    SK__IN("expanded_permuted_rows", "[R, H] fp32, fp16 or bf16: the experts' outputs, in moe_init_routing's order"),
-    SK__IN("expanded_src_to_dst_row", "int32 [N*K]: each pair's row, -1 for none"),
-    SK__IN_OPT("skip1", "[N, H], the rows' dtype: added first (a residual)"),
-    SK__IN_OPT("skip2", "[N, H], the rows' dtype: added second (e.g. the shared expert's output)"),
-    SK__IN_OPT("bias", "[E, H], the rows' dtype: each expert's bias, added to its rows"),
-    SK__IN_OPT("scales", "[N, K], fp32 or the rows' dtype: the routing weights"),
-    SK__IN_OPT("export_for_source_row", "int32 [N, K]: each pair's expert (needed with bias)"),
+    SK__IN("expanded_permuted_rows", "[R, H] fp32, fp16 or bf16: the experts' outputs, in moe_init_routing's order",
+           .dtypes = SK__FLOATS, SK__RANK(2, 2)),
+    SK__IN("expanded_src_to_dst_row", "int32 [N*K]: each pair's row, -1 for none", .dtypes = SK__DTYPES1(SK_INT32),
+           SK__RANK(1, 1)),
+    SK__IN_OPT("skip1", "[N, H], the rows' dtype: added first (a residual)", SK__SAME_DTYPE_AS(SLOT_ROWS)),
+    SK__IN_OPT("skip2", "[N, H], the rows' dtype: added second (e.g. the shared expert's output)",
+               SK__SAME_DTYPE_AS(SLOT_ROWS)),
+    SK__IN_OPT("bias", "[E, H], the rows' dtype: each expert's bias, added to its rows", SK__SAME_DTYPE_AS(SLOT_ROWS)),
+    SK__IN_OPT("scales", "[N, K], fp32 or the rows' dtype: the routing weights", .dtypes = SK__FLOATS),
+    SK__IN_OPT("export_for_source_row", "int32 [N, K]: each pair's expert (needed with bias)",
+               .dtypes = SK__DTYPES1(SK_INT32)),
 };
 static const sk_op_attr_info attrs[] = {
     SK__ATTR_INT("drop_pad_mode", 0, 0, 2, "pair order of expanded_src_to_dst_row: 0 column (k * N + n), 2 row (n * K + k)"),
@@ -80,10 +84,9 @@ static sk_status build(sk__build_ctx *ctx) {
   const sk__tensor *bias = sk__ctx_optional(ctx, SLOT_BIAS), *scales = sk__ctx_optional(ctx, SLOT_SCALES);
   const sk__tensor *expert = sk__ctx_optional(ctx, SLOT_EXPERT);
   char s[SK_SHAPE_STR_MAX];
-  if (!sk__is_float(rows->dtype) || rows->rank != 2 || rows->shape[1] < 1)
-    return sk__fail(sk__is_float(rows->dtype) ? SK_STATUS_INVALID_SHAPE : SK_STATUS_INVALID_DTYPE,
-                    "%s: input expanded_permuted_rows: expected fp32, fp16 or bf16 [R, H] with H >= 1, got %s %s", op,
-                    sk_dtype_name(rows->dtype), sk__shape_str(rows->rank, rows->shape, s, sizeof s));
+  if (rows->shape[1] < 1)
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input expanded_permuted_rows: expected [R, H] with H >= 1, got %s", op,
+                    sk__shape_str(rows->rank, rows->shape, s, sizeof s));
   finalize_params *p = sk__ctx_params(ctx);
   p->r = rows->shape[0], p->h = rows->shape[1];
   int64_t k, mode;
@@ -93,10 +96,9 @@ static sk_status build(sk__build_ctx *ctx) {
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute drop_pad_mode: 1 (drop / pad) is not supported (0 or 2)", op);
   const sk__tensor *shaper = scales ? scales : expert; /* [N, K] */
   if (shaper && shaper->rank == 2) k = shaper->shape[1];
-  if (map->dtype != SK_INT32 || map->rank != 1 || map->shape[0] % k != 0)
-    return sk__fail(map->dtype != SK_INT32 ? SK_STATUS_INVALID_DTYPE : SK_STATUS_INVALID_SHAPE,
-                    "%s: input expanded_src_to_dst_row: expected int32 [N*K] with K = %lld, got %s %s", op, (long long)k,
-                    sk_dtype_name(map->dtype), sk__shape_str(map->rank, map->shape, s, sizeof s));
+  if (map->shape[0] % k != 0)
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input expanded_src_to_dst_row: expected [N*K] with K = %lld, got %s", op,
+                    (long long)k, sk__shape_str(map->rank, map->shape, s, sizeof s));
   p->k = k, p->n = map->shape[0] / k, p->order = (int)mode;
   if (skip1) SK_RETURN_IF_ERROR(need(op, SLOT_SKIP1, skip1, rows->dtype, rows->dtype, p->n, p->h));
   if (skip2) SK_RETURN_IF_ERROR(need(op, SLOT_SKIP2, skip2, rows->dtype, rows->dtype, p->n, p->h));

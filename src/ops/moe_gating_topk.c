@@ -40,8 +40,8 @@
 #include "ops/op_util.h"
 
 static const sk_op_slot_info inputs[] = {
-    SK__IN("x", "[T, E] fp16, bf16 or fp32: the router logits"),
-    SK__IN_OPT("bias", "[E], x's dtype: added after the activation, for selection only"),
+    SK__IN("x", "[T, E] fp32, fp16 or bf16: the router logits", .dtypes = SK__FLOATS, SK__RANK(2, 2)),
+    SK__IN_OPT("bias", "[E], x's dtype: added after the activation, for selection only", SK__SAME_DTYPE_AS(MOE_X)),
 };
 static const sk_op_attr_info attrs[] = {
     SK__ATTR_INT_REQUIRED("k", 1, MOE_MAX_EXPERTS, "experts per token, at most k_group * E / group_count"),
@@ -66,12 +66,6 @@ static sk_status build(sk__build_ctx *ctx) {
   const sk__tensor *x;
   char s[SK_SHAPE_STR_MAX];
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, MOE_X, &x));
-  if (x->rank != 2)
-    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x: expected rank 2 [T, E], got %s", op,
-                    sk__shape_str(x->rank, x->shape, s, sizeof s));
-  if (!sk__is_float(x->dtype))
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x: expected dtype fp16, bf16 or fp32, got %s", op,
-                    sk_dtype_name(x->dtype));
   int64_t t = x->shape[0], e = x->shape[1];
   if (e > MOE_MAX_EXPERTS)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x: expected at most %d experts (last dimension), got %lld", op,
@@ -83,9 +77,6 @@ static sk_status build(sk__build_ctx *ctx) {
     if (b->rank != 1 || b->shape[0] != e)
       return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input bias: expected shape [%lld] (E of x), got %s", op,
                       (long long)e, sk__shape_str(b->rank, b->shape, s, sizeof s));
-    if (b->dtype != x->dtype)
-      return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input bias: expected dtype %s (as x), got %s", op,
-                      sk_dtype_name(x->dtype), sk_dtype_name(b->dtype));
   }
   int64_t k, k_group, group_count, mode, renorm, norm_type, out_flag;
   double rsf, eps;

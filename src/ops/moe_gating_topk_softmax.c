@@ -19,7 +19,7 @@ extern const sk__op_def sk__op_moe_gating_topk;
 
 enum { OUT_Y, OUT_IDX, OUT_ROW_IDX, OUT_SOFTMAX };
 
-static const sk_op_slot_info inputs[] = {SK__IN("x", "[T, E] fp32, fp16 or bf16: the router logits")};
+static const sk_op_slot_info inputs[] = {SK__IN("x", "[T, E] fp32, fp16 or bf16: the router logits", .dtypes = SK__FLOATS, SK__RANK(2, 2))};
 static const sk_op_attr_info attrs[] = {
     SK__ATTR_INT("k", 1, 1, MOE_MAX_EXPERTS, "experts per token, at most E"),
     SK__ATTR_INT("renorm", 0, 0, 1, "1: the k weights divided by their sum (softmax over the chosen)"),
@@ -36,9 +36,6 @@ static sk_status build(sk__build_ctx *ctx) {
   const sk__tensor *x;
   char s[SK_SHAPE_STR_MAX];
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, MOE_X, &x));
-  if (!sk__is_float(x->dtype))
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x: expected dtype fp32, fp16 or bf16, got %s", op,
-                    sk_dtype_name(x->dtype));
   if (x->rank != 2 || x->shape[1] < 1 || x->shape[1] > MOE_MAX_EXPERTS)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x: expected [T, E] with 1 <= E <= %d, got %s", op,
                     MOE_MAX_EXPERTS, sk__shape_str(x->rank, x->shape, s, sizeof s));

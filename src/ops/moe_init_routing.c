@@ -60,9 +60,10 @@ typedef struct init_params {
 } init_params;
 
 static const sk_op_slot_info inputs[] = {
-    SK__IN("x", "[N, H] fp32, fp16 or bf16: the tokens"),
-    SK__IN("expert_idx", "int32 [N, K]: each token's K experts"),
-    SK__IN_OPT("scale", "fp32 [N]: a per-token value carried to expanded_scale (quant_mode -1)"),
+    SK__IN("x", "[N, H] fp32, fp16 or bf16: the tokens", .dtypes = SK__FLOATS, SK__RANK(2, 2)),
+    SK__IN("expert_idx", "int32 [N, K]: each token's K experts", .dtypes = SK__DTYPES1(SK_INT32), SK__RANK(2, 2)),
+    SK__IN_OPT("scale", "fp32 [N]: a per-token value carried to expanded_scale (quant_mode -1)",
+               .dtypes = SK__DTYPES1(SK_FP32)),
 };
 static const sk_op_attr_info attrs[] = {
     SK__ATTR_INT_REQUIRED("expert_num", 1, MAX_EXPERTS, "experts E"),
@@ -86,15 +87,9 @@ static sk_status build(sk__build_ctx *ctx) {
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_EXPERT_IDX, &idx));
   const sk__tensor *scale = sk__ctx_optional(ctx, SLOT_SCALE);
   char s[SK_SHAPE_STR_MAX];
-  if (!sk__is_float(x->dtype))
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x: expected dtype fp32, fp16 or bf16, got %s", op,
-                    sk_dtype_name(x->dtype));
   if (x->rank != 2 || x->shape[1] < 1)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x: expected rank 2 [N, H] with H >= 1, got %s", op,
                     sk__shape_str(x->rank, x->shape, s, sizeof s));
-  if (idx->dtype != SK_INT32)
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input expert_idx: expected dtype int32, got %s", op,
-                    sk_dtype_name(idx->dtype));
   if (idx->rank != 2 || idx->shape[0] != x->shape[0] || idx->shape[1] < 1 || idx->shape[0] * idx->shape[1] > MAX_PAIRS)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input expert_idx: expected [%lld, K] (x's rows) with 1 <= N*K <= %lld, got %s",
                     op, (long long)x->shape[0], (long long)MAX_PAIRS, sk__shape_str(idx->rank, idx->shape, s, sizeof s));

@@ -207,10 +207,21 @@ sk_status sk__ctx_set_outputs(sk__build_ctx *ctx, size_t n, sk__tensor **outs);
 #define SK__SCHEMA_ATTRS(a) .attrs = (a), .n_attrs = SK__COUNT(a)
 #define SK__SCHEMA_OUTPUTS(a) .outputs = (a), .n_outputs = SK__COUNT(a)
 
-#define SK__IN(nm, d) {.name = (nm), .doc = (d)}
-#define SK__IN_OPT(nm, d) {.name = (nm), .is_optional = 1, .doc = (d)}
-#define SK__IN_LIST(nm, d) {.name = (nm), .is_list = 1, .doc = (d)}
-#define SK__IN_LIST_OPT(nm, d) {.name = (nm), .is_list = 1, .is_optional = 1, .doc = (d)}
+/* An input slot: its name, its doc line, then its data rules as
+ * designated initializers (superkernel.h, sk_op_slot_info), e.g.
+ *   SK__IN("x", "[T, E] fp32, fp16 or bf16", .dtypes = SK__FLOATS, SK__RANK(2, 2))
+ * so that sk_graph_add_op checks them with one message for every op. */
+#define SK__IN(nm, ...) {.name = (nm), .doc = __VA_ARGS__}
+#define SK__IN_OPT(nm, ...) {.name = (nm), .is_optional = 1, .doc = __VA_ARGS__}
+#define SK__IN_LIST(nm, ...) {.name = (nm), .is_list = 1, .doc = __VA_ARGS__}
+#define SK__IN_LIST_OPT(nm, ...) {.name = (nm), .is_list = 1, .is_optional = 1, .doc = __VA_ARGS__}
+/* Data rules: the float dtypes; a rank range (hi < 0: no bound); the dtype
+ * of another slot (by name: the macro takes the index of that slot's
+ * enum constant, SLOT_X etc., or the index directly). */
+#define SK__FLOATS (SK_DTYPE_BIT(SK_FP32) | SK_DTYPE_BIT(SK_FP16) | SK_DTYPE_BIT(SK_BF16))
+#define SK__DTYPES1(a) SK_DTYPE_BIT(a)
+#define SK__RANK(lo, hi) .min_rank = (lo), .max_rank = (hi)
+#define SK__SAME_DTYPE_AS(slot) .same_dtype_as = 1 + (slot)
 #define SK__OUT(nm, d) {.name = (nm), .doc = (d)}
 #define SK__OUT_LIST(nm, d) {.name = (nm), .is_list = 1, .doc = (d)}
 

@@ -26,11 +26,12 @@
 #include "ops/op_util.h"
 
 static const sk_op_slot_info inputs[] = {
-    SK__IN("x1", "int8 [..., m, k]"),
-    SK__IN("x2", "int8 [..., k, n]; batch dims broadcast with x1's"),
-    SK__IN_OPT("scale", "[n] or [1]: int64 packed (sk_trans_quant_param), fp32 or bf16; required unless int32 out"),
-    SK__IN_OPT("offset", "fp32 [n] or [1]; int8 output only"),
-    SK__IN_OPT("pertoken_scale", "fp32 [m]; fp16 / bf16 output only"),
+    SK__IN("x1", "int8 [..., m, k]", .dtypes = SK__DTYPES1(SK_INT8), SK__RANK(2, -1)),
+    SK__IN("x2", "int8 [..., k, n]; batch dims broadcast with x1's", .dtypes = SK__DTYPES1(SK_INT8), SK__RANK(2, -1)),
+    SK__IN_OPT("scale", "[n] or [1]: int64 packed (sk_trans_quant_param), fp32 or bf16; required unless int32 out",
+               .dtypes = SK_DTYPE_BIT(SK_FP32) | SK_DTYPE_BIT(SK_BF16) | SK_DTYPE_BIT(SK_INT64)),
+    SK__IN_OPT("offset", "fp32 [n] or [1]; int8 output only", .dtypes = SK__DTYPES1(SK_FP32)),
+    SK__IN_OPT("pertoken_scale", "fp32 [m]; fp16 / bf16 output only", .dtypes = SK__DTYPES1(SK_FP32)),
     SK__IN_OPT("bias", "int32 [n], or bf16 / fp32 [n] with a float output"),
 };
 static const sk_op_attr_info attrs[] = {
@@ -43,13 +44,6 @@ static const sk_op_output_info outputs[] = {SK__OUT("y", "[broadcast batch..., m
 _Static_assert(MAX_LAST_DIM <= SK_QGEMM_MAX_K, "quant_matmul's k limit must fit the int8 GEMM");
 
 static sk_status check_int8_matrix(const char *op, const char *name, const sk__tensor *t) {
-  char s[SK_SHAPE_STR_MAX];
-  if (t->dtype != SK_INT8)
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s: expected dtype int8, got %s", op, name,
-                    sk_dtype_name(t->dtype));
-  if (t->rank < 2)
-    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input %s: expected rank >= 2, got %s", op, name,
-                    sk__shape_str(t->rank, t->shape, s, sizeof s));
   if (t->shape[t->rank - 1] > MAX_LAST_DIM)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input %s: last dimension %lld exceeds %d", op, name,
                     (long long)t->shape[t->rank - 1], MAX_LAST_DIM);
@@ -107,9 +101,6 @@ static sk_status build_quant_inputs(sk__build_ctx *ctx, qmm_params *p) {
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input scale: required for %s output (optional only for int32)", op,
                     sk_dtype_name(out));
   if (scale) {
-    if (scale->dtype != SK_FP32 && scale->dtype != SK_BF16 && scale->dtype != SK_INT64)
-      return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input scale: expected dtype fp32, bf16 or int64, got %s", op,
-                      sk_dtype_name(scale->dtype));
     SK_RETURN_IF_ERROR(check_vector(op, "scale", scale, p->n, true, &per_col));
     p->scale_dtype = scale->dtype;
     p->scale_per_col = per_col;
@@ -118,9 +109,6 @@ static sk_status build_quant_inputs(sk__build_ctx *ctx, qmm_params *p) {
     if (out != SK_INT8)
       return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: input offset: only int8 output takes it, output_dtype is %s", op,
                       sk_dtype_name(out));
-    if (offset->dtype != SK_FP32)
-      return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input offset: expected dtype fp32, got %s", op,
-                      sk_dtype_name(offset->dtype));
     SK_RETURN_IF_ERROR(check_vector(op, "offset", offset, p->n, true, &per_col));
     p->has_offset = true;
     p->offset_per_col = per_col;
@@ -130,9 +118,6 @@ static sk_status build_quant_inputs(sk__build_ctx *ctx, qmm_params *p) {
       return sk__fail(SK_STATUS_INVALID_ARGUMENT,
                       "%s: input pertoken_scale: only fp16 / bf16 output takes it, output_dtype is %s", op,
                       sk_dtype_name(out));
-    if (pt->dtype != SK_FP32)
-      return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input pertoken_scale: expected dtype fp32, got %s", op,
-                      sk_dtype_name(pt->dtype));
     SK_RETURN_IF_ERROR(check_vector(op, "pertoken_scale", pt, p->m, false, &per_col));
     p->has_pertoken = true;
   }

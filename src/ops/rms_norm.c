@@ -40,13 +40,13 @@ typedef struct rms_params {
 } rms_params;
 
 static const sk_op_slot_info rms_inputs[] = {
-    SK__IN("x", "[..., H] fp32, fp16 or bf16"),
-    SK__IN("gamma", "[H], x's dtype or fp32"),
+    SK__IN("x", "[..., H] fp32, fp16 or bf16", .dtypes = SK__FLOATS, SK__RANK(1, -1)),
+    SK__IN("gamma", "[H], x's dtype or fp32", .dtypes = SK__FLOATS, SK__RANK(1, 1)),
 };
 static const sk_op_slot_info add_inputs[] = {
-    SK__IN("x1", "[..., H] fp32, fp16 or bf16"),
-    SK__IN("x2", "x1's dtype and shape"),
-    SK__IN("gamma", "[H], x1's dtype or fp32"),
+    SK__IN("x1", "[..., H] fp32, fp16 or bf16", .dtypes = SK__FLOATS, SK__RANK(1, -1)),
+    SK__IN("x2", "x1's dtype and shape", SK__SAME_DTYPE_AS(ADD_X1)),
+    SK__IN("gamma", "[H], x1's dtype or fp32", .dtypes = SK__FLOATS, SK__RANK(1, 1)),
 };
 static const sk_op_attr_info attrs[] = {
     SK__ATTR_FLOAT("epsilon", 1e-6, "added to the mean square (>= 0), rounded to fp32"),
@@ -69,9 +69,6 @@ static sk_status build_common(sk__build_ctx *ctx, bool add) {
   if (add) SK_RETURN_IF_ERROR(sk__ctx_single(ctx, ADD_X2, &x2));
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, add ? ADD_GAMMA : RMS_GAMMA, &gamma));
   char s[SK_SHAPE_STR_MAX], s2[SK_SHAPE_STR_MAX];
-  if (!sk__is_float(x->dtype))
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input %s: expected dtype fp32, fp16 or bf16, got %s", op, xname,
-                    sk_dtype_name(x->dtype));
   if (x->rank < 1 || x->shape[x->rank - 1] < 1 || x->shape[x->rank - 1] > MAX_H)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input %s: expected [..., H] with 1 <= H <= %lld, got %s", op, xname,
                     (long long)MAX_H, sk__shape_str(x->rank, x->shape, s, sizeof s));

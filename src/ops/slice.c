@@ -7,7 +7,7 @@
 #include "ops/op_util.h"
 
 enum { SLOT_X };
-static const sk_op_slot_info inputs[] = {SK__IN("x", "any dtype, rank >= 1")};
+static const sk_op_slot_info inputs[] = {SK__IN("x", "any dtype, rank >= 1 (it slices dimension 0)", SK__RANK(1, -1))};
 static const sk_op_attr_info attrs[] = {
     SK__ATTR_INT("start", 0, INT64_MIN, INT64_MAX, "first row; negative counts from the end; clamped to [0, rows]"),
     SK__ATTR_INT("end", INT64_MAX, INT64_MIN, INT64_MAX,
@@ -26,11 +26,8 @@ static int64_t clamp_index(int64_t i, int64_t lo, int64_t rows) {
 }
 
 static sk_status build(sk__build_ctx *ctx) {
-  const char *op = sk__ctx_op(ctx);
   const sk__tensor *x;
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_X, &x));
-  if (x->rank < 1)
-    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x: expected rank >= 1 (it slices dimension 0), got rank 0", op);
   int64_t start, end, rows = x->shape[0];
   SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "start", &start));
   SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "end", &end));

@@ -20,7 +20,7 @@ typedef struct swiglu_params {
   int dim;                    /* the split dimension, normalized */
 } swiglu_params;
 
-static const sk_op_slot_info inputs[] = {SK__IN("x", "fp32, fp16 or bf16; dim of even length")};
+static const sk_op_slot_info inputs[] = {SK__IN("x", "fp32, fp16 or bf16; dim of even length", .dtypes = SK__FLOATS, SK__RANK(1, -1))};
 static const sk_op_attr_info attrs[] = {
     SK__ATTR_INT("dim", -1, -SK_MAX_RANK, SK_MAX_RANK - 1, "the dimension split in halves, negative from the end"),
 };
@@ -31,12 +31,6 @@ static sk_status build(sk__build_ctx *ctx) {
   const sk__tensor *x;
   SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_X, &x));
   char s[SK_SHAPE_STR_MAX];
-  if (!sk__is_float(x->dtype))
-    return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input x: expected dtype fp32, fp16 or bf16, got %s", op,
-                    sk_dtype_name(x->dtype));
-  if (x->rank < 1)
-    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input x: expected rank >= 1 (a dimension to split), got a 0-d tensor",
-                    op);
   int64_t dim;
   SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "dim", &dim));
   if (dim < -x->rank || dim >= x->rank)
