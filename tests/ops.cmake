@@ -7,7 +7,12 @@ sk_add_test(NAME test_ops_views SOURCES test_ops_views.c LIBS sk_reference_runne
 sk_add_test(NAME test_dequant_swiglu_quant SOURCES test_dequant_swiglu_quant.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512bf16)
 sk_add_test(NAME test_quant_matmul SOURCES test_quant_matmul.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512bf16)
 sk_add_test(NAME test_moe_gating_topk SOURCES test_moe_gating_topk.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512bf16 avx512vnni)
-sk_add_test(NAME test_conformance SOURCES test_conformance.c LIBS sk_reference_runner ISA_VARIANTS)
+# The op case table (tests/cases/ops.cases), one file for the C conformance
+# test, the bad-input rows derived from schemas, and the Python op tests.
+add_library(sk_case_table STATIC case_table.c)
+target_link_libraries(sk_case_table PUBLIC superkernel_internal)
+target_compile_definitions(sk_case_table PRIVATE SK_CASES_FILE="${CMAKE_CURRENT_SOURCE_DIR}/cases/ops.cases")
+sk_add_test(NAME test_conformance SOURCES test_conformance.c LIBS sk_reference_runner sk_case_table ISA_VARIANTS)
 sk_add_test(NAME test_runtime_group_list SOURCES test_runtime_group_list.c LIBS sk_reference_runner)
 sk_add_test(NAME test_gmm_transpose SOURCES test_gmm_transpose.c ISA_VARIANTS_WITHOUT avx512vnni)
 sk_add_test(NAME test_gmm_tiling SOURCES test_gmm_tiling.c LIBS sk_reference_runner)

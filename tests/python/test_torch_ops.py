@@ -3,13 +3,17 @@ bit for bit the library's plain reference implementation; its fake kernel
 gives the eager output shapes and dtypes; shape errors surface while
 tracing with the library's message.
 
-The op list comes from the library (superkernel.op_names()): an op without
-a case generator below fails test_every_op_has_a_generator, so a new op is
-covered or the suite says "add a generator".
+The cases: the shared case table (tests/cases/ops.cases, read by
+_cases.py; the C conformance test runs the same file), then the dtype sweeps
+of the generators below. The op list comes from the library
+(superkernel.op_names()): an op without a case in the table fails
+test_every_op_has_a_table_case, so a new op is covered or the suite says
+where to add one.
 """
 
 import pytest
 import torch
+from _cases import read_cases
 from _helpers import as_list, assert_bits_equal, reference_outputs
 from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -234,6 +238,12 @@ def builtin_ops():
     return superkernel.op_names()
 
 
+def test_every_op_has_a_table_case():
+    in_table = {op for _cid, op, _what, _slots, _attrs in read_cases()}
+    missing = [op for op in builtin_ops() if op not in in_table]
+    assert not missing, f"ops without a case in tests/cases/ops.cases: {missing}; add one"
+
+
 def test_every_op_has_a_generator():
     missing = [op for op in builtin_ops() if op not in GENERATORS]
     assert not missing, f"ops without a case generator in {__file__}: {missing}; add a generator"
@@ -258,6 +268,10 @@ def _slot_names(op):
 
 
 def all_cases():
+    """The shared case table's cases (tests/cases/ops.cases, which the C
+    conformance test runs too), then this file's dtype sweeps."""
+    for cid, op, _what, slots, attrs in read_cases():
+        yield pytest.param(op, slots, attrs, id=f"{op}-{cid}")
     for op in builtin_ops():
         gen = GENERATORS.get(op)
         for cid, slots, attrs in gen() if gen else []:
