@@ -89,6 +89,14 @@ static void store_float(void *p, sk_dtype dt, size_t i, float v) {
 static void fill_input(const gen_input *in, sk_dtype dt, void *data, size_t n, uint64_t *s, int mode) {
   for (size_t i = 0; i < n; i++) {
     uint64_t z = fuzz_mix(s);
+    if (in->role == ROLE_RANGE) { /* a table case's indices: [lo, hi), ints rounded down */
+      double v = in->lo + (in->hi - in->lo) * (double)(z >> 11) * 0x1p-53;
+      if (dt == SK_INT32) ((int32_t *)data)[i] = (int32_t)floor(v);
+      else if (dt == SK_INT64) ((int64_t *)data)[i] = (int64_t)floor(v);
+      else if (dt == SK_INT8) ((int8_t *)data)[i] = (int8_t)floor(v);
+      else store_float(data, dt, i, (float)v);
+      continue;
+    }
     switch (in->role == ROLE_PACKED ? -1 : in->role == ROLE_COUNTS ? -2 : (int)dt) {
       case -1: { /* packed quant params: scale in [2^-12, 2^-4), offset in [-20, 20] */
         float scale = (float)(0x1p-12 * (1 + (double)(z >> 40) * 0x1p-24 * 255));

@@ -43,7 +43,8 @@ typedef enum {
   ROLE_DATA = 0, /* anything of its dtype */
   ROLE_SCALE,    /* float scales: small positive values */
   ROLE_PACKED,   /* int64 packed quant params (sk_trans_quant_param) */
-  ROLE_COUNTS    /* int64 group row counts (dequant_swiglu_quant) */
+  ROLE_COUNTS,   /* int64 group row counts (dequant_swiglu_quant) */
+  ROLE_RANGE     /* values in [lo, hi): a table case's indices (fuzz_schema_gen.h) */
 } gen_role;
 
 typedef struct gen_val {
@@ -59,6 +60,7 @@ typedef struct gen_input {
   char name[24];
   gen_role role;
   int64_t arg; /* ROLE_COUNTS: rows T */
+  double lo, hi; /* ROLE_RANGE */
 } gen_input;
 
 typedef struct gen {
@@ -97,8 +99,12 @@ static const char *const GEN_STAT_NAMES[] = {"reshape", "square", "add", "mul", 
                                              "fuzz_copy_unfusable", "fuzz_barrier2", "fuzz_barrier1", "scopes",
                                              "jit runs", "graphs", "dynamic graphs", "dynamic inputs",
                                              "dynamic nodes", "dynamic refusals", "graphs with token io", "token runs",
-                                             "token runs at T=0", "bad sizes refused"};
-enum { GEN_STAT_SCOPES = 14, GEN_STAT_JIT = 15, GEN_STAT_GRAPHS = 16, GEN_N_STATS = 25 };
+                                             "token runs at T=0", "bad sizes refused", "schema ops",
+                                             /* ops only the schema-driven generator adds */
+                                             "slice", "squeeze", "unsqueeze", "rms_norm", "add_rms_norm", "swiglu",
+                                             "moe_init_routing", "moe_finalize_routing", "moe_gating_topk_softmax",
+                                             "linear"};
+enum { GEN_STAT_SCOPES = 14, GEN_STAT_JIT = 15, GEN_STAT_GRAPHS = 16, GEN_N_STATS = 36 };
 static unsigned long GEN_STATS[GEN_N_STATS];
 
 static void gen_stats_print(void) {
@@ -1020,9 +1026,14 @@ static void gen_mark_output(gen *G, int vi) {
   if (st == SK_STATUS_OK) G->n_outputs++;
 }
 
-/* One op of the mix; returns its first output's index or -1. */
+#include "fuzz_schema_gen.h"
+
+/* One op of the mix; returns its first output's index or -1. The
+ * schema-driven op (fuzz_schema_gen.h) reaches every built-in op; the
+ * hand-written generators above vary five of them further (group lists,
+ * quantization forms). */
 static int gen_op(gen *G) {
-  switch (gen_u8(G) % 16) {
+  switch (gen_u8(G) % 20) {
     case 0: case 1: case 2: return gen_elementwise(G);
     case 3: return gen_cast(G);
     case 4: return gen_reshape(G);
@@ -1032,7 +1043,8 @@ static int gen_op(gen *G) {
     case 10: case 11: return gen_dsq(G);
     case 12: case 13: return gen_qmm(G);
     case 14: return gen_custom(G);
-    default: return gen_elementwise(G);
+    case 15: return gen_elementwise(G);
+    default: return gen_schema_op(G);
   }
 }
 

@@ -426,6 +426,13 @@ static sk_status fr_skip_dtype(void) {
   sk_attr a[] = {SK_ATTR_INT("k", 2)};
   return op("moe_finalize_routing", i, 3, a, 1);
 }
+/* scales [N, 0] gives K = 0: refused, never divided by (found by the
+ * schema-driven fuzzer, fuzz/regressions/fuzz_graph/finalize-k0-division). */
+static sk_status fr_scales_k0(void) {
+  sk_value r = in("r", SK_FP32, 2, SH(8, 4)), m = in("m", SK_INT32, 1, SH(8)), s = in("s", SK_FP32, 2, SH(8, 0));
+  sk_op_input i[] = {{"expanded_permuted_rows", &r, 1}, {"expanded_src_to_dst_row", &m, 1}, {"scales", &s, 1}};
+  return op("moe_finalize_routing", i, 3, NULL, 0);
+}
 /* linear, moe_gating_topk_softmax */
 static sk_status linear_op(sk_dtype wd, int64_t wn, int64_t wk, int64_t bias_n) {
   sk_value x = in("x", SK_FP32, 2, SH(4, 8)), w = in("w", wd, 2, SH(wn, wk)), b = in("b", SK_FP32, 1, SH(bias_n > 0 ? bias_n : 1));
@@ -1128,6 +1135,7 @@ static const row ROWS[] = {
     R("arg", fr_bias_no_expert, ARG, "moe_finalize_routing", "bias", "export_for_source_row"),
     R("shape", fr_map_len, SHAPE, "moe_finalize_routing", "expanded_src_to_dst_row", "K = 2"),
     R("dtype", fr_skip_dtype, DTYPE, "moe_finalize_routing", "skip1", "fp32"),
+    R("shape", fr_scales_k0, SHAPE, "moe_finalize_routing", "input scales", "K >= 1"),
     R("shape", lin_w_k, SHAPE, "linear", "weight", "[N, 8]"),
     R("dtype", lin_w_dtype, DTYPE, "linear", "weight", "fp16"),
     R("shape", lin_bias, SHAPE, "linear", "bias", "[6]"),

@@ -236,6 +236,13 @@ static void test_refused_graphs(void) {
   sk_op_desc kdesc = {.struct_size = sizeof kdesc, .op = "tokens_test_copy", .inputs = kin, .n_inputs = 1};
   CHECK_FAILS(sk_graph_add_op(g, &kdesc, &y, 1, NULL), SK_STATUS_UNSUPPORTED, "tokens_test_copy",
               "does not take a run-time token count");
+  /* The last row (start -1): a static [1, 4] whose place follows the
+   * count; a bucket planned for more tokens read past the live rows (a
+   * finding of the schema-driven fuzzer). */
+  sk_attr last[] = {SK_ATTR_INT("start", -1)};
+  sk_op_desc sl = {.struct_size = sizeof sl, .op = "slice", .inputs = in, .n_inputs = 1, .attrs = last, .n_attrs = 1};
+  CHECK_FAILS(sk_graph_add_op(g, &sl, &y, 1, NULL), SK_STATUS_UNSUPPORTED, "slice", "the view starts at byte 240",
+              "token count");
   /* The flattened tokens: [T * 4], dynamic. */
   sk_attr flat[] = {SK_ATTR_INTS("shape", ((const int64_t[]){-1}), 1)};
   d.attrs = flat;

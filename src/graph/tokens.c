@@ -137,6 +137,18 @@ static sk_status probe_at(const probe_src *src, const sk_op_desc *desc, const sk
     st = sk__fail(SK_STATUS_UNSUPPORTED, "%s: has %zu outputs at %lld tokens and %zu at %lld", at_max->label,
                   at_max->n_outs, (long long)src->max, ctx.n_outs, (long long)probe);
   else st = compare_outputs(src->max, at_max->label, at_max, &ctx, probe, seen);
+  /* A view's start must not follow the count either: slice's start -1 is
+   * the last row, which a bucket planned for more tokens would read past
+   * the live ones. */
+  if (st == SK_STATUS_OK && at_max->def->view_offset) {
+    sk__node_io a = {.params = at_max->params}, b = {.params = ctx.params};
+    int64_t off_max = at_max->def->view_offset(&a), off_probe = at_max->def->view_offset(&b);
+    if (off_max != off_probe)
+      st = sk__fail(SK_STATUS_UNSUPPORTED,
+                    "%s: the view starts at byte %lld at %lld tokens and at byte %lld at %lld: a view whose start "
+                    "follows the run-time token count (a start counted from the end) is not supported",
+                    at_max->label, (long long)off_max, (long long)src->max, (long long)off_probe, (long long)probe);
+  }
   for (size_t i = 0; st == SK_STATUS_OK && !find && i < at_max->n_outs; i++)
     if (seen[i] != dynamic[i])
       st = sk__fail(SK_STATUS_UNSUPPORTED,

@@ -96,6 +96,9 @@ static sk_status build(sk__build_ctx *ctx) {
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute drop_pad_mode: 1 (drop / pad) is not supported (0 or 2)", op);
   const sk__tensor *shaper = scales ? scales : expert; /* [N, K] */
   if (shaper && shaper->rank == 2) k = shaper->shape[1];
+  if (k < 1) /* K from scales or export_for_source_row [N, 0] */
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input %s: expected [N, K] with K >= 1, got %s", op,
+                    scales ? "scales" : "export_for_source_row", sk__shape_str(shaper->rank, shaper->shape, s, sizeof s));
   if (map->shape[0] % k != 0)
     return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input expanded_src_to_dst_row: expected [N*K] with K = %lld, got %s", op,
                     (long long)k, sk__shape_str(map->rank, map->shape, s, sizeof s));

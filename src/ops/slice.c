@@ -7,7 +7,7 @@
 #include "ops/op_util.h"
 
 enum { SLOT_X };
-static const sk_op_slot_info inputs[] = {SK__IN("x", "any dtype, rank >= 1 (it slices dimension 0)", SK__RANK(1, -1))};
+static const sk_op_slot_info inputs[] = {SK__IN("x", "any dtype; it slices dimension 0", SK__RANK(1, -1))};
 static const sk_op_attr_info attrs[] = {
     SK__ATTR_INT("start", 0, INT64_MIN, INT64_MAX, "first row; negative counts from the end; clamped to [0, rows]"),
     SK__ATTR_INT("end", INT64_MAX, INT64_MIN, INT64_MAX,
