@@ -301,6 +301,7 @@ typedef struct sk_attr {
  *                  drop_pad_mode, k     -> y [N, H]
  *   moe_gating_topk_softmax x; k, renorm -> y, expert_idx, row_idx, softmax
  *   linear         x, weight [N, K], bias  -> x @ weight^T + bias
+ *   gelu           x                        -> x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3))
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */

@@ -41,7 +41,7 @@ sk_cli_test(sk_version 0 -o "sk (superkernel) ${PROJECT_VERSION}" -- ${SK} --ver
 sk_cli_test(sk_no_command 2 -E "missing command" -E "sk --help" -- ${SK})
 sk_cli_test(sk_unknown_command 2 -E "unknown command 'frob'" -- ${SK} frob)
 sk_cli_test(sk_unknown_top_option 2 -E "unknown option '--frob'" -- ${SK} --frob)
-foreach(cmd options run plan npy source cache profile bench)
+foreach(cmd options ops run plan npy source cache profile bench)
   sk_cli_test(sk_${cmd}_help 0 -o "usage: sk ${cmd}" -N "usage" -- ${SK} ${cmd} --help)
   sk_cli_test(sk_${cmd}_help_short 0 -o "usage: sk ${cmd}" -- ${SK} ${cmd} -h)
   sk_cli_test(sk_${cmd}_bad_flag 2 -E "unknown option '--frob'" -E "usage: sk ${cmd}" -O "usage" -- ${SK} ${cmd} --frob)
@@ -55,6 +55,11 @@ sk_cli_test(sk_options_effective 0 -o "early-start=0" -o "split-mode=8" -o "func
             -- ${SK} options "early_start=0:split-mode=8")
 sk_cli_test(sk_options_invalid 2 -E "early-start" -E "accepted: 0, 1, 2" -O "func-align" -- ${SK} options "early-start=3")
 sk_cli_test(sk_options_unknown_key 2 -E "frob" -- ${SK} options "frob=1")
+# sk ops: the schemas, data rules included.
+sk_cli_test(sk_ops_all 0 -o "grouped_matmul(x[], weight[]" -o "gelu(x) -> y" -o "rank >= 2"
+            -o "fp32|fp16|bf16|int8" -- ${SK} ops)
+sk_cli_test(sk_ops_named 0 -o "linear(x, weight, bias?) -> y" -o "dtype of x" -O "reshape(" -- ${SK} ops linear)
+sk_cli_test(sk_ops_unknown 2 -E "unknown op type 'frob'" -- ${SK} ops frob)
 sk_cli_test(sk_options_missing 2 -E "missing the options string" -- ${SK} options)
 sk_cli_test(sk_options_two 2 -E "expected one options string" -- ${SK} options "split-mode=4" "split-mode=2")
 

@@ -27,6 +27,7 @@
   X(moe_init_routing)      \
   X(moe_finalize_routing)  \
   X(moe_gating_topk_softmax) \
-  X(linear)
+  X(linear)                \
+  X(gelu)
 
 #endif

@@ -26,6 +26,7 @@ list(APPEND SK_SOURCES
   ops/moe_gating_topk.c ops/moe_gating_topk_kernel.c
   ops/rms_norm.c
   ops/swiglu.c
+  ops/gelu.c
   ops/moe_init_routing.c
   ops/moe_finalize_routing.c
   ops/moe_gating_topk_softmax.c

@@ -2,6 +2,7 @@
  * sk — the superkernel command-line tool.
  *
  *   sk options STRING      validate an options string, print the effective options
+ *   sk ops [OP...]         print the ops' schemas
  *   sk run MODEL [...]     build, compile and run a model; outputs, checksums, median time
  *   sk plan MODEL [...]    print the fused program's plan
  *   sk npy FILE...         print .npy files' dtype, shape, checksum
@@ -21,6 +22,7 @@
 
 static const sk_command commands[] = {
     {"options", sk_cmd_options, "options STRING", "validate a super-kernel options string and print the effective options"},
+    {"ops", sk_cmd_ops, "ops [OP...]", "print the built-in ops' schemas: slots and their data rules, attributes, outputs"},
     {"run", sk_cmd_run, "run MODEL [options]", "build, compile and run a model; print outputs, checksums, median time"},
     {"plan", sk_cmd_plan, "plan MODEL [options]", "print the fused program's plan (steps, super kernels, task lists)"},
     {"npy", sk_cmd_npy, "npy FILE...", "print .npy files' dtype, shape and checksum (as 'sk run' prints outputs)"},

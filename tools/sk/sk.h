@@ -29,6 +29,7 @@ typedef struct sk_command {
 } sk_command;
 
 int sk_cmd_options(int argc, char **argv);
+int sk_cmd_ops(int argc, char **argv);
 int sk_cmd_run(int argc, char **argv);
 int sk_cmd_plan(int argc, char **argv);
 int sk_cmd_npy(int argc, char **argv);

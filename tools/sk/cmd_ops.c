@@ -1,0 +1,110 @@
+/*
+ * sk ops [OP...] — print the built-in ops' schemas as the library declares
+ * them (sk_op_info): each op's signature line, then its input slots with
+ * their data rules, its attributes with defaults and ranges, its outputs.
+ * The same table drives sk_graph_add_op's checks, the fuzzer, the
+ * bad-input rows and the Python bindings; docs/ops.md's headings and the
+ * public header's op list are checked against it (tests/python/test_op_docs.py).
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "sk.h"
+
+static const char synopsis[] = "ops [OP...]";
+
+static void usage(void) {
+  printf("usage: sk %s\n\n"
+         "Prints the schema of every built-in op (or of the OPs named, registered custom\n"
+         "kernels included): a signature line \"op(slots; attributes) -> outputs\", then\n"
+         "per input slot its dtypes, ranks and dtype rule, per attribute its kind, default\n"
+         "and range, per output its doc line.\n\n"
+         "  -h, --help    this help\n",
+         synopsis);
+}
+
+/* "fp32|fp16|bf16" of a dtype mask; "any" for 0. */
+static const char *dtypes_text(unsigned mask, char *buf, size_t size) {
+  buf[0] = '\0';
+  if (!mask) return "any dtype";
+  for (int d = SK_DTYPE_INVALID + 1; d < SK_DTYPE_COUNT_; d++)
+    if (mask & SK_DTYPE_BIT(d)) {
+      size_t len = strlen(buf);
+      snprintf(buf + len, size - len, "%s%s", len ? "|" : "", sk_dtype_name((sk_dtype)d));
+    }
+  return buf;
+}
+
+static const char *kind_text(sk_attr_kind kind) {
+  return kind == SK_ATTR_KIND_INT ? "int" : kind == SK_ATTR_KIND_FLOAT ? "float" : "ints";
+}
+
+static void print_schema(const sk_op_schema *s) {
+  printf("%s(", s->name);
+  for (size_t i = 0; i < s->n_inputs; i++)
+    printf("%s%s%s%s", i ? ", " : "", s->inputs[i].name, s->inputs[i].is_list ? "[]" : "",
+           s->inputs[i].is_optional ? "?" : "");
+  for (size_t i = 0; i < s->n_attrs; i++) printf("%s%s", i ? ", " : "; ", s->attrs[i].name);
+  printf(") ->");
+  for (size_t i = 0; i < s->n_outputs; i++)
+    printf("%s %s%s", i ? "," : "", s->outputs[i].name, s->outputs[i].is_list ? "[]" : "");
+  printf("%s\n    %s\n", s->is_view ? "  (a view)" : "", s->doc ? s->doc : "");
+  for (size_t i = 0; i < s->n_inputs; i++) {
+    const sk_op_slot_info *in = &s->inputs[i];
+    char dt[96], rank[48] = "";
+    if (in->min_rank || in->max_rank) {
+      if (in->max_rank < 0) snprintf(rank, sizeof rank, ", rank >= %d", in->min_rank);
+      else if (in->min_rank == in->max_rank) snprintf(rank, sizeof rank, ", rank %d", in->min_rank);
+      else snprintf(rank, sizeof rank, ", rank %d..%d", in->min_rank, in->max_rank);
+    }
+    const char *types = in->dtypes || !in->same_dtype_as ? dtypes_text(in->dtypes, dt, sizeof dt) : "";
+    printf("  input  %-24s %s%s%s%s%s  %s\n", in->name, types, rank,
+           in->same_dtype_as ? (*types ? ", dtype of " : "dtype of ") : "",
+           in->same_dtype_as ? s->inputs[in->same_dtype_as - 1].name : "",
+           in->is_optional ? ", optional" : "", in->doc ? in->doc : "");
+  }
+  for (size_t i = 0; i < s->n_attrs; i++) {
+    const sk_op_attr_info *a = &s->attrs[i];
+    char def[64] = "", range[64] = "";
+    if (a->is_required) snprintf(def, sizeof def, "required");
+    else if (a->has_default && a->kind == SK_ATTR_KIND_FLOAT) snprintf(def, sizeof def, "default %g", a->default_float);
+    else if (a->has_default && a->kind == SK_ATTR_KIND_INT) snprintf(def, sizeof def, "default %lld", (long long)a->default_int);
+    else snprintf(def, sizeof def, a->kind == SK_ATTR_KIND_INTS ? "default empty" : "default from the inputs");
+    if (a->has_range) snprintf(range, sizeof range, ", in %lld..%lld", (long long)a->min, (long long)a->max);
+    printf("  attr   %-24s %s, %s%s  %s\n", a->name, kind_text(a->kind), def, range, a->doc ? a->doc : "");
+  }
+  for (size_t i = 0; i < s->n_outputs; i++)
+    printf("  output %-24s %s\n", s->outputs[i].name, s->outputs[i].doc ? s->outputs[i].doc : "");
+}
+
+int sk_cmd_ops(int argc, char **argv) {
+  int named = 0;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      usage();
+      return SK_EXIT_OK;
+    }
+    if (argv[i][0] == '-') return cli_usage_error("ops", synopsis, "unknown option '%s'", argv[i]);
+    named++;
+  }
+  if (named) {
+    for (int i = 1; i < argc; i++) {
+      sk_op_schema s;
+      if (sk_op_info_by_name(argv[i], &s) != SK_STATUS_OK) {
+        fprintf(stderr, "sk ops: %s\n", sk_last_error());
+        return SK_EXIT_USAGE;
+      }
+      print_schema(&s);
+    }
+    return SK_EXIT_OK;
+  }
+  for (size_t i = 0; i < sk_op_count(); i++) {
+    sk_op_schema s;
+    if (sk_op_info(i, &s) != SK_STATUS_OK) {
+      fprintf(stderr, "sk ops: %s\n", sk_last_error());
+      return SK_EXIT_FAIL;
+    }
+    print_schema(&s);
+  }
+  return SK_EXIT_OK;
+}
