@@ -188,6 +188,27 @@ class KernelDesc(_C.Structure):
     ]
 
 
+# Each mirror and the C struct it mirrors: tests/python/test_ctypes_layout.py
+# compiles the header's offsetof / sizeof of every field listed here and
+# compares them with ctypes', so a field added in C and not here (or moved,
+# or retyped to another size) fails the suite.
+C_STRUCTS = {
+    TeamConfig: "sk_team_config",
+    OpInput: "sk_op_input",
+    Attr: "sk_attr",
+    OpDesc: "sk_op_desc",
+    SlotInfo: "sk_op_slot_info",
+    AttrInfo: "sk_op_attr_info",
+    OutputInfo: "sk_op_output_info",
+    OpSchema: "sk_op_schema",
+    TensorMeta: "sk_tensor_meta",
+    CompileConfig: "sk_compile_config",
+    Buffer: "sk_buffer",
+    ProgramStats: "sk_program_stats",
+    KernelDesc: "sk_kernel_desc",
+}
+
+
 # ---- prototypes -------------------------------------------------------------
 
 P = _C.POINTER
