@@ -26,7 +26,7 @@ import torch
 
 import superkernel
 import superkernel.torch_ops  # noqa: F401  torch.ops.superkernel.*
-from superkernel._backend_profiles import read_op_statistic
+from superkernel.backend.profiles import read_op_statistic
 from superkernel.scope import super_kernel
 
 sk = torch.ops.superkernel

@@ -4,7 +4,7 @@
     out = compiled(*args)
 
 torch.export traces the model to an ATen graph ahead of time (scopes
-included); the backend's partitioner (partition.py, _backend_runner.py)
+included); the backend's partitioner (backend/partition.py, backend/runner.py)
 turns it into library programs and torch code between them, exactly as for
 torch.compile, with parameters and buffers folded in as constants. A call
 then runs that code directly: no Dynamo frame evaluation, guards or
@@ -23,7 +23,7 @@ import itertools
 import torch
 import torch.utils._pytree as pytree
 
-from ._backend_runner import Plan
+from .backend.runner import Plan
 from .config import CompilerConfig
 from .program import shared_team
 
@@ -90,7 +90,7 @@ class ExportedModel:
         op_statistic.csv and trace.json to directory/<program>/ and one
         op_statistic.csv of them all to directory (default: the config's
         profiling_dir; also done at exit). Returns that file's path."""
-        from ._backend_profiles import write_program_profiles
+        from .backend.profiles import write_program_profiles
 
         return write_program_profiles(
             [(seg.name, seg.program) for seg in self._runner.segments], directory, self.config.profiling_dir

@@ -325,7 +325,7 @@ def test_torch_side_effects_keep_their_place_among_library_nodes():
     barrier: the library node before it reads the value before it."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from superkernel._backend_runner import Plan
+    from superkernel.backend.runner import Plan
 
     def f(x, y):
         u = torch.sin(x) * x  # sin in torch; the product in the library, after sin

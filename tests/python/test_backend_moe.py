@@ -1,4 +1,4 @@
-"""The backend on stock MoE blocks (superkernel/_backend_moe.py): a
+"""The backend on stock MoE blocks (superkernel/backend/moe.py): a
 super-kernel scope around one of transformers' MoE blocks, compiled with
 backend="superkernel", runs it as superkernel.optimize's fused layer (the
 same bits as an optimized copy of the model), without changing the model;

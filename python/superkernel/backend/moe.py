@@ -24,8 +24,8 @@ import gc
 
 import torch
 
-from . import hf_moe_blocks
-from . import scope as _scope
+from .. import hf_moe_blocks
+from .. import scope as _scope
 from .partition import _marker_attrs
 
 _GATE_UP = "_parameters['gate_up_proj']"
@@ -113,7 +113,7 @@ def _fuse_one(graph, region, key, placeholders, example_inputs, keep):
     spec = hf_moe_blocks.describe(block) if block is not None else None
     if spec is None or isinstance(spec, str):
         return False
-    from .moe_optimize import OptimizedMoE
+    from ..moe_optimize import OptimizedMoE
 
     spec.router_module = block.gate
     fused = OptimizedMoE(spec, None, "")

@@ -31,8 +31,8 @@ import operator
 
 import torch
 
-from . import schema
-from .dtypes import DType, to_dtype, to_torch
+from .. import schema
+from ..dtypes import DType, to_dtype, to_torch
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -172,7 +172,7 @@ def _squeeze(node):
 
 
 def _sk_custom(node):
-    from .torch_ops import SPECS
+    from ..torch_ops import SPECS
 
     spec = SPECS.get(node.target._opname)
     if spec is None:

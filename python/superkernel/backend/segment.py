@@ -16,9 +16,9 @@ the plan was built for, so nothing is checked again per call).
 
 import torch
 
-from ._backend_translate import VIEW_OPS, node_val
-from .dtypes import to_torch
-from .graph import Graph
+from .translate import VIEW_OPS, node_val
+from ..dtypes import to_torch
+from ..graph import Graph
 
 
 def _is_multi(node):

@@ -13,7 +13,7 @@ import operator
 
 import torch
 
-from ._backend_segment import Segment
+from .segment import Segment
 from .partition import classify, read_markers, stages
 
 
@@ -31,7 +31,7 @@ class Plan:
     def takes_work(self):
         """Whether the library computes anything here: a node other than a
         view, a getitem or a scope's wait (views alone move no data)."""
-        from .schema import op_schema
+        from ..schema import op_schema
 
         return any(n.op not in ("getitem", "wait") and not op_schema(n.op).is_view for n in self.sk.values())
 

@@ -44,12 +44,12 @@ import weakref
 
 import torch
 
-from ._backend_runner import Plan
-from .config import CompilerConfig
+from .runner import Plan
+from ..config import CompilerConfig
 from .partition import ScopeError, read_markers
-from . import _backend_moe
-from ._backend_profiles import write_program_profiles
-from .program import shared_team
+from . import moe as _backend_moe  # the fused MoE blocks (backend/moe.py)
+from .profiles import write_program_profiles
+from ..program import shared_team
 
 __all__ = [
     "Backend",
@@ -157,7 +157,7 @@ class Backend:
     def __call__(self, gm, example_inputs):
         from torch._functorch.aot_autograd import aot_module_simplified
 
-        # Stock MoE blocks in scopes become the fused layer (_backend_moe.py);
+        # Stock MoE blocks in scopes become the fused layer (backend/moe.py);
         # gm and the compiled graphs keep their OptimizedMoE modules alive.
         fused = []
         _backend_moe.fuse_moe_blocks(gm, example_inputs, fused)

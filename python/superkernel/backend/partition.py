@@ -5,7 +5,7 @@
    block is one library scope ("name", then "name#2", ... for a name seen
    again). Checked here: options (a bad key or value raises naming it),
    pairing, nesting, at most one stream tag.
-2. Each call node is classified (_backend_translate): the library runs it
+2. Each call node is classified (translate.py): the library runs it
    exactly as torch would, or it runs in torch. An op that runs in torch
    inside a scope splits the scope: a warning, or an error under the
    scope option strict-scope-check=abort; under bypass the whole scope runs
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import scope as _scope
-from ._backend_translate import VIEW_OPS, Unsupported, is_getitem, op_label, tensor_meta, translate
-from .schema import render_options, validate_options
+from .. import scope as _scope
+from .translate import VIEW_OPS, Unsupported, is_getitem, op_label, tensor_meta, translate
+from ..schema import render_options, validate_options
 
 
 class ScopeError(ValueError):
@@ -212,7 +212,7 @@ def _classify_one(node, sk):
 
 
 def _torch_in_scope(node, info, why):
-    # superkernel.optimize's fused layer (_backend_moe.py) is a super kernel of its own.
+    # superkernel.optimize's fused layer (backend/moe.py) is a super kernel of its own.
     if info is None or is_getitem(node) or str(node.target) == "superkernel.moe_block.default":
         return
     label = op_label(node)
