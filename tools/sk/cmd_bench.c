@@ -74,8 +74,7 @@ typedef struct bench_args {
   bool json, no_floor, weights_as_inputs;
   const char *options;
   cli_weights weights;
-  int64_t tokens[CLI_MAX_TOKENS];
-  int n_tokens;
+  cli_tokens tokens;
 } bench_args;
 
 /* Parses "1,2,all" into a->threads. */
@@ -109,47 +108,30 @@ static int parse_threads(const char *text, bench_args *a) {
   return SK_EXIT_OK;
 }
 
+static bool threads_option(const char *cmd, const char *syn, const char *value, void *dest) {
+  (void)cmd, (void)syn;
+  return parse_threads(value, dest) == SK_EXIT_OK;
+}
+
 static int parse(int argc, char **argv, bench_args *a) {
   memset(a, 0, sizeof *a);
   a->iters = 200;
-  bool has_threads = false;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i], *val;
-    int r;
-#define VALUE_OPTION(flag) ((r = cli_option_value("bench", synopsis, argc, argv, &i, flag, &val)) != 0)
-    if (cli_is_help(arg)) {
-      usage();
-      return -1;
-    } else if (strcmp(arg, "--json") == 0) {
-      a->json = true;
-    } else if (strcmp(arg, "--no-floor") == 0) {
-      a->no_floor = true;
-    } else if (strcmp(arg, "--weights-as-inputs") == 0) {
-      a->weights_as_inputs = true;
-    } else if (VALUE_OPTION("--iters")) {
-      if (r < 0 || !cli_parse_int("bench", synopsis, "--iters", val, 1, 10000000, &a->iters)) return SK_EXIT_USAGE;
-    } else if (VALUE_OPTION("--threads")) {
-      if (r < 0) return SK_EXIT_USAGE;
-      int rc = parse_threads(val, a);
-      if (rc != SK_EXIT_OK) return rc;
-      has_threads = true;
-    } else if (VALUE_OPTION("--options")) {
-      if (r < 0) return SK_EXIT_USAGE;
-      a->options = val;
-    } else if (VALUE_OPTION("--tokens")) {
-      if (r < 0 || !cli_parse_tokens("bench", synopsis, val, a->tokens, CLI_MAX_TOKENS, &a->n_tokens))
-        return SK_EXIT_USAGE;
-    } else if ((r = cli_weights_option("bench", synopsis, argc, argv, &i, &a->weights)) != 0) {
-      if (r < 0) return SK_EXIT_USAGE;
-    } else if (arg[0] == '-') {
-      return cli_usage_error("bench", synopsis, "unknown option '%s'", arg);
-    } else if (a->n_scenarios >= MAX_SCENARIOS) {
-      return cli_usage_error("bench", synopsis, "at most %d scenarios", MAX_SCENARIOS);
-    } else {
-      a->scenarios[a->n_scenarios++] = arg;
-    }
-#undef VALUE_OPTION
-  }
+  const cli_arg opts[] = {
+      CLI_OPT_FLAG("--json", &a->json),
+      CLI_OPT_FLAG("--no-floor", &a->no_floor),
+      CLI_OPT_FLAG("--weights-as-inputs", &a->weights_as_inputs),
+      CLI_OPT_INT("--iters", &a->iters, 1, 10000000),
+      CLI_OPT_CUSTOM("--threads", a, threads_option),
+      CLI_OPT_STRING("--options", &a->options),
+      CLI_OPT_TOKENS("--tokens", &a->tokens, CLI_MAX_TOKENS),
+      CLI_OPT_WEIGHTS(&a->weights),
+  };
+  cli_positional pos = {.name = "scenario", .values = a->scenarios, .max = MAX_SCENARIOS};
+  bool help;
+  int parsed = cli_parse_args("bench", synopsis, usage, argc, argv, opts, CLI_N(opts), &pos, &help);
+  if (parsed != SK_EXIT_OK) return parsed;
+  if (help) return -1;
+  a->n_scenarios = pos.n;
   /* The names are known once the checkpoint (if any) is open. */
   int rc = cli_weights_open("bench", synopsis, &a->weights);
   if (rc != SK_EXIT_OK) return rc;
@@ -161,7 +143,7 @@ static int parse(int argc, char **argv, bench_args *a) {
   if (a->n_scenarios == 0)
     for (size_t k = 0; k < sizeof default_scenarios / sizeof default_scenarios[0]; k++)
       a->scenarios[a->n_scenarios++] = default_scenarios[k];
-  if (!has_threads) {
+  if (a->n_threads == 0) { /* no --threads */
     a->threads[0] = 1;
     a->threads[1] = 0;
     a->n_threads = 2;
@@ -442,8 +424,9 @@ static int bench(int argc, char **argv) {
   }
   a.n_threads = n_threads;
 
-  if (a.n_tokens)
-    return sk_bench_tokens(a.scenarios, a.n_scenarios, a.threads, a.n_threads, a.iters, a.options, a.tokens, a.n_tokens);
+  if (a.tokens.n)
+    return sk_bench_tokens(a.scenarios, a.n_scenarios, a.threads, a.n_threads, a.iters, a.options, a.tokens.counts,
+                           a.tokens.n);
   int n_runs = a.n_scenarios * a.n_threads;
   bench_result *res = calloc((size_t)n_runs, sizeof *res);
   if (!res) {

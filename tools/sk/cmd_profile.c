@@ -168,48 +168,28 @@ static bool same_outputs(const skm_io *a, const skm_io *b) {
 
 static int profile(int argc, char **argv) {
   cli_weights weights = {0};
-  const char *model = NULL, *options = NULL, *out = NULL, *val;
+  const char *model = NULL, *options = NULL, *out = NULL;
   long threads = 0, iters = 20;
-  int64_t tokens[CLI_MAX_TOKENS];
-  int n_tokens = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int r;
-#define VALUE_OPTION(flag) ((r = cli_option_value("profile", synopsis, argc, argv, &i, flag, &val)) != 0)
-    if (cli_is_help(a)) {
-      usage();
-      return SK_EXIT_OK;
-    } else if (VALUE_OPTION("--out")) {
-      if (r < 0) return SK_EXIT_USAGE;
-      out = val;
-    } else if (VALUE_OPTION("--options")) {
-      if (r < 0) return SK_EXIT_USAGE;
-      options = val;
-    } else if (VALUE_OPTION("--threads")) {
-      if (r < 0 || !cli_parse_int("profile", synopsis, "--threads", val, 1, 1024, &threads)) return SK_EXIT_USAGE;
-    } else if (VALUE_OPTION("--iters")) {
-      if (r < 0 || !cli_parse_int("profile", synopsis, "--iters", val, 1, 10000000, &iters)) return SK_EXIT_USAGE;
-    } else if (VALUE_OPTION("--tokens")) {
-      if (r < 0 || !cli_parse_tokens("profile", synopsis, val, tokens, 1, &n_tokens)) return SK_EXIT_USAGE;
-    } else if ((r = cli_weights_option("profile", synopsis, argc, argv, &i, &weights)) != 0) {
-      if (r < 0) return SK_EXIT_USAGE;
-    } else if (a[0] == '-') {
-      return cli_usage_error("profile", synopsis, "unknown option '%s'", a);
-    } else if (model) {
-      return cli_usage_error("profile", synopsis, "expected one MODEL, got another: '%s'", a);
-    } else {
-      model = a;
-    }
-#undef VALUE_OPTION
-  }
+  cli_tokens tokens = {.n = 0};
+  const cli_arg opts[] = {
+      CLI_OPT_DIR("--out", &out),
+      CLI_OPT_STRING("--options", &options),
+      CLI_OPT_INT("--threads", &threads, 1, 1024),
+      CLI_OPT_INT("--iters", &iters, 1, 10000000),
+      CLI_OPT_TOKENS("--tokens", &tokens, 1),
+      CLI_OPT_WEIGHTS(&weights),
+  };
+  cli_positional pos = {.name = "MODEL", .values = &model, .max = 1};
+  bool help;
+  int parsed = cli_parse_args("profile", synopsis, usage, argc, argv, opts, CLI_N(opts), &pos, &help);
+  if (parsed != SK_EXIT_OK || help) return parsed;
   if (!model) return cli_usage_error("profile", synopsis, "missing MODEL (one of %s)", skm_model_list());
   if (!out) return cli_usage_error("profile", synopsis, "missing --out DIR");
-  if (!*out) return cli_usage_error("profile", synopsis, "--out: empty directory name");
 
   int rc = cli_weights_open("profile", synopsis, &weights);
-  if (rc == SK_EXIT_OK) rc = cli_check_tokens("profile", synopsis, model, tokens, n_tokens);
+  if (rc == SK_EXIT_OK) rc = cli_check_tokens("profile", synopsis, model, tokens.counts, tokens.n);
   if (rc != SK_EXIT_OK) return rc;
-  int64_t run_tokens = n_tokens ? tokens[0] : skm_model_run_tokens(model);
+  int64_t run_tokens = tokens.n ? tokens.counts[0] : skm_model_run_tokens(model);
   sk_session s;
   rc = sk_session_open_team(&s, "profile", synopsis, model, options, (int)threads);
   if (rc != SK_EXIT_OK) return rc;

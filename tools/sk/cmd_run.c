@@ -69,73 +69,38 @@ static void usage(void) {
 
 typedef struct run_args {
   const char *model, *options, *inputs_dir, *save_inputs_dir, *save_outputs_dir;
-  bool no_sk, has_executor, weights_as_inputs;
-  sk_executor executor;
+  bool no_sk, weights_as_inputs;
+  cli_executor exec;
   long threads, iters, seed;
   cli_weights weights;
-  int64_t tokens[CLI_MAX_TOKENS];
-  int n_tokens;
+  cli_tokens tokens;
 } run_args;
 
 static int parse(int argc, char **argv, run_args *a) {
   *a = (run_args){.iters = 20, .seed = SKM_DEFAULT_SEED};
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i], *val;
-    int r;
-#define VALUE_OPTION(flag) ((r = cli_option_value("run", synopsis, argc, argv, &i, flag, &val)) != 0)
-    if (cli_is_help(arg)) {
-      usage();
-      return -1;
-    } else if (strcmp(arg, "--no-sk") == 0) {
-      a->no_sk = true;
-    } else if (strcmp(arg, "--weights-as-inputs") == 0) {
-      a->weights_as_inputs = true;
-    } else if (VALUE_OPTION("--executor")) {
-      if (r < 0) return SK_EXIT_USAGE;
-      if (!sk_cli_executor_parse(val, &a->executor))
-        return cli_usage_error("run", synopsis, "--executor: expected one of %s, got '%s'", sk_cli_executor_names(),
-                               val);
-      a->has_executor = true;
-    } else if (VALUE_OPTION("--threads")) {
-      if (r < 0 || !cli_parse_int("run", synopsis, "--threads", val, 1, 1024, &a->threads)) return SK_EXIT_USAGE;
-    } else if (VALUE_OPTION("--iters")) {
-      if (r < 0 || !cli_parse_int("run", synopsis, "--iters", val, 1, 10000000, &a->iters)) return SK_EXIT_USAGE;
-    } else if (VALUE_OPTION("--seed")) {
-      if (r < 0 || !cli_parse_int("run", synopsis, "--seed", val, 0, 2147483647, &a->seed)) return SK_EXIT_USAGE;
-    } else if (VALUE_OPTION("--options")) {
-      if (r < 0) return SK_EXIT_USAGE;
-      a->options = val;
-    } else if (VALUE_OPTION("--inputs")) {
-      if (r < 0) return SK_EXIT_USAGE;
-      a->inputs_dir = val;
-    } else if (VALUE_OPTION("--save-inputs")) {
-      if (r < 0) return SK_EXIT_USAGE;
-      a->save_inputs_dir = val;
-    } else if (VALUE_OPTION("--save-outputs")) {
-      if (r < 0) return SK_EXIT_USAGE;
-      a->save_outputs_dir = val;
-    } else if (VALUE_OPTION("--tokens")) {
-      if (r < 0 || !cli_parse_tokens("run", synopsis, val, a->tokens, CLI_MAX_TOKENS, &a->n_tokens))
-        return SK_EXIT_USAGE;
-    } else if ((r = cli_weights_option("run", synopsis, argc, argv, &i, &a->weights)) != 0) {
-      if (r < 0) return SK_EXIT_USAGE;
-    } else if (arg[0] == '-') {
-      return cli_usage_error("run", synopsis, "unknown option '%s'", arg);
-    } else if (a->model) {
-      return cli_usage_error("run", synopsis, "expected one MODEL, got another: '%s'", arg);
-    } else {
-      a->model = arg;
-    }
-#undef VALUE_OPTION
-  }
+  const cli_arg opts[] = {
+      CLI_OPT_FLAG("--no-sk", &a->no_sk),
+      CLI_OPT_FLAG("--weights-as-inputs", &a->weights_as_inputs),
+      CLI_OPT_EXECUTOR("--executor", &a->exec),
+      CLI_OPT_INT("--threads", &a->threads, 1, 1024),
+      CLI_OPT_INT("--iters", &a->iters, 1, 10000000),
+      CLI_OPT_INT("--seed", &a->seed, 0, 2147483647),
+      CLI_OPT_STRING("--options", &a->options),
+      CLI_OPT_DIR("--inputs", &a->inputs_dir),
+      CLI_OPT_DIR("--save-inputs", &a->save_inputs_dir),
+      CLI_OPT_DIR("--save-outputs", &a->save_outputs_dir),
+      CLI_OPT_TOKENS("--tokens", &a->tokens, CLI_MAX_TOKENS),
+      CLI_OPT_WEIGHTS(&a->weights),
+  };
+  cli_positional pos = {.name = "MODEL", .values = &a->model, .max = 1};
+  bool help;
+  int parsed = cli_parse_args("run", synopsis, usage, argc, argv, opts, CLI_N(opts), &pos, &help);
+  if (parsed != SK_EXIT_OK) return parsed;
+  if (help) return -1;
   if (!a->model) return cli_usage_error("run", synopsis, "missing MODEL (one of %s)", skm_model_list());
-  if (a->no_sk && a->has_executor && a->executor != SK_EXECUTOR_EAGER)
+  if (a->no_sk && a->exec.given && a->exec.executor != SK_EXECUTOR_EAGER)
     return cli_usage_error("run", synopsis, "--no-sk (eager) conflicts with --executor %s",
-                           sk_executor_name(a->executor));
-  const char *dirs[] = {a->inputs_dir, a->save_inputs_dir, a->save_outputs_dir};
-  const char *flags[] = {"--inputs", "--save-inputs", "--save-outputs"};
-  for (int k = 0; k < 3; k++)
-    if (dirs[k] && dirs[k][0] == '\0') return cli_usage_error("run", synopsis, "%s: empty directory name", flags[k]);
+                           sk_executor_name(a->exec.executor));
   return SK_EXIT_OK;
 }
 
@@ -300,10 +265,10 @@ static int run_at(const run_args *a, sk_session *s, int64_t tokens, bool per_cou
 }
 
 static int run(const run_args *a) {
-  int rc = cli_check_tokens("run", synopsis, a->model, a->tokens, a->n_tokens);
+  int rc = cli_check_tokens("run", synopsis, a->model, a->tokens.counts, a->tokens.n);
   if (rc != SK_EXIT_OK) return rc;
 
-  sk_executor executor = a->has_executor ? a->executor : a->no_sk ? SK_EXECUTOR_EAGER : SK_EXECUTOR_DEFAULT;
+  sk_executor executor = a->exec.given ? a->exec.executor : a->no_sk ? SK_EXECUTOR_EAGER : SK_EXECUTOR_DEFAULT;
   sk_session s;
   rc = sk_session_open_team(&s, "run", synopsis, a->model, a->options, (int)a->threads);
   if (rc != SK_EXIT_OK) return rc;
@@ -324,8 +289,8 @@ static int run(const run_args *a) {
     printf("run-time token count: one program for 1..%lld tokens\n", (long long)sk_program_max_tokens(s.program));
   /* The counts to run: --tokens, else the model's own (static: -1). */
   int64_t own = skm_model_run_tokens(s.model);
-  const int64_t *counts = a->n_tokens ? a->tokens : &own;
-  int n_counts = a->n_tokens ? a->n_tokens : 1;
+  const int64_t *counts = a->tokens.n ? a->tokens.counts : &own;
+  int n_counts = a->tokens.n ? a->tokens.n : 1;
   /* The first token is the same at every count (the built-in inputs'
    * first rows): its output rows must be too (batch invariance). */
   enum { MAX_ROW0 = 16 };

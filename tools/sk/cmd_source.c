@@ -61,33 +61,18 @@ static const char *scope_list(const sk_program *p, char *buf, size_t size) {
 
 static int source(int argc, char **argv) {
   cli_weights weights = {0};
-  const char *model = NULL, *options = NULL, *scope = NULL, *val;
+  const char *model = NULL, *options = NULL, *scope = NULL;
   long threads = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int r;
-    if (cli_is_help(a)) {
-      usage();
-      return SK_EXIT_OK;
-    } else if ((r = cli_option_value("source", synopsis, argc, argv, &i, "--scope", &val)) != 0) {
-      if (r < 0) return SK_EXIT_USAGE;
-      if (!*val) return cli_usage_error("source", synopsis, "--scope: empty scope name");
-      scope = val;
-    } else if ((r = cli_option_value("source", synopsis, argc, argv, &i, "--options", &val)) != 0) {
-      if (r < 0) return SK_EXIT_USAGE;
-      options = val;
-    } else if ((r = cli_option_value("source", synopsis, argc, argv, &i, "--threads", &val)) != 0) {
-      if (r < 0 || !cli_parse_int("source", synopsis, "--threads", val, 1, 1024, &threads)) return SK_EXIT_USAGE;
-    } else if ((r = cli_weights_option("source", synopsis, argc, argv, &i, &weights)) != 0) {
-      if (r < 0) return SK_EXIT_USAGE;
-    } else if (a[0] == '-') {
-      return cli_usage_error("source", synopsis, "unknown option '%s'", a);
-    } else if (model) {
-      return cli_usage_error("source", synopsis, "expected one MODEL, got another: '%s'", a);
-    } else {
-      model = a;
-    }
-  }
+  const cli_arg opts[] = {
+      {.name = "--scope", .kind = CLI_STRING, .dest = &scope, .nonempty = true, .what = "scope name"},
+      CLI_OPT_STRING("--options", &options),
+      CLI_OPT_INT("--threads", &threads, 1, 1024),
+      CLI_OPT_WEIGHTS(&weights),
+  };
+  cli_positional pos = {.name = "MODEL", .values = &model, .max = 1};
+  bool help;
+  int parsed = cli_parse_args("source", synopsis, usage, argc, argv, opts, CLI_N(opts), &pos, &help);
+  if (parsed != SK_EXIT_OK || help) return parsed;
   if (!model) return cli_usage_error("source", synopsis, "missing MODEL (one of %s)", skm_model_list());
 
   /* The interpreter's program has the same plans, so the same source, and

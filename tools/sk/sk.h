@@ -171,6 +171,61 @@ int sk_bench_tokens(const char *const *scenarios, int n_scenarios, const int *th
  * Parses an --executor value (eager, interp, jit, auto, reference); false
  * when it is none of them. */
 bool sk_cli_executor_parse(const char *text, sk_executor *out);
+
+/* ---- the argument table (cli_args.c) ----
+ * A command lists its options once; cli_parse_args takes --name VALUE and
+ * --name=VALUE in any order, the help flags, and positional arguments. */
+typedef enum cli_arg_kind {
+  CLI_FLAG,     /* bool *: set when given */
+  CLI_STRING,   /* const char **; nonempty: refuse "" naming `what` */
+  CLI_INT,      /* long *, in [lo, hi] */
+  CLI_TOKENS,   /* cli_tokens *, at most hi counts */
+  CLI_EXECUTOR, /* cli_executor * */
+  CLI_WEIGHTS,  /* cli_weights *: --weights DIR and --layer N */
+  CLI_CUSTOM,   /* parse(cmd, synopsis, value, dest) */
+} cli_arg_kind;
+
+typedef struct cli_tokens {
+  int64_t counts[CLI_MAX_TOKENS];
+  int n;
+} cli_tokens;
+
+typedef struct cli_executor {
+  sk_executor executor;
+  bool given;
+} cli_executor;
+
+typedef struct cli_arg {
+  const char *name;
+  cli_arg_kind kind;
+  void *dest;
+  long lo, hi;
+  bool nonempty;
+  const char *what;
+  bool (*parse)(const char *cmd, const char *synopsis, const char *value, void *dest);
+} cli_arg;
+
+#define CLI_OPT_FLAG(nm, d) {.name = (nm), .kind = CLI_FLAG, .dest = (d)}
+#define CLI_OPT_STRING(nm, d) {.name = (nm), .kind = CLI_STRING, .dest = (d)}
+#define CLI_OPT_DIR(nm, d) {.name = (nm), .kind = CLI_STRING, .dest = (d), .nonempty = true, .what = "directory name"}
+#define CLI_OPT_INT(nm, d, l, h) {.name = (nm), .kind = CLI_INT, .dest = (d), .lo = (l), .hi = (h)}
+#define CLI_OPT_TOKENS(nm, d, max) {.name = (nm), .kind = CLI_TOKENS, .dest = (d), .hi = (max)}
+#define CLI_OPT_EXECUTOR(nm, d) {.name = (nm), .kind = CLI_EXECUTOR, .dest = (d)}
+#define CLI_OPT_WEIGHTS(d) {.name = "--weights", .kind = CLI_WEIGHTS, .dest = (d)}
+#define CLI_OPT_CUSTOM(nm, d, fn) {.name = (nm), .kind = CLI_CUSTOM, .dest = (d), .parse = (fn)}
+
+/* Positional arguments: at most max, named `name` in messages ("MODEL"). */
+typedef struct cli_positional {
+  const char *name;
+  const char **values;
+  int max, n;
+} cli_positional;
+
+/* Parses argv against opts; on a help flag calls usage and sets *help.
+ * SK_EXIT_OK, or SK_EXIT_USAGE with the message printed. */
+int cli_parse_args(const char *cmd, const char *synopsis, void (*usage)(void), int argc, char **argv,
+                   const cli_arg *opts, size_t n_opts, cli_positional *pos, bool *help);
+#define CLI_N(a) (sizeof(a) / sizeof((a)[0]))
 /* "eager, interp, jit, auto, reference" */
 const char *sk_cli_executor_names(void);
 /* One phrase for a summary line, e.g. "auto (default; super kernels on,
