@@ -561,6 +561,14 @@ SK_API sk_status sk_options_validate(const char *options);
  * truncated if too small). *needed (may be NULL) gets the full length
  * without the NUL. Fails like sk_options_validate on an invalid string. */
 SK_API sk_status sk_options_render(const char *options, char *buf, size_t size, size_t *needed);
+/* The same for a scope's string layered over a graph's default string
+ * (sk_compile_config.default_options): what the scope's super kernel runs
+ * with, each key the scope's when it gives one, else the default's. Front
+ * ends read a scope's effective options here instead of layering strings
+ * themselves (superkernel.backend decides its strict-scope-check so). A
+ * failure names which string was wrong ("global options: ..."). */
+SK_API sk_status sk_options_render_layered(const char *default_options, const char *scope_options, char *buf,
+                                           size_t size, size_t *needed);
 
 /* ------------------------------------------------------------------------ */
 /* Custom kernels                                                            */

@@ -602,8 +602,26 @@ static void test_copy_equal_free(void) {
   sk__options_free(&b);
 }
 
+/* The public layering: a scope's key over the default's, the default's
+ * where the scope is silent, and a failure naming the wrong string. */
+static void test_render_layered(void) {
+  char buf[512];
+  size_t needed = 0;
+  CHECK_OK(sk_options_render_layered("early-start=0:strict-scope-check=abort", "split-mode=8:early-start=1", buf,
+                                     sizeof buf, &needed));
+  CHECK(strstr(buf, "early-start=1") && strstr(buf, "split-mode=8") && strstr(buf, "strict-scope-check=abort"));
+  CHECK(needed == strlen(buf));
+  CHECK_OK(sk_options_render_layered(NULL, "", buf, sizeof buf, NULL));
+  CHECK(strstr(buf, "early-start=1") && !strstr(buf, "strict-scope-check"));
+  CHECK_FAILS(sk_options_render_layered("early-start=9", "", buf, sizeof buf, NULL), SK_STATUS_INVALID_ARGUMENT,
+              "global options", "early-start");
+  CHECK_FAILS(sk_options_render_layered("", "frob=1", buf, sizeof buf, NULL), SK_STATUS_INVALID_ARGUMENT, "frob");
+  CHECK_FAILS(sk_options_render_layered("", "", NULL, 4, NULL), SK_STATUS_INVALID_ARGUMENT,
+              "sk_options_render_layered", "buf is NULL");
+}
+
 TEST_MAIN(TEST_CASE(test_defaults), TEST_CASE(test_legal_values), TEST_CASE(test_syntax),
           TEST_CASE(test_pair_without_equals), TEST_CASE(test_key_errors),
           TEST_CASE(test_illegal_values), TEST_CASE(test_error_leaves_defaults),
           TEST_CASE(test_render), TEST_CASE(test_layered), TEST_CASE(test_match),
-          TEST_CASE(test_copy_equal_free))
+          TEST_CASE(test_copy_equal_free), TEST_CASE(test_render_layered))

@@ -252,6 +252,7 @@ _PROTOTYPES = {
     "sk_op_supported": (_STATUS, [P(OpDesc), P(TensorMeta), size_t]),
     "sk_options_validate": (_STATUS, [c_char_p]),
     "sk_options_render": (_STATUS, [c_char_p, c_char_p, size_t, P(size_t)]),
+    "sk_options_render_layered": (_STATUS, [c_char_p, c_char_p, c_char_p, size_t, P(size_t)]),
     "sk_executor_name": (c_char_p, [c_int]),
     "sk_executor_parse": (_STATUS, [c_char_p, P(c_int)]),
     "sk_compile": (_STATUS, [c_void_p, P(CompileConfig), P(c_void_p)]),

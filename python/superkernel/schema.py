@@ -253,11 +253,19 @@ def validate_options(options):
     _lib.check(_lib.lib().sk_options_validate(_lib.encode(options or "")))
 
 
-def render_options(options=""):
-    """The effective options, defaults included ("key=value:...")."""
+def render_options(options="", default_options=None):
+    """The effective options, defaults included ("key=value:..."): of
+    `options` alone, or, given default_options, of a scope's options
+    layered over a graph's defaults as the library layers them."""
     lib = _lib.lib()
+
+    def call(buf, size, needed):
+        if default_options is None:
+            return lib.sk_options_render(_lib.encode(options or ""), buf, size, needed)
+        return lib.sk_options_render_layered(_lib.encode(default_options), _lib.encode(options or ""), buf, size, needed)
+
     needed = ctypes.c_size_t(0)
-    _lib.check(lib.sk_options_render(_lib.encode(options or ""), None, 0, ctypes.byref(needed)))
+    _lib.check(call(None, 0, ctypes.byref(needed)))
     buf = ctypes.create_string_buffer(needed.value + 1)
-    _lib.check(lib.sk_options_render(_lib.encode(options or ""), buf, len(buf), None))
+    _lib.check(call(buf, len(buf), None))
     return buf.value.decode()

@@ -455,17 +455,27 @@ sk_status sk_options_validate(const char *options) {
   return st;
 }
 
-sk_status sk_options_render(const char *options, char *buf, size_t size, size_t *needed) {
+/* Renders the options of `global` under `scope` (NULL global: scope
+ * alone, as sk_options_render). */
+static sk_status render(const char *fn, const char *global, const char *scope, char *buf, size_t size,
+                        size_t *needed) {
   sk__clear_error();
   if (needed) *needed = 0;
-  if (!buf && size > 0)
-    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_options_render: buf is NULL but size is %zu",
-                    size);
+  if (!buf && size > 0) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: buf is NULL but size is %zu", fn, size);
   if (buf && size > 0) buf[0] = '\0';
   sk__options o;
-  SK_RETURN_IF_ERROR(sk__options_parse(options, &o));
+  SK_RETURN_IF_ERROR(global ? sk__options_parse_layered(global, scope, &o) : sk__options_parse(scope, &o));
   size_t len = sk__options_render(&o, buf, size);
   sk__options_free(&o);
   if (needed) *needed = len;
   return SK_STATUS_OK;
+}
+
+sk_status sk_options_render(const char *options, char *buf, size_t size, size_t *needed) {
+  return render("sk_options_render", NULL, options, buf, size, needed);
+}
+
+sk_status sk_options_render_layered(const char *default_options, const char *scope_options, char *buf, size_t size,
+                                    size_t *needed) {
+  return render("sk_options_render_layered", default_options ? default_options : "", scope_options, buf, size, needed);
 }

@@ -384,3 +384,13 @@ def test_closed_objects():
     with pytest.raises(sk.InvalidArgumentError, match="num_cores = -3"):
         sk.Team(num_cores=-3)
     assert_still_usable()
+
+
+def test_render_options_layered_as_the_library_layers():
+    """A scope's options over the defaults: the library's layering, which
+    the backend reads strict-scope-check from."""
+    both = sk.render_options("split-mode=8", "early-start=0:strict-scope-check=bypass")
+    assert "split-mode=8" in both and "early-start=0" in both and "strict-scope-check=bypass" in both
+    assert "strict-scope-check" not in sk.render_options("split-mode=8")
+    with pytest.raises(sk.InvalidArgumentError, match="global options"):
+        sk.render_options("", "early-start=9")

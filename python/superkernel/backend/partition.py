@@ -67,14 +67,11 @@ class SkNode:
         return [n for n in out if isinstance(n, torch.fx.Node)]
 
 
-def _option_map(options):
-    pairs = render_options(options).split(":")
-    return dict(p.split("=", 1) for p in pairs if "=" in p)
-
-
 def _strict(scope_options, default_options):
-    value = _option_map(scope_options).get("strict-scope-check")
-    return value if value is not None else _option_map(default_options).get("strict-scope-check", "")
+    """The scope's strict-scope-check as the library layers its options
+    over the defaults (sk_options_render_layered): "", "abort" or "bypass"."""
+    pairs = render_options(scope_options, default_options or "").split(":")
+    return dict(p.split("=", 1) for p in pairs if "=" in p).get("strict-scope-check", "")
 
 
 _IGNORED_KEYS = {
