@@ -65,6 +65,7 @@ static void *constant_data(const sk_graph *g, const sk_program *p, sk_value v) {
 static sk_status prepare_node(const sk_graph *g, sk_program *p, const sk__node *src, int n_cores,
                               const sk__exec_node *packed_from, sk__exec_node *dst) {
   dst->def = src->def;
+  dst->launch_only = src->launch_only;
   dst->name = sk__strdup(src->name);
   dst->scope = src->scope;
   dst->stream = src->stream;
@@ -78,8 +79,8 @@ static sk_status prepare_node(const sk_graph *g, sk_program *p, const sk__node *
   for (int s = 0; s < SK__MAX_SLOTS; s++) total += src->slot_count[s];
   dst->in_tensors = calloc(total ? total : 1, sizeof(sk__tensor));
   dst->in_values = calloc(total ? total : 1, sizeof(sk_value));
-  dst->out_values = calloc(src->n_outputs, sizeof(sk_value));
-  dst->io.out = calloc(src->n_outputs, sizeof(sk__tensor));
+  dst->out_values = calloc(src->n_outputs ? src->n_outputs : 1, sizeof(sk_value));
+  dst->io.out = calloc(src->n_outputs ? src->n_outputs : 1, sizeof(sk__tensor));
   dst->params = calloc(1, src->def->params_size ? src->def->params_size : 1);
   if (!dst->name || !dst->in_tensors || !dst->in_values || !dst->out_values || !dst->io.out || !dst->params)
     return fail_oom();
@@ -210,7 +211,9 @@ sk_status sk__compile_graph(const sk_graph *g, const sk_compile_config *cfg, int
   if (g->open_scope >= 0)
     return sk__fail(SK_STATUS_INVALID_STATE, "sk_compile: scope '%s' is still open (end it with sk_graph_end_scope)",
                     g->scopes[g->open_scope].name);
-  if (g->n_outputs == 0)
+  bool launches = false; /* runtime-only fusion's graph: its kernels' effects are its output */
+  for (size_t i = 0; i < g->n_nodes; i++) launches = launches || g->nodes[i].launch_only;
+  if (g->n_outputs == 0 && !launches)
     return sk__fail(SK_STATUS_INVALID_STATE, "sk_compile: the graph has no outputs (mark one with sk_graph_mark_output)");
   sk_executor executor = SK_EXECUTOR_DEFAULT;
   if (HAS(executor)) executor = cfg->executor;

@@ -215,8 +215,12 @@ static sk_status push_launches(fuse_ctx *c, const sk__launch_order *order) {
   return st;
 }
 
-sk_status sk__build_steps(sk_program *p, size_t n_scopes, const char *const *names, const sk__options *options,
-                          const sk__node_deps *d) {
+/* The steps: each node's scope is p->nodes[i].scope (-1: none); scope s is
+ * named names[s] and runs under options[s]; d gives every node's
+ * dependencies (data, and event waits: runtime-only fusion's kernels are a
+ * chain of them). */
+static sk_status build_steps(sk_program *p, size_t n_scopes, const char *const *names, const sk__options *options,
+                             const sk__node_deps *d) {
   fuse_ctx c = {.p = p, .n_scopes = n_scopes, .names = names, .options = options};
   bool fuse = p->executor == SK_EXECUTOR_INTERP || p->executor == SK_EXECUTOR_JIT || p->executor == SK_EXECUTOR_AUTO;
   if (!fuse) {
@@ -258,7 +262,7 @@ sk_status sk__program_build_steps(sk_program *p, const sk_graph *g, const char *
     if (st != SK_STATUS_OK) st = sk__fail_within(st, "scope '%s'", g->scopes[s].name);
   }
   if (st == SK_STATUS_OK && fuse) st = sk__node_deps_build(p, g, &d);
-  if (st == SK_STATUS_OK) st = sk__build_steps(p, g->n_scopes, names, options, &d);
+  if (st == SK_STATUS_OK) st = build_steps(p, g->n_scopes, names, options, &d);
   sk__node_deps_free(&d);
   for (size_t s = 0; options && s < g->n_scopes; s++) sk__options_free(&options[s]);
   free(options);

@@ -12,8 +12,8 @@
  * that nothing outside it feeds, and its part that can run now (every node
  * whose producers have all run or are in the part) becomes a launch of its
  * own. The caller decides, per scope, whether that is allowed. */
-#ifndef SK_SUPERKERNEL_LAUNCH_ORDER_H
-#define SK_SUPERKERNEL_LAUNCH_ORDER_H
+#ifndef SK_COMPILE_LAUNCH_ORDER_H
+#define SK_COMPILE_LAUNCH_ORDER_H
 
 #include "compile/node_deps.h"
 

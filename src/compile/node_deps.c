@@ -66,25 +66,6 @@ sk_status sk__node_deps_build(const sk_program *p, const sk_graph *g, sk__node_d
   return SK_STATUS_OK;
 }
 
-sk_status sk__node_deps_chain(size_t n, sk__node_deps *d) {
-  *d = (sk__node_deps){.n_nodes = n};
-  d->dep_begin = calloc(n + 1, sizeof *d->dep_begin);
-  d->use_begin = calloc(n + 1, sizeof *d->use_begin);
-  d->dep = malloc((n ? n : 1) * sizeof *d->dep);
-  d->use = malloc((n ? n : 1) * sizeof *d->use);
-  if (!d->dep_begin || !d->use_begin || !d->dep || !d->use) {
-    sk__node_deps_free(d);
-    return oom();
-  }
-  for (size_t i = 0; i < n; i++) {
-    d->dep_begin[i + 1] = d->dep_begin[i] + (i > 0);
-    if (i > 0) d->dep[d->dep_begin[i]] = i - 1;
-    d->use_begin[i + 1] = d->use_begin[i] + (i + 1 < n);
-    if (i + 1 < n) d->use[d->use_begin[i]] = i + 1;
-  }
-  return SK_STATUS_OK;
-}
-
 void sk__node_deps_free(sk__node_deps *d) {
   free(d->dep_begin);
   free(d->dep);

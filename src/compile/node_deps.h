@@ -8,8 +8,8 @@
  * Scopes use it twice (fuse.c): to check that a scope can run as one launch
  * (it is convex: no path leaves the scope and comes back), and to order the
  * launches (launch_order.c). */
-#ifndef SK_SUPERKERNEL_NODE_DEPS_H
-#define SK_SUPERKERNEL_NODE_DEPS_H
+#ifndef SK_COMPILE_NODE_DEPS_H
+#define SK_COMPILE_NODE_DEPS_H
 
 #include <stdbool.h>
 
@@ -26,9 +26,6 @@ typedef struct sk__node_deps {
 /* Needs p->root (the storage plan) and g's value producers. */
 sk_status sk__node_deps_build(const sk_program *p, const sk_graph *g, sk__node_deps *d);
 void sk__node_deps_free(sk__node_deps *d);
-/* Each of n nodes depending on the one before: kernels fused without a
- * graph (runtime-only fusion), whose data flow the library cannot see. */
-sk_status sk__node_deps_chain(size_t n, sk__node_deps *d);
 
 /* Whether members (n distinct non-view nodes, ascending) can run as one
  * launch. If not, *found is set with a witness: *outside, a node outside the

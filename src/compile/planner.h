@@ -1,6 +1,6 @@
-/* Internal steps of the planner shared between plan.c and plan_schedule.c. */
-#ifndef SK_SUPERKERNEL_PLAN_BUILD_H
-#define SK_SUPERKERNEL_PLAN_BUILD_H
+/* Internal steps of the planner shared between planner.c and plan_schedule.c. */
+#ifndef SK_COMPILE_PLANNER_H
+#define SK_COMPILE_PLANNER_H
 
 #include "program/plan.h"
 

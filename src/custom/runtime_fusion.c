@@ -1,24 +1,19 @@
 /* Runtime-only fusion: kernels fused without a graph (superkernel.h,
- * "Runtime-only fusion").
- *
- * The fused kernel owns a minimal internal sk_program: one exec node per
- * kernel (its generated op definition, its tiling from the descriptor, no
- * tensors, no storage) and the program's steps, built here the way
- * compile/fuse.c builds a scope's: one super kernel planned by
- * sk__plan_build, or, around unfusable kernels, runs of fusable ones plus
- * own launches (strict-scope-check). A launch stores each kernel's argument
- * list in its node's params (custom.h) and runs the steps through the
- * program run loop (run/run.c) in the program's default run context; the
- * interpreter and the planner see ordinary nodes.
+ * "Runtime-only fusion"), as a client of the compiler: the kernels become a
+ * graph of launch-only nodes (sk__graph_add_launch: no tensors, each after
+ * the one before, since the library cannot see their data flow) in one
+ * scope named after the fused kernel, which sk_compile's one path compiles:
+ * a super kernel planned by the planner, or, around unfusable kernels, runs
+ * of fusable ones plus own launches (strict-scope-check), each JIT-compiled
+ * as $SK_EXECUTOR says (auto or jit, the default: compile-options apply, a
+ * failure leaves it interpreted with a warning; interp interprets; eager
+ * gives every kernel its own launch). A launch stores each kernel's
+ * argument list in its node's params (custom.h) and runs the program's
+ * default run context through the one run loop.
  *
  * Nodes without tensors have no footprints, so the planner cannot see any
  * data flow between kernels; early-start=0 is therefore forced, which puts a
- * barrier between consecutive kernels (or with debug-sync-all, a full one).
- *
- * The executor follows $SK_EXECUTOR as sk_compile's default does: auto or
- * jit (the default) compiles each super kernel with the program JIT
- * (src/executors/jit/, compile-options apply; a failure leaves it interpreted with a
- * warning), interp interprets, eager gives every kernel its own launch. */
+ * barrier between consecutive kernels (or with debug-sync-all, a full one). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +22,15 @@
 #include "core/error.h"
 #include "core/executor.h"
 #include "custom/custom.h"
-#include "run/run.h"
-#include "compile/fuse.h"
-#include "executors/jit/jit.h"
+#include "compile/compile.h"
+#include "graph/graph.h"
+#include "options/options.h"
 #include "program/plan.h"
+#include "run/run.h"
 
 struct sk_fused_kernel {
   char *name;              /* kernel names joined by '+' */
-  sk_program *p;           /* nodes: the kernels in order; steps */
-  sk__custom_params *params; /* per node: its kernel and the launch's args */
+  sk_program *p;           /* nodes: the kernels in order, their params each launch's args; steps */
   size_t n_kernels;
   sk_team *team;
   pthread_mutex_t lock;    /* one launch at a time: params and the context are per launch */
@@ -69,51 +64,56 @@ static char *join_names(sk_kernel *const *kernels, size_t n) {
   return sk__strdup(buf);
 }
 
-/* Node i of the internal program: kernel i, named after it ("pows", or
- * "pows#2" for its second occurrence). */
-static sk_status prepare_node(sk_fused_kernel *fk, sk_kernel *const *kernels, size_t i, int n_cores) {
-  const sk_kernel *k = kernels[i];
-  sk__exec_node *node = &fk->p->nodes[i];
+/* Kernel i's node name: its own ("pows"), or "pows#2" for its second
+ * occurrence. */
+static void node_name(sk_kernel *const *kernels, size_t i, char *name, size_t size) {
   int occurrence = 1;
-  for (size_t j = 0; j < i; j++) occurrence += kernels[j] == k;
-  char name[80];
-  if (occurrence > 1) snprintf(name, sizeof name, "%s#%d", k->name, occurrence);
-  else snprintf(name, sizeof name, "%s", k->name);
-  node->def = &k->def;
-  node->name = sk__strdup(name);
-  if (!node->name) return oom();
-  fk->params[i] = (sk__custom_params){.kernel = k, .args = no_args};
-  node->io.params = &fk->params[i];
-  node->tiling = (sk__tiling){.n_blocks = k->desc.block_count, .workspace_bytes = sk__align_up(k->desc.workspace_bytes)};
-  node->io.n_blocks = k->desc.block_count;
-  if (node->tiling.workspace_bytes > fk->p->workspace_bytes) fk->p->workspace_bytes = node->tiling.workspace_bytes;
-  if (k->desc.barriers_per_block > 0) {
-    /* As program.c does: blocks that meet at a barrier run at once, one per
-     * core. The barrier serves the kernel's own launch; a super kernel
-     * replaces it with one over its cores. */
-    if (k->desc.block_count > n_cores)
+  for (size_t j = 0; j < i; j++) occurrence += kernels[j] == kernels[i];
+  if (occurrence > 1) snprintf(name, size, "%s#%d", kernels[i]->name, occurrence);
+  else snprintf(name, size, "%s", kernels[i]->name);
+}
+
+/* Kernel i's params in the program (the launch writes its args there). */
+static sk__custom_params *node_params(const sk_fused_kernel *fk, size_t i) { return fk->p->nodes[i].params; }
+
+/* The graph: one scope of launch-only nodes in order, options as given but
+ * early-start=0 (rendered), compiled for team. */
+static sk_status compile_kernels(sk_fused_kernel *fk, sk_kernel *const *kernels, size_t n, const sk__options *o,
+                                 sk_executor executor) {
+  size_t len = sk__options_render(o, NULL, 0);
+  char *options = malloc(len + 1);
+  sk_graph *g = NULL;
+  sk_status st = options ? sk_graph_create(&g) : oom();
+  if (options) sk__options_render(o, options, len + 1);
+  if (st == SK_STATUS_OK) st = sk_graph_begin_scope(g, fk->name, options);
+  for (size_t i = 0; st == SK_STATUS_OK && i < n; i++) {
+    char name[80];
+    node_name(kernels, i, name, sizeof name);
+    sk__custom_params params = {.kernel = kernels[i], .args = no_args};
+    st = sk__graph_add_launch(g, &kernels[i]->def, &params, name, (int)i - 1);
+  }
+  if (st == SK_STATUS_OK) st = sk_graph_end_scope(g);
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = fk->team, .executor = executor};
+  if (st == SK_STATUS_OK) st = sk__compile_graph(g, &cfg, 0, NULL, &fk->p);
+  sk_graph_destroy(g);
+  free(options);
+  return st == SK_STATUS_OK ? st : prefixed(st);
+}
+
+/* A kernel whose blocks meet at a team barrier runs them at once, one per
+ * core. */
+static sk_status check_barriers(sk_kernel *const *kernels, size_t n, int n_cores) {
+  for (size_t i = 0; i < n; i++) {
+    const sk_kernel *k = kernels[i];
+    if (k->desc.barriers_per_block > 0 && k->desc.block_count > n_cores) {
+      char name[80];
+      node_name(kernels, i, name, sizeof name);
       return sk__fail(SK_STATUS_UNSUPPORTED,
                       "sk_fused_kernel_create: kernel %s uses a team barrier but has %lld blocks for %d cores", name,
                       (long long)k->desc.block_count, n_cores);
-    node->eager_barrier = true; /* the run context makes it */
-    SK_RETURN_IF_ERROR(sk__label_eager_barrier(node));
+    }
   }
   return SK_STATUS_OK;
-}
-
-/* The steps, by the step builder sk_compile uses: the kernels are one
- * scope named after the fused kernel, each depending on the one before
- * (the library cannot see their data flow), so strict-scope-check splits,
- * bypasses or refuses around unfusable kernels as it does in graphs. */
-static sk_status build_steps(sk_fused_kernel *fk, const sk__options *o) {
-  sk_program *p = fk->p;
-  for (size_t i = 0; i < p->n_nodes; i++) p->nodes[i].scope = 0;
-  sk__node_deps chain;
-  SK_RETURN_IF_ERROR(sk__node_deps_chain(p->n_nodes, &chain));
-  const char *names[1] = {fk->name};
-  sk_status st = sk__build_steps(p, 1, names, o, &chain);
-  sk__node_deps_free(&chain);
-  return st == SK_STATUS_OK ? st : prefixed(st);
 }
 
 static sk_status parse_options(const char *options, sk__options *o) {
@@ -128,13 +128,8 @@ static sk_status parse_options(const char *options, sk__options *o) {
 
 void sk_fused_kernel_destroy(sk_fused_kernel *fk) {
   if (!fk) return;
-  if (fk->p) {
-    /* The params are ours (one array), not the nodes'. */
-    for (size_t i = 0; i < fk->p->n_nodes; i++) fk->p->nodes[i].params = NULL;
-    sk_program_destroy(fk->p);
-  }
+  sk_program_destroy(fk->p);
   pthread_mutex_destroy(&fk->lock);
-  free(fk->params);
   free(fk->name);
   free(fk);
 }
@@ -152,34 +147,20 @@ sk_status sk_fused_kernel_create(sk_kernel *const *kernels, size_t n, const char
     if (!kernels[i]) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_create: kernels[%zu] is NULL", i);
   sk_executor executor;
   SK_RETURN_IF_ERROR(sk__executor_resolve(SK_EXECUTOR_DEFAULT, "sk_fused_kernel_create", &executor));
+  SK_RETURN_IF_ERROR(check_barriers(kernels, n, team ? sk_team_num_cores(team) : 1));
   sk__options o;
   SK_RETURN_IF_ERROR(parse_options(options, &o));
-  int n_cores = team ? sk_team_num_cores(team) : 1;
   sk_fused_kernel *fk = calloc(1, sizeof *fk);
-  sk_program *p = fk ? sk__program_new() : NULL; /* watchdog: $SK_WATCHDOG_MS or 60 s */
-  if (!fk || !p) {
-    free(fk);
+  if (!fk) {
     sk__options_free(&o);
     return oom();
   }
   pthread_mutex_init(&fk->lock, NULL);
-  fk->p = p;
   fk->team = team;
   fk->n_kernels = n;
-  p->executor = executor;
-  p->tiled_cores = n_cores;
   fk->name = join_names(kernels, n);
-  fk->params = calloc(n, sizeof *fk->params);
-  p->nodes = calloc(n, sizeof *p->nodes);
-  sk_status st = fk->name && fk->params && p->nodes ? SK_STATUS_OK : oom();
-  for (size_t i = 0; st == SK_STATUS_OK && i < n; i++) {
-    p->n_nodes = i + 1;
-    st = prepare_node(fk, kernels, i, n_cores);
-  }
-  if (st == SK_STATUS_OK) st = build_steps(fk, &o);
+  sk_status st = fk->name ? compile_kernels(fk, kernels, n, &o, executor) : oom();
   sk__options_free(&o);
-  if (st == SK_STATUS_OK && (executor == SK_EXECUTOR_JIT || executor == SK_EXECUTOR_AUTO)) sk__program_jit(p);
-  if (st == SK_STATUS_OK) st = sk__program_finish(p);
   if (st != SK_STATUS_OK) {
     sk_fused_kernel_destroy(fk);
     return st;
@@ -192,14 +173,14 @@ sk_status sk_fused_kernel_launch(sk_fused_kernel *fk, void *const *const *args) 
   sk__clear_error();
   if (!fk) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_launch: fk is NULL");
   for (size_t i = 0; i < fk->n_kernels; i++) {
-    const sk_kernel *k = fk->params[i].kernel;
+    const sk_kernel *k = node_params(fk, i)->kernel;
     if (k->desc.n_params > 0 && (!args || !args[i]))
       return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_fused_kernel_launch: '%s': %s is NULL but kernel %s takes %d parameters",
                       fk->name, !args ? "args" : "an argument list", fk->p->nodes[i].name, k->desc.n_params);
   }
   SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_fused_kernel_launch")); /* before fk->lock, which a launch holds */
   pthread_mutex_lock(&fk->lock);
-  for (size_t i = 0; i < fk->n_kernels; i++) fk->params[i].args = args && args[i] ? args[i] : no_args;
+  for (size_t i = 0; i < fk->n_kernels; i++) node_params(fk, i)->args = args && args[i] ? args[i] : no_args;
   /* No buffers: the kernels' data is in their argument lists. */
   sk_status st = sk__run_context_run(fk->p->default_ctx, fk->team, NULL, NULL, false, "sk_fused_kernel_launch");
   pthread_mutex_unlock(&fk->lock);

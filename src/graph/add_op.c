@@ -279,3 +279,19 @@ sk_status sk_op_infer(const sk_op_desc *desc, const sk_tensor_meta *inputs, size
 sk_status sk_op_supported(const sk_op_desc *desc, const sk_tensor_meta *inputs, size_t n_inputs) {
   return infer("sk_op_supported", desc, inputs, n_inputs, NULL, 0, NULL);
 }
+
+sk_status sk__graph_add_launch(sk_graph *g, const sk__op_def *def, const void *params, const char *name, int after) {
+  SK_RETURN_IF_ERROR(sk__grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes));
+  sk__node node = {.def = def, .scope = g->open_scope, .stream = g->stream, .launch_only = true};
+  node.name = sk__strdup(name);
+  node.params = calloc(1, def->params_size ? def->params_size : 1);
+  node.waits = after >= 0 ? malloc(sizeof(int)) : NULL;
+  if (!node.name || !node.params || (after >= 0 && !node.waits)) {
+    sk__node_free(&node);
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", name);
+  }
+  memcpy(node.params, params, def->params_size);
+  if (after >= 0) node.waits[0] = after, node.n_waits = 1;
+  g->nodes[g->n_nodes++] = node;
+  return SK_STATUS_OK;
+}

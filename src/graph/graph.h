@@ -40,6 +40,9 @@ typedef struct sk__node {
   int stream;                    /* 0 or 1 */
   int *waits;                    /* nodes this one waits for (event edges) */
   size_t n_waits;
+  /* Runs its op's blocks for what they do, with no tensors: a kernel of
+   * runtime-only fusion (sk__graph_add_launch), its data in its params. */
+  bool launch_only;
   /* In a graph with a run-time token count: a copy of the descriptor the
    * node was built from, so that graph/tokens.c can build it again for
    * another count; NULL otherwise. */
@@ -85,6 +88,13 @@ struct sk_graph {
    * desc.dynamic set. */
   int64_t max_tokens;
 };
+
+/* Runtime-only fusion's graph (custom/runtime_fusion.c): a node of op def
+ * with no tensors that runs its blocks for their effects, its params a copy
+ * of `params` (def->params_size bytes), in the open scope, named `name`,
+ * after node `after` (-1: none; the library sees no data flow between such
+ * nodes, so their order is an edge). */
+sk_status sk__graph_add_launch(sk_graph *g, const sk__op_def *def, const void *params, const char *name, int after);
 
 /* Frees what a node owns (not the node itself). */
 void sk__node_free(sk__node *node);

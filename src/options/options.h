@@ -3,8 +3,8 @@
  * the JIT. Parsing is table-driven (options.c): one row per option with its
  * key, kind, accepted-values text, default and parser, in the spec's order.
  */
-#ifndef SK_SUPERKERNEL_OPTIONS_H
-#define SK_SUPERKERNEL_OPTIONS_H
+#ifndef SK_OPTIONS_OPTIONS_H
+#define SK_OPTIONS_OPTIONS_H
 
 #include <regex.h>
 #include <stdbool.h>

@@ -41,8 +41,8 @@
  * epoch, barriers, pending preloads) is a run context's, one
  * sk__launch_state per super kernel (executors/launch.h).
  */
-#ifndef SK_SUPERKERNEL_PLAN_H
-#define SK_SUPERKERNEL_PLAN_H
+#ifndef SK_PROGRAM_PLAN_H
+#define SK_PROGRAM_PLAN_H
 
 #include <stdint.h>
 

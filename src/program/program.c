@@ -132,6 +132,7 @@ sk_status sk_program_get_stats(const sk_program *p, sk_program_stats *out) {
 }
 
 bool sk__node_has_output(const sk__exec_node *n) {
+  if (n->launch_only) return true; /* its effects are its output */
   for (size_t i = 0; i < n->io.n_out; i++)
     if (sk__tensor_numel(&n->io.out[i]) > 0) return true;
   return false;

@@ -64,6 +64,7 @@ typedef struct sk__exec_node {
   void *packed;            /* the op's pack of its constants (io.packed), aligned */
   size_t packed_bytes;
   bool packed_shared;      /* packed is another token bucket's (not freed here) */
+  bool launch_only;        /* runs its blocks for their effects, no tensors (sk__graph_add_launch) */
 } sk__exec_node;
 
 typedef struct sk__io_binding {
