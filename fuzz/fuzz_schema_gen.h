@@ -17,8 +17,9 @@
 #ifndef SK_FUZZ_SCHEMA_GEN_H
 #define SK_FUZZ_SCHEMA_GEN_H
 
+/* Included by fuzz_gen.h after the helpers it uses (values, inputs,
+ * gen_add), before the op mix that calls gen_schema_op. */
 #include "case_table.h"
-#include "fuzz_gen.h"
 
 static op_case *GEN_CASES;
 static int GEN_N_CASES;
