@@ -1,6 +1,6 @@
 /* Launching a super kernel, and the services its cores call inside the
  * launch: flag waits, barriers, preloads, flushes. The interpreter
- * (interp.c) and the JIT (jit/jit.c) both launch through sk__launch and
+ * (interpreter.c) and the JIT (jit/jit.c) both launch through sk__launch and
  * both call these services (the JIT through its env's callbacks), so the
  * two executors synchronize, time out and recover identically.
  *

@@ -1,4 +1,4 @@
-/* Plan -> C source. The file is what the interpreter (interp.c) would do,
+/* Plan -> C source. The file is what the interpreter (interpreter.c) would do,
  * written out: one function per core whose body is that core's task list
  * in order, every constant (block, flag, barrier index) spelled out, so the
  * compiler sees straight-line calls and the results are bitwise those of
