@@ -51,8 +51,11 @@ static int parse_slot(char *text, case_slot *slot) {
     if (tok[0] == '@') {
       char *dots = strstr(tok, "..");
       if (!dots) return -1;
-      slot->lo = strtod(tok + 1, NULL);
-      slot->hi = strtod(dots + 2, NULL);
+      char *end_lo, *end_hi;
+      *dots = '\0'; /* strtod would read "-1." of "-1..12" */
+      slot->lo = strtod(tok + 1, &end_lo);
+      slot->hi = strtod(dots + 2, &end_hi);
+      if (end_lo != dots || end_lo == tok + 1 || *end_hi || !(slot->hi > slot->lo)) return -1; /* lo < hi */
       continue;
     }
     char *bracket = strchr(tok, '[');
@@ -61,7 +64,7 @@ static int parse_slot(char *text, case_slot *slot) {
     t->dtype = dtype_named(tok, (size_t)(bracket - tok));
     const char *end;
     t->rank = parse_ints(bracket + 1, t->shape, SK_MAX_RANK, &end);
-    if (t->dtype == SK_DTYPE_INVALID || t->rank < 0) return -1;
+    if (t->dtype == SK_DTYPE_INVALID || t->rank < 0 || *end) return -1;
   }
   return slot->count > 0 ? 0 : -1;
 }
@@ -78,16 +81,20 @@ static int parse_attr(op_case *c, const sk_op_schema *schema, char *tok) {
     if (strcmp(schema->attrs[i].name, tok) == 0) info = &schema->attrs[i];
   if (!info) return -1;
   const char *v = eq + 1, *end = NULL;
+  char *num_end = NULL;
   sk_attr a = {.name = c->attr_names[k], .kind = info->kind};
   if (info->kind == SK_ATTR_KIND_INTS) {
     int n = v[0] == '[' ? parse_ints(v + 1, c->attr_ints[k], SK_MAX_RANK, &end) : -1;
     if (n < 0) return -1;
     a.ints = c->attr_ints[k], a.n_ints = (size_t)n;
+    if (*end) return -1;
   } else if (info->kind == SK_ATTR_KIND_FLOAT) {
-    a.f = strtod(v, NULL);
+    a.f = strtod(v, &num_end);
+    if (num_end == v || *num_end) return -1;
   } else {
     sk_dtype d = dtype_named(v, strlen(v));
-    a.i = d != SK_DTYPE_INVALID ? (int64_t)d : strtoll(v, NULL, 10);
+    a.i = d != SK_DTYPE_INVALID ? (int64_t)d : strtoll(v, &num_end, 10);
+    if (d == SK_DTYPE_INVALID && (num_end == v || *num_end)) return -1;
   }
   c->attrs[c->n_attrs++] = a;
   return 0;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "case_table.h"
 #include "harness.h"
@@ -79,10 +80,10 @@ static void expect(const char *op, const char *row, const infer_args *a, sk_stat
 }
 
 /* A dtype outside mask, preferring one a front end would plausibly pass. */
-static sk_dtype dtype_outside(unsigned mask, sk_dtype avoid) {
+static sk_dtype dtype_outside(unsigned mask) {
   static const sk_dtype order[] = {SK_FP32, SK_INT32, SK_FP16, SK_INT8, SK_BF16, SK_INT64, SK_UINT8, SK_BOOL};
   for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-    if (!(mask & SK_DTYPE_BIT(order[i])) && order[i] != avoid) return order[i];
+    if (!(mask & SK_DTYPE_BIT(order[i]))) return order[i];
   return SK_DTYPE_INVALID;
 }
 
@@ -98,7 +99,7 @@ static void slot_rows(const op_case *c, const sk_op_schema *s, size_t k) {
   }
   sk_tensor_meta kept = *m;
   if (slot->dtypes) {
-    m->dtype = dtype_outside(slot->dtypes, SK_DTYPE_INVALID);
+    m->dtype = dtype_outside(slot->dtypes);
     snprintf(row, sizeof row, "slot %s as %s", slot->name, sk_dtype_name(m->dtype));
     expect(c->op, row, &a, SK_STATUS_INVALID_DTYPE, what, "expected dtype");
     *m = kept;
@@ -107,7 +108,7 @@ static void slot_rows(const op_case *c, const sk_op_schema *s, size_t k) {
     const sk_tensor_meta *ref = first_meta(&a, s->inputs[slot->same_dtype_as - 1].name);
     if (ref) {
       unsigned allowed = slot->dtypes ? slot->dtypes : ~0u;
-      sk_dtype other = dtype_outside(~allowed | SK_DTYPE_BIT(ref->dtype), SK_DTYPE_INVALID);
+      sk_dtype other = dtype_outside(~allowed | SK_DTYPE_BIT(ref->dtype));
       if (other != SK_DTYPE_INVALID) {
         m->dtype = other;
         snprintf(row, sizeof row, "slot %s as %s, not %s's %s", slot->name, sk_dtype_name(other),
@@ -216,6 +217,45 @@ static void test_every_edge_of_every_schema(void) {
   }
 }
 
+/* The table's reader refuses a malformed line (naming it on stderr), so a
+ * typo cannot become a silent 0 in a case. */
+static void test_table_reader_refuses_bad_lines(void) {
+  static const char *const bad[] = {
+      "add | no slots",                            /* too few fields */
+      "frob | unknown op | x: fp32[4]",            /* no such op */
+      "add | bad dtype | x: fp33[4]; y: fp32[4]",  /* dtype */
+      "add | bad shape | x: fp32[4,x]; y: fp32[4]",
+      "add | junk after shape | x: fp32[4]z; y: fp32[4]",
+      "add | bad range | x: fp32[4] @1..x; y: fp32[4]",
+      "add | empty range | x: fp32[4] @3..3; y: fp32[4]",
+      "mul | bad float | x: fp32[4] | scalar=1.5q",
+      "cast | bad int | x: fp32[4] | dtype=7x",
+      "reshape | bad list | x: fp32[4] | shape=[2,",
+      "square | unknown attribute | x: fp32[4] | frob=1",
+  };
+  char path[] = "/tmp/sk_cases_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  close(fd);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    FILE *f = fopen(path, "w");
+    fprintf(f, "# one bad line\n%s\n", bad[i]);
+    fclose(f);
+    op_case *cases = NULL;
+    int n = case_table_read(path, &cases);
+    CHECK_MSG(n == -1, "the reader took \"%s\" (%d cases)", bad[i], n);
+    free(cases);
+  }
+  FILE *f = fopen(path, "w");
+  fprintf(f, "add | a good one | x: int32[4] @-1..12; y: int32[4]\n");
+  fclose(f);
+  op_case *cases = NULL;
+  CHECK(case_table_read(path, &cases) == 1 && cases[0].slots[0].lo == -1 && cases[0].slots[0].hi == 12);
+  free(cases);
+  unlink(path);
+}
+
 static void setup(void) {
   N_CASES = case_table_read(NULL, &CASES);
   CHECK_MSG(N_CASES > 0, "the case table could not be read");
@@ -223,4 +263,5 @@ static void setup(void) {
 
 static void teardown(void) { free(CASES); }
 
-TEST_MAIN(TEST_CASE(setup), TEST_CASE(test_every_edge_of_every_schema), TEST_CASE(teardown))
+TEST_MAIN(TEST_CASE(setup), TEST_CASE(test_every_edge_of_every_schema), TEST_CASE(test_table_reader_refuses_bad_lines),
+          TEST_CASE(teardown))

@@ -51,10 +51,6 @@ struct sk_run_context {
   atomic_flag busy;              /* a public run or bind is in progress */
 };
 
-/* The data of a 0-byte tensor (a caller's NULL buffer, a program without
- * an arena): non-NULL, since kernels do pointer arithmetic on data and
- * NULL + 0 is undefined. */
-extern unsigned char sk__empty_data[64];
 
 /* A context for p (no program reference taken: the default context's). */
 sk_status sk__run_context_create(sk_program *p, sk_run_context **out);

@@ -6,6 +6,11 @@
 #include "program/run_context.h"
 #include "runtime/team.h"
 
+/* The data of a 0-byte tensor (a caller's NULL buffer, a program without
+ * an arena): non-NULL, since kernels do pointer arithmetic on data and
+ * NULL + 0 is undefined (run.c; bind.c hands it for empty buffers). */
+extern unsigned char sk__empty_data[64];
+
 /* run.c: runs the program in ctx with input i in in[i] and output j in
  * out[j] (checked by the caller); bound: in and out are ctx->bound (the
  * nodes are not rebound when the last run used them too). The caller makes
