@@ -16,7 +16,7 @@
  *     d == -1: nothing (a pair moe_init_routing left out)
  *     r = rows[d, h];  r = r + bias[e, h] with e = export_for_source_row[n, k]
  *     acc = acc + scales[n, k] * r            (scale 1 when absent)
- *   y = round(acc)
+ *   y = round(acc), a NaN acc stored as the canonical quiet NaN
  *
  * Products are rounded before they are added (never fused). d outside
  * [-1, R) or e outside [0, E) is run-time data the graph cannot check: the
@@ -196,7 +196,7 @@ static void reference(const sk__node_io *io) {
         float prod = w * r;
         acc = acc + prod;
       }
-      sk__store_f32(io->out[0].data, dt, at, acc);
+      sk__store_f32(io->out[0].data, dt, at, acc == acc ? acc : sk__canonical_nan());
     }
   }
 }
@@ -263,6 +263,8 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
         acc[j] = acc[j] + prod;
       }
     }
+    for (int64_t j = 0; j < h; j++)
+      if (acc[j] != acc[j]) acc[j] = sk__canonical_nan();
     sk__convert(acc, SK_FP32, (char *)io->out[0].data + (size_t)(n * h) * es, dt, (size_t)h, isa);
   }
 }

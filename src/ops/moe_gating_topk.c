@@ -154,7 +154,7 @@ static void reference_row(const moe_params *p, const void *x, const void *bias, 
     }
     for (int h = 8; h >= 1; h /= 2)
       for (int j = 0; j < h; j++) part[j] = part[j] + part[j + h];
-    float s = part[0] == part[0] ? part[0] : sk__moe_canonical_nan();
+    float s = part[0] == part[0] ? part[0] : sk__canonical_nan();
     for (int64_t e = 0; e < n; e++) norm[e] = norm[e] / s;
   }
   for (int64_t e = 0; e < n; e++) {
@@ -195,7 +195,7 @@ static void reference_row(const moe_params *p, const void *x, const void *bias, 
   }
   for (int64_t j = 0; j < p->k; j++) {
     y[j] = y[j] * p->routed_scaling_factor;
-    if (y[j] != y[j]) y[j] = sk__moe_canonical_nan();
+    if (y[j] != y[j]) y[j] = sk__canonical_nan();
   }
 }
 

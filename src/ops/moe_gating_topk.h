@@ -29,16 +29,6 @@ typedef struct moe_params {
   int has_bias;
 } moe_params;
 
-/* NaN results (y, the softmax sum) are replaced by this one quiet NaN:
- * which NaN operand an x86 add or multiply propagates depends on the
- * operand order the compiler picked, and the outputs are compared bitwise. */
-static inline float sk__moe_canonical_nan(void) {
-  uint32_t u = 0x7FC00000u;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 /* Rows of x that exist in this run: p->t is the planned count (a
  * run-time token count may have fewer, op.h). */
 static inline int64_t sk__moe_live_rows(const sk__node_io *io) {

@@ -148,7 +148,7 @@ static void norm_row(const moe_params *p, const void *x, float *norm, sk__isa is
   for (int64_t e = 0; e < n; e++) norm[e] = xf[e] - m;
   sk__expf_array(norm, norm, (size_t)n, isa);
   float s = sum16(norm, n);
-  if (s != s) s = sk__moe_canonical_nan();
+  if (s != s) s = sk__canonical_nan();
   for (int64_t e = 0; e < n; e++) norm[e] = norm[e] / s;
 }
 
@@ -293,7 +293,7 @@ void sk__moe_run_block(const sk__node_io *io, int64_t block, void *workspace) {
     }
     for (int64_t j = 0; j < k; j++) {
       y[j] = y[j] * p->routed_scaling_factor;
-      if (y[j] != y[j]) y[j] = sk__moe_canonical_nan();
+      if (y[j] != y[j]) y[j] = sk__canonical_nan();
     }
     if (t + 1 == r1 || t + 1 - chunk_start == chunk_rows) {
       sk__convert(s.y, SK_FP32, (char *)io->out[MOE_Y].data + (size_t)(chunk_start * k) * es, p->dtype,

@@ -25,6 +25,16 @@ static inline const sk__tensor *sk__ctx_optional(sk__build_ctx *ctx, int i) {
 
 static inline bool sk__is_float(sk_dtype d) { return d == SK_FP32 || d == SK_FP16 || d == SK_BF16; }
 
+/* The one quiet NaN a NaN result is stored as where two NaNs can meet:
+ * which NaN operand an x86 add or multiply propagates depends on the
+ * operand order the compiler picked, and every path is compared bitwise. */
+static inline float sk__canonical_nan(void) {
+  uint32_t u = 0x7FC00000u;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 static inline int64_t sk__ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Splits n elements into blocks of whole multiples of grain, at least
