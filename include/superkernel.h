@@ -118,7 +118,8 @@ typedef enum sk_log_level {
 typedef void (*sk_log_fn)(sk_log_level level, const char *message, void *user);
 
 /* Installs a hook (NULL restores the default, which writes to stderr).
- * The default level is SK_LOG_WARN, or $SK_LOG_LEVEL (debug|info|warn|error|off). */
+ * The default level is SK_LOG_WARN, or $SK_LOG_LEVEL (debug|info|warn|error|off;
+ * any other value logs a warning and means warn). */
 SK_API void sk_set_log_handler(sk_log_fn fn, void *user);
 /* The default hook itself: "superkernel: LEVEL: message" on stderr, each
  * distinct warning once. For a hook that adds to it rather than replace it. */
@@ -204,9 +205,17 @@ typedef struct sk_team_config {
 } sk_team_config;
 
 /* Creates a persistent team: num_cores - 1 worker threads plus the calling
- * thread, which serves as core 0 of every launch. cfg may be NULL. */
+ * thread, which serves as core 0 of every launch. cfg may be NULL.
+ *
+ * fork(): the child has only the thread that called fork(), so a team made
+ * before the fork has no workers in the child. Every launch and run on it
+ * there (sk_team_launch, sk_program_run*, sk_run_context_run,
+ * sk_fused_kernel_launch) fails at once with SK_STATUS_INVALID_STATE naming
+ * the process that made it; destroying it in the child is safe. Create a
+ * new team in the child: programs compiled before the fork run on it. */
 SK_API sk_status sk_team_create(const sk_team_config *cfg, sk_team **team_out);
-/* Stops and joins the workers. NULL is accepted. */
+/* Stops and joins the workers. NULL is accepted. In a child after fork(),
+ * a team made before the fork is only freed (its workers are not there). */
 SK_API void sk_team_destroy(sk_team *team);
 SK_API int sk_team_num_cores(const sk_team *team);
 

@@ -1,6 +1,9 @@
 # tests of the core area
 sk_add_test(NAME test_dtype SOURCES test_dtype.c)
 sk_add_test(NAME test_status_log SOURCES test_status_log.c)
+# A value of $SK_LOG_LEVEL the library does not know: warn, with a warning.
+add_test(NAME test_status_log_env_garbage COMMAND test_status_log)
+set_tests_properties(test_status_log_env_garbage PROPERTIES ENVIRONMENT "SK_LOG_LEVEL=garbage" TIMEOUT 60 SKIP_RETURN_CODE 77)
 set_property(TEST test_dtype APPEND PROPERTY LABELS single_thread)
 sk_add_test(NAME test_version SOURCES test_version.c)
 target_compile_definitions(test_version PRIVATE SK_PROJECT_VERSION="${PROJECT_VERSION}")

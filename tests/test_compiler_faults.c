@@ -5,14 +5,16 @@
  *   - the compiler leaves a background child holding its output pipe: the
  *     compile ends with the compiler, and the child is killed;
  *   - the caller is killed during a compile: the compiler dies with it, and
- *     the next compile removes the private directory left behind;
+ *     the next compile removes the private directory left behind, and so
+ *     does the next process that only loads entries (issue 34, item 16);
  *   - a file-size limit (`ulimit -f`) with SIGXFSZ at its default: the
  *     caller is not killed, the kernel falls back naming the cause;
  *   - the cache directory is swapped for another during the compile: the
  *     object that is loaded is the one compiled from our source in our
  *     directory, and nothing from the other runs;
- *   - a directory where a cache entry belongs: removed when empty,
- *     reported once (naming what to do) when not;
+ *   - a directory where a cache entry belongs: removed when empty, moved
+ *     aside within the cache (its files kept) when not: repaired once
+ *     either way (issue 34, item 15);
  *   - a scope whose object would be mostly func-align padding (issue 15,
  *     item 2): interpreted, naming the limit, before the compiler runs.
  *
@@ -150,10 +152,11 @@ static void killed_child(const void *arg) {
   sk_graph_destroy(g);
 }
 
-static void test_killed_during_compile(void) {
-  killed_args a;
+/* Kills (SIGTERM) a process compiling into a->dir while its compiler runs;
+ * checks that the compiler dies with it and that the compile's private
+ * directory is left behind. Returns the killed process's pid. */
+static pid_t kill_a_compile(const killed_args *a) {
   char cc[PATH_MAX], pid_file[PATH_MAX];
-  use_cache("killed", a.dir, sizeof a.dir);
   path_in(base_dir, "killed-cc", cc, sizeof cc);
   path_in(base_dir, "killed.pid", pid_file, sizeof pid_file);
   unlink(pid_file);
@@ -164,7 +167,7 @@ static void test_killed_during_compile(void) {
   fflush(stdout), fflush(stderr);
   pid_t caller = fork();
   if (caller == 0) {
-    killed_child(&a);
+    killed_child(a);
     _exit(0);
   }
   CHECK(caller > 0);
@@ -178,11 +181,18 @@ static void test_killed_during_compile(void) {
     CHECK_MSG(gone, "the compiler %d outlived its killed caller", (int)compiler);
     if (!gone) kill(compiler, SIGKILL);
   }
-  CHECK_MSG(count_entries(a.dir, "tmp-", "") == 1, "the killed compile's private directory: %d",
-            count_entries(a.dir, "tmp-", ""));
-  /* The next compile (a real compiler now) removes it: its process is gone. */
+  CHECK_MSG(count_entries(a->dir, "tmp-", "") == 1, "the killed compile's private directory: %d",
+            count_entries(a->dir, "tmp-", ""));
   unsetenv("SK_CC");
-  setenv("SK_CACHE_DIR", a.dir, 1);
+  setenv("SK_CACHE_DIR", a->dir, 1);
+  return caller;
+}
+
+static void test_killed_during_compile(void) {
+  killed_args a;
+  use_cache("killed", a.dir, sizeof a.dir);
+  pid_t caller = kill_a_compile(&a);
+  /* The next compile (a real compiler now) removes it: its process is gone. */
   sk_graph *g = chain_model();
   expect_jit(g, NULL);
   CHECK_MSG(count_entries(a.dir, "tmp-", "") == 0, "%d private directories left", count_entries(a.dir, "tmp-", ""));
@@ -281,6 +291,21 @@ static void test_cache_dir_swapped(void) {
 
 /* ---- a directory where an entry belongs ---- */
 
+/* In a new process: the chain model's entry is loaded from the cache, with
+ * no compile (counted by the JIT's own counters). */
+static void hit_child(const void *arg) {
+  (void)arg;
+  sk__jit_counters before, after;
+  sk__jit_stats(&before);
+  sk_graph *g = chain_model();
+  expect_jit(g, NULL);
+  sk_graph_destroy(g);
+  sk__jit_stats(&after);
+  CHECK_MSG(after.compiles == before.compiles && after.hits > before.hits, "compiles %llu -> %llu, hits %llu -> %llu",
+            (unsigned long long)before.compiles, (unsigned long long)after.compiles, (unsigned long long)before.hits,
+            (unsigned long long)after.hits);
+}
+
 /* The name of the one <key>.so in dir, without ".so". */
 static bool entry_key(const char *dir, char key[65]) {
   DIR *d = opendir(dir);
@@ -295,26 +320,101 @@ static bool entry_key(const char *dir, char key[65]) {
   return found;
 }
 
+/* The one entry of dir named name.aside-*, in out; false when there is
+ * not exactly one. */
+static bool aside_of(const char *dir, const char *name, char *out, size_t n) {
+  char prefix[128];
+  snprintf(prefix, sizeof prefix, "%s.aside-", name);
+  DIR *d = opendir(dir);
+  int found = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && found++ == 0) path_in(dir, e->d_name, out, n);
+  if (d) closedir(d);
+  return found == 1;
+}
+
+/* A directory at each of an entry's names (issue 34, item 15): an empty one
+ * is removed, one holding files is moved aside within the cache (its files
+ * kept, a warning naming both places); either way once, and the next
+ * process loads the entry without compiling. */
 static void test_entry_is_directory(void) {
-  char dir[PATH_MAX], key[65], entry[PATH_MAX], inside[PATH_MAX + 16], name[80];
-  use_cache("entry-dir", dir, sizeof dir);
+  static const char *const exts[] = {"so", "sha256", "c"};
+  for (int i = 0; i < 3; i++) {
+    for (int full = 0; full < 2; full++) {
+      char dir[PATH_MAX], key[65], entry[PATH_MAX], inside[PATH_MAX + 16], nested[PATH_MAX + 16], name[80];
+      char aside[PATH_MAX], kept[PATH_MAX + 16], label[32];
+      snprintf(label, sizeof label, "entry-dir-%s%s", exts[i], full ? "-full" : "");
+      use_cache(label, dir, sizeof dir);
+      sk_graph *g = chain_model();
+      expect_jit(g, NULL);
+      CHECK(entry_key(dir, key));
+      snprintf(name, sizeof name, "%s.%s", key, exts[i]);
+      path_in(dir, name, entry, sizeof entry);
+      snprintf(inside, sizeof inside, "%s/file", entry);
+      snprintf(nested, sizeof nested, "%s/sub", entry);
+      /* The other files go too: the entry must be made again. */
+      for (int k = 0; k < 3; k++) {
+        char other[80], path[PATH_MAX];
+        snprintf(other, sizeof other, "%s.%s", key, exts[k]);
+        path_in(dir, other, path, sizeof path);
+        CHECK(unlink(path) == 0);
+      }
+      CHECK(mkdir(entry, 0700) == 0);
+      if (full) {
+        write_script(inside, "not ours\n");
+        CHECK(mkdir(nested, 0700) == 0);
+      }
+      expect_jit(g, NULL);
+      struct stat st;
+      CHECK_MSG(lstat(entry, &st) == 0 && S_ISREG(st.st_mode), "%s: %s is not a file again", label, entry);
+      if (full) {
+        bool moved = aside_of(dir, name, aside, sizeof aside);
+        CHECK_MSG(moved, "%s: no single %s.aside-* in %s", label, name, dir);
+        snprintf(kept, sizeof kept, "%s/file", moved ? aside : entry);
+        CHECK_MSG(access(kept, F_OK) == 0, "%s: the directory's file was not kept", label);
+        CHECK_MSG(log_has("moved it aside to") && log_has(entry) && (!moved || log_has(aside)), "%s: %s", label,
+                  log_text);
+        if (moved) remove_dir(aside);
+      } else {
+        CHECK_MSG(log_has("removed the empty directory") && log_has(entry), "%s: %s", label, log_text);
+      }
+      /* Repaired once: a new process finds the entry (no compile). */
+      int status = in_child(hit_child, NULL);
+      CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: the next process did not hit: status %#x", label,
+                status);
+      sk_graph_destroy(g);
+    }
+  }
+}
+
+/* Killed during a compile, and afterwards only cache hits (issue 34, item
+ * 16): the next process removes the dead compile's private directory at its
+ * first lookup, although it compiles nothing; the private directory of a
+ * live process (this one), one of another PID namespace and a tmp- file
+ * that is no directory stay. */
+static void test_killed_then_hit(void) {
+  killed_args a;
+  use_cache("killed-hit", a.dir, sizeof a.dir);
   sk_graph *g = chain_model();
-  expect_jit(g, NULL);
-  CHECK(entry_key(dir, key));
-  snprintf(name, sizeof name, "%s.so", key);
-  path_in(dir, name, entry, sizeof entry);
-  snprintf(inside, sizeof inside, "%s/file", entry);
-  CHECK(unlink(entry) == 0 && mkdir(entry, 0700) == 0);
-  write_script(inside, "not ours\n");
-  /* Not empty: reported, naming it and what to do; left alone. */
-  expect_fallback(g, NULL, (const char *const[]){entry, "is a directory", "remove it"}, 3);
-  CHECK(access(inside, F_OK) == 0);
-  /* Empty: repaired. */
-  CHECK(unlink(inside) == 0);
-  expect_jit(g, NULL);
-  struct stat st;
-  CHECK(lstat(entry, &st) == 0 && S_ISREG(st.st_mode));
+  expect_jit(g, NULL); /* the entry the next process hits */
   sk_graph_destroy(g);
+  kill_a_compile(&a);
+  struct stat ns;
+  CHECK(stat("/proc/self/ns/pid", &ns) == 0);
+  char live[PATH_MAX + 64], other_ns[PATH_MAX + 64], file[PATH_MAX + 64];
+  snprintf(live, sizeof live, "%s/tmp-%llu-%d-0000abcd", a.dir, (unsigned long long)ns.st_ino, (int)getpid());
+  snprintf(other_ns, sizeof other_ns, "%s/tmp-%llu-%d-0000abcd", a.dir, (unsigned long long)ns.st_ino + 1, 999999);
+  snprintf(file, sizeof file, "%s/tmp-%llu-%d-0000abce", a.dir, (unsigned long long)ns.st_ino, 999999);
+  CHECK(mkdir(live, 0700) == 0 && mkdir(other_ns, 0700) == 0);
+  write_script(file, "not a directory\n");
+  int status = in_child(hit_child, NULL);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the next process did not hit: status %#x", status);
+  CHECK_MSG(count_entries(a.dir, "tmp-", "") == 3, "%d private directories and files left, want 3 (ours, another "
+            "namespace's, a file)", count_entries(a.dir, "tmp-", ""));
+  CHECK(access(live, F_OK) == 0 && access(other_ns, F_OK) == 0 && access(file, F_OK) == 0);
+  rmdir(live);
+  rmdir(other_ns);
+  unlink(file);
 }
 
 /* ---- the object's size is bounded ---- */
@@ -345,7 +445,7 @@ int main(void) {
   jit_test_start(base_dir, "compiler_faults_cache");
   static const harness_case cases[] = {
       TEST_CASE(test_sigchld_ignored),  TEST_CASE(test_file_size_limit),   TEST_CASE(test_killed_during_compile),
-      TEST_CASE(test_background_child), TEST_CASE(test_cache_dir_swapped), TEST_CASE(test_entry_is_directory),
-      TEST_CASE(test_output_bounded)};
+      TEST_CASE(test_killed_then_hit),  TEST_CASE(test_background_child),  TEST_CASE(test_cache_dir_swapped),
+      TEST_CASE(test_entry_is_directory), TEST_CASE(test_output_bounded)};
   return harness_run(cases, sizeof cases / sizeof cases[0]);
 }

@@ -116,11 +116,32 @@ static void test_last_error_per_thread(void) {
 
 /* ---- logging ----------------------------------------------------------------------- */
 
-/* Runs first, before any case sets the level. */
+/* Runs first, before any case sets the level, so the level is read from
+ * the environment here: unset, warn. test_status_log_env_garbage runs the
+ * test again with SK_LOG_LEVEL=garbage: warn too, and one warning naming
+ * the variable, its value and the names it takes (issue 34, item 13), as
+ * for the other $SK_* variables. */
 static void test_default_level(void) {
   const char *env = getenv("SK_LOG_LEVEL");
-  if (!env) CHECK(sk_get_log_level() == SK_LOG_WARN);
-  else printf("note: SK_LOG_LEVEL=%s set, default level not checked\n", env);
+  captured c;
+  memset(&c, 0, sizeof c);
+  sk_set_log_handler(capture, &c);
+  sk_log_level level = sk_get_log_level();
+  sk_get_log_level(); /* settled: no second warning */
+  sk_set_log_handler(NULL, NULL);
+  if (!env) {
+    CHECK(level == SK_LOG_WARN);
+    CHECK_MSG(c.count == 0, "a message for an unset SK_LOG_LEVEL: %s", c.message);
+  } else if (strcmp(env, "garbage") == 0) {
+    CHECK(level == SK_LOG_WARN);
+    CHECK_MSG(c.count == 1 && c.level == SK_LOG_WARN, "%d messages: %s", c.count, c.message);
+    const char *frags[] = {"SK_LOG_LEVEL=\"garbage\"", "ignored", "expected debug, info, warn, error or off",
+                           "logging at warn"};
+    for (size_t i = 0; i < sizeof frags / sizeof frags[0]; i++)
+      CHECK_MSG(strstr(c.message, frags[i]) != NULL, "\"%s\" lacks \"%s\"", c.message, frags[i]);
+  } else {
+    printf("note: SK_LOG_LEVEL=%s set, default level not checked\n", env);
+  }
 }
 
 static void test_log_handler_levels(void) {

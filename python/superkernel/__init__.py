@@ -56,17 +56,28 @@ def __getattr__(name):
     raise AttributeError(f"module 'superkernel' has no attribute {name!r}")
 
 
-# With torch already imported, register the torch.compile backend
-# "superkernel" now (torch.compile(backend="superkernel") then works after
-# `import superkernel`); without torch, importing superkernel stays torch-free
-# (the backend registers on first use, or through the torch_dynamo_backends
-# entry point).
-if "torch" in __import__("sys").modules:
-    from . import backend as _backend  # noqa: F401,E402
-
 # transformers' experts_implementation="superkernel" (hf_experts.py):
 # registered as soon as transformers' experts module is imported, whether
 # before or after this package; neither is imported here.
 from . import hf_experts as _hf_experts  # noqa: E402
 
 _hf_experts.install()
+
+
+def _torch_imported():
+    # Not while a module of this package imports torch itself: it imports
+    # the torch parts it needs, and importing them from inside it would be
+    # circular.
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith(__name__ + ".") and getattr(getattr(module, "__spec__", None), "_initializing", False):
+            return
+    from . import backend  # noqa: F401  (torch.ops.superkernel.*, the scopes, the backend)
+
+
+# With torch imported, before or after this package, the torch ops
+# torch.ops.superkernel.* and the torch.compile backend "superkernel" are
+# registered (torch.compile(backend="superkernel") works after `import
+# superkernel`); without torch, importing superkernel stays torch-free.
+_hf_experts.after_import("torch", _torch_imported)

@@ -9,6 +9,8 @@ threads.
 """
 
 import ctypes
+import numbers
+import operator
 import os
 import threading
 
@@ -25,14 +27,22 @@ SK_MAX_RANK = 8
 
 
 def _find_library():
-    """The shared library: $SUPERKERNEL_LIBRARY, else the copy installed in
-    this package (a wheel), else the source tree's build (python/superkernel
-    -> <repo>/build/lib)."""
+    """(path, where it came from) of the shared library: $SUPERKERNEL_LIBRARY,
+    else the copy installed in this package (a wheel), else the source
+    tree's build (python/superkernel -> <repo>/build/lib)."""
     env = os.environ.get("SUPERKERNEL_LIBRARY")
     if env:
-        if not os.path.isfile(env):
-            raise ImportError(f"superkernel: $SUPERKERNEL_LIBRARY={env!r} is not a file")
-        return env
+        origin = f"$SUPERKERNEL_LIBRARY={env!r}"
+        # A relative path is the user's, from the working directory: dlopen
+        # would look a name without '/' up in the library search path instead.
+        path = os.path.abspath(env)
+        if not os.path.exists(path):
+            raise ImportError(f"superkernel: {origin}: no such file (looked for {path})")
+        if os.path.isdir(path):
+            raise ImportError(f"superkernel: {origin} is a directory; set it to the file libsuperkernel.so")
+        if not os.path.isfile(path):
+            raise ImportError(f"superkernel: {origin} is not a regular file; set it to the file libsuperkernel.so")
+        return path, origin
     here = os.path.dirname(os.path.abspath(__file__))
     candidates = [
         os.path.join(here, "lib", "libsuperkernel.so"),
@@ -40,13 +50,42 @@ def _find_library():
     ]
     for path in candidates:
         if os.path.isfile(path):
-            return path
+            return path, f"the library {path!r}"
     raise ImportError(
         "superkernel: the shared library libsuperkernel.so was not found; looked in "
         + ", ".join(candidates)
         + ". Install the package with `pip install .`, build the source tree with `make`, "
         "or set SUPERKERNEL_LIBRARY to the library's path."
     )
+
+
+def _open(path, origin):
+    """The CDLL of path, every prototype declared; ImportError saying what
+    is wrong with the file (not a shared library, another library, an older
+    superkernel) instead of ctypes' OSError / AttributeError."""
+    try:
+        handle = _C.CDLL(path)
+    except OSError as e:
+        raise ImportError(f"superkernel: {origin} cannot be loaded as a shared library: {e}") from None
+    missing = [name for name in _PROTOTYPES if not hasattr(handle, name)]
+    if "sk_version" in missing:
+        raise ImportError(
+            f"superkernel: {origin} is not the superkernel library (it has no sk_version); "
+            "set SUPERKERNEL_LIBRARY to libsuperkernel.so, or unset it"
+        )
+    if missing:
+        version = handle.sk_version
+        version.restype = c_char_p
+        raise ImportError(
+            f"superkernel: {origin} is superkernel {version().decode(errors='replace')} without "
+            f"{', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}: older than this package; "
+            "rebuild it (make) or point SUPERKERNEL_LIBRARY at a current build"
+        )
+    for name, (restype, argtypes) in _PROTOTYPES.items():
+        fn = getattr(handle, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return handle
 
 
 # ---- structs (superkernel.h, same order and types) -------------------------
@@ -293,12 +332,8 @@ def lib():
     if _lib is None:
         with _lock:
             if _lib is None:
-                found = _find_library()
-                handle = _C.CDLL(found)
-                for name, (restype, argtypes) in _PROTOTYPES.items():
-                    fn = getattr(handle, name)
-                    fn.restype = restype
-                    fn.argtypes = argtypes
+                found, origin = _find_library()
+                handle = _open(found, origin)
                 path = found
                 _lib = handle
     return _lib
@@ -328,23 +363,75 @@ def take_text(ptr):
         lib().sk_free(ptr)
 
 
-CINT_MAX = 2**31 - 1
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# ---- values crossing into C ------------------------------------------------
+# Every int and string handed to the library goes through as_int / encode
+# first: ctypes converts silently (an int past the C type's range wraps,
+# a str is cut at its first NUL), so the C side would see another value
+# than the caller gave and accept it. Here each is checked against the C
+# type it becomes, with an error naming the argument.
+
+CINT_MIN, CINT_MAX = -(2**31), 2**31 - 1  # int
+UINT32_MAX = 2**32 - 1  # uint32_t: sk_value, sk_event
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # int64_t: dims, attributes, watchdog_ms
+SIZE_MAX = 2 ** (8 * _C.sizeof(size_t)) - 1  # size_t
+# The most cores a team has (SK_TEAM_MAX_CORES, src/runtime/team.h; not in
+# the public header): CompilerConfig checks num_threads against it at
+# construction, and test_hostile_inputs checks that sk_team_create agrees.
+SK_TEAM_MAX_CORES = 1024
 
 
 def as_int(value, what, lo=INT64_MIN, hi=INT64_MAX):
-    """value as a Python int in [lo, hi] (ctypes would silently truncate
-    one out of range): TypeError for a non-integer (a float, a bool),
-    ValueError naming what for one out of range."""
-    import numbers
-
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{what}: expected an int, got {value!r}")
-    value = int(value)
+    """value as a Python int in [lo, hi] (default: int64_t's range):
+    TypeError naming what for a non-integer (a float, even 2.0, a str,
+    a bool, as torch's own int arguments refuse them; numpy's integers are
+    ints), ValueError naming what for one out of range."""
+    if type(value) is not int:
+        # __index__: Python's "is an integer" (numpy's ints, a one-element
+        # integer tensor), which a float lacks; a bool has it and is refused
+        try:
+            if isinstance(value, bool):
+                raise TypeError
+            value = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{what}: expected an int, got {value!r}") from None
     if not lo <= value <= hi:
         raise ValueError(f"{what}: {value} is out of range [{lo}, {hi}]")
     return value
 
 
-def encode(text):
-    return None if text is None else str(text).encode("utf-8")
+def as_cint(value, what, lo=CINT_MIN, hi=CINT_MAX):
+    """as_int for a C int (a narrower [lo, hi] when the argument has one)."""
+    return as_int(value, what, lo, hi)
+
+
+def as_float(value, what):
+    """value as a Python float (a C double): any real number, numpy's
+    float32 / int64 scalars included, not a bool or a str (TypeError
+    naming what)."""
+    if type(value) is float:
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what}: expected a float, got {value!r}")
+    return float(value)
+
+
+def encode(text, what="string"):
+    """text (a str, or bytes as they are) as a C string, None as NULL:
+    TypeError naming what for anything else, ValueError for a NUL inside
+    (C would read the string only up to it) or a str UTF-8 cannot hold."""
+    if text is None:
+        return None
+    if isinstance(text, str):
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{what}: {text!r} cannot be encoded as UTF-8 ({e.reason})") from None
+    elif isinstance(text, bytes):
+        data = text
+    else:
+        raise TypeError(f"{what}: expected a str, got {type(text).__name__} {text!r}")
+    if b"\0" in data:
+        raise ValueError(
+            f"{what}: {text!r} contains a NUL character (at byte {data.index(0)}); C strings end at the first NUL"
+        )
+    return data

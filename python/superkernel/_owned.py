@@ -11,6 +11,7 @@ class Owned:
 
     _handle = None
     _noun = "object"
+    _remake = "make a new one"  # what to do instead of a copy
     _close_lock = None  # a threading.Lock where runs and close take turns
 
     def _destroy(self, handle):
@@ -35,6 +36,14 @@ class Owned:
 
     def __del__(self):
         self.close()
+
+    def __reduce_ex__(self, protocol):
+        # copy.copy / deepcopy and pickle would duplicate the handle (two
+        # owners, one C object: a double free) or fail inside ctypes.
+        raise TypeError(
+            f"superkernel.{type(self).__name__} cannot be copied or pickled: it owns a C {self._noun}; "
+            f"{self._remake}"
+        )
 
     def __enter__(self):
         return self

@@ -6,7 +6,11 @@ declares. Anything else is refused with an exception naming the buffer and
 what was expected; nothing is copied behind the caller's back.
 """
 
+import ctypes
+import errno
+import os
 import sys
+import threading
 
 from .dtypes import DType, to_dtype
 
@@ -19,15 +23,22 @@ def buffer_info(obj, what):
     if torch is not None and isinstance(obj, torch.Tensor):
         if obj.device.type != "cpu":
             raise ValueError(f"{what}: tensor is on {obj.device}; superkernel runs on the CPU (use .cpu())")
-        if obj.layout != torch.strided:
-            raise ValueError(f"{what}: tensor layout {obj.layout} is not dense (torch.strided)")
+        if obj.layout != torch.strided or obj.is_nested:  # a nested tensor may say torch.strided
+            _refuse_layout(obj, what)
         if not obj.is_contiguous():
             raise ValueError(
                 f"{what}: tensor is not contiguous (strides {tuple(obj.stride())} for shape "
                 f"{tuple(obj.shape)}); call .contiguous()"
             )
         if obj.is_conj() or obj.is_neg():
-            raise ValueError(f"{what}: tensor has a lazy conj/neg bit; call .resolve_conj()/.resolve_neg()")
+            # Refused as a non-contiguous tensor is (nothing is copied behind
+            # the caller's back; an output could not be written through a
+            # copy), and as torch's own zero-copy exits (.numpy(), DLPack)
+            # refuse these bits: the memory holds the values unnegated.
+            raise ValueError(
+                f"{what}: tensor has a lazy {'conjugate' if obj.is_conj() else 'negative'} bit (its memory "
+                "holds the values before the conj / neg); call .resolve_conj() / .resolve_neg() first"
+            )
         dtype = _TORCH_DTYPES.get(obj.dtype)
         if dtype is None:
             dtype = _TORCH_DTYPES[obj.dtype] = _named(to_dtype, obj.dtype, what)
@@ -48,6 +59,17 @@ def buffer_info(obj, what):
             dtype = _NUMPY_DTYPES[obj.dtype] = _named(to_dtype, obj.dtype, what)
         return obj.ctypes.data, obj.nbytes, dtype, obj.shape
     raise TypeError(f"{what}: expected a numpy array or a torch CPU tensor, got {type(obj).__name__}")
+
+
+def _refuse_layout(obj, what):
+    """ValueError naming the layout of a sparse, mkldnn or nested tensor
+    (the last may report torch.strided: it says it is nested)."""
+    if obj.layout != sys.modules["torch"].strided or obj.is_nested:
+        nested = "a nested tensor, " if obj.is_nested else ""
+        raise ValueError(
+            f"{what}: tensor is {nested}of layout {obj.layout}; superkernel takes dense tensors "
+            "(layout torch.strided: use .to_dense())"
+        )
 
 
 def _named(fn, arg, what):
@@ -71,6 +93,100 @@ def check_buffer(obj, what, dtype, shape, writable=False):
         raise TypeError(f"{what}: expected dtype {DType(dtype)}, got {got_dtype}")
     if tuple(got_shape) != tuple(shape):
         raise ValueError(f"{what}: expected shape {tuple(shape)}, got {tuple(got_shape)}")
-    if writable and not hasattr(obj, "data_ptr") and not obj.flags.writeable:
-        raise ValueError(f"{what}: array is read-only")
+    if writable:
+        if not hasattr(obj, "data_ptr"):
+            if not obj.flags.writeable:
+                raise ValueError(f"{what}: array is read-only")
+        elif nbytes and not obj.untyped_storage().resizable():
+            # Memory torch did not allocate (from_numpy, frombuffer, from_file,
+            # shared memory): it may be a read-only mapping, which the run
+            # would die writing into. Memory from torch's own allocator (a
+            # resizable storage) is writable heap: no probe, no cost.
+            _check_writable(ptr, nbytes, what)
     return ptr, nbytes
+
+
+# ---- writable memory ---------------------------------------------------------
+# torch has no read-only flag (numpy's is checked above), and a write into a
+# read-only page kills the process. The kernel can say without a fault:
+# read(2) into a buffer returns EFAULT when the pages are not writable. So a
+# probe copies a byte of the buffer into a pipe (write(2), which reads it:
+# EFAULT when not even readable) and reads it back into the same place: the
+# data is unchanged, nothing faults. The first and last byte are probed:
+# protection is per mapping, and a buffer lies in one mapping unless someone
+# mprotect()s part of it; probing every page would cost two syscalls per
+# 4 KiB on every run (about 0.35 s a GiB). A byte changed by another thread
+# between the two calls would be put back: a concurrent write into an
+# output during its run is a race anyway.
+
+
+class _Probe:
+    """The pipe of this process (a fork child makes its own: a shared pipe
+    would mix two processes' bytes), non-blocking so a probe never waits,
+    and the lock that keeps two threads' bytes apart."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.pid = None
+        self.fds = None
+        self.libc = None
+        os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self):
+        # a thread of the parent may have held the lock at the fork: the
+        # child's copy would stay locked
+        self.lock = threading.Lock()
+
+    def pipe(self):
+        if self.pid != os.getpid():
+            if self.libc is None:
+                libc = ctypes.CDLL(None, use_errno=True)
+                for name in ("read", "write"):
+                    getattr(libc, name).argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+                    getattr(libc, name).restype = ctypes.c_ssize_t
+                self.libc = libc
+            if self.fds is not None and self.pid is not None:
+                # the parent's pipe, inherited: closed here only (the parent keeps its own)
+                for fd in self.fds:
+                    os.close(fd)
+            r, w = os.pipe()
+            os.set_blocking(r, False)
+            os.set_blocking(w, False)
+            self.fds, self.pid = (r, w), os.getpid()
+        return self.fds
+
+
+_PROBE = _Probe()
+
+
+def _probe_byte(libc, r, w, address):
+    """None when the byte at address is writable, else why not."""
+    if libc.write(w, address, 1) != 1:
+        return _fault("not readable", ctypes.get_errno())
+    if libc.read(r, address, 1) == 1:
+        return None
+    e = ctypes.get_errno()
+    scratch = ctypes.create_string_buffer(64)
+    while libc.read(r, scratch, len(scratch)) > 0:  # the byte left in the pipe goes
+        pass
+    return _fault("read-only", e)
+
+
+def _fault(why, e):
+    if e != errno.EFAULT:  # not an answer about the memory: the pipe itself failed
+        raise OSError(e, f"superkernel: probing an output's memory: {os.strerror(e)}")
+    return why
+
+
+def _check_writable(ptr, nbytes, what):
+    """ValueError naming what when [ptr, ptr + nbytes) cannot be written."""
+    with _PROBE.lock:
+        r, w = _PROBE.pipe()
+        libc = _PROBE.libc
+        for address in {ptr, ptr + nbytes - 1}:
+            why = _probe_byte(libc, r, w, address)
+            if why is not None:
+                raise ValueError(
+                    f"{what}: the tensor's memory is {why} (at {address:#x}: a read-only mapping, e.g. a "
+                    "read-only mmap or a file opened for reading); an output must be writable (use a copy: .clone())"
+                )

@@ -30,6 +30,16 @@ has loaded (it is made global before the user's library is opened), so no
 
 Kernels live until the process exits (the C API has no unregister): a name
 can be registered once per process.
+
+A custom kernel is trusted code running in this process, as any C library
+loaded with ctypes is (SECURITY.md: custom ops are the embedding program's
+code). The library checks its registration (names, fields, symbols) and the
+shapes and dtypes of a graph, but not what the kernel's C code does: a
+kernel that reads or writes outside its buffers, divides by zero or
+crashes takes the Python interpreter down with it (no exception can be
+raised), and one that never returns hangs the run (the watchdog ends the
+other cores' waits, not the kernel). Register only libraries you would
+import as Python extension modules.
 """
 
 import ctypes
@@ -93,6 +103,7 @@ def load_library(library):
 def _symbol(handle, symbol, what, kernel):
     if not isinstance(symbol, str) or not symbol:
         raise TypeError(f"superkernel.custom: kernel {kernel!r}: {what}: expected a symbol name, got {symbol!r}")
+    _lib.encode(symbol, f"superkernel.custom: kernel {kernel!r}: {what}")  # dlsym would stop at a NUL
     try:
         fn = getattr(handle, symbol)
     except AttributeError:
@@ -118,7 +129,7 @@ def _user_pointer(user, kernel):
     if user is None:
         return None, None
     if isinstance(user, int) and not isinstance(user, bool):
-        return user, None
+        return _lib.as_int(user, f"superkernel.custom: kernel {kernel!r}: user (an address)", 0, _lib.SIZE_MAX), None
     if isinstance(user, ctypes.c_void_p):
         return user.value, user
     try:
@@ -182,7 +193,9 @@ def register_kernel(
 ):
     """Registers the C function `entry` of `library` as kernel `name`
     (sk_kernel_register) and, with torch importable and torch_op set,
-    defines torch.ops.superkernel.<name>. Returns a CustomKernel.
+    defines torch.ops.superkernel.<name>. Returns a CustomKernel. The
+    library's code is trusted: it runs in this process, and a crash in it
+    ends the interpreter (see the module's docstring).
 
     library     path of the user's shared library, or a ctypes.CDLL of it
     entry       symbol of the block function (sk_kernel_fn)
@@ -223,7 +236,7 @@ def register_kernel(
             )
         desc = _lib.KernelDesc(
             ctypes.sizeof(_lib.KernelDesc),
-            _lib.encode(name),
+            _lib.encode(name, "superkernel.custom: name"),
             entry_addr,
             kind,
             _lib.as_int(block_count, f"kernel {name!r}: block_count"),

@@ -11,18 +11,27 @@ then runs that code directly: no Dynamo frame evaluation, guards or
 AOTAutograd wrappers, which cost tens of microseconds per call
 (BENCHMARKS.md). In exchange the compiled model serves only the example's
 signature: every call checks its tensors (dtype, shape, on the CPU; one not
-contiguous is copied) and a different one is an error naming the argument,
+contiguous, or carrying torch's lazy negative bit, is copied, as a torch op
+reads it) and a different one is an error naming the argument,
 never a recompilation.
+
+copy.copy, copy.deepcopy and pickle work as for a module: the copy is
+compiled again from the exported program (torch.export's ExportedProgram,
+with the weights; pickled through torch.export.save), in the process that
+loads it.
 
 Inference only; parameters are frozen at export (a later change to the
 model is not seen: export again).
 """
 
+import copy
+import io
 import itertools
 
 import torch
 import torch.utils._pytree as pytree
 
+from . import scope as _scope  # noqa: F401  (the ops an exported program names exist before pickle loads one)
 from .backend.runner import Plan
 from .config import CompilerConfig
 from .program import shared_team
@@ -104,10 +113,36 @@ class ExportedModel:
             raise TypeError(f"superkernel.export: the call's argument structure {spec} differs from the example's")
         return flat
 
+    # Copies are compiled again from the exported program: the C programs
+    # cannot be copied, and the ExportedProgram (graph and weights) is what
+    # torch.export itself copies and saves. copy.copy shares its weights,
+    # deepcopy copies them; pickle goes through torch.export.save (a plain
+    # pickle of an ExportedProgram drops the tensor metadata it needs).
+
+    def __copy__(self):
+        return _rebuild(self.exported_program, self.config)
+
+    def __deepcopy__(self, memo):
+        return _rebuild(copy.deepcopy(self.exported_program, memo), copy.deepcopy(self.config, memo))
+
+    def __reduce__(self):
+        buffer = io.BytesIO()
+        torch.export.save(self.exported_program, buffer)
+        return _load, (buffer.getvalue(), self.config)
+
     def _check(self, flat):
+        """flat, with the tensors that carry torch's lazy negative bit
+        resolved (the runner reads memory, which holds the values before
+        the bit). A conjugate bit needs a complex dtype, which no input of
+        an exported model has (refused as a dtype)."""
+        lazy = False
         for t, (name, dtype, shape) in zip(flat, self._expected):
-            if type(t) is not torch.Tensor or t.dtype is not dtype or t.shape != shape or not t.is_cpu:
-                self._refuse(t, name, dtype, shape)
+            if type(t) is not torch.Tensor or t.dtype is not dtype or t.shape != shape or not t.is_cpu or t.is_neg():
+                self._refuse(t, name, dtype, shape)  # returns for a lazy bit alone
+                lazy = True
+        if lazy:
+            flat = [t.resolve_neg() for t in flat]
+        return flat
 
     @staticmethod
     def _refuse(t, name, dtype, shape):
@@ -125,7 +160,7 @@ class ExportedModel:
         flat = self._flat_inputs(args, kwargs)
         if len(flat) != len(self._expected):
             raise TypeError(f"superkernel.export: expected {len(self._expected)} input tensors, got {len(flat)}")
-        self._check(flat)
+        flat = self._check(flat)
         if torch.is_grad_enabled():
             with torch.no_grad():
                 outs = self._forward(*self._static, *flat)
@@ -137,12 +172,28 @@ class ExportedModel:
 _ids = itertools.count()
 
 
+def _rebuild(exported_program, config):
+    """An ExportedModel again, of an exported program (copies)."""
+    return ExportedModel(exported_program, config, f"export{next(_ids)}")
+
+
+def _load(saved, config):
+    """An ExportedModel of the bytes of torch.export.save (unpickling)."""
+    return _rebuild(torch.export.load(io.BytesIO(saved)), config)
+
+
 def export(model, args, kwargs=None, compiler_config=None):
     """Traces model(*args, **kwargs) with torch.export and compiles it for
     superkernel (CompilerConfig as for get_backend). Returns an
     ExportedModel, called with arguments of the example's structure, dtypes
     and shapes."""
-    config = (compiler_config or CompilerConfig()).validate()
+    config = CompilerConfig() if compiler_config is None else compiler_config
+    if not isinstance(config, CompilerConfig):
+        raise TypeError(
+            f"superkernel.export: compiler_config: expected a superkernel.CompilerConfig or None, got "
+            f"{type(config).__name__}"
+        )
+    config.validate()  # a setting changed since the config was made
     with torch.no_grad():
         ep = torch.export.export(model, tuple(args), kwargs)
     ep = ep.run_decompositions({})

@@ -66,6 +66,7 @@ class Graph(Owned):
         self.outputs = []
 
     _noun = "graph"
+    _remake = "build the graph again"
 
     def _destroy(self, handle):
         """Frees the C graph (programs compiled from it stay valid)."""
@@ -90,7 +91,8 @@ class Graph(Owned):
         vid = ctypes.c_uint32()
         _lib.check(
             self._lib.sk_graph_add_input(
-                self.handle, _lib.encode(name), int(to_dtype(dtype)), len(shape), dims, ctypes.byref(vid)
+                self.handle, _lib.encode(name, "add_input: name"), int(to_dtype(dtype)), len(shape), dims,
+                ctypes.byref(vid),
             )
         )
         return Value(self, vid.value)
@@ -105,7 +107,7 @@ class Graph(Owned):
         _lib.check(
             self._lib.sk_graph_add_constant(
                 self.handle,
-                _lib.encode(name),
+                _lib.encode(name, "add_constant: name"),
                 int(dtype),
                 len(shape),
                 dims,
@@ -142,11 +144,15 @@ class Graph(Owned):
     def mark_output(self, value, name):
         if not isinstance(value, Value) or value.graph is not self:
             raise TypeError(f"mark_output {name!r}: expected a Value of this graph, got {value!r}")
-        _lib.check(self._lib.sk_graph_mark_output(self.handle, value.id, _lib.encode(name)))
+        _lib.check(self._lib.sk_graph_mark_output(self.handle, value.id, _lib.encode(name, "mark_output: name")))
         self.outputs.append(name)
 
     def begin_scope(self, name, options=None):
-        _lib.check(self._lib.sk_graph_begin_scope(self.handle, _lib.encode(name), _lib.encode(options)))
+        _lib.check(
+            self._lib.sk_graph_begin_scope(
+                self.handle, _lib.encode(name, "begin_scope: name"), _lib.encode(options, f"scope {name}: options")
+            )
+        )
 
     def end_scope(self):
         _lib.check(self._lib.sk_graph_end_scope(self.handle))
@@ -161,7 +167,8 @@ class Graph(Owned):
             self.end_scope()
 
     def set_stream(self, stream):
-        _lib.check(self._lib.sk_graph_set_stream(self.handle, int(stream)))
+        # the library names the streams it has (0 and 1); here only what a C int holds
+        _lib.check(self._lib.sk_graph_set_stream(self.handle, _lib.as_cint(stream, "set_stream: stream")))
 
     def record_event(self):
         ev = ctypes.c_uint32()
@@ -169,7 +176,8 @@ class Graph(Owned):
         return ev.value
 
     def wait_event(self, event):
-        _lib.check(self._lib.sk_graph_wait_event(self.handle, int(event)))
+        event = _lib.as_int(event, "wait_event: event", 0, _lib.UINT32_MAX)  # an sk_event: uint32_t
+        _lib.check(self._lib.sk_graph_wait_event(self.handle, event))
 
     def compile(self, team=None, executor="default", default_options=None, profile=False, watchdog_ms=0):
         """Compiles into a Program for team (None: one core)."""

@@ -57,19 +57,21 @@ def register():
 _MOE_MODULE = "transformers.integrations.moe"
 
 
-class _RegisterOnImport:
-    """A meta path finder that registers KEY right after transformers'
-    experts module is imported, so `import superkernel` needs neither
-    transformers nor torch, and a later `import transformers` still gets
-    "superkernel" before any model is built."""
+class _AfterImport:
+    """A meta path finder that calls `callback()` right after the module
+    `name` is imported (once), so `import superkernel` imports neither
+    transformers nor torch, and a later import of them still gets what
+    superkernel registers there (KEY in transformers' experts interface,
+    before any model is built)."""
+
+    def __init__(self, name, callback):
+        self.name, self.callback = name, callback
 
     def find_spec(self, name, path=None, target=None):
-        if name != _MOE_MODULE:
+        if name != self.name:
             return None
-        import importlib.machinery
-
         for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
+            if isinstance(finder, _AfterImport) or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(name, path, target)
             if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
@@ -77,21 +79,27 @@ class _RegisterOnImport:
 
                 def exec_module(module, _real=real):
                     _real(module)
-                    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _RegisterOnImport)]
-                    register()
+                    sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
+                    self.callback()
 
                 spec.loader.exec_module = exec_module
                 return spec
         return None
 
 
+def after_import(name, callback):
+    """callback() now if module `name` is imported already, else right
+    after it is (a meta path finder, removed once it has run)."""
+    if name in sys.modules:
+        callback()
+    elif not any(isinstance(f, _AfterImport) and (f.name, f.callback) == (name, callback) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(name, callback))
+
+
 def install():
     """Registers KEY now when transformers' experts module is loaded,
     else when it is (import superkernel calls this)."""
-    if _MOE_MODULE in sys.modules:
-        register()
-    elif not any(isinstance(f, _RegisterOnImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _RegisterOnImport())
+    after_import(_MOE_MODULE, register)
 
 
 def _fallback(module, reason, hidden_states, top_k_index, top_k_weights):
@@ -156,6 +164,24 @@ def fingerprint(named_tensors):
     return tuple(out)
 
 
+_warned_inference = set()
+
+
+def warn_if_unversioned(what, invalidate, named_tensors):
+    """Warns once per `what` when a weight compiled in is an inference
+    tensor: a change to it in place will not be seen (no version counter)."""
+    names = [name for name, t in named_tensors if t is not None and t.is_inference()]
+    if names and what not in _warned_inference:
+        _warned_inference.add(what)
+        warnings.warn(
+            f"superkernel: {what}: weights made under torch.inference_mode() ({', '.join(names)}) keep no version "
+            f"counter, so a change to them in place (load_state_dict, add_, copy_) is not seen: call {invalidate} "
+            "after one, or build the model outside inference_mode",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
 def _fingerprint(module):
     names = ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias")
     return fingerprint((n, getattr(module, n)) for n in names if getattr(module, n, None) is not None)
@@ -178,6 +204,9 @@ class _ExpertsProgram:
             param = getattr(module, name)
             param.data = _file_weights.to_file(param.data)
         self.fingerprint = _fingerprint(module)
+        names = ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias")
+        warn_if_unversioned(type(module).__name__, "superkernel.hf_experts.invalidate(module)",
+                            [(n, getattr(module, n, None)) for n in names])
         self.x_dtype, self.top_k, self.w_dtype = x_dtype, top_k, w_dtype
         transposed = getattr(module, "is_transposed", False)
         experts, hidden = module.gate_up_proj.shape[0], module.down_proj.shape[-1 if transposed else -2]
@@ -220,9 +249,11 @@ class _ExpertsProgram:
     def __call__(self, hidden_states, top_k_index, top_k_weights):
         import torch
 
-        x = hidden_states.to(self.torch_dtype).contiguous()
-        idx = top_k_index.to(torch.int32).contiguous()
-        w = top_k_weights.contiguous()
+        # dense, and with torch's lazy negative bit resolved: the library
+        # reads memory, which holds the values before the negation
+        x = hidden_states.to(self.torch_dtype).resolve_neg().contiguous()
+        idx = top_k_index.to(torch.int32).resolve_neg().contiguous()
+        w = top_k_weights.resolve_neg().contiguous()
         tokens = x.shape[0]
         y = torch.empty(tokens, self.hidden, dtype=self.torch_dtype)
         for t0 in range(0, tokens, MAX_TOKENS):  # chunks of at most MAX_TOKENS rows

@@ -62,6 +62,6 @@ _LOG_LEVELS = {"debug": 0, "info": 1, "warn": 2, "error": 3, "off": 4}
 
 def set_log_level(level):
     """"debug", "info", "warn", "error" or "off"."""
-    if level not in _LOG_LEVELS:
+    if not isinstance(level, str) or level not in _LOG_LEVELS:
         raise ValueError(f"set_log_level: {level!r}; expected one of {list(_LOG_LEVELS)}")
     _lib.lib().sk_set_log_level(_LOG_LEVELS[level])

@@ -38,6 +38,7 @@ import weakref
 import torch
 
 from . import _file_weights, hf_experts, hf_moe_blocks
+from . import torch_ops  # noqa: F401  (superkernel::not_differentiable; the namespace is defined first)
 from .graph import Graph
 from .team import shared_team
 
@@ -77,8 +78,11 @@ def _moe_block_fake(x, layer):
 
 
 def _no_backward(ctx, grad):
-    raise RuntimeError("superkernel.optimize: an optimized MoE block runs inference only: it has no backward "
-                       "(train the model before optimize, or without it)")
+    # raises when the backward runs (torch_grads.py), also where a compiler
+    # (AOTAutograd) traces the backward ahead of time
+    why = ("superkernel.optimize's MoE block runs inference only: it has no backward (train the model before "
+           "optimize, or without it)")
+    return torch.ops.superkernel.not_differentiable(grad, grad, "moe_block", "x", why), None
 
 
 # A forward with gradients enabled runs (model(ids) outside torch.no_grad()
@@ -148,6 +152,7 @@ class OptimizedMoE(torch.nn.Module):
 
     def _compile(self):
         fingerprint = self._current()
+        hf_experts.warn_if_unversioned("superkernel.optimize's MoE block", "module.invalidate()", self._tensors())
         self._program = _build(self, dict(self._tensors()))
         self._fingerprint = fingerprint
         for name in ("w_up", "w_down") if self.quantize else ("gate_up_proj", "down_proj"):

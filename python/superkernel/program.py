@@ -38,7 +38,7 @@ def parse_executor(name):
     """The sk_executor value of a name; InvalidArgumentError naming the
     accepted ones otherwise."""
     value = ctypes.c_int()
-    _lib.check(_lib.lib().sk_executor_parse(_lib.encode(name), ctypes.byref(value)))
+    _lib.check(_lib.lib().sk_executor_parse(_lib.encode(name, "executor"), ctypes.byref(value)))
     return value.value
 
 
@@ -77,6 +77,18 @@ def _new_like(info, torch_outputs, tokens=0):
     return np.empty(shape, dtype=to_numpy(info.dtype))
 
 
+def _team_arg(team, what):
+    """team when it is a Team or None; TypeError naming the expected type."""
+    if team is not None and not isinstance(team, Team):
+        raise TypeError(f"{what}: team: expected a superkernel.Team or None, got {type(team).__name__} {team!r}")
+    return team
+
+
+# What _run_pointers last wrote as the byte counts after run_into wrote its
+# own: no token count (None means the whole bindings), so it rewrites them.
+_UNKNOWN_TOKENS = object()
+
+
 def _tokens_of(buffers, infos):
     """The run's token count from the first buffer of a dynamic leading
     dimension (a program of static shapes: 0); each buffer is then checked
@@ -95,17 +107,18 @@ class Program(Owned):
 
     def __init__(self, graph, team=None, executor="default", default_options=None, profile=False, watchdog_ms=0):
         self._lib = _lib.lib()
-        self.team = team
+        self.team = _team_arg(team, "Program")
         self._on_jit = _lib.ON_JIT()  # kept alive with the config
         cfg = _lib.CompileConfig(
             ctypes.sizeof(_lib.CompileConfig),
             team.handle if team is not None else None,
-            parse_executor(executor) if isinstance(executor, str) else int(executor),
-            _lib.encode(default_options),
+            # the library names the executors it has; here only what a C int holds
+            parse_executor(executor) if isinstance(executor, str) else _lib.as_cint(executor, "Program: executor"),
+            _lib.encode(default_options, "Program: default_options"),
             1 if profile else 0,
             self._on_jit,
             None,
-            int(watchdog_ms),
+            _lib.as_int(watchdog_ms, "Program: watchdog_ms"),
         )
         handle = ctypes.c_void_p()
         _lib.check(self._lib.sk_compile(graph.handle, ctypes.byref(cfg), ctypes.byref(handle)))
@@ -140,6 +153,7 @@ class Program(Owned):
         self._close_lock = self._run_lock
 
     _noun = "program"
+    _remake = "compile the graph again"
 
     def _destroy(self, handle):
         # under _close_lock (the run lock): a run in progress ends first
@@ -156,6 +170,8 @@ class Program(Owned):
     def _launch(self, team, fn, *args):
         """fn(program handle, team handle, *args) with the team held (not
         closed under the run) and the borrowed constants checked."""
+        if team is not None and type(team) is not Team:
+            _team_arg(team, "Program.run")
         if self._borrowed:
             self._check_borrowed()
         handle = self.handle
@@ -217,7 +233,10 @@ class Program(Owned):
             raise ValueError(f"Program.run_into: the inputs hold {tokens} tokens; the program takes at most {self.max_tokens}")
         with self._run_lock:
             ib, ob = self._in_bufs, self._out_bufs
-            self._last_in_ptrs = self._last_out_ptrs = None  # _run_pointers rewrites what follows
+            # _run_pointers rewrites what follows: the pointers, and the byte
+            # counts of whatever token count it is next called with
+            self._last_in_ptrs = self._last_out_ptrs = None
+            self._last_tokens = _UNKNOWN_TOKENS
             for i, (x, info) in enumerate(zip(inputs, self.inputs)):
                 shape = _at_tokens(info.shape, tokens)
                 ib[i].data, ib[i].bytes = check_buffer(x, f"input {info.name}", info.dtype, shape)
@@ -283,7 +302,9 @@ class Program(Owned):
     def jit_source(self, scope=None):
         """The C source the JIT generates for a scope's super kernel."""
         text = ctypes.c_void_p()
-        _lib.check(self._lib.sk_program_jit_source(self.handle, _lib.encode(scope), ctypes.byref(text)))
+        _lib.check(
+            self._lib.sk_program_jit_source(self.handle, _lib.encode(scope, "jit_source: scope"), ctypes.byref(text))
+        )
         return _lib.take_text(text)
 
     @property
@@ -298,7 +319,8 @@ class Program(Owned):
     def write_profile(self, directory):
         """Writes op_statistic.csv and trace.json of the runs so far
         (compile with profile=True, or scopes with profiling=1)."""
-        _lib.check(self._lib.sk_program_write_profile(self.handle, _lib.encode(os.fspath(directory))))
+        path = _lib.encode(os.fsencode(directory), "write_profile: directory")
+        _lib.check(self._lib.sk_program_write_profile(self.handle, path))
 
     def reset_profile(self):
         self._lib.sk_program_reset_profile(self.handle)
@@ -314,9 +336,19 @@ class RunContext(Owned):
         handle = ctypes.c_void_p()
         _lib.check(self._lib.sk_run_context_create(program.handle, ctypes.byref(handle)))
         self._handle = handle
-        self._bound = {}  # keeps bound buffers alive
+        self._bound = {}  # (kind, index) -> (what, buffer, pointer, bytes): keeps bound buffers alive
+        # (what, tensor, data pointer, bytes) of each bound torch tensor, as
+        # handed to C: a tensor can lose its memory under the binding
+        # (resize_, set_), and the run would then write into freed memory,
+        # so every run checks it still has what it had (as Program checks
+        # borrowed constants; about 0.15 us a tensor). numpy arrays are not
+        # checked: numpy refuses to resize an array that is referenced (the
+        # binding holds one) unless told refcheck=False, which its
+        # documentation calls unsafe.
+        self._tensors = ()
 
     _noun = "context"
+    _remake = "call program.run_context() for another"
 
     def _destroy(self, handle):
         self._lib.sk_run_context_destroy(handle)
@@ -331,13 +363,28 @@ class RunContext(Owned):
         index = _lib.as_int(index, f"RunContext.bind: {kind} index", 0, len(infos) - 1)
         info = infos[index]
         shape = _at_tokens(info.shape, _tokens_of([buf], [info]))
-        ptr, nbytes = check_buffer(buf, f"{kind} {info.name}", info.dtype, shape, k == SK_IO_OUTPUT)
+        what = f"{kind} {info.name}"
+        ptr, nbytes = check_buffer(buf, what, info.dtype, shape, k == SK_IO_OUTPUT)
         with self._lock:
             _lib.check(self._lib.sk_run_context_bind(self.handle, k, index, ptr, nbytes))
-            self._bound[(k, index)] = buf
+            # the pointer and size handed to C, recorded now: a later bind of
+            # another index must not refresh them
+            self._bound[(k, index)] = (what, buf, ptr, nbytes)
+            self._tensors = tuple(entry for entry in self._bound.values() if hasattr(entry[1], "data_ptr"))
+
+    def _check_bound(self):
+        for what, t, ptr, nbytes in self._tensors:
+            if t.data_ptr() != ptr or t.nbytes != nbytes:
+                raise InvalidStateError(
+                    f"RunContext.run: the tensor bound as {what} no longer holds the memory it was bound with "
+                    f"({nbytes} bytes at {ptr:#x}, now {t.nbytes} at {t.data_ptr():#x}: resized or set_ after "
+                    "bind); bind it again"
+                )
 
     def run(self, team=None):
         team = team if team is not None else self.program.team
         with self._lock:
+            if self._tensors:
+                self._check_bound()
             status = self.program._launch(team, lambda _, t: self._lib.sk_run_context_run(self.handle, t))
         _lib.check(status)

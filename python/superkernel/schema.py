@@ -4,8 +4,10 @@ The library's op list (sk_op_info) is the one source: the torch ops, the
 backend's support check and the attribute conversion below all read it.
 """
 
+import collections.abc
 import ctypes
 import functools
+import numbers
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
@@ -127,7 +129,7 @@ def op_names():
 def op_schema(op):
     """The schema of a built-in or registered op; NotFoundError if unknown."""
     c = _lib.OpSchema()
-    _lib.check(_lib.lib().sk_op_info_by_name(_lib.encode(op), ctypes.byref(c)))
+    _lib.check(_lib.lib().sk_op_info_by_name(_lib.encode(op, "op"), ctypes.byref(c)))
     return _convert(c)
 
 
@@ -148,7 +150,7 @@ class DescBuilder:
         for i, (slot, values) in enumerate(inputs.items()):
             arr = (ctypes.c_uint32 * max(1, len(values)))(*values)
             self._keep.append(arr)
-            slots[i] = _lib.OpInput(self._bytes(slot), arr, len(values))
+            slots[i] = _lib.OpInput(self._bytes(slot, f"{op}: input slot name"), arr, len(values))
         attrs = attrs or {}
         cattrs = (_lib.Attr * max(1, len(attrs)))()
         for i, (aname, value) in enumerate(attrs.items()):
@@ -156,8 +158,8 @@ class DescBuilder:
             cattrs[i] = self._attr(op, aname, value, spec)
         self.desc = _lib.OpDesc(
             ctypes.sizeof(_lib.OpDesc),
-            self._bytes(op),
-            self._bytes(name) if name else None,
+            self._bytes(op, "op"),
+            self._bytes(name, f"{op}: node name") if name else None,
             slots,
             len(inputs),
             cattrs,
@@ -165,33 +167,41 @@ class DescBuilder:
         )
         self._keep += [slots, cattrs]
 
-    def _bytes(self, text):
-        b = _lib.encode(text)
+    def _bytes(self, text, what):
+        b = _lib.encode(text, what)
         self._keep.append(b)
         return b
 
     def _attr(self, op, name, value, spec):
         kind = spec.kind if spec else _guess_kind(value)
         where = f"{op}: attribute {name}"
+        cname = self._bytes(name, f"{op}: attribute name")
         if kind == "ints":
-            if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-                raise TypeError(f"{where}: expected a list of ints, got {value!r}")
-            values = [_lib.as_int(v, f"{where}[{i}]") for i, v in enumerate(value)]
+            values = [_lib.as_int(v, f"{where}[{i}]") for i, v in enumerate(_int_list(value, where))]
             arr = (_lib.int64 * max(1, len(values)))(*values)
             self._keep.append(arr)
-            return _lib.Attr(self._bytes(name), ATTR_INTS, 0, 0.0, arr, len(values))
+            return _lib.Attr(cname, ATTR_INTS, 0, 0.0, arr, len(values))
         if kind == "float":
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise TypeError(f"{where}: expected a float, got {value!r}")
-            return _lib.Attr(self._bytes(name), ATTR_FLOAT, 0, float(value), None, 0)
+            return _lib.Attr(cname, ATTR_FLOAT, 0, _lib.as_float(value, where), None, 0)
         if isinstance(value, DType):
             value = int(value)
-        elif name.endswith("dtype") and not isinstance(value, int):
+        elif name.endswith("dtype") and not isinstance(value, numbers.Integral):
             value = int(to_dtype(value))  # a torch / numpy dtype or a name
-        if isinstance(value, bool) or (isinstance(value, float) and value.is_integer()):
-            value = int(value)
-        value = _lib.as_int(value, where)
-        return _lib.Attr(self._bytes(name), ATTR_INT, value, 0.0, None, 0)
+        elif isinstance(value, bool):
+            value = int(value)  # the int flags (renorm, activate_left): torch.ops' int arguments take a bool too
+        return _lib.Attr(cname, ATTR_INT, _lib.as_int(value, where), 0.0, None, 0)
+
+
+def _int_list(value, where):
+    """An attribute's list of ints as a sequence: a list, tuple (torch.Size)
+    or range, or a 1-D numpy array. Not a dict, set, str or iterator,
+    whose iteration would be taken for the list (as torch's int[]
+    arguments refuse them)."""
+    if isinstance(value, collections.abc.Sequence) and not isinstance(value, (str, bytes, bytearray)):
+        return value
+    if hasattr(value, "__array_interface__") and getattr(value, "ndim", None) == 1:
+        return value.tolist()
+    raise TypeError(f"{where}: expected a list of ints, got {type(value).__name__} {value!r}")
 
 
 def _guess_kind(value):
@@ -202,55 +212,62 @@ def _guess_kind(value):
     return "int"
 
 
-def _metas(metas):
-    arr = (_lib.TensorMeta * max(1, len(metas)))()
-    for i, (dtype, shape) in enumerate(metas):
+def _metas(op, inputs):
+    """The sk_tensor_meta array of inputs {slot: [(dtype, shape), ...]},
+    slot by slot in order; every dimension checked as the int64_t it becomes."""
+    flat = [(f"{slot}[{i}]", m) for slot, metas in inputs.items() for i, m in enumerate(metas)]
+    arr = (_lib.TensorMeta * max(1, len(flat)))()
+    for i, (what, (dtype, shape)) in enumerate(flat):
+        what = f"{op}: input {what}"
+        if isinstance(shape, (str, bytes)) or not isinstance(shape, collections.abc.Iterable):
+            raise TypeError(f"{what}: shape: expected a sequence of ints, got {shape!r}")
+        shape = [_lib.as_int(n, f"{what}: dimension {d}") for d, n in enumerate(shape)]
         if len(shape) > _lib.SK_MAX_RANK:
-            raise ValueError(f"input {i}: rank {len(shape)} exceeds {_lib.SK_MAX_RANK}")
+            raise ValueError(f"{what}: rank {len(shape)} exceeds {_lib.SK_MAX_RANK}")
         arr[i].dtype = int(to_dtype(dtype))
         arr[i].rank = len(shape)
         for d, n in enumerate(shape):
-            arr[i].shape[d] = int(n)
-    return arr
+            arr[i].shape[d] = n
+    return arr, len(flat)
 
 
 def _slot_counts(inputs):
     return {slot: list(range(len(metas))) for slot, metas in inputs.items()}
 
 
+def _meta_lists(inputs):
+    return {k: (v if isinstance(v, list) else [v]) for k, v in inputs.items() if v is not None}
+
+
 def op_infer(op, inputs, attrs=None):
     """Output (DType, shape) pairs of op for inputs {slot: [(dtype, shape), ...]}
     (a single tensor may be given without the list). Raises the library's
     error when the op rejects them."""
-    inputs = {k: (v if isinstance(v, list) else [v]) for k, v in inputs.items() if v is not None}
-    flat = [m for metas in inputs.values() for m in metas]
+    inputs = _meta_lists(inputs)
     builder = DescBuilder(op, _slot_counts(inputs), attrs)
-    cin = _metas(flat)
-    room = 64 + 2 * len(flat)  # a list output holds one per input of a list
+    cin, n_in = _metas(op, inputs)
+    room = 64 + 2 * n_in  # a list output holds one per input of a list
     cout = (_lib.TensorMeta * room)()
     n = ctypes.c_size_t(0)
-    _lib.check(
-        _lib.lib().sk_op_infer(ctypes.byref(builder.desc), cin, len(flat), cout, room, ctypes.byref(n))
-    )
+    _lib.check(_lib.lib().sk_op_infer(ctypes.byref(builder.desc), cin, n_in, cout, room, ctypes.byref(n)))
     return [(DType(cout[i].dtype), tuple(cout[i].shape[: cout[i].rank])) for i in range(n.value)]
 
 
 def op_supported(op, inputs, attrs=None):
     """None when the library runs op on these metas; else the reason (str)."""
-    inputs = {k: (v if isinstance(v, list) else [v]) for k, v in inputs.items() if v is not None}
-    flat = [m for metas in inputs.values() for m in metas]
+    inputs = _meta_lists(inputs)
     try:
         builder = DescBuilder(op, _slot_counts(inputs), attrs)
-        cin = _metas(flat)
+        cin, n_in = _metas(op, inputs)
     except (TypeError, ValueError) as e:
         return str(e)
-    status = _lib.lib().sk_op_supported(ctypes.byref(builder.desc), cin, len(flat))
+    status = _lib.lib().sk_op_supported(ctypes.byref(builder.desc), cin, n_in)
     return None if status == 0 else (_lib.last_error() or "unsupported")
 
 
 def validate_options(options):
     """Raises InvalidArgumentError naming the bad key or value."""
-    _lib.check(_lib.lib().sk_options_validate(_lib.encode(options or "")))
+    _lib.check(_lib.lib().sk_options_validate(_lib.encode(options or "", "options")))
 
 
 def render_options(options="", default_options=None):
@@ -258,11 +275,13 @@ def render_options(options="", default_options=None):
     `options` alone, or, given default_options, of a scope's options
     layered over a graph's defaults as the library layers them."""
     lib = _lib.lib()
+    opts = _lib.encode(options or "", "options")
+    defaults = None if default_options is None else _lib.encode(default_options, "default_options")
 
     def call(buf, size, needed):
         if default_options is None:
-            return lib.sk_options_render(_lib.encode(options or ""), buf, size, needed)
-        return lib.sk_options_render_layered(_lib.encode(default_options), _lib.encode(options or ""), buf, size, needed)
+            return lib.sk_options_render(opts, buf, size, needed)
+        return lib.sk_options_render_layered(defaults, opts, buf, size, needed)
 
     needed = ctypes.c_size_t(0)
     _lib.check(call(None, 0, ctypes.byref(needed)))

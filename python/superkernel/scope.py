@@ -39,9 +39,12 @@ run eagerly it returns a copy of t; the backend turns it into an event wait
 (the ops that read the result wait for the op that produced dep).
 """
 
+from typing import Any
+
 import torch
 from torch.fx.node import has_side_effect
 
+from . import _lib
 from . import torch_ops  # noqa: F401  (defines the namespace first: "DEF" before our "FRAGMENT")
 
 NAMESPACE = "superkernel"
@@ -100,6 +103,14 @@ torch.library.register_fake(f"{NAMESPACE}::wait_tensor", _wait_tensor_fake, lib=
 torch.library.register_autograd(f"{NAMESPACE}::wait_tensor", lambda ctx, grad: (grad, None), lib=_LIB)
 
 
+# TorchScript records neither the markers' string lists (torch.jit.trace)
+# nor this module's Python (torch.jit.script): a scope says so when entered.
+_TORCHSCRIPT = (
+    "superkernel: super-kernel scopes (superkernel.scope) are not supported under TorchScript (torch.jit.trace / "
+    "torch.jit.script); compile with torch.compile(backend=\"superkernel\") or superkernel.export instead"
+)
+
+
 class _Scope:
     """A marker scope: (key, value) string pairs handed to scope_enter."""
 
@@ -109,6 +120,8 @@ class _Scope:
         self.attrs = [(str(k), str(v)) for k, v in attrs]
 
     def __enter__(self):
+        if torch.jit.is_tracing():
+            raise RuntimeError(_TORCHSCRIPT)
         return torch.ops.superkernel.scope_enter([k for k, _ in self.attrs], [v for _, v in self.attrs])
 
     def __exit__(self, *exc):
@@ -118,10 +131,36 @@ class _Scope:
         return f"superkernel.scope._Scope({self.attrs!r})"
 
 
-def super_kernel(name, options=""):
+class _ScriptedScope:
+    """What the markers are to torch.jit.script: a scope whose entry raises
+    (TorchScript compiles this class, and not the Python of the markers)."""
+
+    def __init__(self):
+        pass
+
+    def __enter__(self):
+        raise RuntimeError(
+            "superkernel: super-kernel scopes (superkernel.scope) are not supported under TorchScript "
+            "(torch.jit.trace / torch.jit.script); compile with torch.compile(backend=\"superkernel\") or "
+            "superkernel.export instead"
+        )
+
+    def __exit__(self, type: Any, value: Any, traceback: Any):
+        pass
+
+
+def super_kernel(name: str, options: str = ""):
     """The ops inside become one super kernel named `name` (with the scope's
     option string, docs/options.md). Each `with` block is a scope of its own,
-    also when names repeat. In eager mode: nothing."""
+    also when names repeat. In eager mode: nothing. Not under TorchScript:
+    a scripted or traced model raises when it enters the scope."""
+    if torch.jit.is_scripting():
+        return _ScriptedScope()
+    else:
+        return _super_kernel(name, options)
+
+
+def _super_kernel(name, options):
     if name is None:
         name = ""
     if not isinstance(name, str):
@@ -130,20 +169,31 @@ def super_kernel(name, options=""):
         options = ""
     if not isinstance(options, str):
         raise TypeError(f"super_kernel: options must be a str ('key=value:key=value'), got {type(options).__name__}")
+    # refused here, where the model says it, rather than at compile time
+    _lib.encode(name, "super_kernel: scope name")
+    _lib.encode(options, f"super_kernel {name!r}: options")
     return _Scope([(SCOPE_KEY, name), (OPTIONS_KEY, options)])
 
 
-def npu_stream_switch(stream_tag, stream_priority=0, enable_inner_parallel=True):
+def npu_stream_switch(stream_tag: str, stream_priority: int = 0, enable_inner_parallel: bool = True):
     """The ops inside run on the stream named stream_tag: stream 1 of the
     super-kernel graph (ops outside any stream_switch are on stream 0). A
     graph may use one tag: the library has two streams. With the scope
     option stream-fusion=1 the two streams' chains of a scope run at once."""
+    if torch.jit.is_scripting():
+        return _ScriptedScope()
+    else:
+        return _npu_stream_switch(stream_tag, stream_priority, enable_inner_parallel)
+
+
+def _npu_stream_switch(stream_tag, stream_priority, enable_inner_parallel):
     if not isinstance(stream_tag, str):
         raise TypeError(f"npu_stream_switch: stream_tag must be a str, got {type(stream_tag).__name__}")
+    _lib.encode(stream_tag, "npu_stream_switch: stream_tag")
     return _Scope(
         [
             (STREAM_KEY, stream_tag),
-            (STREAM_PRIORITY_KEY, str(int(stream_priority))),
+            (STREAM_PRIORITY_KEY, str(_lib.as_int(stream_priority, "npu_stream_switch: stream_priority"))),
             (INNER_PARALLEL_KEY, str(bool(enable_inner_parallel))),
         ]
     )
@@ -159,7 +209,9 @@ def npu_wait_tensor(self, dependency):
 def limit_core_num(op_aicore_num, op_vectorcore_num):
     """torchair's per-op core limits: accepted, ignored by the backend (with
     a warning; use the scope options debug-aic-num / debug-aiv-num)."""
-    return _Scope([(AICORE_KEY, str(int(op_aicore_num))), (VECTORCORE_KEY, str(int(op_vectorcore_num)))])
+    aic = _lib.as_int(op_aicore_num, "limit_core_num: op_aicore_num")
+    aiv = _lib.as_int(op_vectorcore_num, "limit_core_num: op_vectorcore_num")
+    return _Scope([(AICORE_KEY, str(aic)), (VECTORCORE_KEY, str(aiv))])
 
 
 def op_never_timeout(enable=True):

@@ -1,11 +1,27 @@
 """Team: a persistent team of cores (sk_team_create), and the shared teams
-of the torch front end."""
+of the torch front end.
+
+fork(): a child has only the thread that called fork(), so a team made
+before it has no workers there. The library refuses every run on such a
+team at once (InvalidStateError naming the process that made it), and
+closing it in the child is safe. The shared teams are made again in the
+child at their next use, as PyTorch's own thread pool is, so the torch ops,
+compiled models and exported models of the parent work in a fork child
+(DataLoader workers, multiprocessing's fork start method); a Team of the
+user's own from the parent fails at once there."""
 
 import ctypes
+import os
 import threading
+import weakref
 
 from . import _lib
 from ._owned import Owned
+
+# Every live Team: after fork() the child replaces their locks (one held by
+# another thread of the parent at the fork would be held for ever in the
+# child, which has no such thread).
+_LIVE = weakref.WeakSet()
 
 
 class Team(Owned):
@@ -19,10 +35,15 @@ class Team(Owned):
 
     def __init__(self, num_cores=0, pin_threads=0):
         self._lib = _lib.lib()
-        self._lock = threading.Lock()
+        # reentrant: a shared team makes its C team again under it (_live_handle)
+        self._lock = threading.RLock()
         self._users = 0
         self._closing = False
         self._handle = None
+        self._handle = self._create(num_cores, pin_threads)
+        _LIVE.add(self)
+
+    def _create(self, num_cores, pin_threads):
         cfg = _lib.TeamConfig(
             ctypes.sizeof(_lib.TeamConfig),
             # only what a C int holds: the library checks the values and names the range
@@ -31,7 +52,7 @@ class Team(Owned):
         )
         handle = ctypes.c_void_p()
         _lib.check(self._lib.sk_team_create(ctypes.byref(cfg), ctypes.byref(handle)))
-        self._handle = handle
+        return handle
 
     _noun = "team"
 
@@ -46,9 +67,21 @@ class Team(Owned):
     def _acquire(self):
         """The handle, held until _release (a run)."""
         with self._lock:
-            handle = self.handle  # ValueError once closed
+            handle = self._live_handle()  # ValueError once closed
             self._users += 1
             return handle
+
+    def _live_handle(self):
+        return self.handle
+
+    def _after_fork_in_child(self):
+        """In a fork child: no run of the parent goes on here, and no
+        thread holds the lock. The C team stays: runs on it are refused
+        (it has no workers here), close() frees it."""
+        self._lock = threading.RLock()
+        self._users = 0
+        if self._closing:  # closed during a run of the parent, which is not here to end it
+            self._destroy(self._handle)
 
     def _release(self):
         with self._lock:
@@ -78,6 +111,44 @@ class Team(Owned):
         return "Team(closed)" if self.closed else f"Team(num_cores={self.num_cores})"
 
 
+class _SharedTeam(Team):
+    """A team shared_team hands out: one object per size for the life of
+    the process, whose C team is made again at its next use when someone
+    closed it, and in a fork child (where the parent's has no workers), so
+    whoever holds it (the eager op cache, a backend, an exported model, the
+    programs compiled on it) keeps working. Never pinned."""
+
+    def __init__(self, num_cores):
+        self._num_cores = num_cores
+        super().__init__(num_cores=num_cores, pin_threads=-1)
+
+    @property
+    def num_cores(self):
+        return self._num_cores
+
+    @property
+    def handle(self):
+        return self._live_handle()
+
+    def _live_handle(self):
+        with self._lock:
+            if self._handle is None:  # closed (or forked): made again
+                self._handle = self._create(self._num_cores, -1)
+            # closing (close() during a run): the C team is alive until the
+            # last run ends, and serves new runs meanwhile
+            return self._handle
+
+    def _after_fork_in_child(self):
+        super()._after_fork_in_child()
+        if self._handle is not None:
+            # the parent's C team, copied: freed (nothing to stop here); the
+            # next use makes one with workers in this process
+            self._destroy(self._handle)
+
+    def __repr__(self):
+        return f"Team(num_cores={self._num_cores}, shared{', closed' if self.closed else ''})"
+
+
 _SHARED_TEAMS = {}
 _SHARED_LOCK = threading.Lock()
 
@@ -85,15 +156,27 @@ _SHARED_LOCK = threading.Lock()
 def shared_team(num_cores):
     """The process's team of num_cores cores that the torch front end (the
     eager torch ops, the torch.compile backend, superkernel.export) runs
-    on, made at first use and kept (made again if someone closed it). One
-    team per size, not one per model: every live team's workers count
-    against the CPUs, and once they outnumber them the library's waits stop
-    spinning (runtime/wait.c), so separate teams would slow each other
-    down. Never pinned: PyTorch's own threads share the CPUs. Launches on
-    one team take turns."""
+    on: one object per size, made at first use and kept. Its C team is made
+    again at the next use when someone closed it, and in a child after
+    fork(), so holders of the object keep working. One team per size, not
+    one per model: every live team's workers count against the CPUs, and
+    once they outnumber them the library's waits stop spinning
+    (runtime/wait.c), so separate teams would slow each other down. Never
+    pinned: PyTorch's own threads share the CPUs. Launches on one team take
+    turns."""
     num_cores = _lib.as_int(num_cores, "shared_team: num_cores", 1, _lib.CINT_MAX)
     with _SHARED_LOCK:
         team = _SHARED_TEAMS.get(num_cores)
-        if team is None or team.closed:
-            team = _SHARED_TEAMS[num_cores] = Team(num_cores=num_cores, pin_threads=-1)
+        if team is None:
+            team = _SHARED_TEAMS[num_cores] = _SharedTeam(num_cores)
         return team
+
+
+def _after_fork_in_child():
+    global _SHARED_LOCK
+    _SHARED_LOCK = threading.Lock()
+    for team in list(_LIVE):
+        team._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

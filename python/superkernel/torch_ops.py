@@ -16,17 +16,24 @@ Its CPU kernel runs the op through the library (a one-op program compiled
 once per input signature and cached), so a model run eagerly computes the
 same bits as the same ops fused by the torch.compile backend. Its fake
 kernel asks the library for the output shapes (sk_op_infer), so shape
-errors surface while tracing with the library's message.
+errors surface while tracing with the library's message. Its autograd
+formula (torch_grads.py) is a derivative where the maths is simple, else a
+backward that raises naming the op. A tensor with torch's lazy negative
+bit reaches the CPU kernel resolved (the dispatcher's Negative fallback
+materializes it, as for torch's own ops).
 
     torch.ops.superkernel.grouped_matmul([x], [w], bias=[b], split_item=0)
 """
 
+import numbers
+import struct
+import sys
 import threading
 from collections import OrderedDict
 
 import torch
 
-from . import _lib, schema
+from . import _lib, schema, torch_grads
 from .dtypes import DType, to_dtype, to_torch
 from .graph import Graph
 from .program import shared_team
@@ -133,7 +140,7 @@ class _EagerCache:
                  isinstance(v, (list, tuple)))
                 for name, v in slots.items()
             ),
-            tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in attrs.items())),
+            tuple(sorted((k, _attr_key(v)) for k, v in attrs.items())),
         )
         with self._lock:
             program = self._programs.get(key)
@@ -163,6 +170,17 @@ class _EagerCache:
             for i, out in enumerate(outs):
                 g.mark_output(out, f"out{i}")
             return g.compile(self.team(), executor="eager")
+
+
+def _attr_key(value):
+    """An attribute as a cache key: floats by their bits, so that a NaN
+    (never equal to itself) finds its program again and -0.0 does not
+    find 0.0's (equal as numbers, not as an op's scalar)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_attr_key(v) for v in value)
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        return ("float", struct.pack("<d", float(value)))
+    return value
 
 
 EAGER = _EagerCache()
@@ -210,6 +228,49 @@ def _first_tensor(slots):
     raise ValueError("no input tensor")
 
 
+# ---- the library's refusals while Dynamo traces ----------------------------
+# An op the library refuses inside a scope makes Dynamo give up the frame
+# (a graph break inside the scope's `with`): the backend then sees a scope
+# that begins and does not end, and could only blame "a graph break". The
+# fake kernel leaves the refusal here, with the code Dynamo was tracing; the
+# backend takes it when it is called next (take_refusal), and uses it if
+# that code is running then, so the message it gives is the library's,
+# naming the op and the scope.
+
+_refusals = threading.local()
+
+
+def _note_refusal(op, error):
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        tx = InstructionTranslator.current_tx()
+    except Exception:  # not under Dynamo (make_fx, torch.export): nothing to explain later
+        tx = None
+    codes = set()
+    while tx is not None:
+        codes.add(tx.f_code)
+        tx = getattr(tx, "parent", None)
+    if codes:
+        _refusals.last = (frozenset(codes), op, type(error), str(error))
+
+
+def take_refusal():
+    """(op, exception type, message) of the library's last refusal while
+    Dynamo traced code that this thread is running now, or None; the
+    refusal is forgotten either way (one that nothing took is stale)."""
+    last = getattr(_refusals, "last", None)
+    if last is None:
+        return None
+    _refusals.last = None
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code in last[0]:
+            return last[1:]
+        frame = frame.f_back
+    return None
+
+
 SPECS = {}
 _registered_lock = threading.Lock()
 
@@ -230,14 +291,22 @@ def register(op):
         def fake_kernel(*args, **kwargs):
             slots, attrs = spec.split(args, kwargs)
             like = _first_tensor(slots)
-            metas = infer_outputs(spec, slots, attrs)
+            try:
+                metas = infer_outputs(spec, slots, attrs)
+            except Exception as e:
+                _note_refusal(spec.op, e)
+                raise
             return _pack(spec, [like.new_empty(shape, dtype=to_torch(dtype)) for dtype, shape in metas])
 
         LIB.impl(op, cpu_kernel, "CPU")
         torch.library.register_fake(f"{NAMESPACE}::{op}", fake_kernel, lib=LIB)
+        # a derivative, or a backward that raises naming the op: never a silent None grad
+        torch_grads.register(spec, LIB)
         SPECS[op] = spec
         return spec
 
+
+torch_grads.define_not_differentiable(LIB)
 
 # ---- trans_quant_param: a function of the library, not a graph op --------
 

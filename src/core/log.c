@@ -62,21 +62,33 @@ static sk_log_fn handler = default_handler;
 static void *handler_user;
 static atomic_int current_level = -1; /* -1: not yet read from the environment */
 
-static sk_log_level level_from_env(void) {
+/* $SK_LOG_LEVEL: debug, info, warn, error or off; unset or empty: warn.
+ * Anything else is warn too, and *bad says so: like the other $SK_*
+ * variables, a typo is a warning, not a failure (logging is never
+ * correctness). */
+static sk_log_level level_from_env(const char **bad) {
+  *bad = NULL;
   const char *s = getenv("SK_LOG_LEVEL");
-  if (!s) return SK_LOG_WARN;
+  if (!s || !*s) return SK_LOG_WARN;
   static const char *const names[] = {"debug", "info", "warn", "error", "off"};
   for (int i = 0; i < 5; i++)
     if (strcmp(s, names[i]) == 0) return (sk_log_level)i;
+  *bad = s;
   return SK_LOG_WARN;
 }
 
 sk_log_level sk_get_log_level(void) {
   int level = atomic_load_explicit(&current_level, memory_order_relaxed);
   if (level < 0) {
-    level = (int)level_from_env();
+    const char *bad;
+    level = (int)level_from_env(&bad);
     int expected = -1;
-    if (!atomic_compare_exchange_strong(&current_level, &expected, level)) level = expected;
+    if (!atomic_compare_exchange_strong(&current_level, &expected, level)) return (sk_log_level)expected;
+    /* Only the thread that settled the level warns, and only now: the
+     * warning goes through sk__log, which asks for the level again. */
+    if (bad)
+      sk__log(SK_LOG_WARN, "SK_LOG_LEVEL=\"%.64s\" ignored: expected debug, info, warn, error or off; logging at warn",
+              bad);
   }
   return (sk_log_level)level;
 }

@@ -179,6 +179,7 @@ sk_status sk_fused_kernel_launch(sk_fused_kernel *fk, void *const *const *args) 
                       fk->name, !args ? "args" : "an argument list", fk->p->nodes[i].name, k->desc.n_params);
   }
   SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_fused_kernel_launch")); /* before fk->lock, which a launch holds */
+  SK_RETURN_IF_ERROR(sk__team_check_process(fk->team, "sk_fused_kernel_launch"));
   pthread_mutex_lock(&fk->lock);
   for (size_t i = 0; i < fk->n_kernels; i++) node_params(fk, i)->args = args && args[i] ? args[i] : no_args;
   /* No buffers: the kernels' data is in their argument lists. */

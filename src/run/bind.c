@@ -161,6 +161,7 @@ static sk_status run_given(const char *fn, sk_program *p, sk_team *team, const s
   sk__clear_error();
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: program is NULL", fn);
   SK_RETURN_IF_ERROR(sk__refuse_in_block(fn));
+  SK_RETURN_IF_ERROR(sk__team_check_process(team, fn)); /* before default_lock: see team.h on fork */
   void *stack[STACK_BUFFERS];
   size_t stack_sizes[STACK_BUFFERS];
   size_t total = p->n_inputs + p->n_outputs;
@@ -279,6 +280,7 @@ sk_status sk_program_run_bound(sk_program *p, sk_team *team) {
   sk__clear_error();
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run_bound: program is NULL");
   SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_program_run_bound"));
+  SK_RETURN_IF_ERROR(sk__team_check_process(team, "sk_program_run_bound"));
   pthread_mutex_lock(&p->default_lock);
   sk_status st = run_bound("sk_program_run_bound", p->default_ctx, team);
   pthread_mutex_unlock(&p->default_lock);
@@ -311,6 +313,7 @@ sk_status sk_run_context_bind(sk_run_context *ctx, sk_io_kind kind, size_t index
 sk_status sk_run_context_run(sk_run_context *ctx, sk_team *team) {
   sk__clear_error();
   SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_run_context_run"));
+  SK_RETURN_IF_ERROR(sk__team_check_process(team, "sk_run_context_run"));
   SK_RETURN_IF_ERROR(enter("sk_run_context_run", ctx));
   sk_status st = run_bound("sk_run_context_run", ctx, team);
   leave(ctx);

@@ -23,6 +23,16 @@
  * needs this worker's decrement, so epochs advance one at a time per worker.
  * Workers start with seen = 0, the epoch at creation (read nowhere else), so a
  * launch that comes before a new thread first runs is not missed either.
+ *
+ * Fork. A child of fork() has only the thread that called fork(): a team made
+ * before it has no workers there, so a launch would wait forever for blocks
+ * nobody runs, and destroying it would join threads that do not exist. A
+ * pthread_atfork handler (registered at the first sk_team_create) bumps a
+ * fork generation in every child; a team records the generation it was made
+ * in, and every launch or run on it from a later generation is refused at
+ * once (sk__team_check_process), before any lock is taken: the launch lock
+ * may have been copied held, by a launch another thread of the parent was
+ * in at the fork.
  */
 #include "runtime/team.h"
 
@@ -65,6 +75,11 @@ struct sk_team {
   alignas(64) _Atomic int64_t next; /* a claimed launch's next block */
   sk__barrier_t barrier; /* all cores, for sk__team_barrier */
 
+  /* The fork generation and process the team was made in (see the top of
+   * the file): in any other, it has no workers. */
+  unsigned fork_generation;
+  pid_t pid;
+
   pthread_mutex_t launch_lock;
   /* Times the launcher's wait for its blocks: past it, a warning (a block
    * cannot be abandoned, so the wait goes on; see watchdog.h). */
@@ -78,6 +93,42 @@ static _Thread_local int tl_core = -1;
 static _Thread_local const sk_team *tl_team;
 
 static atomic_int g_fail_worker; /* test-only, see sk__team_test_fail_thread_create */
+
+/* Forks so far in this process's ancestry since the handler was registered
+ * (each child adds one). Relaxed: the child's handler runs before anything
+ * else in the child can look at it. */
+static atomic_uint g_fork_generation;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+static bool g_atfork_registered;
+
+/* In the child, on the thread that called fork(), before fork() returns:
+ * only async-signal-safe work (the JIT's reaper is such a child). */
+static void after_fork_in_child(void) {
+  atomic_fetch_add_explicit(&g_fork_generation, 1, memory_order_relaxed);
+  sk__wait_after_fork(); /* none of the parent's workers exist here */
+}
+
+static void register_atfork(void) {
+  g_atfork_registered = pthread_atfork(NULL, NULL, after_fork_in_child) == 0;
+}
+
+/* Whether team was made in another process (an ancestor, before a fork).
+ * Without the handler (pthread_atfork failed: out of memory), the process
+ * id tells, at the price of a system call per launch. */
+static bool from_another_process(const sk_team *team) {
+  if (g_atfork_registered)
+    return atomic_load_explicit(&g_fork_generation, memory_order_relaxed) != team->fork_generation;
+  return getpid() != team->pid;
+}
+
+sk_status sk__team_check_process(const sk_team *team, const char *fn) {
+  if (!team || !from_another_process(team)) return SK_STATUS_OK;
+  return sk__fail(SK_STATUS_INVALID_STATE,
+                  "%s: the team was created in process %ld, and this is process %ld (a child after fork()): its "
+                  "worker threads exist only in the parent; after fork() create a new team in the child "
+                  "(destroying this one there is safe)",
+                  fn, (long)team->pid, (long)getpid());
+}
 
 void sk__team_test_fail_thread_create(int worker) {
   atomic_store(&g_fail_worker, worker);
@@ -317,6 +368,9 @@ sk_status sk_team_create(const sk_team_config *cfg, sk_team **team_out) {
   atomic_init(&team->remaining.sleepers, 0);
   (void)sk__barrier_init(&team->barrier, num_cores); /* 1..1024: cannot fail */
   sk__watchdog_init(&team->slow_launch, sk__watchdog_resolve_ms(0));
+  (void)pthread_once(&g_atfork_once, register_atfork);
+  team->fork_generation = atomic_load_explicit(&g_fork_generation, memory_order_relaxed);
+  team->pid = getpid();
 
   int fail_at = atomic_exchange(&g_fail_worker, 0);
   for (int c = 1; c < num_cores; c++) {
@@ -357,6 +411,16 @@ void sk_team_destroy(sk_team *team) {
             "the team is left alive");
     return;
   }
+  if (from_another_process(team)) {
+    /* Made before a fork(), destroyed in the child: its workers exist only
+     * in the parent, so there is nobody to stop or join, and its launch
+     * lock may have been copied held (a launch of another parent thread),
+     * so it is neither locked nor destroyed. The memory is the child's own
+     * copy: freed. The thread accounting was reset at the fork. */
+    free(team->workers);
+    sk__aligned_free(team);
+    return;
+  }
   /* Let a launch in progress on another thread finish first (destroying a
    * team that is in use is still the caller's bug, see team.h). */
   pthread_mutex_lock(&team->launch_lock);
@@ -383,6 +447,7 @@ static sk_status launch(sk_team *team, sk_block_fn fn, void *arg, int64_t n_bloc
                     "sk_team_launch: nested launch from inside a block (core %d of a "
                     "running launch); launches cannot be nested",
                     tl_core);
+  SK_RETURN_IF_ERROR(sk__team_check_process(team, "sk_team_launch"));
   if (n_blocks == 0) return SK_STATUS_OK;
 
   pthread_mutex_lock(&team->launch_lock);

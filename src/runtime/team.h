@@ -12,6 +12,11 @@
  * launch that starts afterwards uses freed memory. sk_team_destroy called from
  * inside a block of the same team logs an error and leaves the team alive
  * (the alternative is a deadlock).
+ *
+ * After fork() the child has only the forking thread: a team made before the
+ * fork has no workers there. Launches and runs on it in the child fail at
+ * once with SK_STATUS_INVALID_STATE (sk__team_check_process); destroying it
+ * there is safe (nothing is joined). Teams made in the child work.
  */
 #ifndef SK_RUNTIME_TEAM_H
 #define SK_RUNTIME_TEAM_H
@@ -50,6 +55,12 @@ int sk__team_current_core(void);
  * or nest a launch: they are refused with SK_STATUS_INVALID_STATE naming
  * fn. SK_STATUS_OK outside blocks. */
 sk_status sk__refuse_in_block(const char *fn);
+
+/* SK_STATUS_OK when team is NULL or was made in this process; else
+ * SK_STATUS_INVALID_STATE naming fn, the process the team was made in and
+ * what to do (a child after fork(): make a new team). Every run and launch
+ * checks this first, before taking any lock. */
+sk_status sk__team_check_process(const sk_team *team, const char *fn);
 
 /* Test-only fault injection: the next sk_team_create (in any thread) that
  * gets to worker thread `worker` (1..num_cores-1) fails to create it, as if

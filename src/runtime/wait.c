@@ -62,6 +62,8 @@ void sk__wait_account(int delta_threads, int cpus) {
   atomic_fetch_add_explicit(&g_threads, delta_threads, memory_order_relaxed);
 }
 
+void sk__wait_after_fork(void) { atomic_store_explicit(&g_threads, 0, memory_order_relaxed); }
+
 static void wait_budget(int *spins, int *yields) {
   int threads = atomic_load_explicit(&g_threads, memory_order_relaxed);
   int cpus = atomic_load_explicit(&g_cpus, memory_order_relaxed);

@@ -74,6 +74,10 @@ void sk__wait_wake(sk__wait_word *w);
  * (delta > 0), destroy removes it; cpus is the CPU count available to the
  * process (ignored when delta <= 0). */
 void sk__wait_account(int delta_threads, int cpus);
+/* In a child after fork(): no worker of any team exists, so none counts
+ * (the parent's teams are not destroyed through the accounting there).
+ * Async-signal-safe. */
+void sk__wait_after_fork(void);
 
 /* One pause (x86 PAUSE, arm64 YIELD): lets the sibling hyper-thread run and
  * saves power while spinning. */

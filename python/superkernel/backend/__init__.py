@@ -11,18 +11,28 @@ become library programs, one per stage of the graph, with their
 super-kernel scopes; everything else runs in torch between them. So any
 model compiles, with or without graph breaks, and compiled results equal
 eager ones bit for bit (the torch.ops.superkernel.* eager kernels run the
-same library code).
+same library code), NaNs aside: where an ATen op's eager result is a NaN
+the compiled one is a NaN, but not always the same NaN (sign, payload).
+torch's own NaN bits follow its code path, not a rule (its vectorized
+fp32 -> bf16 conversion writes 0xffff for any NaN, its scalar one 0x7fc0;
+of two NaN operands its add keeps the second's payload, the library the
+first's). The superkernel ops' NaNs are the same bits eager and compiled.
 
 Parameters and buffers (AOTAutograd's static inputs) that feed library ops
 become constants of the programs, copied when a program is built (at the
 first call): weights are packed once. They are treated as frozen; a change
 to one in place (its version counter) or its replacement (its address) is
 seen at the next call, which rebuilds the programs. A change made through
-`.data` bypasses the version counter and is not seen.
+`.data` bypasses the version counter and is not seen. Tensors made under
+torch.inference_mode() keep no version counter: they are run-time inputs
+of the programs instead (read at every call, not packed).
 
-Inference only: with gradients enabled the forward graph runs the same way
-and the backward graph runs in torch (the superkernel ops have no
-derivatives).
+Gradients: the library computes forward passes only. A graph compiled with
+grad mode on and an input or parameter that requires grad is not fused: it
+runs as torch runs it (Dynamo's graph, the superkernel ops' eager kernels
+with their autograd formulas, torch_grads.py), so backward() gives torch's
+gradients, with a warning once. Dynamo guards on grad mode: the same model
+called under torch.no_grad() / inference_mode() compiles again, fused.
 
 Shapes: Dynamo compiles one graph per input shape with dynamic=False. A
 graph with symbolic shapes (dynamic=True, or Dynamo's automatic dynamic
@@ -40,6 +50,7 @@ import collections
 import copy
 import itertools
 import threading
+import warnings
 import weakref
 
 import torch
@@ -50,6 +61,7 @@ from .partition import ScopeError, read_markers
 from . import moe as _backend_moe  # the fused MoE blocks (backend/moe.py)
 from .profiles import write_program_profiles
 from ..program import shared_team
+from ..torch_ops import take_refusal
 
 __all__ = [
     "Backend",
@@ -72,7 +84,7 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, backend, gm, static_indices, symbolic):
+    def __init__(self, backend, gm, static_indices, symbolic, refusal=None):
         self.backend = backend
         self.gm = gm
         self.label = f"graph{next(backend._ids)}"
@@ -83,10 +95,10 @@ class CompiledGraph:
         self._runners = collections.OrderedDict()
         self._signature_ids = itertools.count()
         if symbolic:
-            read_markers(gm.graph, backend.config.options)  # errors now, not at the first call
+            read_markers(gm.graph, backend.config.options, refusal)  # errors now, not at the first call
             self.plan = None
         else:
-            self.plan = Plan(gm, self.static_indices, backend.config.options)
+            self.plan = Plan(gm, self.static_indices, backend.config.options, refusal)
 
     def __call__(self, args):
         if self.symbolic:
@@ -146,6 +158,7 @@ class Backend:
         self._team = None
         self._ids = itertools.count()
         self._graphs = []  # weak references to the CompiledGraphs, in order
+        self._warned_grad = False
         if self.config.profiling_dir is not None:
             _PROFILING.add(self)
 
@@ -157,6 +170,11 @@ class Backend:
     def __call__(self, gm, example_inputs):
         from torch._functorch.aot_autograd import aot_module_simplified
 
+        # an op the library refused while Dynamo traced this code (torch_ops)
+        refusal = take_refusal()
+        if _needs_gradients(gm, example_inputs):
+            self._warn_unfused()
+            return gm.forward
         # Stock MoE blocks in scopes become the fused layer (backend/moe.py);
         # gm and the compiled graphs keep their OptimizedMoE modules alive.
         fused = []
@@ -167,7 +185,7 @@ class Backend:
         made = []
 
         def fw_compiler(fw_gm, fw_inputs):
-            graph = CompiledGraph(self, fw_gm, _static_indices(fallback_static), _is_symbolic(fw_inputs))
+            graph = CompiledGraph(self, fw_gm, _static_indices(fallback_static), _is_symbolic(fw_inputs), refusal)
             self._graphs = [r for r in self._graphs if r() is not None] + [weakref.ref(graph)]
             made.append(graph)
             graph.fused = fused
@@ -188,6 +206,16 @@ class Backend:
             self._graphs = [r for r in self._graphs if r() not in made]
             return gm.forward
         return compiled
+
+    def _warn_unfused(self):
+        if not self._warned_grad:
+            self._warned_grad = True
+            warnings.warn(
+                "superkernel: gradients are required (grad mode is on and an input or parameter requires grad): "
+                "this graph runs in torch, not fused (the library computes forward passes only); run it under "
+                "torch.no_grad() or torch.inference_mode() to fuse it",
+                stacklevel=3,
+            )
 
     # ---- introspection and profiles -------------------------------------
 
@@ -214,6 +242,17 @@ class Backend:
 
     def __repr__(self):
         return f"superkernel.Backend({self.config!r})"
+
+
+def _needs_gradients(gm, example_inputs):
+    """Whether a backward through gm may be asked for: grad mode on and a
+    graph input (parameters are inputs with Dynamo's inlined modules) or a
+    parameter of gm requires grad."""
+    if not torch.is_grad_enabled():
+        return False
+    if any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs):
+        return True
+    return any(p.requires_grad for p in gm.parameters())
 
 
 def _is_symbolic(inputs):

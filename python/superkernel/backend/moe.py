@@ -16,11 +16,13 @@ referrers), builds an OptimizedMoE over the block's own weights (the model
 is not changed) and replaces the block's nodes by one
 torch.ops.superkernel.moe_block(x, layer) node. Anything else is left to
 the partitioner as it is (a block the library cannot run, one cut by a
-graph break, a scope with other work around the block: that work is
-partitioned as usual).
+graph break, one whose weights were made under torch.inference_mode(), a
+scope with other work around the block: that work is partitioned as
+usual).
 """
 
 import gc
+import itertools
 
 import torch
 
@@ -110,7 +112,12 @@ def _fuse_one(graph, region, key, placeholders, example_inputs, keep):
     if len(tensors) != 1 or len(used_outside) != 1:
         return False
     block = _block_object(key, cls, placeholders, example_inputs)
-    spec = hf_moe_blocks.describe(block) if block is not None else None
+    if block is None or any(t.is_inference() for t in itertools.chain(block.parameters(), block.buffers())):
+        # The fused layer sees a weight changed in place by its version
+        # counter, which tensors made under inference_mode lack: such a block
+        # is partitioned as usual (its weights run-time inputs, runner.py).
+        return False
+    spec = hf_moe_blocks.describe(block)
     if spec is None or isinstance(spec, str):
         return False
     from ..moe_optimize import OptimizedMoE

@@ -2,8 +2,10 @@
 
 1. The scope markers (superkernel.scope) are read in graph order: each node
    gets the super-kernel scope and the stream it was traced in. Each `with`
-   block is one library scope ("name", then "name#2", ... for a name seen
-   again). Checked here: options (a bad key or value raises naming it),
+   block is one library scope: "name" the first time, then "name#2", ...
+   for a name seen again, skipping any name a scope of the graph was given
+   by its user (so a user's own "name#2" keeps its name and stays its own
+   scope). Checked here: options (a bad key or value raises naming it),
    pairing, nesting, at most one stream tag.
 2. Each call node is classified (translate.py): the library runs it
    exactly as torch would, or it runs in torch. An op that runs in torch
@@ -95,11 +97,43 @@ def _marker_attrs(node):
     return dict(zip(keys, values))
 
 
-def read_markers(graph, default_options=""):
+def _scope_namer(graph):
+    """name(user name) -> the library's name of the next scope so named:
+    unique in the graph, and never a name some scope of it was given by
+    its user."""
+    taken = set()
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target == _scope.scope_enter:
+            try:
+                user = _marker_attrs(node).get(_scope.SCOPE_KEY)
+            except ScopeError:
+                continue  # read_markers says what is wrong with it
+            if user:
+                taken.add(user)
+    seen = {}
+
+    def name(user):
+        count = seen.get(user, 0) + 1
+        seen[user] = count
+        if count == 1 and user:
+            return user
+        base = user or "scope"
+        while f"{base}#{count}" in taken:
+            count += 1
+        taken.add(f"{base}#{count}")
+        return f"{base}#{count}"
+
+    return name
+
+
+def read_markers(graph, default_options="", refusal=None):
     """({node: (ScopeInfo or None, stream)}, [ScopeInfo]) for the call
-    nodes of graph; ScopeError when the markers are wrong."""
+    nodes of graph; ScopeError when the markers are wrong. refusal: the
+    library's refusal of an op while Dynamo traced the code being compiled
+    (torch_ops.take_refusal), which explains a scope cut short."""
     stack = []  # (attrs, ScopeInfo or None, stream or None)
-    scopes, seen_names, tags, where = [], {}, {}, {}
+    scopes, tags, where = [], {}, {}
+    scope_name = _scope_namer(graph)
     warned = set()
     for node in graph.nodes:
         if node.op != "call_function":
@@ -120,11 +154,7 @@ def read_markers(graph, default_options=""):
                     validate_options(options)
                 except ValueError as e:
                     raise ScopeError(f"super-kernel scope {user!r}: {e}") from None
-                count = seen_names.get(user, 0) + 1
-                seen_names[user] = count
-                base = user or "scope"
-                name = base if count == 1 and user else f"{base}#{count}"
-                info = ScopeInfo(name, user, options, _strict(options, default_options))
+                info = ScopeInfo(scope_name(user), user, options, _strict(options, default_options))
                 scopes.append(info)
             if _scope.STREAM_KEY in attrs:
                 tag = attrs[_scope.STREAM_KEY]
@@ -170,6 +200,15 @@ def read_markers(graph, default_options=""):
             info.nodes.append(node)
     for _attrs, info, _stream in stack:  # opened here, closed after a graph break
         what = f"super-kernel scope {info.user_name!r}" if info else "a scope (npu_stream_switch ...)"
+        if refusal is not None:
+            # The graph broke because the library refused an op of the scope
+            # while Dynamo traced it: that is the error to give, not the break.
+            op, etype, why = refusal
+            text = f"superkernel::{op} in {what}: the library refused it: {why}"
+            if info is not None and info.strict == "abort":
+                raise _error_like(etype, text)
+            warnings.warn(f"superkernel: {text}; {what} is split there", stacklevel=2)
+            continue
         message = (
             f"{what} begins in this graph but does not end in it: torch.compile split the scope at a graph "
             "break (print, .item(), data-dependent control flow, an unsupported call...) inside it"
@@ -178,6 +217,16 @@ def read_markers(graph, default_options=""):
             raise ScopeError(message + " (strict-scope-check=abort); move what breaks the graph out of the scope")
         warnings.warn(f"superkernel: {message}; its part in this graph is fused on its own", stacklevel=2)
     return where, scopes
+
+
+def _error_like(etype, text):
+    """The library's exception type with our text (a ScopeError if that
+    type cannot be made from a message alone)."""
+    try:
+        error = etype(text)
+    except Exception:
+        return ScopeError(text)
+    return error if isinstance(error, Exception) else ScopeError(text)
 
 
 def classify(graph, where):

@@ -9,9 +9,16 @@ recorded right after dep's producer, waited on before the first launching
 node that reads the result.
 
 A call takes torch CPU tensors in input order, makes each contiguous (a
-no-op for most), allocates the outputs with torch.empty and has the library
-write them in place (Program._run_pointers: dtypes and shapes are the ones
-the plan was built for, so nothing is checked again per call).
+no-op for most) and resolves torch's lazy negative bit (the memory of such
+a tensor holds the values before the negation), allocates the outputs with
+torch.empty and has the library write them in place (Program._run_pointers:
+dtypes and shapes are the ones the plan was built for, so nothing is checked
+again per call).
+
+torch_views: the ATen views of the stage whose value is used outside it
+(and the views they are views of). The runner makes them in torch on the
+segment's output of their root, so that they alias it as in eager; the
+library still computes them for the stage's own readers.
 """
 
 import torch
@@ -34,6 +41,7 @@ class Segment:
         self.nodes = list(nodes)
         self.scopes = []
         self.inputs, self.outputs = [], []
+        self.torch_views = _torch_views(self.nodes, sk)
         self._build(sk, where, constants, team, config)
         # One tensor per output to copy the shape and dtype from: empty_like
         # is the cheapest allocation torch has from Python.
@@ -49,7 +57,9 @@ class Segment:
                 b.add(node, where.get(node, (None, 0)))
             b.close_scope()
             for node in self.nodes:
-                if any(u not in members for u in node.users):
+                if node in self.torch_views:
+                    continue
+                if any(u not in members or u in self.torch_views for u in node.users):
                     if isinstance(b.env[node], list):
                         raise RuntimeError(f"superkernel: segment output {node.name} holds several tensors")
                     g.mark_output(b.env[node], f"out{len(self.outputs)}_{node.name}")
@@ -67,9 +77,9 @@ class Segment:
     # ---- running ----------------------------------------------------------
 
     def __call__(self, *tensors):
-        ptrs = [t.data_ptr() for t in tensors if t.is_contiguous()]
+        ptrs = [t.data_ptr() for t in tensors if t.is_contiguous() and not t.is_neg()]
         if len(ptrs) != len(tensors):
-            tensors = [t.contiguous() for t in tensors]  # alive until the run is over
+            tensors = [t.resolve_neg().contiguous() for t in tensors]  # alive until the run is over
             ptrs = [t.data_ptr() for t in tensors]
         outs = [torch.empty_like(p) for p in self._out_protos]
         self.program._run_pointers(ptrs, [o.data_ptr() for o in outs])
@@ -77,6 +87,30 @@ class Segment:
 
     def __repr__(self):
         return f"Segment({self.name}: {len(self.nodes)} nodes, scopes {self.scopes})"
+
+
+def _torch_views(nodes, sk):
+    """The ATen views among nodes whose value is used outside them, and
+    the member views they are views of (see the module's docstring)."""
+    members = set(nodes)
+
+    def aten_view(n):
+        target = n.target
+        return (
+            n in members
+            and sk[n].op in VIEW_OPS
+            and isinstance(target, torch._ops.OpOverload)
+            and target.namespace == "aten"
+        )
+
+    out = set()
+    for node in nodes:
+        if aten_view(node) and any(u not in members for u in node.users):
+            n = node
+            while aten_view(n) and n not in out:
+                out.add(n)
+                n = sk[n].slots["x"]
+    return out
 
 
 class _Builder:

@@ -1,6 +1,9 @@
 """FX nodes as library ops: which nodes of an ATen graph the library runs
 with exactly torch eager's bits, and their (op, slots, attrs).
 
+"Exactly" is bit for bit except which NaN a NaN result is (its sign and
+payload: torch's own depend on its code path; backend/__init__.py).
+
 A node is taken when
   - it calls torch.ops.superkernel.<op> (translated with torch_ops.SPECS),
     or an ATen op with an exact library equivalent (below);

@@ -308,12 +308,37 @@ static sk_status compile_into(const sk__jit_cache *c, const char *key, const cha
   return st;
 }
 
-/* A directory where one of key's files belongs (a renameat over it would
- * fail on every compile): removed when empty, else an error naming it. */
+/* Moves the directory name in c aside, within the cache, to a new name
+ * <name>.aside-<pid>-<n> (never over anything: RENAME_NOREPLACE). Returns
+ * 0 with the new name in aside, or an errno value. */
+static int move_aside(const sk__jit_cache *c, const char *name, char aside[128]) {
+  static unsigned counter;
+  for (int attempt = 0; attempt < 16; attempt++) {
+    snprintf(aside, 128, "%s.aside-%ld-%u", name, (long)getpid(), __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+#ifdef RENAME_NOREPLACE /* glibc 2.28 */
+    if (renameat2(c->fd, name, c->fd, aside, RENAME_NOREPLACE) == 0) return 0;
+    if (errno == EEXIST) continue;
+    if (errno != EINVAL && errno != ENOSYS) return errno;
+#endif
+    /* Without RENAME_NOREPLACE (C library or file system): look first (a
+     * race with another process only makes it fail with ENOTEMPTY, or
+     * replace an empty directory of the same made-up name). */
+    struct stat st;
+    if (fstatat(c->fd, aside, &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
+    return renameat(c->fd, name, c->fd, aside) == 0 ? 0 : errno;
+  }
+  return EEXIST;
+}
+
+/* A directory where one of key's files belongs: a renameat over it fails,
+ * so the entry could never be made and every run would compile again and
+ * fall back. It is repaired once: removed when empty; when it holds files
+ * (not the cache's to delete), moved aside within the cache with a warning
+ * naming where. Fails only when neither works (a read-only cache). */
 static sk_status clear_directory_entries(const sk__jit_cache *c, const char *key) {
   static const char *const ext[] = {"so", "sha256", "c"};
   for (int i = 0; i < 3; i++) {
-    char name[80];
+    char name[80], aside[128];
     struct stat st;
     snprintf(name, sizeof name, "%s.%s", key, ext[i]);
     if (fstatat(c->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
@@ -321,12 +346,38 @@ static sk_status clear_directory_entries(const sk__jit_cache *c, const char *key
       sk__log(SK_LOG_INFO, "jit: removed the empty directory %s/%s where a cache entry belongs", c->path, name);
       continue;
     }
+    int err = errno == ENOTEMPTY || errno == EEXIST ? move_aside(c, name, aside) : errno;
+    if (err == 0) {
+      sk__log(SK_LOG_WARN,
+              "jit: cache entry %s/%s was a directory holding files; moved it aside to %s/%s so that the entry can be "
+              "made (its files are not the cache's: look through them and remove it)",
+              c->path, name, c->path, aside);
+      continue;
+    }
     return sk__fail(SK_STATUS_INVALID_STATE,
-                    "jit: cache entry %s/%s is a directory, not a file, and holds files (remove it: `sk cache clear` "
-                    "does not)",
-                    c->path, name);
+                    "jit: cache entry %s/%s is a directory, not a file, and it can be neither removed nor moved aside "
+                    "(%s); remove it",
+                    c->path, name, strerror(err));
   }
   return SK_STATUS_OK;
+}
+
+/* The private directories of processes killed during a compile (Ctrl-C,
+ * SIGTERM: nothing of ours runs on the way out) go at the next compile
+ * (compile_into) and, so that a cache whose entries all hit does not keep
+ * them for ever, at each process's first lookup in each cache directory.
+ * Called with the lock held. */
+static void sweep_once(const sk__jit_cache *c) {
+  static pid_t swept_by; /* a child of fork() sweeps again */
+  static dev_t swept_dev;
+  static ino_t swept_ino;
+  struct stat st;
+  pid_t self = getpid();
+  if (fstat(c->fd, &st) != 0 || (swept_by == self && st.st_dev == swept_dev && st.st_ino == swept_ino)) return;
+  sk__jit_sweep_orphans(c);
+  swept_by = self;
+  swept_dev = st.st_dev;
+  swept_ino = st.st_ino;
 }
 
 static double ms_since(const struct timespec *t0) {
@@ -351,6 +402,7 @@ static sk_status find_or_build(const char *scope, const char *body, const sk__op
     }
   sk__jit_cache c;
   SK_RETURN_IF_ERROR(sk__jit_cache_open(&c));
+  sweep_once(&c);
   sk__jit_object *obj = calloc(1, sizeof *obj);
   if (!obj) {
     sk__jit_cache_close(&c);

@@ -12,7 +12,9 @@ unchanged. What means something on the CPU:
     superkernel                            a superkernel.CompilerConfig:
                                            executor, num_threads, options
                                            (default super-kernel options),
-                                           profiling_dir
+                                           profiling_dir, watchdog_ms
+                                           (checked when made, and by
+                                           get_npu_backend)
 
 Any other setting has no effect; get_npu_backend names them in one warning.
 """
@@ -66,6 +68,15 @@ class CompilerConfig(_Section):
     def __init__(self):
         super().__init__("")
         self._values["superkernel"] = _SkConfig()
+
+    def __setattr__(self, key, value):
+        # checked when set: get_npu_backend would otherwise fail on it far
+        # from the line that set it
+        if key == "superkernel" and not isinstance(value, _SkConfig):
+            raise TypeError(
+                f"CompilerConfig.superkernel: expected a superkernel.CompilerConfig, got {type(value).__name__}"
+            )
+        super().__setattr__(key, value)
 
     def _settings(self):
         for path, value in super()._settings():

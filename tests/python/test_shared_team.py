@@ -1,0 +1,128 @@
+"""The shared teams (issue 34, item 10): superkernel.program.shared_team(n)
+is documented as made again if someone closed it. Whoever holds the team
+object (the eager op cache, a backend, an exported model, the programs
+compiled on it) keeps working after shared_team(n).close(): the next use
+makes its C team again. Before, every later eager op, compiled call and new
+compile in the process failed with "the team was closed"."""
+
+import threading
+
+import torch
+
+import superkernel
+from superkernel import scope
+from superkernel.program import shared_team
+
+sk = torch.ops.superkernel
+
+
+def _weights():
+    g = torch.Generator().manual_seed(11)
+    return torch.rand(16, 8, generator=g) - 0.5, torch.rand(8, generator=g)
+
+
+def _x(rows=10, seed=5):
+    return torch.rand(rows, 16, generator=torch.Generator().manual_seed(seed)) - 0.5
+
+
+def _eager(x, w, b):
+    (y,) = sk.grouped_matmul([x], [w], [b])
+    return y
+
+
+class Scoped(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        w, b = _weights()
+        self.w = torch.nn.Parameter(w)
+        self.register_buffer("b", b)
+
+    def forward(self, x):
+        with scope.super_kernel("s"):
+            (y,) = sk.grouped_matmul([x], [self.w], [self.b])
+            return torch.square(y) + y
+
+
+def _close_shared():
+    team = shared_team(torch.get_num_threads())
+    team.close()
+    assert team.closed
+    return team
+
+
+def test_eager_ops_after_close():
+    w, b = _weights()
+    x = _x()
+    want = _eager(x, w, b)
+    team = _close_shared()
+    torch.testing.assert_close(_eager(x, w, b), want, rtol=0, atol=0)  # the cached program
+    torch.testing.assert_close(_eager(_x(3), w, b), _x(3) @ w + b)  # a new one
+    assert shared_team(torch.get_num_threads()) is team and not team.closed
+
+
+def test_compiled_model_after_close():
+    model, x = Scoped(), _x()
+    backend = superkernel.get_backend(superkernel.CompilerConfig(executor="interp"))
+    compiled = torch.compile(model, backend=backend, fullgraph=True)
+    with torch.no_grad():
+        want = model(x)
+        got = compiled(x)
+        assert backend.programs(), "the library ran nothing: the test would prove nothing"
+        _close_shared()
+        torch.testing.assert_close(compiled(x), got, rtol=0, atol=0)  # compiled before the close
+        _close_shared()
+        other = Scoped()
+        torch.testing.assert_close(torch.compile(other, backend="superkernel", fullgraph=True)(x), want)  # a new compile
+    torch.testing.assert_close(got, want)
+
+
+def test_exported_model_after_close():
+    model, x = Scoped(), _x()
+    exported = superkernel.export(model, (x,))
+    want = exported(x)
+    exported.team.close()
+    torch.testing.assert_close(exported(x), want, rtol=0, atol=0)
+    exported.team.close()
+    torch.testing.assert_close(superkernel.export(Scoped(), (x,))(x), want, rtol=0, atol=0)
+
+
+def test_close_during_runs_in_other_threads():
+    """close() while other threads run ops: their runs finish on the team
+    they hold, later ones get the team made again; no error anywhere."""
+    w, b = _weights()
+    x = _x(64)
+    want = _eager(x, w, b)
+    errors, stop = [], threading.Event()
+
+    def runner():
+        try:
+            while not stop.is_set():
+                torch.testing.assert_close(_eager(x, w, b), want, rtol=0, atol=0)
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=runner) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(50):
+            shared_team(torch.get_num_threads()).close()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors[0]
+    torch.testing.assert_close(_eager(x, w, b), want, rtol=0, atol=0)
+
+
+def test_a_users_team_stays_closed():
+    """Only the shared teams come back: a Team of the user's own is closed
+    for good, as documented."""
+    team = superkernel.Team(2)
+    team.close()
+    try:
+        team.handle
+    except ValueError as e:
+        assert "the team was closed" in str(e)
+    else:
+        raise AssertionError("a closed Team gave a handle")
