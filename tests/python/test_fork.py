@@ -24,10 +24,10 @@ import pytest
 import torch
 
 import superkernel
-from superkernel import scope
 from superkernel.program import shared_team
 
-sk = torch.ops.superkernel
+from _scoped_model import Scoped, eager as _eager, tokens as _x, weights as _weights
+
 
 DEADLINE = 60  # seconds a child may take
 
@@ -74,33 +74,6 @@ def in_fork(fn, *args):
     if result[0] != "ok":
         pytest.fail(f"in the fork child: {result[1]}\n{result[2]}")
     return result[1]
-
-
-def _weights():
-    g = torch.Generator().manual_seed(7)
-    return torch.rand(16, 8, generator=g) - 0.5, torch.rand(8, generator=g)
-
-
-def _eager(x, w, b):
-    (y,) = sk.grouped_matmul([x], [w], [b])
-    return y
-
-
-class Scoped(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        w, b = _weights()
-        self.w = torch.nn.Parameter(w)
-        self.register_buffer("b", b)
-
-    def forward(self, x):
-        with scope.super_kernel("s"):
-            (y,) = sk.grouped_matmul([x], [self.w], [self.b])
-            return torch.square(y) + y
-
-
-def _x(rows=12, seed=3):
-    return torch.rand(rows, 16, generator=torch.Generator().manual_seed(seed)) - 0.5
 
 
 # ---- the torch front end works in the child ---------------------------------

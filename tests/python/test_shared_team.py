@@ -10,37 +10,9 @@ import threading
 import torch
 
 import superkernel
-from superkernel import scope
 from superkernel.program import shared_team
 
-sk = torch.ops.superkernel
-
-
-def _weights():
-    g = torch.Generator().manual_seed(11)
-    return torch.rand(16, 8, generator=g) - 0.5, torch.rand(8, generator=g)
-
-
-def _x(rows=10, seed=5):
-    return torch.rand(rows, 16, generator=torch.Generator().manual_seed(seed)) - 0.5
-
-
-def _eager(x, w, b):
-    (y,) = sk.grouped_matmul([x], [w], [b])
-    return y
-
-
-class Scoped(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        w, b = _weights()
-        self.w = torch.nn.Parameter(w)
-        self.register_buffer("b", b)
-
-    def forward(self, x):
-        with scope.super_kernel("s"):
-            (y,) = sk.grouped_matmul([x], [self.w], [self.b])
-            return torch.square(y) + y
+from _scoped_model import Scoped, eager as _eager, tokens as _x, weights as _weights
 
 
 def _close_shared():
