@@ -64,12 +64,11 @@ def buffer_info(obj, what):
 def _refuse_layout(obj, what):
     """ValueError naming the layout of a sparse, mkldnn or nested tensor
     (the last may report torch.strided: it says it is nested)."""
-    if obj.layout != sys.modules["torch"].strided or obj.is_nested:
-        nested = "a nested tensor, " if obj.is_nested else ""
-        raise ValueError(
-            f"{what}: tensor is {nested}of layout {obj.layout}; superkernel takes dense tensors "
-            "(layout torch.strided: use .to_dense())"
-        )
+    nested = "a nested tensor, " if obj.is_nested else ""
+    raise ValueError(
+        f"{what}: tensor is {nested}of layout {obj.layout}; superkernel takes dense tensors "
+        "(layout torch.strided: use .to_dense())"
+    )
 
 
 def _named(fn, arg, what):
