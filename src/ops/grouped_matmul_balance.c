@@ -88,7 +88,8 @@ static bool cut_runs(const axis *ax, int64_t n_groups, int n_cores, double total
 }
 
 /* Pieces longer than the tile limit are split evenly; then every core gets
- * as many pieces as the one with most, by halving its largest. */
+ * as many pieces as the one with most, by halving its largest (or, where
+ * none has two units, adding an empty one). */
 static bool even_counts(const axis *ax, int n_cores, int64_t max_m, int64_t max_n, pieces *cores) {
   int64_t most = 0;
   for (int c = 0; c < n_cores; c++) {
@@ -116,7 +117,11 @@ static bool even_counts(const axis *ax, int n_cores, int64_t max_m, int64_t max_
             (best < 0 || units_work(&ax[l->v[i].group], l->v[i].u0, l->v[i].u1) >
                              units_work(&ax[l->v[best].group], l->v[best].u0, l->v[best].u1)))
           best = i;
-      if (best < 0 || !split_piece(l, best)) return false;
+      /* No piece left to halve (a core's run is one unit: AMX's 32-row
+       * micro-tiles make coarse units): an empty piece keeps the dealing
+       * in step; the core's work is still its run's. */
+      piece last = l->v[l->n - 1];
+      if (best < 0 ? !insert_piece(l, l->n, (piece){last.group, last.u0, last.u0}) : !split_piece(l, best)) return false;
     }
   }
   return true;

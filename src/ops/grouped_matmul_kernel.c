@@ -129,6 +129,7 @@ static void run_zero_tile(const sk__node_io *io, const gmm_tile *tile) {
 /* A tile of one group known at compile. */
 static void run_group_tile(const sk__node_io *io, const gmm_tile *tile, void *workspace) {
   const gmm_params *p = io->params;
+  if (tile->m0 >= tile->m1 || tile->n0 >= tile->n1) return; /* a balancing tiling's empty piece */
   gmm_group q = sk__gmm_group(io, tile->group);
   int64_t m0 = tile->m0, m1 = tile->m1;
   if (p->group_type == 0) {

@@ -237,6 +237,7 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   for (int64_t i = 0; i < t.count; i++) {
     const gmm_tile *tile = &t.tiles[i];
     int64_t tm = tile->m1 - tile->m0, tn = tile->n1 - tile->n0, k = sk__gmm_group(io, tile->group).k;
+    if (tm <= 0 || tn <= 0) continue; /* a balancing empty piece: no work, no workspace */
     size_t ws = p->quant ? quant_workspace(tm, tn, k) : float_workspace(p, tm, tn, k);
     if (ws > workspace) workspace = ws;
   }
