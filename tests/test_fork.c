@@ -3,7 +3,9 @@
  * workers there. Every launch or run on such a team must fail at once with
  * SK_STATUS_INVALID_STATE naming the process that made it, destroying it
  * there must return, and a team made in the child must run the programs
- * compiled before the fork.
+ * compiled before the fork. What another thread of the parent was doing at
+ * the fork (running a program, JIT-compiling) must not block the child, nor
+ * may a fork from inside a block make the child's launches nested ones.
  *
  * Each case forks; the child runs under alarm() and reports through its exit
  * status, and the parent waits with a deadline and kills a child that
@@ -243,6 +245,137 @@ static void test_program_after_fork(void) {
   }
 }
 
+/* ---- fork while another thread runs a program ---- */
+
+typedef struct running {
+  program_case *pc;
+  atomic_int runs, stop;
+} running;
+
+static void *run_thread(void *arg) {
+  running *r = arg;
+  program_case *pc = r->pc;
+  static float y[N], z[N]; /* the thread's own outputs */
+  sk_buffer in[] = {{"x", pc->x, sizeof pc->x}, {"w", pc->w, sizeof pc->w}};
+  sk_buffer out[] = {{"y", y, sizeof y}, {"z", z, sizeof z}};
+  while (!atomic_load(&r->stop)) {
+    CHECK_OK(sk_program_run(pc->p, pc->team, in, 2, out, 2));
+    atomic_fetch_add(&r->runs, 1);
+  }
+  return NULL;
+}
+
+static void run_in_child(void *arg) {
+  program_case *pc = arg;
+  /* The program's lock was likely copied held by the parent's thread: the
+   * child's run must not wait for it. */
+  sk_team *mine = make_team(2);
+  run_on(pc, mine);
+  CHECK(memcmp(pc->y, pc->want_y, sizeof pc->y) == 0 && memcmp(pc->z, pc->want_z, sizeof pc->z) == 0);
+  sk_team_destroy(mine);
+}
+
+static void test_fork_while_running(void) {
+  static program_case pc;
+  for (int i = 0; i < N; i++) pc.x[i] = (float)(i % 13) * 0.5f - 3.0f, pc.w[i] = (float)(i % 7) - 3.0f;
+  for (int i = 0; i < N; i++) pc.want_y[i] = pc.x[i] * pc.x[i] + pc.x[i], pc.want_z[i] = pc.x[i] * pc.w[i];
+  pc.team = make_team(2);
+  sk_graph *g = bind_model(N);
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = pc.team, .executor = SK_EXECUTOR_INTERP};
+  CHECK_OK(sk_compile(g, &cfg, &pc.p));
+  sk_graph_destroy(g);
+  if (!pc.p) return;
+  running r = {.pc = &pc};
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, run_thread, &r) == 0);
+  for (int i = 0; i < 5; i++) { /* the thread is inside a run most of the time: some fork lands in one */
+    for (int seen = atomic_load(&r.runs); atomic_load(&r.runs) < seen + 3;) usleep(100);
+    in_child("fork while another thread runs the program", run_in_child, &pc);
+  }
+  atomic_store(&r.stop, 1);
+  CHECK(pthread_join(t, NULL) == 0);
+  sk_program_destroy(pc.p);
+  sk_team_destroy(pc.team);
+}
+
+/* ---- fork while another thread JIT-compiles ---- */
+
+typedef struct compiling {
+  atomic_int started, stop;
+} compiling;
+
+/* A JIT program of n elements (each n its own cache entry: a compile). */
+static sk_program *compile_jit(int64_t n, sk_team *team) {
+  sk_graph *g = bind_model(n);
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team, .executor = SK_EXECUTOR_JIT};
+  sk_program *p = NULL;
+  CHECK_OK(sk_compile(g, &cfg, &p));
+  sk_graph_destroy(g);
+  return p;
+}
+
+static void *compile_thread(void *arg) {
+  compiling *c = arg;
+  sk_team *team = make_team(1);
+  for (int64_t n = 1000 + (int64_t)getpid() % 1000 * 64; !atomic_load(&c->stop); n++) {
+    atomic_store(&c->started, 1);
+    sk_program_destroy(compile_jit(n, team));
+  }
+  sk_team_destroy(team);
+  return NULL;
+}
+
+static void jit_in_child(void *arg) {
+  (void)arg;
+  /* The JIT cache's lock was likely copied held by the compile in the
+   * parent's thread: the child's compile must not wait for it. */
+  static float x[N], w[N], y[N], z[N];
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 5), w[i] = 2.0f;
+  sk_team *mine = make_team(2);
+  sk_program *p = compile_jit(N, mine);
+  sk_buffer in[] = {{"x", x, sizeof x}, {"w", w, sizeof w}};
+  sk_buffer out[] = {{"y", y, sizeof y}, {"z", z, sizeof z}};
+  if (p) CHECK_OK(sk_program_run(p, mine, in, 2, out, 2));
+  for (int i = 0; p && i < N; i++) CHECK(y[i] == x[i] * x[i] + x[i] && z[i] == x[i] * 2.0f);
+  sk_program_destroy(p);
+  sk_team_destroy(mine);
+}
+
+static void test_fork_during_jit_compile(void) {
+  compiling c = {0};
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, compile_thread, &c) == 0);
+  for (int i = 0; i < 2; i++) {
+    while (!atomic_load(&c.started)) usleep(1000);
+    usleep(50000); /* a compile runs the C compiler for longer than this, holding the cache's lock */
+    in_child("fork while another thread JIT-compiles", jit_in_child, NULL);
+  }
+  atomic_store(&c.stop, 1);
+  CHECK(pthread_join(t, NULL) == 0);
+}
+
+/* ---- fork from inside a block ---- */
+
+static void launch_in_child(void *arg) {
+  (void)arg;
+  sk_team *mine = make_team(2); /* the child's thread runs no block here: not a nested launch */
+  counting c = {0};
+  CHECK_OK(sk_team_launch(mine, count_block, &c, 4));
+  CHECK(atomic_load(&c.blocks) == 4);
+  sk_team_destroy(mine);
+}
+
+static void fork_block(void *arg, int64_t block, int core) {
+  (void)arg;
+  if (block == 0 && core == 0) in_child("fork from inside a block", launch_in_child, NULL);
+}
+
+static void test_fork_in_block(void) {
+  sk_team *team = make_team(2);
+  CHECK_OK(sk_team_launch(team, fork_block, NULL, 1));
+  sk_team_destroy(team);
+}
+
 /* ---- a grandchild ---- */
 
 static void grandchild(void *arg) {
@@ -271,6 +404,8 @@ int main(void) {
                     "(die_after_fork); the plain and ASan builds run these cases");
 #endif
   static const harness_case cases[] = {TEST_CASE(test_team_after_fork), TEST_CASE(test_fork_during_launch),
-                                       TEST_CASE(test_program_after_fork), TEST_CASE(test_grandchild)};
+                                       TEST_CASE(test_program_after_fork), TEST_CASE(test_fork_while_running),
+                                       TEST_CASE(test_fork_during_jit_compile),
+                                       TEST_CASE(test_fork_in_block), TEST_CASE(test_grandchild)};
   return harness_run(cases, sizeof cases / sizeof cases[0]);
 }

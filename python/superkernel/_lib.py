@@ -12,9 +12,9 @@ import ctypes
 import numbers
 import operator
 import os
-import threading
+import sys
 
-from . import errors
+from . import _fork, errors
 
 _C = ctypes
 size_t = _C.c_size_t
@@ -321,7 +321,7 @@ _PROTOTYPES = {
     "sk_kernel_register": (_STATUS, [P(KernelDesc), P(c_void_p)]),
 }
 
-_lock = threading.Lock()
+_lock = _fork.lock(sys.modules[__name__], "_lock")
 _lib = None
 path = None
 

@@ -45,9 +45,9 @@ import as Python extension modules.
 import ctypes
 import os
 import re
-import threading
+import sys
 
-from . import _lib
+from . import _fork, _lib
 from .errors import InvalidArgumentError, NotFoundError
 
 __all__ = ["register_kernel", "load_library", "include_dir", "CustomKernel", "KERNEL_TYPES"]
@@ -55,7 +55,7 @@ __all__ = ["register_kernel", "load_library", "include_dir", "CustomKernel", "KE
 KERNEL_TYPES = {"vector": 0, "cube": 1, "mix": 2}
 _TORCH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the library also allows '-' and '.'; torch does not
 
-_lock = threading.Lock()
+_lock = _fork.lock(sys.modules[__name__], "_lock")
 _kernels = {}  # name -> CustomKernel: keeps libraries, descriptors and user data alive
 
 

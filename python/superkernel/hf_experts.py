@@ -29,9 +29,10 @@ never a wrong result, never an exception in the middle of ``generate``.
 """
 
 import sys
-import threading
 import warnings
 import weakref
+
+from . import _fork
 
 KEY = "superkernel"
 # The largest token count one program runs at once; a call with more
@@ -39,7 +40,7 @@ KEY = "superkernel"
 MAX_TOKENS = 4096
 
 _warned = set()  # module classes already warned about
-_lock = threading.Lock()  # compiles of modules (programs are built once each)
+_lock = _fork.lock(sys.modules[__name__], "_lock")  # compiles of modules (programs are built once each)
 _programs = weakref.WeakKeyDictionary()  # module -> _ExpertsProgram
 
 

@@ -32,12 +32,12 @@ a write through `.data`, or to tensors made under torch.inference_mode(),
 is not: call `module.invalidate()` after one.
 """
 
-import threading
+import sys
 import weakref
 
 import torch
 
-from . import _file_weights, hf_experts, hf_moe_blocks
+from . import _file_weights, _fork, hf_experts, hf_moe_blocks
 from . import torch_ops  # noqa: F401  (superkernel::not_differentiable; the namespace is defined first)
 from .graph import Graph
 from .team import shared_team
@@ -46,7 +46,7 @@ MAX_TOKENS = 4096  # one program's largest token count; more run in chunks
 QUANTIZE = (None, "w8a8")
 _layers = {}  # layer id -> weakref to its OptimizedMoE
 _next_id = [0]
-_lock = threading.Lock()
+_lock = _fork.lock(sys.modules[__name__], "_lock")
 
 
 class Report:

@@ -9,10 +9,9 @@ foreign call).
 import ctypes
 import os
 import sys
-import threading
 from collections import namedtuple
 
-from . import _lib
+from . import _fork, _lib
 from .buffers import check_buffer
 from .dtypes import DType, to_numpy, to_torch
 from ._owned import Owned
@@ -149,8 +148,7 @@ class Program(Owned):
         self._out_dynamic = [bool(o.shape) and o.shape[0] < 0 for o in self.outputs]
         self._last_in_ptrs = self._last_out_ptrs = None  # what _run_pointers last wrote
         self._last_tokens = None  # the token count whose byte counts it last wrote
-        self._run_lock = threading.Lock()  # the buffer arrays above are shared
-        self._close_lock = self._run_lock
+        _fork.lock(self, "_run_lock", "_close_lock")  # the buffer arrays above are shared
 
     _noun = "program"
     _remake = "compile the graph again"
@@ -332,7 +330,7 @@ class RunContext(Owned):
     def __init__(self, program):
         self._lib = _lib.lib()
         self.program = program
-        self._lock = self._close_lock = threading.Lock()  # bind, run and close take turns
+        _fork.lock(self, "_lock", "_close_lock")  # bind, run and close take turns
         handle = ctypes.c_void_p()
         _lib.check(self._lib.sk_run_context_create(program.handle, ctypes.byref(handle)))
         self._handle = handle

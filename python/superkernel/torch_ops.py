@@ -33,7 +33,8 @@ from collections import OrderedDict
 
 import torch
 
-from . import _lib, schema, torch_grads
+from . import _fork, _lib, schema, torch_grads
+from .buffers import buffer_info
 from .dtypes import DType, to_dtype, to_torch
 from .graph import Graph
 from .program import shared_team
@@ -124,7 +125,7 @@ class _EagerCache:
     def __init__(self, capacity=256):
         self.capacity = capacity
         self._programs = OrderedDict()
-        self._lock = threading.Lock()
+        _fork.lock(self, "_lock")
         self._team = None
 
     def team(self):
@@ -272,7 +273,7 @@ def take_refusal():
 
 
 SPECS = {}
-_registered_lock = threading.Lock()
+_registered_lock = _fork.lock(sys.modules[__name__], "_registered_lock")
 
 
 def register(op):
@@ -298,7 +299,20 @@ def register(op):
                 raise
             return _pack(spec, [like.new_empty(shape, dtype=to_torch(dtype)) for dtype, shape in metas])
 
+        def refusing_kernel(*args, **kwargs):
+            # Every other backend (sparse, mkldnn, nested, another device)
+            # and no tensor at all (an empty list): the library's message.
+            slots, attrs = spec.split(args, kwargs)
+            for name, v in slots.items():
+                many = isinstance(v, (list, tuple))
+                for i, t in enumerate(v if many else [v]):
+                    buffer_info(t, f"superkernel::{op}: input {name}" + (f"[{i}]" if many else ""))
+            infer_outputs(spec, slots, attrs)
+            raise ValueError(f"superkernel::{op}: no kernel for these inputs (dense CPU tensors expected)")
+
         LIB.impl(op, cpu_kernel, "CPU")
+        for key in ("CompositeExplicitAutograd", "AutogradNestedTensor"):
+            LIB.impl(op, refusing_kernel, key)
         torch.library.register_fake(f"{NAMESPACE}::{op}", fake_kernel, lib=LIB)
         # a derivative, or a backward that raises naming the op: never a silent None grad
         torch_grads.register(spec, LIB)

@@ -105,7 +105,7 @@ sk_status sk__compile_tokens(const sk_graph *g, const sk_compile_config *cfg, sk
     free(p);
     return oom();
   }
-  pthread_mutex_init(&b->lock, NULL);
+  sk__fork_mutex_init(&b->lock);
   p->tokens = b;
   p->max_tokens = g->max_tokens;
   sk_status st = bucket_counts(b, g->max_tokens);

@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include "core/error.h"
+#include "core/fork.h"
 
 static const char *level_name(sk_log_level level) {
   switch (level) {
@@ -30,17 +31,17 @@ static const char *level_name(sk_log_level level) {
  * Python's warnings, each distinct text is printed once per process. The
  * last 256 distinct texts are remembered, by a 64-bit FNV-1a hash. */
 static bool seen_before(const char *message) {
-  static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+  static sk__fork_mutex seen_lock = SK__FORK_MUTEX_INITIALIZER;
   static uint64_t seen[256];
   static size_t n_seen;
   uint64_t h = 1469598103934665603u;
   for (const unsigned char *c = (const unsigned char *)message; *c; c++) h = (h ^ *c) * 1099511628211u;
-  pthread_mutex_lock(&seen_lock);
+  sk__fork_mutex_lock(&seen_lock);
   size_t n = n_seen < 256 ? n_seen : 256;
   bool found = false;
   for (size_t i = 0; i < n && !found; i++) found = seen[i] == h;
   if (!found) seen[n_seen++ % 256] = h;
-  pthread_mutex_unlock(&seen_lock);
+  sk__fork_mutex_unlock(&seen_lock);
   return found;
 }
 
@@ -57,7 +58,7 @@ static void default_handler(sk_log_level level, const char *message, void *user)
 
 /* Handler and user pointer change together, so they sit under one lock;
  * the level is read on every sk__log call, so it is a lone atomic. */
-static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
+static sk__fork_mutex handler_lock = SK__FORK_MUTEX_INITIALIZER;
 static sk_log_fn handler = default_handler;
 static void *handler_user;
 static atomic_int current_level = -1; /* -1: not yet read from the environment */
@@ -103,10 +104,10 @@ void sk_set_log_level(sk_log_level level) {
 }
 
 void sk_set_log_handler(sk_log_fn fn, void *user) {
-  pthread_mutex_lock(&handler_lock);
+  sk__fork_mutex_lock(&handler_lock);
   handler = fn ? fn : default_handler;
   handler_user = fn ? user : NULL;
-  pthread_mutex_unlock(&handler_lock);
+  sk__fork_mutex_unlock(&handler_lock);
 }
 
 void sk__log(sk_log_level level, const char *fmt, ...) {
@@ -116,9 +117,9 @@ void sk__log(sk_log_level level, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(message, sizeof message, fmt, ap);
   va_end(ap);
-  pthread_mutex_lock(&handler_lock);
+  sk__fork_mutex_lock(&handler_lock);
   sk_log_fn fn = handler;
   void *user = handler_user;
-  pthread_mutex_unlock(&handler_lock);
+  sk__fork_mutex_unlock(&handler_lock);
   fn(level, message, user);
 }

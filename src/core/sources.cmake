@@ -4,6 +4,7 @@ list(APPEND SK_SOURCES
   core/dtype.c
   core/fsize_guard.c
   core/executor.c
+  core/fork.c
   core/log.c
   core/run_error.c
   core/status.c

@@ -8,11 +8,12 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/fork.h"
 #include "core/struct_size.h"
 #include "custom/custom.h"
 
 /* One lock over find-and-add, so two threads cannot both register a name. */
-static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
+static sk__fork_mutex register_lock = SK__FORK_MUTEX_INITIALIZER;
 
 /* ---- the op's callbacks ---------------------------------------------- */
 
@@ -317,12 +318,12 @@ sk_status sk_kernel_register(const sk_kernel_desc *desc, sk_kernel **kernel_out)
       .barriers_per_block = k->desc.barriers_per_block,
   };
   k->def.build = kernel_build;
-  pthread_mutex_lock(&register_lock);
+  sk__fork_mutex_lock(&register_lock);
   if (sk__op_find(k->name))
     st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_kernel_register: kernel '%s': an op or kernel of that name already exists",
                   k->name);
   if (st == SK_STATUS_OK) st = sk__op_register(&k->def);
-  pthread_mutex_unlock(&register_lock);
+  sk__fork_mutex_unlock(&register_lock);
   if (st != SK_STATUS_OK) {
     free(k);
     return st;

@@ -21,6 +21,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/executor.h"
+#include "core/fork.h"
 #include "custom/custom.h"
 #include "compile/compile.h"
 #include "graph/graph.h"
@@ -33,7 +34,7 @@ struct sk_fused_kernel {
   sk_program *p;           /* nodes: the kernels in order, their params each launch's args; steps */
   size_t n_kernels;
   sk_team *team;
-  pthread_mutex_t lock;    /* one launch at a time: params and the context are per launch */
+  sk__fork_mutex lock;    /* one launch at a time: params and the context are per launch */
 };
 
 static void *const no_args[1] = {NULL};
@@ -129,7 +130,7 @@ static sk_status parse_options(const char *options, sk__options *o) {
 void sk_fused_kernel_destroy(sk_fused_kernel *fk) {
   if (!fk) return;
   sk_program_destroy(fk->p);
-  pthread_mutex_destroy(&fk->lock);
+  sk__fork_mutex_destroy(&fk->lock);
   free(fk->name);
   free(fk);
 }
@@ -155,7 +156,7 @@ sk_status sk_fused_kernel_create(sk_kernel *const *kernels, size_t n, const char
     sk__options_free(&o);
     return oom();
   }
-  pthread_mutex_init(&fk->lock, NULL);
+  sk__fork_mutex_init(&fk->lock);
   fk->team = team;
   fk->n_kernels = n;
   fk->name = join_names(kernels, n);
@@ -180,11 +181,11 @@ sk_status sk_fused_kernel_launch(sk_fused_kernel *fk, void *const *const *args) 
   }
   SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_fused_kernel_launch")); /* before fk->lock, which a launch holds */
   SK_RETURN_IF_ERROR(sk__team_check_process(fk->team, "sk_fused_kernel_launch"));
-  pthread_mutex_lock(&fk->lock);
+  sk__fork_mutex_lock(&fk->lock);
   for (size_t i = 0; i < fk->n_kernels; i++) node_params(fk, i)->args = args && args[i] ? args[i] : no_args;
   /* No buffers: the kernels' data is in their argument lists. */
   sk_status st = sk__run_context_run(fk->p->default_ctx, fk->team, NULL, NULL, false, "sk_fused_kernel_launch");
-  pthread_mutex_unlock(&fk->lock);
+  sk__fork_mutex_unlock(&fk->lock);
   if (st == SK_STATUS_OK) sk__clear_error(); /* nothing a block's nested call left behind */
   return st;
 }

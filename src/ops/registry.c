@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/fork.h"
 #include "ops/op.h"
 #include "ops/op_list.h"
 
@@ -19,7 +20,7 @@ static const sk__op_def *const builtin_ops[] = {SK__BUILTIN_OPS(SK__OP_ENTRY)};
 
 /* Registered ops live until the process ends: graphs and programs keep
  * pointers to their definitions. */
-static pthread_mutex_t extra_lock = PTHREAD_MUTEX_INITIALIZER;
+static sk__fork_mutex extra_lock = SK__FORK_MUTEX_INITIALIZER;
 static const sk__op_def **extra_ops;
 static size_t n_extra, cap_extra;
 
@@ -27,10 +28,10 @@ const sk__op_def *sk__op_find(const char *type) {
   for (size_t i = 0; i < SK__COUNT(builtin_ops); i++)
     if (strcmp(builtin_ops[i]->type, type) == 0) return builtin_ops[i];
   const sk__op_def *found = NULL;
-  pthread_mutex_lock(&extra_lock);
+  sk__fork_mutex_lock(&extra_lock);
   for (size_t i = 0; i < n_extra && !found; i++)
     if (strcmp(extra_ops[i]->type, type) == 0) found = extra_ops[i];
-  pthread_mutex_unlock(&extra_lock);
+  sk__fork_mutex_unlock(&extra_lock);
   return found;
 }
 
@@ -53,7 +54,7 @@ sk_status sk__op_register(const sk__op_def *def) {
                     def && def->type ? def->type : "(null)");
   if (sk__op_find(def->type))
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "op registration: op type '%s' already exists", def->type);
-  pthread_mutex_lock(&extra_lock);
+  sk__fork_mutex_lock(&extra_lock);
   sk_status st = SK_STATUS_OK;
   if (n_extra == cap_extra) {
     size_t cap = cap_extra ? cap_extra * 2 : 8;
@@ -62,7 +63,7 @@ sk_status sk__op_register(const sk__op_def *def) {
     else st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "op registration: out of memory");
   }
   if (st == SK_STATUS_OK) extra_ops[n_extra++] = def;
-  pthread_mutex_unlock(&extra_lock);
+  sk__fork_mutex_unlock(&extra_lock);
   return st;
 }
 

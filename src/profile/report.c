@@ -227,12 +227,12 @@ sk_status sk_program_write_profile(sk_program *p, const char *dir) {
   if (!p || !dir) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_write_profile: %s is NULL", !p ? "program" : "dir");
   SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_program_write_profile"));
   p = sk__tokens_last_run(p); /* a run-time token count: the bucket run last */
-  pthread_mutex_lock(&p->profile_lock); /* a run of any context may be recording */
+  sk__fork_mutex_lock(&p->profile_lock); /* a run of any context may be recording */
   sk_status st = p->profile ? sk__profile_write(p->profile, p, dir)
                             : sk__fail(SK_STATUS_INVALID_STATE,
                                        "sk_program_write_profile: nothing recorded (compile with cfg.profile = 1, or "
                                        "a scope with profiling=1, and run the program)");
-  pthread_mutex_unlock(&p->profile_lock);
+  sk__fork_mutex_unlock(&p->profile_lock);
   return st;
 }
 
@@ -244,7 +244,7 @@ void sk_program_reset_profile(sk_program *p) {
   }
   const sk__token_buckets *b = p->tokens;
   for (size_t i = 0; b && i < b->n; i++) sk_program_reset_profile(b->programs[i]);
-  pthread_mutex_lock(&p->profile_lock);
+  sk__fork_mutex_lock(&p->profile_lock);
   if (p->profile) sk__profile_reset(p->profile);
-  pthread_mutex_unlock(&p->profile_lock);
+  sk__fork_mutex_unlock(&p->profile_lock);
 }

@@ -18,8 +18,8 @@
 sk_program *sk__program_new(void) {
   sk_program *p = calloc(1, sizeof *p);
   if (!p) return NULL;
-  pthread_mutex_init(&p->default_lock, NULL);
-  pthread_mutex_init(&p->profile_lock, NULL);
+  sk__fork_mutex_init(&p->default_lock);
+  sk__fork_mutex_init(&p->profile_lock);
   atomic_init(&p->refs, 1);
   p->watchdog_ms = sk__watchdog_resolve_ms(0);
   return p;
@@ -57,8 +57,8 @@ static void program_free(sk_program *p) {
   free(p->root);
   free(p->view_offset);
   free(p->storage);
-  pthread_mutex_destroy(&p->default_lock);
-  pthread_mutex_destroy(&p->profile_lock);
+  sk__fork_mutex_destroy(&p->default_lock);
+  sk__fork_mutex_destroy(&p->profile_lock);
   free(p);
 }
 

@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core/fork.h"
 #include "graph/graph.h"
 #include "program/step.h"
 
@@ -98,11 +99,11 @@ struct sk_program {
   /* Created at the first profiled run. One per program: runs of different
    * contexts serialize on profile_lock while profiling is on. */
   struct sk__profile *profile;
-  pthread_mutex_t profile_lock;
+  sk__fork_mutex profile_lock;
   /* sk_program_run, sk_program_bind...: the default context, one run or
    * binding at a time under default_lock. */
   struct sk_run_context *default_ctx;
-  pthread_mutex_t default_lock;
+  sk__fork_mutex default_lock;
   /* 1 for the program itself + 1 per sk_run_context_create'd context: the
    * last to go (sk_program_destroy or the last context's destroy) frees it,
    * so a program destroyed before its contexts is not freed under them. */

@@ -12,7 +12,7 @@ void sk__token_buckets_free(sk__token_buckets *b) {
   for (size_t i = 0; i < SK_TOKENS_EXACT_KEEP; i++) sk_program_destroy(b->exact[i]);
   sk_graph_destroy(b->graph);
   free(b->options);
-  pthread_mutex_destroy(&b->lock);
+  sk__fork_mutex_destroy(&b->lock);
   free(b->programs);
   free(b->counts);
   free(b);

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core/fork.h"
 #include "program/program.h"
 
 /* Exact-count programs of the reference executor kept at once. */
@@ -38,7 +39,7 @@ typedef struct sk__token_buckets {
   sk_compile_config cfg;
   bool has_cfg;
   char *options;          /* cfg.default_options' copy */
-  pthread_mutex_t lock;
+  sk__fork_mutex lock;
   sk_program *exact[SK_TOKENS_EXACT_KEEP];
   int64_t exact_counts[SK_TOKENS_EXACT_KEEP];
   size_t next_exact;

@@ -180,10 +180,10 @@ static sk_status run_given(const char *fn, sk_program *p, sk_team *team, const s
     st = check_output_overlap(fn, p, in, out, in_bytes, out_bytes, j);
   if (st == SK_STATUS_OK) st = run_tokens(fn, p, in_bytes, out_bytes, &tokens);
   if (st == SK_STATUS_OK) {
-    pthread_mutex_lock(&p->default_lock);
+    sk__fork_mutex_lock(&p->default_lock);
     p->default_ctx->tokens = tokens;
     st = sk__run_context_run(p->default_ctx, team, in, out, false, fn);
-    pthread_mutex_unlock(&p->default_lock);
+    sk__fork_mutex_unlock(&p->default_lock);
   }
   if (in != stack) free(in), free(in_bytes);
   if (st == SK_STATUS_OK) sk__clear_error(); /* nothing a block's nested call left behind */
@@ -256,9 +256,9 @@ sk_status sk_program_bind(sk_program *p, sk_io_kind kind, size_t index, void *da
   sk__clear_error();
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_bind: program is NULL");
   SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_program_bind"));
-  pthread_mutex_lock(&p->default_lock);
+  sk__fork_mutex_lock(&p->default_lock);
   sk_status st = bind("sk_program_bind", p->default_ctx, kind, index, data, bytes);
-  pthread_mutex_unlock(&p->default_lock);
+  sk__fork_mutex_unlock(&p->default_lock);
   return st;
 }
 
@@ -268,12 +268,12 @@ void sk_program_unbind_all(sk_program *p) {
     sk__log(SK_LOG_WARN, "%s", sk_last_error()); /* no status to return it in */
     return;
   }
-  pthread_mutex_lock(&p->default_lock);
+  sk__fork_mutex_lock(&p->default_lock);
   sk_run_context *ctx = p->default_ctx;
   memset(ctx->bound[SK_IO_INPUT], 0, (p->n_inputs + p->n_outputs) * sizeof(void *));
   ctx->nodes_hold_bound = false;
   ctx->bind_generation++;
-  pthread_mutex_unlock(&p->default_lock);
+  sk__fork_mutex_unlock(&p->default_lock);
 }
 
 sk_status sk_program_run_bound(sk_program *p, sk_team *team) {
@@ -281,9 +281,9 @@ sk_status sk_program_run_bound(sk_program *p, sk_team *team) {
   if (!p) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_run_bound: program is NULL");
   SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_program_run_bound"));
   SK_RETURN_IF_ERROR(sk__team_check_process(team, "sk_program_run_bound"));
-  pthread_mutex_lock(&p->default_lock);
+  sk__fork_mutex_lock(&p->default_lock);
   sk_status st = run_bound("sk_program_run_bound", p->default_ctx, team);
-  pthread_mutex_unlock(&p->default_lock);
+  sk__fork_mutex_unlock(&p->default_lock);
   if (st == SK_STATUS_OK) sk__clear_error();
   return st;
 }

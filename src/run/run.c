@@ -106,8 +106,8 @@ sk_status sk__run_context_run(sk_run_context *ctx, sk_team *team, void *const *i
   sk_program *p = ctx->p;
   if (p->tokens) return sk__tokens_run(ctx, team, in, out, bound, ctx->tokens, fn);
   if (!profiling(p)) return run_steps(ctx, team, in, out, bound, fn);
-  pthread_mutex_lock(&p->profile_lock); /* one profile, whose cores' records are not atomic */
+  sk__fork_mutex_lock(&p->profile_lock); /* one profile, whose cores' records are not atomic */
   sk_status st = run_steps(ctx, team, in, out, bound, fn);
-  pthread_mutex_unlock(&p->profile_lock);
+  sk__fork_mutex_unlock(&p->profile_lock);
   return st;
 }

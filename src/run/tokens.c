@@ -15,7 +15,7 @@
  * lock, held through the run. */
 static sk_status run_exact(sk__token_buckets *b, sk_team *team, void *const *in, void *const *out, int64_t tokens,
                            const char *fn) {
-  pthread_mutex_lock(&b->lock);
+  sk__fork_mutex_lock(&b->lock);
   sk_program *prog = NULL;
   for (size_t i = 0; i < SK_TOKENS_EXACT_KEEP; i++)
     if (b->exact[i] && b->exact_counts[i] == tokens) prog = b->exact[i];
@@ -38,7 +38,7 @@ static sk_status run_exact(sk__token_buckets *b, sk_team *team, void *const *in,
     prog->default_ctx->tokens = tokens; /* the first kept one is the maximum's bucket */
     st = sk__run_context_run(prog->default_ctx, team, in, out, false, fn);
   }
-  pthread_mutex_unlock(&b->lock);
+  sk__fork_mutex_unlock(&b->lock);
   return st;
 }
 

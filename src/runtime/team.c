@@ -27,9 +27,8 @@
  * Fork. A child of fork() has only the thread that called fork(): a team made
  * before it has no workers there, so a launch would wait forever for blocks
  * nobody runs, and destroying it would join threads that do not exist. A
- * pthread_atfork handler (registered at the first sk_team_create) bumps a
- * fork generation in every child; a team records the generation it was made
- * in, and every launch or run on it from a later generation is refused at
+ * team records the fork generation it was made in (runtime/fork.h), and
+ * every launch or run on it from a later generation is refused at
  * once (sk__team_check_process), before any lock is taken: the launch lock
  * may have been copied held, by a launch another thread of the parent was
  * in at the fork.
@@ -49,6 +48,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/struct_size.h"
+#include "core/fork.h"
 #include "runtime/wait.h"
 
 typedef struct sk__worker {
@@ -94,30 +94,25 @@ static _Thread_local const sk_team *tl_team;
 
 static atomic_int g_fail_worker; /* test-only, see sk__team_test_fail_thread_create */
 
-/* Forks so far in this process's ancestry since the handler was registered
- * (each child adds one). Relaxed: the child's handler runs before anything
- * else in the child can look at it. */
-static atomic_uint g_fork_generation;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
-static bool g_atfork_registered;
 
 /* In the child, on the thread that called fork(), before fork() returns:
  * only async-signal-safe work (the JIT's reaper is such a child). */
 static void after_fork_in_child(void) {
-  atomic_fetch_add_explicit(&g_fork_generation, 1, memory_order_relaxed);
   sk__wait_after_fork(); /* none of the parent's workers exist here */
+  /* A fork from inside a block: the child's thread runs no block of any
+   * team there, so its own teams' launches are not nested ones. */
+  tl_core = -1;
+  tl_team = NULL;
 }
 
-static void register_atfork(void) {
-  g_atfork_registered = pthread_atfork(NULL, NULL, after_fork_in_child) == 0;
-}
+static void register_atfork(void) { (void)pthread_atfork(NULL, NULL, after_fork_in_child); }
 
 /* Whether team was made in another process (an ancestor, before a fork).
- * Without the handler (pthread_atfork failed: out of memory), the process
- * id tells, at the price of a system call per launch. */
+ * Without the fork generation (pthread_atfork failed: out of memory), the
+ * process id tells, at the price of a system call per launch. */
 static bool from_another_process(const sk_team *team) {
-  if (g_atfork_registered)
-    return atomic_load_explicit(&g_fork_generation, memory_order_relaxed) != team->fork_generation;
+  if (sk__fork_tracked()) return sk__fork_generation() != team->fork_generation;
   return getpid() != team->pid;
 }
 
@@ -369,7 +364,7 @@ sk_status sk_team_create(const sk_team_config *cfg, sk_team **team_out) {
   (void)sk__barrier_init(&team->barrier, num_cores); /* 1..1024: cannot fail */
   sk__watchdog_init(&team->slow_launch, sk__watchdog_resolve_ms(0));
   (void)pthread_once(&g_atfork_once, register_atfork);
-  team->fork_generation = atomic_load_explicit(&g_fork_generation, memory_order_relaxed);
+  team->fork_generation = sk__fork_generation();
   team->pid = getpid();
 
   int fail_at = atomic_exchange(&g_fail_worker, 0);

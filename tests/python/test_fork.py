@@ -249,3 +249,91 @@ def test_shared_team_is_made_again_in_child():
     before, same, closed, n, total = in_fork(child)
     assert before and same and not closed and n == 2 and total == 64
     assert not team.closed
+
+
+# ---- a lock another thread held at the fork ---------------------------------
+# The child has no such thread: a lock it held stays held there unless the
+# child gets a fresh one (superkernel/_fork.py).
+
+
+def test_locks_held_by_another_thread_at_fork():
+    """Every lock of the package (those _fork hands out) held by a parent
+    thread at the fork; the child runs a Program, a RunContext, an eager op
+    and a compiled model without waiting for it."""
+    from superkernel import _fork
+
+    w, b = _weights()
+    x = _x()
+    program = _program(shared_team(2))
+    ctx = program.run_context()
+    ctx.bind("input", 0, torch.ones(64))
+    ctx.bind("output", 0, torch.empty(64))
+    model = Scoped()
+    compiled = torch.compile(model, backend="superkernel", fullgraph=True)
+    with torch.no_grad():
+        want_model = compiled(x)
+    want_op = _eager(x, w, b)
+    held, locks = [], []
+    for owner, entries in list(_fork._OWNERS.items()):
+        for names, _ in entries:
+            locks.append(getattr(owner, names[0]))
+    assert len(locks) >= 6, f"only {len(locks)} locks registered: the test would prove little"
+    import threading
+
+    taken, release = threading.Event(), threading.Event()
+
+    def hold():
+        for lock in locks:
+            lock.acquire()
+            held.append(lock)
+        taken.set()
+        release.wait()
+        for lock in held:
+            lock.release()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert taken.wait(30)
+    try:
+
+        def child():
+            ctx.run()
+            with torch.no_grad():
+                return program.run(torch.ones(64))[0], _eager(x, w, b), compiled(x)
+
+        y, op, m = in_fork(child)
+    finally:
+        release.set()
+        holder.join()
+    assert y.sum().item() == 64
+    torch.testing.assert_close(op, want_op, rtol=0, atol=0)
+    torch.testing.assert_close(m, want_model, rtol=0, atol=0)
+    ctx.close()
+    program.close()
+
+
+def test_fork_while_another_thread_runs():
+    """A thread runs a Program (on the shared team) in a loop while the main
+    thread forks: each child runs the same Program at once."""
+    import threading
+
+    program = _program(shared_team(2))
+    stop = threading.Event()
+    runs = [0]
+
+    def loop():
+        while not stop.is_set():
+            program.run(torch.ones(64))
+            runs[0] += 1
+
+    runner = threading.Thread(target=loop)
+    runner.start()
+    try:
+        while runs[0] < 10:
+            time.sleep(0.01)
+        for _ in range(5):
+            assert in_fork(lambda: program.run(torch.ones(64))[0].sum().item()) == 64
+    finally:
+        stop.set()
+        runner.join()
+    program.close()

@@ -222,6 +222,11 @@ def test_sparse_mkldnn_and_nested_tensors_name_their_layout(make, layout, recwar
         torch_npu.npu_rms_norm(t, torch.ones(4))
     with pytest.raises(ValueError, match=rf"npu_grouped_matmul: x\[0\]: tensor is {_re(layout)}"):
         torch_npu.npu_grouped_matmul([t], [torch.ones(4, 4)])
+    ops = torch.ops.superkernel  # the dispatcher's other backends: the same message
+    with pytest.raises(ValueError, match=f"superkernel::square: input x: tensor is {_re(layout)}"):
+        ops.square(t)
+    with pytest.raises(ValueError, match=rf"superkernel::grouped_matmul: input weight\[0\]: tensor is {_re(layout)}"):
+        ops.grouped_matmul([torch.ones(4, 4)], [t])
 
 
 def test_empty_lists_get_the_librarys_message():
@@ -233,6 +238,11 @@ def test_empty_lists_get_the_librarys_message():
     with pytest.raises(sk.InvalidArgumentError,
                        match="npu_grouped_matmul: grouped_matmul: input x: expected a non-empty list"):
         torch_npu.npu_grouped_matmul([], [])
+    ops = torch.ops.superkernel  # no tensor to dispatch on: the same message
+    with pytest.raises(sk.InvalidArgumentError, match="concat: input x: expected a non-empty list"):
+        ops.concat([], dim=0)
+    with pytest.raises(sk.InvalidArgumentError, match="grouped_matmul: input x: expected a non-empty list"):
+        ops.grouped_matmul([], [])
 
 
 # ---- item 9: the torch_npu compat layer checks its scalars from one table ------

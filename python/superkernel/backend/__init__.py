@@ -49,7 +49,7 @@ import atexit
 import collections
 import copy
 import itertools
-import threading
+import sys
 import warnings
 import weakref
 
@@ -58,6 +58,7 @@ import torch
 from .runner import Plan
 from ..config import CompilerConfig
 from .partition import ScopeError, read_markers
+from .. import _fork
 from . import moe as _backend_moe  # the fused MoE blocks (backend/moe.py)
 from .profiles import write_program_profiles
 from ..program import shared_team
@@ -90,7 +91,7 @@ class CompiledGraph:
         self.label = f"graph{next(backend._ids)}"
         self.static_indices = tuple(static_indices)
         self.symbolic = symbolic
-        self._lock = threading.Lock()
+        _fork.lock(self, "_lock")
         self.runner = None
         self._runners = collections.OrderedDict()
         self._signature_ids = itertools.count()
@@ -296,7 +297,7 @@ def _static_indices(fallback):
 # ---- the default backend, registration, profiles ---------------------------
 
 _DEFAULT = None
-_DEFAULT_LOCK = threading.Lock()
+_DEFAULT_LOCK = _fork.lock(sys.modules[__name__], "_DEFAULT_LOCK")
 _PROFILING = weakref.WeakSet()
 
 

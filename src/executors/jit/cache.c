@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/fork.h"
 #include "core/fsize_guard.h"
 #include "executors/jit/jit_internal.h"
 #include "executors/jit/sha256.h"
@@ -65,14 +66,14 @@ struct sk__jit_object {
   int refs;
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static sk__fork_mutex lock = SK__FORK_MUTEX_INITIALIZER;
 static sk__jit_object *objects;
 static sk__jit_counters counters;
 
 void sk__jit_stats(sk__jit_counters *out) {
-  pthread_mutex_lock(&lock);
+  sk__fork_mutex_lock(&lock);
   *out = counters;
-  pthread_mutex_unlock(&lock);
+  sk__fork_mutex_unlock(&lock);
 }
 
 sk_status sk__jit_key(const char *body, const sk__jit_compiler *cc, const sk__options *o, char key[65]) {
@@ -456,17 +457,17 @@ sk_status sk__jit_acquire(const char *scope, const char *body, const sk__options
    * process with SIGXFSZ. */
   sk__fsize_guard guard;
   sk__fsize_guard_hold(&guard);
-  pthread_mutex_lock(&lock);
+  sk__fork_mutex_lock(&lock);
   sk_status st = find_or_build(scope, body, o, obj_out);
   if (st == SK_STATUS_OK) *entry_out = (*obj_out)->entry;
-  pthread_mutex_unlock(&lock);
+  sk__fork_mutex_unlock(&lock);
   sk__fsize_guard_release(&guard);
   return st;
 }
 
 void sk__jit_release(sk__jit_object *obj) {
   if (!obj) return;
-  pthread_mutex_lock(&lock);
+  sk__fork_mutex_lock(&lock);
   if (--obj->refs == 0) {
     for (sk__jit_object **at = &objects; *at; at = &(*at)->next)
       if (*at == obj) {
@@ -477,5 +478,5 @@ void sk__jit_release(sk__jit_object *obj) {
     if (obj->fd >= 0) close(obj->fd); /* only now may its number name another object */
     free(obj);
   }
-  pthread_mutex_unlock(&lock);
+  sk__fork_mutex_unlock(&lock);
 }

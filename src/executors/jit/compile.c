@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/fork.h"
 #include "executors/jit/jit_internal.h"
 
 /* A library built with ThreadSanitizer must compile its kernels with it
@@ -94,7 +95,7 @@ static bool find_in_path(const char *name, char *exec, size_t n) {
 }
 
 /* Identities found so far, by name: `cc --version` runs once per process. */
-static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+static sk__fork_mutex known_lock = SK__FORK_MUTEX_INITIALIZER;
 static sk__jit_compiler known[8];
 static int n_known;
 
@@ -105,14 +106,14 @@ sk_status sk__jit_compiler_find(sk__jit_compiler *out) {
   if (strlen(name) >= sizeof out->name)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "jit: compiler name $SK_CC is too long");
   snprintf(out->name, sizeof out->name, "%s", name);
-  pthread_mutex_lock(&known_lock);
+  sk__fork_mutex_lock(&known_lock);
   for (int i = 0; i < n_known; i++)
     if (strcmp(known[i].name, name) == 0) {
       *out = known[i];
-      pthread_mutex_unlock(&known_lock);
+      sk__fork_mutex_unlock(&known_lock);
       return SK_STATUS_OK;
     }
-  pthread_mutex_unlock(&known_lock);
+  sk__fork_mutex_unlock(&known_lock);
   if (!find_in_path(name, out->exec, sizeof out->exec))
     return sk__fail(SK_STATUS_NOT_FOUND, "jit: compiler '%s' not found%s (set $SK_CC to a C compiler)", name,
                     strchr(name, '/') ? "" : " in $PATH");
@@ -143,9 +144,9 @@ sk_status sk__jit_compiler_find(sk__jit_compiler *out) {
   size_t len = strnlen(version, sizeof out->version - 1); /* identity: the first 255 bytes do */
   memcpy(out->version, version, len);
   out->version[len] = '\0';
-  pthread_mutex_lock(&known_lock);
+  sk__fork_mutex_lock(&known_lock);
   if (n_known < (int)(sizeof known / sizeof known[0])) known[n_known++] = *out;
-  pthread_mutex_unlock(&known_lock);
+  sk__fork_mutex_unlock(&known_lock);
   return SK_STATUS_OK;
 }
 
