@@ -35,11 +35,32 @@ static bool take_value(const char *cmd, const char *synopsis, const cli_arg *o, 
   }
 }
 
+/* A positional argument; false with the message printed past pos->max. */
+static bool take_positional(const char *cmd, const char *synopsis, cli_positional *pos, const char *arg) {
+  if (pos->n == pos->max) {
+    if (pos->max == 1) cli_usage_error(cmd, synopsis, "expected one %s, got another: '%s'", pos->name, arg);
+    else if (pos->max == 0) cli_usage_error(cmd, synopsis, "unexpected argument '%s'", arg);
+    else cli_usage_error(cmd, synopsis, "at most %d %ss", pos->max, pos->name);
+    return false;
+  }
+  pos->values[pos->n++] = arg;
+  return true;
+}
+
 int cli_parse_args(const char *cmd, const char *synopsis, void (*usage)(void), int argc, char **argv,
                    const cli_arg *opts, size_t n_opts, cli_positional *pos, bool *help) {
   *help = false;
+  bool positional_only = false; /* after "--": a STRING that starts with '-' */
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
+    if (!positional_only && strcmp(arg, "--") == 0) {
+      positional_only = true;
+      continue;
+    }
+    if (positional_only || strcmp(arg, "-") == 0) {
+      if (!take_positional(cmd, synopsis, pos, arg)) return SK_EXIT_USAGE;
+      continue;
+    }
     if (cli_is_help(arg)) {
       usage();
       *help = true;
@@ -66,12 +87,7 @@ int cli_parse_args(const char *cmd, const char *synopsis, void (*usage)(void), i
     }
     if (matched) continue;
     if (arg[0] == '-') return cli_usage_error(cmd, synopsis, "unknown option '%s'", arg);
-    if (pos->n == pos->max) {
-      if (pos->max == 1)
-        return cli_usage_error(cmd, synopsis, "expected one %s, got another: '%s'", pos->name, arg);
-      return cli_usage_error(cmd, synopsis, "at most %d %ss", pos->max, pos->name);
-    }
-    pos->values[pos->n++] = arg;
+    if (!take_positional(cmd, synopsis, pos, arg)) return SK_EXIT_USAGE;
   }
   return SK_EXIT_OK;
 }

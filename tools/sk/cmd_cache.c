@@ -114,30 +114,21 @@ static int list(void) {
 
 int sk_cmd_cache(int argc, char **argv) {
   const char *action = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (cli_is_help(a)) {
-      usage();
-      return SK_EXIT_OK;
-    } else if (a[0] == '-') {
-      return cli_usage_error("cache", synopsis, "unknown option '%s'", a);
-    } else if (action) {
-      return cli_usage_error("cache", synopsis, "expected one action, got another: '%s'", a);
-    } else {
-      action = a;
-    }
-  }
+  cli_positional pos = {"action", &action, 1, 0};
+  bool help;
+  int rc = cli_parse_args("cache", synopsis, usage, argc, argv, NULL, 0, &pos, &help);
+  if (rc != SK_EXIT_OK || help) return rc;
   if (!action) return cli_usage_error("cache", synopsis, "missing the action (path, list or clear)");
   if (strcmp(action, "path") == 0) {
     char dir[PATH_MAX];
-    int rc = cache_dir(dir, sizeof dir);
+    rc = cache_dir(dir, sizeof dir);
     if (rc == SK_EXIT_OK) printf("%s\n", dir);
     return rc;
   }
   if (strcmp(action, "list") == 0) return list();
   if (strcmp(action, "clear") == 0) {
     char dir[PATH_MAX];
-    int rc = cache_dir(dir, sizeof dir);
+    rc = cache_dir(dir, sizeof dir);
     if (rc != SK_EXIT_OK) return rc;
     size_t removed = 0;
     sk_status st = sk_jit_cache_clear(&removed);

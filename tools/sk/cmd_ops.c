@@ -7,6 +7,7 @@
  * public header's op list are checked against it (tests/python/test_op_docs.py).
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sk.h"
@@ -78,26 +79,25 @@ static void print_schema(const sk_op_schema *s) {
 }
 
 int sk_cmd_ops(int argc, char **argv) {
-  int named = 0;
-  for (int i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      usage();
-      return SK_EXIT_OK;
-    }
-    if (argv[i][0] == '-') return cli_usage_error("ops", synopsis, "unknown option '%s'", argv[i]);
-    named++;
+  const char **names = calloc((size_t)argc, sizeof *names);
+  if (!names) {
+    fprintf(stderr, "sk ops: out of memory\n");
+    return SK_EXIT_FAIL;
   }
-  if (named) {
-    for (int i = 1; i < argc; i++) {
-      sk_op_schema s;
-      if (sk_op_info_by_name(argv[i], &s) != SK_STATUS_OK) {
-        fprintf(stderr, "sk ops: %s\n", sk_last_error());
-        return SK_EXIT_USAGE;
-      }
+  cli_positional pos = {"OP", names, argc, 0};
+  bool help;
+  int rc = cli_parse_args("ops", synopsis, usage, argc, argv, NULL, 0, &pos, &help);
+  for (int i = 0; rc == SK_EXIT_OK && !help && i < pos.n; i++) {
+    sk_op_schema s;
+    if (sk_op_info_by_name(names[i], &s) != SK_STATUS_OK) {
+      fprintf(stderr, "sk ops: %s\n", sk_last_error());
+      rc = SK_EXIT_USAGE;
+    } else {
       print_schema(&s);
     }
-    return SK_EXIT_OK;
   }
+  free(names);
+  if (rc != SK_EXIT_OK || help || pos.n > 0) return rc;
   for (size_t i = 0; i < sk_op_count(); i++) {
     sk_op_schema s;
     if (sk_op_info(i, &s) != SK_STATUS_OK) {

@@ -22,23 +22,10 @@ static void usage(void) {
 
 int sk_cmd_options(int argc, char **argv) {
   const char *text = NULL;
-  bool positional_only = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!positional_only && cli_is_help(a)) {
-      usage();
-      return SK_EXIT_OK;
-    }
-    if (!positional_only && strcmp(a, "--") == 0) {
-      positional_only = true;
-    } else if (!positional_only && a[0] == '-' && a[1] != '\0') {
-      return cli_usage_error("options", synopsis, "unknown option '%s'", a);
-    } else if (text) {
-      return cli_usage_error("options", synopsis, "expected one options string, got another: '%s'", a);
-    } else {
-      text = a;
-    }
-  }
+  cli_positional pos = {"options string", &text, 1, 0};
+  bool help;
+  int rc = cli_parse_args("options", synopsis, usage, argc, argv, NULL, 0, &pos, &help);
+  if (rc != SK_EXIT_OK || help) return rc;
   if (!text) return cli_usage_error("options", synopsis, "missing the options string (\"\" for the defaults)");
 
   size_t needed = 0;

@@ -174,7 +174,8 @@ bool sk_cli_executor_parse(const char *text, sk_executor *out);
 
 /* ---- the argument table (cli_args.c) ----
  * A command lists its options once; cli_parse_args takes --name VALUE and
- * --name=VALUE in any order, the help flags, and positional arguments. */
+ * --name=VALUE in any order, the help flags, and positional arguments ("-"
+ * is one, and every argument after "--"). */
 typedef enum cli_arg_kind {
   CLI_FLAG,     /* bool *: set when given */
   CLI_STRING,   /* const char **; nonempty: refuse "" naming `what` */
