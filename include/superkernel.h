@@ -958,6 +958,31 @@ SK_API sk_status sk_program_write_profile(sk_program *program, const char *dir);
 /* Forgets the records collected so far. */
 SK_API void sk_program_reset_profile(sk_program *program);
 
+/* One row of op_statistic.csv: the launches of one op type (or
+ * "SuperKernel", a fused scope) on one core type (AIC, AIV, MIX_AIC). */
+#define SK_OP_TYPE_MAX 64 /* an op type's length + 1 (kernel names: 63) */
+typedef struct sk_op_statistic {
+  char op_type[SK_OP_TYPE_MAX];
+  char core_type[16];
+  int64_t count;
+  double total_us, min_us, max_us;
+} sk_op_statistic;
+
+/* The rows of op_statistic.csv for the runs so far, in its order (an op
+ * type's first launch first): the first min(capacity, rows) of them into
+ * rows (NULL when capacity is 0), their number into *n_rows. A run in
+ * another thread may add rows between two calls: call again when *n_rows
+ * exceeds the capacity. Fails as sk_program_write_profile does when
+ * nothing was recorded. */
+SK_API sk_status sk_program_op_statistics(sk_program *program, sk_op_statistic *rows, size_t capacity,
+                                          size_t *n_rows);
+/* Writes rows (of one program or several) as an op_statistic.csv at path:
+ * rows of one op type and core type added up (count and total summed, min
+ * and max of theirs), in the order each first appears, ratios over the
+ * total of all. Written as a temporary renamed over path, never through a
+ * symbolic link. */
+SK_API sk_status sk_write_op_statistics(const char *path, const sk_op_statistic *rows, size_t n_rows);
+
 /* The program's maximum token count (sk_graph_set_max_tokens); 0 when its
  * shapes are static. */
 SK_API int64_t sk_program_max_tokens(const sk_program *program);

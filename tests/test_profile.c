@@ -1,6 +1,7 @@
 /* Profiling: op_statistic.csv rows and counts, totals, the records of a
  * profiled super kernel, results unchanged by profiling, and the trace
  * written for tests/check_trace.py (run next by ctest) to parse. */
+#include <math.h>
 #include <unistd.h>
 #include <stdbool.h>
 
@@ -141,6 +142,66 @@ static void test_statistics(void) {
   sk_graph_destroy(g);
 }
 
+/* The rows as records (sk_program_op_statistics) are the file's, and rows
+ * of several programs merge into one file (sk_write_op_statistics): what a
+ * front end uses instead of parsing the csv. */
+static void test_rows_and_merge(void) {
+  sk_graph *g = model();
+  sk_program *p = compile(g, "profiling=1", 1, SK_EXECUTOR_INTERP);
+  rr_buffers b;
+  CHECK(rr_alloc(p, &b, -1, 1, 1));
+  size_t n = 99;
+  CHECK_FAILS(sk_program_op_statistics(p, NULL, 0, &n), SK_STATUS_INVALID_STATE, "nothing recorded");
+  for (int r = 0; r < 4; r++) CHECK_OK(sk_program_run(p, team, b.inputs, b.n_inputs, b.outputs, b.n_outputs));
+  CHECK_OK(sk_program_op_statistics(p, NULL, 0, &n)); /* the count alone */
+  CHECK_MSG(n == 3, "%zu rows", n);
+  sk_op_statistic rows[6], one[1];
+  size_t n1 = 0;
+  CHECK_OK(sk_program_op_statistics(p, one, 1, &n1)); /* too little room: the first, and the count */
+  CHECK(n1 == 3);
+  CHECK_OK(sk_program_op_statistics(p, rows, 3, &n));
+  CHECK(n == 3 && strcmp(one[0].op_type, rows[0].op_type) == 0 && one[0].count == rows[0].count);
+  CHECK_OK(sk_program_write_profile(p, out_dir));
+  csv_row file[8];
+  char header[256], path[256];
+  snprintf(path, sizeof path, "%s/op_statistic.csv", out_dir);
+  CHECK(read_csv(path, file, 8, header, sizeof header) == 3);
+  for (size_t i = 0; i < 3; i++)
+    CHECK_MSG(strcmp(file[i].op, rows[i].op_type) == 0 && strcmp(file[i].core, rows[i].core_type) == 0 &&
+                  file[i].count == rows[i].count && fabs(file[i].total - rows[i].total_us) <= 1e-3 + 1e-3 * rows[i].total_us,
+              "row %zu: file %s %ld vs record %s %lld", i, file[i].op, file[i].count, rows[i].op_type,
+              (long long)rows[i].count);
+  /* Two programs' rows: one key merged (counts and totals added, min and
+   * max of both), ratios over the whole. */
+  memcpy(&rows[3], &rows[0], 3 * sizeof rows[0]);
+  rows[3].min_us = rows[0].min_us / 2, rows[3].max_us = rows[0].max_us * 2;
+  snprintf(path, sizeof path, "%s/merged.csv", out_dir);
+  CHECK_OK(sk_write_op_statistics(path, rows, 6));
+  CHECK(read_csv(path, file, 8, header, sizeof header) == 3);
+  CHECK(strcmp(file[0].op, rows[0].op_type) == 0 && file[0].count == 2 * rows[0].count);
+  CHECK(fabs(file[0].total - 2 * rows[0].total_us) < 2e-3 && fabs(file[0].min - rows[3].min_us) < 1e-3 &&
+        fabs(file[0].max - rows[3].max_us) < 1e-3);
+  double ratio = file[0].ratio + file[1].ratio + file[2].ratio;
+  CHECK_MSG(ratio > 99.9 && ratio < 100.1, "ratios add up to %g", ratio);
+  /* Bad rows are named, and nothing is written. */
+  sk_op_statistic bad = rows[0];
+  snprintf(bad.op_type, sizeof bad.op_type, "a,b");
+  CHECK_FAILS(sk_write_op_statistics(path, &bad, 1), SK_STATUS_INVALID_ARGUMENT, "row 0", "commas");
+  bad = rows[0];
+  memset(bad.core_type, 'x', sizeof bad.core_type);
+  CHECK_FAILS(sk_write_op_statistics(path, &bad, 1), SK_STATUS_INVALID_ARGUMENT, "row 0", "NUL-terminated");
+  bad = rows[0], bad.count = -1;
+  CHECK_FAILS(sk_write_op_statistics(path, &bad, 1), SK_STATUS_INVALID_ARGUMENT, "row 0", ">= 0");
+  CHECK_FAILS(sk_write_op_statistics(NULL, rows, 1), SK_STATUS_INVALID_ARGUMENT, "path is NULL");
+  CHECK_FAILS(sk_write_op_statistics(path, NULL, 1), SK_STATUS_INVALID_ARGUMENT, "rows is NULL");
+  CHECK_FAILS(sk_program_op_statistics(p, NULL, 2, &n), SK_STATUS_INVALID_ARGUMENT, "rows");
+  CHECK_FAILS(sk_program_op_statistics(NULL, rows, 2, &n), SK_STATUS_INVALID_ARGUMENT, "program is NULL");
+  CHECK(unlink(path) == 0);
+  rr_free(&b);
+  sk_program_destroy(p);
+  sk_graph_destroy(g);
+}
+
 /* Profiling changes nothing in the results. */
 static void test_results_unchanged(void) {
   sk_graph *g = model();
@@ -173,7 +234,7 @@ int main(int argc, char **argv) {
   if (argc > 1) out_dir = argv[1];
   sk_team_config cfg = {.struct_size = sizeof cfg, .num_cores = 2};
   if (sk_team_create(&cfg, &team) != SK_STATUS_OK) return 1;
-  static const harness_case cases[] = {TEST_CASE(test_statistics), TEST_CASE(test_results_unchanged),
+  static const harness_case cases[] = {TEST_CASE(test_statistics), TEST_CASE(test_rows_and_merge), TEST_CASE(test_results_unchanged),
                                        TEST_CASE(test_overflow_counted)};
   int rc = harness_run(cases, sizeof cases / sizeof cases[0]);
   /* Leave a profile of a fused run for check_trace.py. */

@@ -26,7 +26,6 @@ import torch
 
 import superkernel
 import superkernel.torch_ops  # noqa: F401  torch.ops.superkernel.*
-from superkernel.backend.profiles import read_op_statistic
 from superkernel.scope import super_kernel
 
 sk = torch.ops.superkernel
@@ -69,7 +68,8 @@ def make_inputs():
 
 def profile(model, inputs, executor, directory, iters):
     """Compiles model with a profiling backend, runs it iters times after a
-    warm-up and writes the profile; returns (outputs, merged csv path)."""
+    warm-up and writes the profile; returns (outputs, merged csv path, the
+    programs' op statistics rows)."""
     backend = superkernel.get_backend(superkernel.CompilerConfig(executor=executor, profiling_dir=directory))
     compiled = torch.compile(model, fullgraph=True, backend=backend, dynamic=False)
     superkernel.set_log_level("info" if executor != "eager" else "warn")  # the JIT's lines: compiled / reused
@@ -78,19 +78,15 @@ def profile(model, inputs, executor, directory, iters):
     backend.reset_profiles()
     for _ in range(iters):
         outputs = compiled(*inputs)
-    return outputs, backend.write_profiles()
+    path = backend.write_profiles()
+    return outputs, path, [row for program in backend.programs() for row in program.op_statistics()]
 
 
-def show(path, iters):
+def show(path, rows, iters):
     print(f"{path} ({iters} runs):")
-    total = 0.0
-    for row in read_op_statistic(path):
-        total += row["Total Time(us)"]
-        print(
-            f"    {row['OP Type']:<22} {row['Core Type']:<8} {row['Count']:4d} launches "
-            f"{row['Total Time(us)']:10.1f} us"
-        )
-    return total
+    for row in rows:
+        print(f"    {row.op_type:<22} {row.core_type:<8} {row.count:4d} launches {row.total_us:10.1f} us")
+    return sum(row.total_us for row in rows)
 
 
 def main(argv=None):
@@ -102,13 +98,13 @@ def main(argv=None):
     model, inputs = SixScopes(), make_inputs()
     with torch.no_grad():
         print("compiling the six scopes (super kernels off):")
-        out_off, csv_off = profile(model, inputs, "eager", os.path.join(args.out, "no_sk_model"), args.iters)
+        out_off, csv_off, rows_off = profile(model, inputs, "eager", os.path.join(args.out, "no_sk_model"), args.iters)
         print("compiling the six scopes (super kernels on):")
-        out_on, csv_on = profile(model, inputs, "auto", os.path.join(args.out, "sk_model"), args.iters)
+        out_on, csv_on, rows_on = profile(model, inputs, "auto", os.path.join(args.out, "sk_model"), args.iters)
         eager = model(*inputs)
 
-    t_off = show(csv_off, args.iters)
-    t_on = show(csv_on, args.iters)
+    t_off = show(csv_off, rows_off, args.iters)
+    t_on = show(csv_on, rows_on, args.iters)
     gain = (t_off - t_on) * 100.0 / t_off if t_off > 0 else 0.0
     print(f"total without super kernels: {t_off:.1f} us, with: {t_on:.1f} us, gain {gain:.2f}%")
     same = all(torch.equal(a, b) and torch.equal(a, c) for a, b, c in zip(out_off, out_on, eager))

@@ -211,6 +211,20 @@ class ProgramStats(_C.Structure):
     ] + [("max_tokens", int64), ("n_token_buckets", size_t)]
 
 
+SK_OP_TYPE_MAX = 64
+
+
+class OpStatistic(_C.Structure):
+    _fields_ = [
+        ("op_type", _C.c_char * SK_OP_TYPE_MAX),
+        ("core_type", _C.c_char * 16),
+        ("count", int64),
+        ("total_us", _C.c_double),
+        ("min_us", _C.c_double),
+        ("max_us", _C.c_double),
+    ]
+
+
 class KernelDesc(_C.Structure):
     _fields_ = [
         ("struct_size", size_t),
@@ -244,6 +258,7 @@ C_STRUCTS = {
     CompileConfig: "sk_compile_config",
     Buffer: "sk_buffer",
     ProgramStats: "sk_program_stats",
+    OpStatistic: "sk_op_statistic",
     KernelDesc: "sk_kernel_desc",
 }
 
@@ -313,6 +328,8 @@ _PROTOTYPES = {
     "sk_jit_cache_clear": (_STATUS, [P(size_t)]),
     "sk_program_write_profile": (_STATUS, [c_void_p, c_char_p]),
     "sk_program_reset_profile": (None, [c_void_p]),
+    "sk_program_op_statistics": (_STATUS, [c_void_p, P(OpStatistic), size_t, P(size_t)]),
+    "sk_write_op_statistics": (_STATUS, [c_char_p, P(OpStatistic), size_t]),
     "sk_program_num_inputs": (size_t, [c_void_p]),
     "sk_program_num_outputs": (size_t, [c_void_p]),
     "sk_program_input_info": (_STATUS, [c_void_p, size_t, P(c_char_p), P(c_int), P(c_int), P(int64)]),

@@ -10,8 +10,8 @@ import ctypes
 import errno
 import os
 import sys
-import threading
 
+from . import _fork
 from .dtypes import DType, to_dtype
 
 
@@ -65,9 +65,10 @@ def _refuse_layout(obj, what):
     """ValueError naming the layout of a sparse, mkldnn or nested tensor
     (the last may report torch.strided: it says it is nested)."""
     nested = "a nested tensor, " if obj.is_nested else ""
+    fix = "use .unbind() or .to_padded_tensor()" if obj.is_nested else "use .to_dense()"
     raise ValueError(
         f"{what}: tensor is {nested}of layout {obj.layout}; superkernel takes dense tensors "
-        "(layout torch.strided: use .to_dense())"
+        f"(layout torch.strided: {fix})"
     )
 
 
@@ -92,11 +93,16 @@ def check_buffer(obj, what, dtype, shape, writable=False):
         raise TypeError(f"{what}: expected dtype {DType(dtype)}, got {got_dtype}")
     if tuple(got_shape) != tuple(shape):
         raise ValueError(f"{what}: expected shape {tuple(shape)}, got {tuple(got_shape)}")
-    if writable:
+    if writable and nbytes:  # nothing is written to an empty output
         if not hasattr(obj, "data_ptr"):
             if not obj.flags.writeable:
                 raise ValueError(f"{what}: array is read-only")
-        elif nbytes and not obj.untyped_storage().resizable():
+            if not _numpy_heap(obj, sys.modules["numpy"].ndarray):
+                # numpy says writeable of memory it was handed (frombuffer of
+                # a ctypes buffer, ctypeslib.as_array, a memmap) without
+                # knowing the protection: probed as torch's is
+                _check_writable(ptr, nbytes, what, "array", ".copy()")
+        elif not obj.untyped_storage().resizable():
             # Memory torch did not allocate (from_numpy, frombuffer, from_file,
             # shared memory): it may be a read-only mapping, which the run
             # would die writing into. Memory from torch's own allocator (a
@@ -105,8 +111,19 @@ def check_buffer(obj, what, dtype, shape, writable=False):
     return ptr, nbytes
 
 
+def _numpy_heap(a, ndarray):
+    """Whether a's memory is numpy's own allocation (a's or that of the
+    array it views, through views of views): writable heap, no probe."""
+    while not a.flags.owndata:
+        a = a.base
+        if not isinstance(a, ndarray):  # memory numpy was handed, or None
+            return False
+    return True
+
+
 # ---- writable memory ---------------------------------------------------------
-# torch has no read-only flag (numpy's is checked above), and a write into a
+# torch has no read-only flag, numpy's (checked above) says writeable of
+# memory numpy was handed whatever its protection, and a write into a
 # read-only page kills the process. The kernel can say without a fault:
 # read(2) into a buffer returns EFAULT when the pages are not writable. So a
 # probe copies a byte of the buffer into a pipe (write(2), which reads it:
@@ -125,16 +142,10 @@ class _Probe:
     and the lock that keeps two threads' bytes apart."""
 
     def __init__(self):
-        self.lock = threading.Lock()
+        _fork.lock(self, "lock")  # fresh in a fork child (_fork.py)
         self.pid = None
         self.fds = None
         self.libc = None
-        os.register_at_fork(after_in_child=self._after_fork)
-
-    def _after_fork(self):
-        # a thread of the parent may have held the lock at the fork: the
-        # child's copy would stay locked
-        self.lock = threading.Lock()
 
     def pipe(self):
         if self.pid != os.getpid():
@@ -144,18 +155,29 @@ class _Probe:
                     getattr(libc, name).argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
                     getattr(libc, name).restype = ctypes.c_ssize_t
                 self.libc = libc
-            if self.fds is not None and self.pid is not None:
-                # the parent's pipe, inherited: closed here only (the parent keeps its own)
-                for fd in self.fds:
-                    os.close(fd)
+            # A pipe of a parent not closed by forget (a fork from C, without
+            # Python's fork hooks) is left open: by now the child may have
+            # closed those numbers and opened its own files on them.
             r, w = os.pipe()
             os.set_blocking(r, False)
             os.set_blocking(w, False)
             self.fds, self.pid = (r, w), os.getpid()
         return self.fds
 
+    def forget(self):
+        """In a fork child, before any of its own code runs (so the numbers
+        are still the parent's pipe): the inherited pipe closed; the child
+        makes its own at its first probe."""
+        for fd in self.fds or ():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds = self.pid = None
+
 
 _PROBE = _Probe()
+os.register_at_fork(after_in_child=_PROBE.forget)
 
 
 def _probe_byte(libc, r, w, address):
@@ -165,10 +187,15 @@ def _probe_byte(libc, r, w, address):
     if libc.read(r, address, 1) == 1:
         return None
     e = ctypes.get_errno()
-    scratch = ctypes.create_string_buffer(64)
-    while libc.read(r, scratch, len(scratch)) > 0:  # the byte left in the pipe goes
-        pass
+    _drain(libc, r)  # the byte left in the pipe goes
     return _fault("read-only", e)
+
+
+def _drain(libc, r):
+    """Empties the (non-blocking) pipe."""
+    scratch = ctypes.create_string_buffer(64)
+    while libc.read(r, scratch, len(scratch)) > 0:
+        pass
 
 
 def _fault(why, e):
@@ -177,15 +204,20 @@ def _fault(why, e):
     return why
 
 
-def _check_writable(ptr, nbytes, what):
-    """ValueError naming what when [ptr, ptr + nbytes) cannot be written."""
+def _check_writable(ptr, nbytes, what, kind="tensor", copy=".clone()"):
+    """ValueError naming what (a kind: tensor or array) when
+    [ptr, ptr + nbytes) cannot be written."""
     with _PROBE.lock:
         r, w = _PROBE.pipe()
         libc = _PROBE.libc
+        # A byte left by a probe interrupted between its write and its read
+        # (KeyboardInterrupt) would be read back into this buffer: dropped
+        # first, at the cost of one read(2) that finds the pipe empty.
+        _drain(libc, r)
         for address in {ptr, ptr + nbytes - 1}:
             why = _probe_byte(libc, r, w, address)
             if why is not None:
                 raise ValueError(
-                    f"{what}: the tensor's memory is {why} (at {address:#x}: a read-only mapping, e.g. a "
-                    "read-only mmap or a file opened for reading); an output must be writable (use a copy: .clone())"
+                    f"{what}: the {kind}'s memory is {why} (at {address:#x}: a read-only mapping, e.g. a "
+                    f"read-only mmap or a file opened for reading); an output must be writable (use a copy: {copy})"
                 )

@@ -19,6 +19,9 @@ from .errors import InvalidStateError
 from .team import Team, shared_team  # noqa: F401  (Team is part of this module's API)
 
 IOInfo = namedtuple("IOInfo", "name dtype shape")
+# A row of op_statistic.csv (sk_op_statistic): the launches of one op type
+# (or "SuperKernel") on one core type.
+OpStatistic = namedtuple("OpStatistic", "op_type core_type count total_us min_us max_us")
 
 def _executor_names():
     lib, names = _lib.lib(), []
@@ -322,6 +325,41 @@ class Program(Owned):
 
     def reset_profile(self):
         self._lib.sk_program_reset_profile(self.handle)
+
+    def op_statistics(self):
+        """The rows of op_statistic.csv for the runs so far, as OpStatistic
+        records (sk_program_op_statistics)."""
+        rows, n = None, ctypes.c_size_t(0)
+        while True:
+            capacity = n.value
+            rows = (_lib.OpStatistic * capacity)() if capacity else None
+            _lib.check(self._lib.sk_program_op_statistics(self.handle, rows, capacity, ctypes.byref(n)))
+            if n.value <= capacity:  # else a run in another thread added rows: again, with room
+                break
+        return [
+            OpStatistic(r.op_type.decode(), r.core_type.decode(), r.count, r.total_us, r.min_us, r.max_us)
+            for r in (rows[: n.value] if n.value else [])
+        ]
+
+
+def write_op_statistics(path, rows):
+    """Writes OpStatistic rows (of one program or several: rows of one op
+    type and core type added up) as an op_statistic.csv at path
+    (sk_write_op_statistics)."""
+    rows = list(rows)
+    array = (_lib.OpStatistic * max(len(rows), 1))()
+    for i, (c, r) in enumerate(zip(array, rows)):
+        for field in ("op_type", "core_type"):
+            text = _lib.encode(getattr(r, field), f"write_op_statistics: row {i}: {field}")
+            room = getattr(_lib.OpStatistic, field).size
+            if len(text) >= room:
+                raise ValueError(f"write_op_statistics: row {i}: {field} {text!r} is longer than {room - 1} bytes")
+            setattr(c, field, text)
+        c.count = _lib.as_int(r.count, f"write_op_statistics: row {i}: count", 0, 2**63 - 1)
+        c.total_us, c.min_us, c.max_us = float(r.total_us), float(r.min_us), float(r.max_us)
+    name = _lib.encode(os.fsencode(path), "write_op_statistics: path")
+    _lib.check(_lib.lib().sk_write_op_statistics(name, array, len(rows)))
+    return os.fspath(path)
 
 
 class RunContext(Owned):

@@ -21,7 +21,15 @@ Inputs that cannot require grad (integer routing indices, group lists)
 get None. The formulas compute in fp32 for fp16 / bf16 tensors where
 torch's own kernels do (norms, activations) and return each gradient in
 its input's dtype.
+
+Each rule declares which inputs' values its derivative reads, and only
+those are saved for backward, as torch's own formulas do: a saved input
+changed in place after the op (which torch allows where its derivative
+does not read it) would make backward raise, and it would stay alive until
+backward. The others leave only their shape and dtype.
 """
+
+import math
 
 import torch
 
@@ -62,6 +70,11 @@ def register(spec, lib):
     rule = _RULES.get(spec.op)
 
     def setup_context(ctx, inputs, output, keyword_only_inputs=None):
+        ctx.attrs = dict(keyword_only_inputs or {})
+        if rule is None:
+            ctx.why = "the library computes its forward only"
+        else:  # decided from dtypes and which inputs are given: known now
+            ctx.why = rule.refuse(inputs, ctx.attrs) if rule.refuse is not None else None
         # the inputs flat (a list input is its tensors, None stays None) and
         # each one's length (None: not a list), to be rebuilt in backward
         flat, lengths = [], []
@@ -69,11 +82,14 @@ def register(spec, lib):
             lengths.append(len(v) if isinstance(v, (list, tuple)) else None)
             flat.extend(v if isinstance(v, (list, tuple)) else [v])
         ctx.lengths = lengths
-        ctx.attrs = dict(keyword_only_inputs or {})
-        ctx.save_for_backward(*flat)
+        # a refused input is handed to the lazy error (_refuse): all kept
+        keep = [True] * len(flat) if ctx.why is not None else _kept(rule.saves, inputs)
+        ctx.stand_ins = [_Meta(t) if t is not None and not k else None for t, k in zip(flat, keep)]
+        ctx.save_for_backward(*[t if k else None for t, k in zip(flat, keep)])
 
     def backward(ctx, *grads):
-        flat, args, at = ctx.saved_tensors, [], 0
+        flat = [t if m is None else m for t, m in zip(ctx.saved_tensors, ctx.stand_ins)]
+        args, at = [], 0
         for n in ctx.lengths:
             args.append(flat[at] if n is None else list(flat[at : at + n]))
             at += 1 if n is None else n
@@ -81,15 +97,11 @@ def register(spec, lib):
         if len(grads) == 1 and isinstance(grads[0], (list, tuple)):
             grads = tuple(grads[0])
         needs = ctx.needs_input_grad
-        if rule is not None:
-            why = rule.refuse(args, ctx.attrs) if rule.refuse is not None else None
-            if why is None:
-                out = rule.grad(needs, grads, args, ctx.attrs)
-                return tuple(_in_dtype(_needed(g, n), a) for g, n, a in zip(out, needs, args))
-        else:
-            why = "the library computes its forward only"
+        if ctx.why is None:
+            out = rule.grad(needs, grads, args, ctx.attrs)
+            return tuple(_in_dtype(_needed(g, n), a) for g, n, a in zip(out, needs, args))
         grad = next(g for g in grads if isinstance(g, torch.Tensor))
-        return tuple(_refused(grad, spec, needs, args, why))
+        return tuple(_refused(grad, spec, needs, args, ctx.why))
 
     torch.library.register_autograd(f"{NAMESPACE}::{spec.op}", backward, setup_context=setup_context, lib=lib)
 
@@ -121,10 +133,48 @@ def _in_dtype(g, a):
 class _Rule:
     """grad(needs, grads, args, attrs) -> one gradient per input
     (a list for a list input); refuse(args, attrs) -> why the case has no
-    derivative here, or None."""
+    derivative here, or None (it reads only dtypes and which inputs are
+    given: called in the forward); saves {i: (j, ...)}: input i's values
+    are saved for backward when input j's gradient is needed (a list's
+    entries pair with another list's entries of the same index). grad gets
+    any other input as a _Meta."""
 
-    def __init__(self, grad, refuse=None):
-        self.grad, self.refuse = grad, refuse
+    def __init__(self, grad, refuse=None, saves=None):
+        self.grad, self.refuse, self.saves = grad, refuse, saves or {}
+
+
+class _Meta:
+    """An input whose values the derivative does not read: what it reads."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, t):
+        self.shape, self.dtype = t.shape, t.dtype
+
+
+def _kept(saves, inputs):
+    """For each input, flat as setup_context lays them out: whether to save it."""
+    # requires_grad, not ctx.needs_input_grad: the latter is flat over what
+    # the dispatcher passed (defaulted inputs dropped) plus torch's metadata
+    needs = [[_requires_grad(t) for t in v] if isinstance(v, (list, tuple)) else _requires_grad(v) for v in inputs]
+    keep = []
+    for i, v in enumerate(inputs):
+        users = [needs[j] for j in saves.get(i, ())]
+        if isinstance(v, (list, tuple)):
+            keep.extend(any(u[e] if isinstance(u, list) else u for u in users) for e in range(len(v)))
+        else:
+            keep.append(any(any(u) if isinstance(u, list) else u for u in users))
+    return keep
+
+
+def _requires_grad(t):
+    return isinstance(t, torch.Tensor) and t.requires_grad
+
+
+def _rows(t):
+    """The row count of t as a matrix [rows, last dim]: explicit, since
+    reshape(-1, 0) of an empty tensor cannot infer it."""
+    return math.prod(t.shape[:-1])
 
 
 def _sum_to(g, shape):
@@ -216,7 +266,7 @@ def _norm_grads(v, gamma, eps, gy, grstd):
     gn = gy.float() * gamma.float()
     gv = rstd * (gn - n * (gn * n).mean(-1, keepdim=True))
     gv = gv - grstd.float() * rstd.pow(3) * v / h
-    ggamma = (gy.float() * n).reshape(-1, h).sum(0)
+    ggamma = (gy.float() * n).reshape(_rows(v), h).sum(0)
     return gv, ggamma
 
 
@@ -241,9 +291,9 @@ def _linear_grad(needs, grads, args, attrs):
     x, w, b = args
     g = grads[0]
     n, k = w.shape
-    g2 = g.reshape(-1, n)
+    g2 = g.reshape(_rows(g), n)
     gx = (g2 @ w).reshape(x.shape) if needs[0] else None
-    gw = g2.t() @ x.reshape(-1, k) if needs[1] else None
+    gw = g2.t() @ x.reshape(_rows(x), k) if needs[1] else None
     gb = g2.sum(0) if b is not None and needs[2] else None
     return gx, gw, gb
 
@@ -274,16 +324,24 @@ def _gmm_grad(needs, grads, args, attrs):
     gxs, gws, gbs = [], [], []
     for i, (x, w) in enumerate(zip(xs, ws)):
         g = grads[i]
-        wk = w.t() if transposed else w  # [K, N]
-        k, n = wk.shape
-        g2 = g.reshape(-1, n)
-        gxs.append((g2 @ wk.t().to(g.dtype)).reshape(x.shape) if needs[0][i] else None)
-        gw = x.reshape(-1, k).t().to(g.dtype) @ g2 if needs[1][i] else None
+        n, k = w.shape if transposed else tuple(reversed(w.shape))  # w: [N, K] or [K, N]
+        g2 = g.reshape(_rows(g), n)
+        gx = gw = None
+        if needs[0][i]:  # w is saved
+            gx = (g2 @ (w if transposed else w.t()).to(g.dtype)).reshape(x.shape)
+        if needs[1][i]:  # x is saved
+            gw = x.reshape(_rows(x), k).t().to(g.dtype) @ g2
+        gxs.append(gx)
         gws.append(gw.t() if gw is not None and transposed else gw)
         gbs.append(g2.float().sum(0) if bias and needs[2][i] else None)
     return gxs, gws, (gbs if bias else None), None, None, None, None
 
 
+# saves: the operands whose values a product's gradients read, crosswise:
+# d(x @ w) / dx reads w, d / dw reads x; a bias is read for its shape only.
+_PRODUCT = {0: (1,), 1: (0,)}
+
+# The views, copies and add read shapes only: nothing saved.
 _RULES = {
     "reshape": _Rule(_reshape_back),
     "squeeze": _Rule(_reshape_back),
@@ -292,14 +350,14 @@ _RULES = {
     "concat": _Rule(_concat_grad),
     "cast": _Rule(_cast_grad),
     "add": _Rule(_binary_grad("add")),
-    "mul": _Rule(_binary_grad("mul")),
-    "square": _Rule(_square_grad),
-    "gelu": _Rule(_gelu_grad),
-    "swiglu": _Rule(_swiglu_grad),
-    "rms_norm": _Rule(_rms_norm_grad),
-    "add_rms_norm": _Rule(_add_rms_norm_grad),
-    "linear": _Rule(_linear_grad),
-    "grouped_matmul": _Rule(_gmm_grad, _gmm_refuse),
+    "mul": _Rule(_binary_grad("mul"), saves=_PRODUCT),  # x * scalar: nothing
+    "square": _Rule(_square_grad, saves={0: (0,)}),
+    "gelu": _Rule(_gelu_grad, saves={0: (0,)}),
+    "swiglu": _Rule(_swiglu_grad, saves={0: (0,)}),
+    "rms_norm": _Rule(_rms_norm_grad, saves={0: (0, 1), 1: (0, 1)}),
+    "add_rms_norm": _Rule(_add_rms_norm_grad, saves={i: (0, 1, 2) for i in range(3)}),
+    "linear": _Rule(_linear_grad, saves=_PRODUCT),
+    "grouped_matmul": _Rule(_gmm_grad, _gmm_refuse, saves=_PRODUCT),
 }
 
 DIFFERENTIABLE = frozenset(_RULES)

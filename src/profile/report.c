@@ -1,8 +1,7 @@
-/* Writing a program's profile: op_statistic.csv (one row per op type and
- * core type, super kernels as "SuperKernel") and trace.json (Chrome Trace
- * Event format: one track per core plus the host's, a slice per sub-kernel
- * block, wait, barrier, eager block and launch). Opens in Perfetto or
- * chrome://tracing. */
+/* Writing a program's profile: op_statistic.csv (profile/statistics.c) and
+ * trace.json (Chrome Trace Event format: one track per core plus the
+ * host's, a slice per sub-kernel block, wait, barrier, eager block and
+ * launch). Opens in Perfetto or chrome://tracing. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,12 +17,6 @@
 #include "program/plan.h"
 #include "program/tokens.h"
 #include "runtime/team.h"
-
-/* "AIC" for cube work, "AIV" for vector, "MIX_AIC" for both: the seed's
- * Core Type column. */
-static const char *op_core_type(sk__kernel_kind kind) {
-  return kind == SK_KERNEL_CUBE ? "AIC" : kind == SK_KERNEL_VECTOR ? "AIV" : "MIX_AIC";
-}
 
 static sk_status make_dir(const char *dir) {
   char path[4096];
@@ -41,36 +34,8 @@ static sk_status make_dir(const char *dir) {
   return SK_STATUS_OK;
 }
 
-typedef struct stat_row {
-  const char *op_type, *core_type;
-  long count;
-  double total, min, max;
-} stat_row;
-
-/* The step's row key: an eager op's type and core type, or SuperKernel
- * with the super kernel's core type. */
-static void step_key(const sk_program *p, int32_t step, const char **op_type, const char **core_type) {
-  const sk__step *s = &p->steps[step];
-  if (s->plan) {
-    *op_type = "SuperKernel";
-    *core_type = sk__sk_core_type(s->plan->type);
-  } else {
-    *op_type = p->nodes[s->node].def->type;
-    *core_type = op_core_type(p->nodes[s->node].def->kind);
-  }
-}
-
-/* A report file is written as a temporary beside its name (0600, like
- * everything the library writes) and renamed over the name once complete:
- * never through a symbolic link, which would overwrite its target wherever
- * it points, and never half-written over a previous report. */
-typedef struct report_file {
-  FILE *f;
-  const char *path;
-  char tmp[4300];
-} report_file;
-
-static sk_status report_open(report_file *r, const char *path) {
+/* (report.h) */
+sk_status sk__report_open(sk__report_file *r, const char *path) {
   r->f = NULL;
   r->path = path;
   struct stat lst;
@@ -88,7 +53,7 @@ static sk_status report_open(report_file *r, const char *path) {
   return SK_STATUS_OK;
 }
 
-static sk_status report_commit(report_file *r) {
+sk_status sk__report_commit(sk__report_file *r) {
   bool ok = !ferror(r->f);
   int err = ok ? 0 : EIO;
   if (fclose(r->f) != 0 && ok) ok = false, err = errno;
@@ -96,43 +61,6 @@ static sk_status report_commit(report_file *r) {
   if (ok) return SK_STATUS_OK;
   unlink(r->tmp);
   return sk__fail(SK_STATUS_SYSTEM_ERROR, "profile: cannot write %s: %s", r->path, strerror(err));
-}
-
-static sk_status write_statistics(const sk__profile *prof, const sk_program *p, double tsc_per_us, const char *path) {
-  const sk__prof_core *host = &prof->cores[prof->n_cores];
-  stat_row *rows = calloc(p->n_steps + 1, sizeof *rows);
-  if (!rows) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "profile: out of memory");
-  size_t n_rows = 0;
-  double grand = 0;
-  for (size_t r = 0; r < host->count; r++) {
-    const sk__prof_record *rec = &host->records[r];
-    if (rec->kind != SK_PROF_LAUNCH) continue;
-    const char *op_type, *core_type;
-    step_key(p, rec->step, &op_type, &core_type);
-    size_t i = 0;
-    while (i < n_rows && !(strcmp(rows[i].op_type, op_type) == 0 && strcmp(rows[i].core_type, core_type) == 0)) i++;
-    if (i == n_rows) rows[n_rows++] = (stat_row){op_type, core_type, 0, 0, 1e300, 0};
-    double us = (double)(rec->t1 - rec->t0) / tsc_per_us;
-    rows[i].count++;
-    rows[i].total += us;
-    if (us < rows[i].min) rows[i].min = us;
-    if (us > rows[i].max) rows[i].max = us;
-    grand += us;
-  }
-  report_file r;
-  sk_status st = report_open(&r, path);
-  if (st != SK_STATUS_OK) {
-    free(rows);
-    return st;
-  }
-  FILE *f = r.f;
-  fprintf(f, "OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%%)\n");
-  for (size_t i = 0; i < n_rows; i++)
-    fprintf(f, "%s,%s,%ld,%.3f,%.3f,%.3f,%.3f,%.2f\n", rows[i].op_type, rows[i].core_type, rows[i].count, rows[i].total,
-            rows[i].min, rows[i].total / (double)rows[i].count, rows[i].max,
-            grand > 0 ? rows[i].total * 100.0 / grand : 0.0);
-  free(rows);
-  return report_commit(&r);
 }
 
 /* JSON string with quotes, backslashes and control characters escaped. */
@@ -178,8 +106,8 @@ static void write_event(FILE *f, const sk_program *p, const sk__prof_record *rec
 }
 
 static sk_status write_trace(const sk__profile *prof, const sk_program *p, double tsc_per_us, const char *path) {
-  report_file out;
-  SK_RETURN_IF_ERROR(report_open(&out, path));
+  sk__report_file out;
+  SK_RETURN_IF_ERROR(sk__report_open(&out, path));
   FILE *f = out.f;
   uint64_t origin = prof->tsc_origin;
   for (int c = 0; c <= prof->n_cores; c++)
@@ -201,7 +129,7 @@ static sk_status write_trace(const sk__profile *prof, const sk_program *p, doubl
     dropped += prof->cores[c].dropped;
   }
   fprintf(f, "\n],\"otherData\":{\"dropped_records\":%zu,\"tsc_per_us\":%.3f}}\n", dropped, tsc_per_us);
-  return report_commit(&out);
+  return sk__report_commit(&out);
 }
 
 sk_status sk__profile_write(sk__profile *prof, const sk_program *p, const char *dir) {
@@ -209,7 +137,7 @@ sk_status sk__profile_write(sk__profile *prof, const sk_program *p, const char *
   double tsc_per_us = sk__profile_tsc_per_us(prof);
   char path[4200];
   snprintf(path, sizeof path, "%s/op_statistic.csv", dir);
-  SK_RETURN_IF_ERROR(write_statistics(prof, p, tsc_per_us, path));
+  SK_RETURN_IF_ERROR(sk__write_program_statistics(prof, p, tsc_per_us, path));
   snprintf(path, sizeof path, "%s/trace.json", dir);
   SK_RETURN_IF_ERROR(write_trace(prof, p, tsc_per_us, path));
   size_t dropped = 0;
@@ -234,6 +162,28 @@ sk_status sk_program_write_profile(sk_program *p, const char *dir) {
                                        "a scope with profiling=1, and run the program)");
   sk__fork_mutex_unlock(&p->profile_lock);
   return st;
+}
+
+sk_status sk_program_op_statistics(sk_program *p, sk_op_statistic *rows, size_t capacity, size_t *n_rows) {
+  sk__clear_error();
+  if (!p || !n_rows || (!rows && capacity))
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_op_statistics: %s is NULL",
+                    !p ? "program" : !n_rows ? "n_rows" : "rows (with a capacity)");
+  SK_RETURN_IF_ERROR(sk__refuse_in_block("sk_program_op_statistics"));
+  p = sk__tokens_last_run(p);
+  sk__fork_mutex_lock(&p->profile_lock);
+  sk_op_statistic *all = NULL;
+  size_t n = 0;
+  sk_status st = p->profile ? sk__op_statistics(p->profile, p, sk__profile_tsc_per_us(p->profile), &all, &n)
+                            : sk__fail(SK_STATUS_INVALID_STATE,
+                                       "sk_program_op_statistics: nothing recorded (compile with cfg.profile = 1, or "
+                                       "a scope with profiling=1, and run the program)");
+  sk__fork_mutex_unlock(&p->profile_lock);
+  if (st != SK_STATUS_OK) return st;
+  if (n && capacity) memcpy(rows, all, (n < capacity ? n : capacity) * sizeof *rows);
+  free(all);
+  *n_rows = n;
+  return SK_STATUS_OK;
 }
 
 void sk_program_reset_profile(sk_program *p) {

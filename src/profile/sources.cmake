@@ -1,3 +1,4 @@
 list(APPEND SK_SOURCES
   profile/report.c
+  profile/statistics.c
 )

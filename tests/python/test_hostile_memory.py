@@ -8,14 +8,19 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
 import torch
+from _forking import in_fork
 from conftest import assert_bitwise
 
 import superkernel as sk
-from superkernel import scope
+from superkernel import buffers, scope
+from superkernel.dtypes import to_dtype
+
+F32 = to_dtype("fp32")
 
 
 def _add_program(n=4, team=None):
@@ -212,6 +217,133 @@ def test_read_only_probe_works_in_a_forked_child():
     )
     assert r.returncode == 0, (r.stdout, r.stderr[-2000:])
     assert "child 0" in r.stdout and "parent [4.0, 4.0, 4.0, 4.0]" in r.stdout, r.stdout
+
+
+def _probed():
+    """An output the probe looks at (torch did not allocate its memory)."""
+    return torch.from_numpy(np.zeros(16, np.float32))
+
+
+def test_fork_child_probe_never_closes_its_own_files_on_the_parents_pipe_numbers(tmp_path):
+    """A child that closed the inherited descriptors and opened its own
+    files on the same numbers (daemonizing) keeps them: the inherited pipe
+    is closed at the fork, not later by number."""
+    buffers.check_buffer(_probed(), "output y", F32, (16,), True)  # the parent's pipe exists
+    r, w = buffers._PROBE.fds
+
+    def child():
+        closed = [_closed(fd) for fd in (r, w)]  # the inherited pipe, closed at the fork
+        with open(tmp_path / "log", "wb") as log:
+            for fd in (r, w):
+                os.dup2(log.fileno(), fd)  # the child's own file on the pipe's numbers
+            buffers.check_buffer(_probed(), "output y", F32, (16,), True)  # the child's first probe
+            for fd in (r, w):
+                os.write(fd, b"mine ")
+            for fd in (r, w):
+                os.close(fd)
+        return closed, buffers._PROBE.pid == os.getpid()
+
+    assert in_fork(child) == ([True, True], True)
+    assert (tmp_path / "log").read_bytes() == b"mine mine "
+    assert buffers._PROBE.fds == (r, w)  # the parent's own pipe, still in use
+    buffers.check_buffer(_probed(), "output y", F32, (16,), True)
+
+
+def _closed(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+def test_probe_drops_a_byte_an_interrupted_probe_left_in_the_pipe():
+    """A probe interrupted between its write and its read leaves a byte in
+    the pipe; the next probe read it back into its own output."""
+    out = _probed()
+    buffers.check_buffer(out, "output y", F32, (16,), True)
+    os.write(buffers._PROBE.fds[1], b"\x7f")  # as the interrupted probe left it
+    buffers.check_buffer(out, "output y", F32, (16,), True)
+    assert torch.equal(out, torch.zeros(16)), out
+
+
+# ---- numpy outputs over memory numpy did not allocate ---------------------------
+
+_NUMPY_READ_ONLY_CHILD = """
+import ctypes, numpy as np, superkernel as sk
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+page = libc.mmap(None, 4096, 1, 0x22, -1, 0)  # PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS
+buf = (ctypes.c_float * 1024).from_address(page)
+g = sk.Graph()
+x = g.add_input("x", "fp32", (16,))
+(y,) = g.add_op("square", {"x": x})
+g.mark_output(y, "y")
+p = g.compile(executor="eager")
+outs = {
+    "as_array": np.ctypeslib.as_array(buf)[:16],
+    "frombuffer": np.frombuffer(buf, np.float32, count=16),
+    "view_of_view": np.frombuffer(buf, np.float32).reshape(64, 16)[63][None][0],
+}
+for how, out in outs.items():
+    print(how, "writeable", out.flags.writeable)  # numpy does not know
+    for call in ("run", "bind"):
+        try:
+            if call == "run":
+                p.run(np.ones(16, np.float32), outputs=[out])
+            else:
+                p.run_context().bind("output", 0, out)
+            print(how, call, "wrote")
+        except ValueError as e:
+            print(how, call, "refused:", e)
+"""
+
+
+def test_numpy_output_over_read_only_memory_numpy_calls_writeable_is_refused():
+    """numpy reports memory it was handed (ctypes, frombuffer) as writeable
+    whatever its protection: the run died with SIGSEGV. In a child, so a
+    regression fails here instead of killing the suite."""
+    r = _child(_NUMPY_READ_ONLY_CHILD)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-2000:])
+    for how in ("as_array", "frombuffer", "view_of_view"):
+        assert f"{how} writeable True" in r.stdout, r.stdout
+        for call in ("run", "bind"):
+            assert f"{how} {call} refused: output y: the array's memory is read-only" in r.stdout, r.stdout
+
+
+def test_numpy_outputs_of_numpy_memory_are_not_probed_and_foreign_writable_ones_run(monkeypatch):
+    p = _add_program(16)
+    a = np.arange(16, dtype=np.float32)
+    probed = []
+    real = buffers._check_writable
+    monkeypatch.setattr(buffers, "_check_writable", lambda *args: probed.append(args[2]) or real(*args))
+    own = np.zeros(16, np.float32)
+    for out in (own, own[::1], own.reshape(4, 4).reshape(16)):  # numpy's heap, through views: no probe
+        p.run(a, a, outputs=[out])
+        assert (out == 2 * a).all()
+    assert probed == []
+    foreign = np.frombuffer(bytearray(64), np.float32)  # writable memory numpy did not allocate
+    p.run(a, a, outputs=[foreign])
+    assert (foreign == 2 * a).all() and probed == ["output z"]
+
+
+def test_empty_read_only_outputs_are_accepted_as_torch_ones_are():
+    """Nothing is written to a zero-size output: a read-only numpy one was
+    refused where the torch tensor over the same memory ran."""
+    g = sk.Graph()
+    x = g.add_input("x", "fp32", (0,))
+    (y,) = g.add_op("square", {"x": x})
+    g.mark_output(y, "y")
+    p = g.compile(executor="eager")
+    out = np.zeros(0, np.float32)
+    out.setflags(write=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns of the read-only array
+        as_torch = torch.from_numpy(out)
+    for o in (out, as_torch):
+        p.run(np.zeros(0, np.float32), outputs=[o])
+        p.run_context().bind("output", 0, o)
 
 
 # ---- item 7: torch's lazy negative / conjugate bits ---------------------------

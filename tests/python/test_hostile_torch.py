@@ -9,6 +9,7 @@ it gives eager's gradients; under no_grad it is fused."""
 
 import re
 import warnings
+import weakref
 
 import pytest
 import torch
@@ -88,6 +89,106 @@ def test_only_inputs_that_require_grad_get_one():
     x, w = _randn(4, 8).requires_grad_(), _randn(5, 8)
     sk.linear(x, w).sum().backward()
     assert x.grad is not None and w.grad is None
+
+
+# ---- what a derivative saves ----------------------------------------------------
+
+# (name, the superkernel call, torch's computation of the same, input shapes,
+# whether the derivative reads the first input's values). Only the first input
+# changes in place after the op: torch allows it where its own derivative does
+# not read the values, and so must these; where it does read them, both raise.
+FROZEN = _randn(8, 3)
+IN_PLACE_AFTER = [
+    ("add", lambda x, y: sk.add(x, y), lambda x, y: x + y, [(6, 8), (6, 8)], False),
+    ("add_scalar", lambda x: sk.add(x, scalar=0.5), lambda x: x + 0.5, [(6, 8)], False),
+    ("reshape", lambda x: sk.reshape(x, shape=[4, -1]), lambda x: x.reshape(4, -1), [(6, 8)], False),
+    ("squeeze", lambda x: sk.squeeze(x, dims=[1]), lambda x: x.squeeze(1), [(6, 1, 8)], False),
+    ("unsqueeze", lambda x: sk.unsqueeze(x, dim=1), lambda x: x.unsqueeze(1), [(6, 8)], False),
+    ("slice", lambda x: sk.slice(x, start=1, end=5), lambda x: x[1:5], [(6, 8)], False),
+    ("concat", lambda x, y: sk.concat([x, y], dim=1), lambda x, y: torch.cat([x, y], 1), [(6, 8), (6, 3)], False),
+    ("cast", lambda x: sk.cast(x, dtype=torch.bfloat16), lambda x: x.to(torch.bfloat16), [(6, 8)], False),
+    ("mul_scalar", lambda x: sk.mul(x, scalar=2.0), lambda x: x * 2.0, [(6, 8)], False),
+    ("mul_by_frozen", lambda x: sk.mul(x, FROZEN[:, :1].t()), lambda x: x * FROZEN[:, :1].t(), [(6, 8)], False),
+    ("linear_frozen_weight", lambda x: sk.linear(x, FROZEN.t()), lambda x: F.linear(x, FROZEN.t()), [(6, 8)], False),
+    ("grouped_matmul_frozen_weight", lambda x: sk.grouped_matmul([x], [FROZEN])[0], lambda x: x @ FROZEN,
+     [(6, 8)], False),
+    ("mul", lambda x, y: sk.mul(x, y), lambda x, y: x * y, [(6, 8), (6, 8)], True),
+    ("square", lambda x: sk.square(x), lambda x: x * x, [(6, 8)], True),
+    ("gelu", lambda x: sk.gelu(x), lambda x: F.gelu(x, approximate="tanh"), [(6, 8)], True),
+    ("linear", lambda x, w: sk.linear(x, w), F.linear, [(6, 8), (3, 8)], True),
+]
+
+
+def _grads_after_in_place(fn, inputs, weight):
+    """The leaves' gradients of sum(fn(...) * weight), the first input
+    (not a leaf: it may change in place) changed in place after fn."""
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    args = [t * 1 for t in leaves]
+    out = fn(*args)
+    args[0].add_(1)
+    (out.float() * weight).sum().backward()
+    return [t.grad for t in leaves]
+
+
+@pytest.mark.parametrize("case", IN_PLACE_AFTER, ids=[c[0] for c in IN_PLACE_AFTER])
+def test_input_changed_in_place_after_the_op_behaves_as_in_torch(case):
+    """Each derivative saves only what it reads: before, every input was
+    saved, and backward raised for an in-place change torch allows."""
+    name, fn, ref, shapes, reads = case
+    inputs = [_randn(*s) for s in shapes]
+    with torch.no_grad():
+        weight = _randn(*ref(*inputs).shape)
+    modified = "modified by an inplace operation"
+    if reads:
+        for f in (ref, fn):  # torch's raises too: the case checks what it says
+            with pytest.raises(RuntimeError, match=modified):
+                _grads_after_in_place(f, inputs, weight)
+        return
+    want = _grads_after_in_place(ref, inputs, weight)
+    got = _grads_after_in_place(fn, inputs, weight)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and g.shape == w.shape, f"{name}: input {i}"
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5, msg=f"{name}: input {i}")
+
+
+@pytest.mark.parametrize("op", ["reshape", "slice", "add", "cast"])
+def test_shape_only_derivative_does_not_keep_its_input_alive(op):
+    fn = {"reshape": lambda a: sk.reshape(a, shape=[-1]), "slice": lambda a: sk.slice(a, start=1),
+          "add": lambda a: sk.add(a, scalar=1.0), "cast": lambda a: sk.cast(a, dtype=torch.float16)}[op]
+    a = _randn(4, 3).requires_grad_() * 1  # its own producer (mul by a number) does not save it
+    alive = weakref.ref(a)
+    y = fn(a)
+    del a
+    assert alive() is None, f"{op}: the input is kept until backward"
+    y.float().sum().backward()
+
+
+# ---- empty matrices -------------------------------------------------------------
+
+# (name, superkernel call, torch's, shapes): N = 0 or K = 0
+EMPTY_PRODUCTS = [
+    ("linear_n0", lambda x, w: sk.linear(x, w), F.linear, [(3, 4), (0, 4)]),
+    ("linear_k0", lambda x, w: sk.linear(x, w), F.linear, [(2, 3, 0), (5, 0)]),
+    ("linear_n0_bias", lambda x, w, b: sk.linear(x, w, b), F.linear, [(3, 4), (0, 4), (0,)]),
+    ("grouped_matmul_k0", lambda x, w: sk.grouped_matmul([x], [w])[0], lambda x, w: x @ w, [(3, 0), (0, 5)]),
+    ("grouped_matmul_n0", lambda x, w: sk.grouped_matmul([x], [w])[0], lambda x, w: x @ w, [(3, 4), (4, 0)]),
+    ("grouped_matmul_transposed_k0", lambda x, w: sk.grouped_matmul([x], [w], transpose_weight=1)[0],
+     lambda x, w: x @ w.t(), [(3, 0), (5, 0)]),
+]
+
+
+@pytest.mark.parametrize("case", EMPTY_PRODUCTS, ids=[c[0] for c in EMPTY_PRODUCTS])
+def test_empty_product_gradients_match_torch(case):
+    """reshape(-1, 0) of an empty gradient cannot infer -1: backward raised."""
+    name, fn, ref, shapes = case
+    inputs = [_randn(*s) for s in shapes]
+    with torch.no_grad():
+        weight = _randn(*ref(*inputs).shape)
+    _, got = _grads(fn, inputs, [weight])
+    _, want = _grads(ref, inputs, [weight])
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g is not None and g.shape == w.shape, f"{name}: input {i}"
+        torch.testing.assert_close(g, w, msg=f"{name}: input {i}")
 
 
 def _moe_routing(x):

@@ -209,6 +209,24 @@ def test_write_profile(tmp_path, team):
     assert rows[1][0] == "SuperKernel" and rows[1][2] == "3"
     with open(out / "trace.json") as f:
         assert json.load(f)
+    # the same rows as records, from the library (no csv read back)
+    records = p.op_statistics()
+    assert [(r.op_type, r.core_type, str(r.count)) for r in records] == [tuple(row[:3]) for row in rows[1:]]
+    assert all(r.min_us <= r.total_us / r.count <= r.max_us for r in records)
+    # two programs' rows merged into one file by the library
+    merged = sk.program.write_op_statistics(str(tmp_path / "merged.csv"), records + records)
+    with open(merged) as f:
+        both = list(csv.reader(f))
+    assert [(row[0], row[1], int(row[2])) for row in both[1:]] == [(r.op_type, r.core_type, 2 * r.count) for r in records]
+    assert abs(sum(float(row[7]) for row in both[1:]) - 100.0) < 0.1
+    bad = records[0]
+    with pytest.raises(sk.InvalidArgumentError, match="row 0.*commas"):
+        sk.program.write_op_statistics(str(tmp_path / "bad.csv"), [bad._replace(op_type="a,b")])
+    with pytest.raises(ValueError, match="row 0: count"):
+        sk.program.write_op_statistics(str(tmp_path / "bad.csv"), [bad._replace(count=-1)])
+    with pytest.raises(ValueError, match="row 0: op_type .* longer than 63 bytes"):
+        sk.program.write_op_statistics(str(tmp_path / "bad.csv"), [bad._replace(op_type="x" * 64)])
+    assert not (tmp_path / "bad.csv").exists()
     p.reset_profile()
     p.close()
 
