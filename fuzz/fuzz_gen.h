@@ -83,6 +83,7 @@ typedef struct gen {
   bool options_narrow;   /* set by gen_options: stream-fusion=1 or debug-aic/aiv-num=1 (fewer cores per op) */
   bool options_no_narrow; /* gen_options never narrows (global strings in valid mode) */
   bool scope_narrow;     /* the open scope narrows */
+  bool static_only;      /* new inputs keep a leading dimension of the maximum static */
   bool scoped_barrier;   /* a barrier kernel sits in a scope (valid mode: no narrowing global string) */
   bool scoped_unfusable; /* an unfusable kernel sits in a scope (valid mode: no abort global string) */
   int stream;
@@ -295,7 +296,8 @@ static int gen_input_role(gen *G, sk_dtype dt, int rank, const int64_t *shape_in
   /* With a run-time token count, a leading dimension of the maximum is
    * mostly the token count: declared SK_DIM_DYNAMIC. A static one of the
    * same size stays now and then (x [T, H] + y [max, H] must be refused). */
-  bool dynamic = G->max_tokens > 0 && !G->hostile && rank >= 1 && shape[0] == G->max_tokens && gen_chance(G, 224);
+  bool dynamic = G->max_tokens > 0 && !G->hostile && !G->static_only && rank >= 1 && shape[0] == G->max_tokens &&
+                 gen_chance(G, 224);
   if (dynamic) shape[0] = SK_DIM_DYNAMIC;
   sk_value v = SK_VALUE_NONE;
   sk_status st = FUZZ_CALL(sk_graph_add_input(G->g, in->name, dt, rank, shape, &v));
@@ -332,6 +334,7 @@ static bool pred_same(const gen_val *v, const void *arg) {
   const gen_val *o = arg;
   return v->dt == o->dt && v->rank == o->rank && memcmp(v->shape, o->shape, sizeof(int64_t) * (size_t)v->rank) == 0;
 }
+static bool pred_same_static(const gen_val *v, const void *arg) { return v->dyn == 0 && pred_same(v, arg); }
 static bool pred_rank_ge1(const gen_val *v, const void *arg) { (void)arg; return v->rank >= 1; }
 /* Float, rank 2, last dim <= 64 (a matmul / moe / swiglu x). */
 static bool pred_float2(const gen_val *v, const void *arg) {

@@ -12,8 +12,11 @@
  * longer sums to the rows), falling back to the case as written. Each tensor
  * is then an existing value of that dtype and shape (chaining ops, as
  * sk_op_infer made it), a new graph input (a slot's @lo..hi range becomes
- * the input's fill range), or, now and then, a graph constant. A case that
- * the library refuses as written is a finding. */
+ * the input's fill range), or, now and then, a graph constant; a slot with
+ * literal values (=v0,v1,...: a permutation of rows) is always a constant
+ * holding exactly them. A tensor whose rows the case's values index
+ * (gen_rows_indexed) stays static. A case that the library refuses as
+ * written is a finding. */
 #ifndef SK_FUZZ_SCHEMA_GEN_H
 #define SK_FUZZ_SCHEMA_GEN_H
 
@@ -49,10 +52,10 @@ static size_t gen_case_metas(const op_case *c, sk_tensor_meta *metas) {
 static void gen_vary_metas(gen *G, const op_case *c, const sk_op_schema *schema, sk_tensor_meta *m, size_t n) {
   int64_t from[64], to[64];
   int n_names = 0;
-  /* A slot's value range follows the case's dimensions (expert ids below
-   * E, rows below R): a case with one keeps its shapes. */
+  /* A slot's value range or literal values follow the case's dimensions
+   * (expert ids below E, rows below R): a case with either keeps its shapes. */
   bool ranged = false;
-  for (int s = 0; s < c->n_slots; s++) ranged |= c->slots[s].hi > c->slots[s].lo;
+  for (int s = 0; s < c->n_slots; s++) ranged |= c->slots[s].hi > c->slots[s].lo || c->slots[s].n_values > 0;
   bool vary = !ranged && gen_chance(G, 160);
   for (size_t i = 0; i < n && vary; i++)
     for (int d = 0; d < m[i].rank; d++) {
@@ -80,9 +83,9 @@ static void gen_vary_metas(gen *G, const op_case *c, const sk_op_schema *schema,
     if (m[i].dtype == old) m[i].dtype = swap;
 }
 
-/* A graph constant of meta m with data fit for its role (a range, else by
- * dtype: small floats, any int); -1 when refused. */
-static int gen_constant(gen *G, const sk_tensor_meta *m, double lo, double hi) {
+/* A graph constant of meta m with data fit for its role (the values given,
+ * a range, else by dtype: small floats, any int); -1 when refused. */
+static int gen_constant(gen *G, const sk_tensor_meta *m, const case_value *given, double lo, double hi) {
   int64_t numel = gen_numel(m->rank, m->shape);
   if (numel > GEN_MAX_NUMEL || G->n_vals == GEN_MAX_VALUES) return -1;
   size_t bytes = (size_t)numel * sk_dtype_size(m->dtype);
@@ -91,6 +94,7 @@ static int gen_constant(gen *G, const sk_tensor_meta *m, double lo, double hi) {
   uint64_t s = gen_u8(G) + 1;
   for (int64_t i = 0; i < numel; i++) {
     double v = hi > lo ? lo + (hi - lo) * (double)(fuzz_mix(&s) >> 11) * 0x1p-53 : (double)(fuzz_mix(&s) % 7) - 3;
+    if (given) v = gen_is_float(m->dtype) ? given[i].f : (double)given[i].i; /* exact: the table's are small */
     switch (m->dtype) {
       case SK_FP32: ((float *)data)[i] = (float)v; break;
       case SK_FP16: ((uint16_t *)data)[i] = sk_fp32_to_fp16((float)v); break;
@@ -113,18 +117,40 @@ static int gen_constant(gen *G, const sk_tensor_meta *m, double lo, double hi) {
 
 /* One tensor of slot s: an existing value of its meta, a new input or a
  * constant. -1 when none could be made (the op is skipped). */
-static int gen_schema_tensor(gen *G, const case_slot *s, const sk_tensor_meta *m) {
+/* Whether the case's values index rows of a tensor of `rows` rows: a
+ * slot's range ends there (@-1..60 over 60 rows) or its literal values'
+ * largest is rows - 1. Such a tensor stays static: at a run-time token
+ * count below its rows the values would point past it. */
+static bool gen_rows_indexed(const op_case *c, int64_t rows) {
+  for (int s = 0; s < c->n_slots; s++) {
+    const case_slot *sl = &c->slots[s];
+    if (sl->hi > sl->lo && (double)rows == sl->hi) return true;
+    bool is_int = !gen_is_float(sl->t[0].dtype);
+    int64_t largest = INT64_MIN;
+    for (int i = 0; i < sl->n_values && is_int; i++)
+      if (c->values[sl->first_value + i].i > largest) largest = c->values[sl->first_value + i].i;
+    if (sl->n_values && is_int && largest == rows - 1) return true;
+  }
+  return false;
+}
+
+static int gen_schema_tensor(gen *G, const op_case *c, const case_slot *s, const sk_tensor_meta *m) {
+  if (s->n_values > 0) /* the case's shapes were kept (gen_vary_metas) */
+    return gen_numel(m->rank, m->shape) == s->n_values ? gen_constant(G, m, &c->values[s->first_value], 0, 0) : -1;
   gen_val want = {.dt = m->dtype, .rank = m->rank};
   memcpy(want.shape, m->shape, sizeof want.shape);
   bool ranged = s->hi > s->lo;
+  bool indexed = m->rank >= 1 && gen_rows_indexed(c, m->shape[0]);
   if (!ranged && gen_chance(G, 96)) {
-    int vi = gen_pick(G, pred_same, &want);
+    int vi = gen_pick(G, indexed ? pred_same_static : pred_same, &want);
     if (vi >= 0) return vi;
   }
   if (!ranged && m->dtype != SK_INT64 && gen_chance(G, 32) && !(G->max_tokens > 0 && m->rank && m->shape[0] == G->max_tokens))
-    return gen_constant(G, m, 0, 0);
+    return gen_constant(G, m, NULL, 0, 0);
   gen_role role = ranged ? ROLE_RANGE : m->dtype == SK_INT64 ? ROLE_PACKED : ROLE_DATA;
+  G->static_only = indexed;
   int vi = gen_input_role(G, m->dtype, m->rank, m->shape, role, 0);
+  G->static_only = false;
   if (vi >= 0 && ranged) G->inputs[G->n_inputs - 1].lo = s->lo, G->inputs[G->n_inputs - 1].hi = s->hi;
   return vi;
 }
@@ -152,7 +178,7 @@ static int gen_schema_op(gen *G) {
   size_t at = 0;
   for (int s = 0; s < c->n_slots; s++)
     for (int j = 0; j < c->slots[s].count; j++, at++) {
-      int vi = gen_schema_tensor(G, &c->slots[s], &metas[at]);
+      int vi = gen_schema_tensor(G, c, &c->slots[s], &metas[at]);
       if (vi < 0) return -1;
       values[s][j] = G->vals[vi].v;
     }

@@ -1,13 +1,33 @@
 /* Reading tests/cases/ops.cases (its header says the format). An
  * attribute's kind comes from the op's schema (sk_op_info_by_name), so the
  * file writes values as a person would: k=4, epsilon=1e-5, shape=[3,-1],
- * dtype=fp16. */
+ * dtype=fp16. A slot's tensor may carry literal values, " =v0,v1,..." after
+ * it (group_list: int64[3] =5,9,20): decimal numbers, exactly as many as the
+ * tensor has elements, integers for the integer dtypes (in the dtype's
+ * range; 0 or 1 for bool), finite for the floats; only in a slot of one
+ * tensor and without an @lo..hi range. Anything else refuses the line. */
 #include "case_table.h"
 
 #include <ctype.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Why the line being read was refused, when a check says more than "malformed". */
+static char why[160];
+
+static int refuse(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  return -1;
+}
 
 static char *trim(char *s) {
   while (isspace((unsigned char)*s)) s++;
@@ -40,14 +60,90 @@ static int parse_ints(const char *s, int64_t *out, int max, const char **end) {
   return n;
 }
 
-/* "x: fp32[4,6] fp32[2] @0..10" */
-static int parse_slot(char *text, case_slot *slot) {
+/* A decimal number: [+-]digits, and for a float also .digits and an
+ * exponent (no hex, inf or nan: the Python reader takes the same). */
+static bool is_decimal(const char *s, bool fraction) {
+  if (*s == '+' || *s == '-') s++;
+  size_t digits = strspn(s, "0123456789");
+  s += digits;
+  if (fraction && *s == '.') {
+    size_t more = strspn(s + 1, "0123456789");
+    digits += more;
+    s += 1 + more;
+  }
+  if (!digits) return false;
+  if (fraction && (*s == 'e' || *s == 'E')) {
+    s++;
+    if (*s == '+' || *s == '-') s++;
+    size_t exp = strspn(s, "0123456789");
+    if (!exp) return false;
+    s += exp;
+  }
+  return *s == '\0';
+}
+
+/* One literal value of dtype dt into *v; -1 (and why) when it is not one. */
+static int parse_value(const char *text, sk_dtype dt, case_value *v) {
+  char *end;
+  errno = 0;
+  if (dt == SK_FP32 || dt == SK_FP16 || dt == SK_BF16) {
+    double f = is_decimal(text, true) ? strtod(text, &end) : NAN;
+    double max = dt == SK_FP16 ? 65504.0 : 3.38e38; /* finite in the dtype too */
+    if (!isfinite(f) || fabs(f) > max) return refuse("value \"%s\" is not a finite %s value", text, sk_dtype_name(dt));
+    v->f = f;
+    return 0;
+  }
+  long long i = is_decimal(text, false) ? strtoll(text, &end, 10) : 0;
+  long long lo = dt == SK_INT8 ? -128 : dt == SK_INT32 ? INT32_MIN : dt == SK_INT64 ? INT64_MIN : 0;
+  long long hi = dt == SK_INT8    ? 127
+                 : dt == SK_UINT8 ? 255
+                 : dt == SK_BOOL  ? 1
+                 : dt == SK_INT32 ? INT32_MAX
+                                  : INT64_MAX;
+  if (!is_decimal(text, false) || errno == ERANGE || i < lo || i > hi)
+    return refuse("value \"%s\" is not an integer in the range of %s", text,
+                  dt == SK_BOOL ? "bool (0, 1)" : sk_dtype_name(dt));
+  v->i = i;
+  return 0;
+}
+
+/* "=v0,v1,..." for the slot's one tensor, into the case's values. */
+static int parse_values(op_case *c, case_slot *slot, const char *text) {
+  if (slot->count != 1 || slot->n_values) return refuse("values (=...) follow the one tensor of their slot, once");
+  const case_tensor *t = &slot->t[0];
+  int64_t numel = 1;
+  for (int d = 0; d < t->rank; d++) numel *= t->shape[d];
+  slot->first_value = c->n_values;
+  for (const char *s = text;; s++) {
+    size_t len = strcspn(s, ",");
+    char one[64];
+    if (len == 0 || len >= sizeof one) return refuse("slot %s: an empty or overlong value", slot->name);
+    if (c->n_values == CASE_MAX_VALUES) return refuse("more than %d values in one case", CASE_MAX_VALUES);
+    memcpy(one, s, len);
+    one[len] = '\0';
+    if (parse_value(one, t->dtype, &c->values[c->n_values]) != 0) return -1;
+    c->n_values++;
+    slot->n_values++;
+    s += len;
+    if (!*s) break;
+  }
+  if (slot->n_values != numel)
+    return refuse("slot %s: %d values for %lld elements", slot->name, slot->n_values, (long long)numel);
+  return 0;
+}
+
+/* "x: fp32[4,6] fp32[2] @0..10" or "g: int64[3] =5,9,20" */
+static int parse_slot(op_case *c, char *text, case_slot *slot) {
   char *colon = strchr(text, ':');
   if (!colon) return -1;
   *colon = '\0';
   snprintf(slot->name, sizeof slot->name, "%s", trim(text));
   char *save = NULL;
   for (char *tok = strtok_r(colon + 1, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+    if (tok[0] == '=') {
+      if (parse_values(c, slot, tok + 1) != 0) return -1;
+      continue;
+    }
     if (tok[0] == '@') {
       char *dots = strstr(tok, "..");
       if (!dots) return -1;
@@ -66,6 +162,8 @@ static int parse_slot(char *text, case_slot *slot) {
     t->rank = parse_ints(bracket + 1, t->shape, SK_MAX_RANK, &end);
     if (t->dtype == SK_DTYPE_INVALID || t->rank < 0 || *end) return -1;
   }
+  if (slot->n_values && (slot->count != 1 || slot->hi > slot->lo))
+    return refuse("slot %s: values (=...) take a slot of one tensor and no range", slot->name);
   return slot->count > 0 ? 0 : -1;
 }
 
@@ -120,11 +218,38 @@ static int parse_line(char *line, op_case *c) {
   if (sk_op_info_by_name(c->op, &schema) != SK_STATUS_OK) return -1;
   char *save = NULL;
   for (char *s = strtok_r(fields[2], ";", &save); s; s = strtok_r(NULL, ";", &save)) {
-    if (c->n_slots == CASE_MAX_SLOTS || parse_slot(s, &c->slots[c->n_slots++]) != 0) return -1;
+    if (c->n_slots == CASE_MAX_SLOTS || parse_slot(c, s, &c->slots[c->n_slots++]) != 0) return -1;
   }
   if (n == 4)
     for (char *a = strtok_r(fields[3], " \t", &save); a; a = strtok_r(NULL, " \t", &save))
       if (parse_attr(c, &schema, a) != 0) return -1;
+  return 0;
+}
+
+/* The attributes point into their case's own arrays (moved with the case). */
+static void point_attrs(op_case *c) {
+  for (size_t k = 0; k < c->n_attrs; k++) {
+    c->attrs[k].name = c->attr_names[k];
+    if (c->attrs[k].kind == SK_ATTR_KIND_INTS) c->attrs[k].ints = c->attr_ints[k];
+  }
+}
+
+/* Parses one line (trimmed, not a comment) into *c; -1 with a message on
+ * stderr naming where when it does not parse. */
+static int parse_case(char *text, const char *where, int lineno, op_case *c) {
+  memset(c, 0, sizeof *c);
+  c->line = lineno;
+  why[0] = '\0';
+  if (parse_line(text, c) == 0) return 0;
+  fprintf(stderr, "%s:%d: cannot parse this case%s%s%s\n", where, lineno, why[0] ? " (" : "", why, why[0] ? ")" : "");
+  return -1;
+}
+
+int case_table_parse_line(const char *text, op_case *c) {
+  char line[4096];
+  snprintf(line, sizeof line, "%s", text);
+  if (parse_case(trim(line), "(line)", 1, c) != 0) return -1;
+  point_attrs(c);
   return 0;
 }
 
@@ -151,10 +276,7 @@ int case_table_read(const char *path, op_case **cases) {
       if (!grown) break;
       all = grown;
     }
-    memset(&all[n], 0, sizeof all[n]);
-    all[n].line = lineno;
-    if (parse_line(s, &all[n]) != 0) {
-      fprintf(stderr, "%s:%d: cannot parse this case\n", path, lineno);
+    if (parse_case(s, path, lineno, &all[n]) != 0) {
       free(all);
       fclose(f);
       return -1;
@@ -162,12 +284,7 @@ int case_table_read(const char *path, op_case **cases) {
     n++;
   }
   fclose(f);
-  /* The attributes point into their case, which the array's growth moved. */
-  for (int i = 0; i < n; i++)
-    for (size_t k = 0; k < all[i].n_attrs; k++) {
-      all[i].attrs[k].name = all[i].attr_names[k];
-      if (all[i].attrs[k].kind == SK_ATTR_KIND_INTS) all[i].attrs[k].ints = all[i].attr_ints[k];
-    }
+  for (int i = 0; i < n; i++) point_attrs(&all[i]); /* the array's growth moved them */
   *cases = all;
   return n;
 }

@@ -11,6 +11,7 @@
 #define CASE_MAX_LIST 3
 #define CASE_MAX_SLOTS 8
 #define CASE_MAX_ATTRS 8
+#define CASE_MAX_VALUES 64 /* literal values (=v0,v1,...) in one case, all slots together */
 
 typedef struct case_tensor {
   sk_dtype dtype;
@@ -18,11 +19,19 @@ typedef struct case_tensor {
   int64_t shape[SK_MAX_RANK];
 } case_tensor;
 
+/* A literal value: .i for the integer dtypes and bool, .f for the floats. */
+typedef union case_value {
+  int64_t i;
+  double f;
+} case_value;
+
 typedef struct case_slot {
   char name[48];
   int count;                 /* tensors in the slot (a list slot may take several) */
   case_tensor t[CASE_MAX_LIST];
   double lo, hi;             /* when hi > lo: its values are drawn from [lo, hi) */
+  int n_values;              /* when > 0: its one tensor holds exactly these values, */
+  int first_value;           /* op_case.values[first_value ...], in row-major order */
 } case_slot;
 
 typedef struct op_case {
@@ -34,6 +43,8 @@ typedef struct op_case {
   size_t n_attrs;
   char attr_names[CASE_MAX_ATTRS][48];
   int64_t attr_ints[CASE_MAX_ATTRS][SK_MAX_RANK];
+  case_value values[CASE_MAX_VALUES]; /* the slots' literal values */
+  int n_values;
   int line;                  /* in the file, for messages */
 } op_case;
 
@@ -42,5 +53,9 @@ typedef struct op_case {
  * *cases (free with free()); -1 with a message on stderr naming the line
  * when the file cannot be read or a line does not parse. */
 int case_table_read(const char *path, op_case **cases);
+
+/* Parses one line of the table's format into *c (for the reader's own
+ * tests); -1 with a message on stderr when it does not parse. */
+int case_table_parse_line(const char *text, op_case *c);
 
 #endif

@@ -21,12 +21,39 @@
 #include "reference_runner.h"
 
 #include "case_table.h"
+#include "kernels/convert/convert.h"
 
 /* The table (tests/cases/ops.cases), read by setup. */
 static op_case *CASES;
 static size_t N_CASES;
 
 static sk_team *teams[4];
+
+/* A slot's literal values (ops.cases "=v0,v1,..."), converted to dt: the
+ * integers as they are, the floats through fp32 (as the Python reader). */
+static void fill_values(const op_case *c, const case_slot *sl, void *data, sk_dtype dt) {
+  const case_value *v = &c->values[sl->first_value];
+  for (int i = 0; i < sl->n_values; i++) switch (dt) {
+      case SK_INT8: ((int8_t *)data)[i] = (int8_t)v[i].i; break;
+      case SK_INT32: ((int32_t *)data)[i] = (int32_t)v[i].i; break;
+      case SK_INT64: ((int64_t *)data)[i] = v[i].i; break;
+      case SK_UINT8:
+      case SK_BOOL: ((uint8_t *)data)[i] = (uint8_t)v[i].i; break;
+      default: sk__store_f32(data, dt, (size_t)i, (float)v[i].f); break;
+    }
+}
+
+/* Fills tensor j of slot sl (n elements of dt): its literal values, values
+ * from its range, else a range fit for the dtype. */
+static void fill_slot_tensor(const op_case *c, const case_slot *sl, void *data, sk_dtype dt, size_t n,
+                             uint64_t seed) {
+  if (sl->n_values > 0) {
+    CHECK_MSG((size_t)sl->n_values == n, "%s (%s): slot %s has %d values for %zu elements", c->op, c->what,
+              sl->name, sl->n_values, n);
+    if ((size_t)sl->n_values == n) fill_values(c, sl, data, dt);
+  } else if (sl->hi > sl->lo) rr_fill(data, dt, n, sl->lo, sl->hi, &seed);
+  else rr_fill_dtype_range(data, dt, n, &seed);
+}
 
 /* The case as one node inside scope "sk" (so the fused executors fuse it),
  * every output marked; with constants, every slot after the first holds
@@ -49,9 +76,7 @@ static sk_graph *build_case(const op_case *c, bool constants) {
         int64_t numel = 1;
         for (int d = 0; d < t->rank; d++) numel *= t->shape[d];
         void *data = calloc((size_t)numel + 1, sk_dtype_size(t->dtype));
-        uint64_t seed = 1234 + (uint64_t)n_metas;
-        if (s->hi > s->lo) rr_fill(data, t->dtype, (size_t)numel, s->lo, s->hi, &seed);
-        else rr_fill_dtype_range(data, t->dtype, (size_t)numel, &seed);
+        fill_slot_tensor(c, s, data, t->dtype, (size_t)numel, 1234 + (uint64_t)n_metas);
         CHECK_OK(sk_graph_add_constant(g, name, t->dtype, t->rank, t->shape, data, SK_CONSTANT_COPY,
                                        &values[n_ins][j]));
         free(data);
@@ -87,21 +112,23 @@ static sk_graph *build_case(const op_case *c, bool constants) {
   return g;
 }
 
-/* Inputs of a slot with a range (named <slot><j>) get values from it. */
+/* Inputs of a slot with a range or literal values (named <slot><j>) get
+ * them; the others keep rr_fill_by_dtype's. */
 static void fill_ranges(const op_case *c, sk_program *p, rr_buffers *b) {
   for (size_t i = 0; i < b->n_inputs; i++)
     for (int s = 0; s < c->n_slots; s++) {
       const case_slot *sl = &c->slots[s];
-      size_t len = strlen(sl->name);
-      if (sl->hi > sl->lo && strncmp(b->inputs[i].name, sl->name, len) == 0 && b->inputs[i].name[len] >= '0' &&
-          b->inputs[i].name[len] <= '9') {
-        uint64_t seed = 99 + i;
-        const char *name;
+      if (!(sl->hi > sl->lo) && sl->n_values == 0) continue;
+      for (int j = 0; j < sl->count; j++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s%d", sl->name, j);
+        if (strcmp(b->inputs[i].name, name) != 0) continue;
+        const char *info_name;
         sk_dtype dt;
         int rank;
         int64_t shape[SK_MAX_RANK];
-        CHECK_OK(sk_program_input_info(p, i, &name, &dt, &rank, shape));
-        rr_fill(b->inputs[i].data, dt, b->inputs[i].bytes / sk_dtype_size(dt), sl->lo, sl->hi, &seed);
+        CHECK_OK(sk_program_input_info(p, i, &info_name, &dt, &rank, shape));
+        fill_slot_tensor(c, sl, b->inputs[i].data, dt, b->inputs[i].bytes / sk_dtype_size(dt), 99 + i);
       }
     }
 }
@@ -147,6 +174,39 @@ static void test_every_op_has_a_case(void) {
     bool found = false;
     for (size_t k = 0; k < N_CASES && !found; k++) found = strcmp(CASES[k].op, s.name) == 0;
     CHECK_MSG(found, "op %s has no conformance case", s.name);
+  }
+}
+
+/* The table's literal values (" =v0,v1,...", ops.cases's header): the
+ * reader takes good ones and the runner fills the tensors with exactly them.
+ * (test_schema_edges feeds the reader the bad lines, wrong values too.) */
+static void test_table_reader_literal_values(void) {
+  op_case cases[2];
+  bool ok = case_table_parse_line("grouped_matmul | ok | x: fp16[20,8]; weight: fp16[3,8,5]; "
+                                  "group_list: int64[3] =5,9,20 | group_type=0",
+                                  &cases[0]) == 0 &&
+            case_table_parse_line("add | ok | x: fp16[2,1] =0.05,-1e-3; y: int8[2] =-128,+127; z: bool[1] =1",
+                                  &cases[1]) == 0;
+  CHECK(ok);
+  if (ok) {
+    const case_slot *g = &cases[0].slots[2], *x = &cases[1].slots[0], *y = &cases[1].slots[1];
+    const case_value *v0 = cases[0].values, *v1 = cases[1].values;
+    CHECK(g->n_values == 3 && v0[g->first_value].i == 5 && v0[g->first_value + 2].i == 20);
+    CHECK(x->n_values == 2 && v1[x->first_value].f == 0.05 && v1[x->first_value + 1].f == -1e-3);
+    CHECK(y->n_values == 2 && v1[y->first_value].i == -128 && v1[y->first_value + 1].i == 127);
+    CHECK(cases[1].slots[2].n_values == 1 && cases[1].n_values == 5);
+    /* and the runner fills the tensors with exactly them, in their dtypes */
+    int64_t groups[3] = {0};
+    uint16_t halves[2] = {0}, want[2] = {0};
+    int8_t bytes[2] = {0};
+    fill_slot_tensor(&cases[0], g, groups, SK_INT64, 3, 1);
+    fill_slot_tensor(&cases[1], x, halves, SK_FP16, 2, 1);
+    fill_slot_tensor(&cases[1], y, bytes, SK_INT8, 2, 1);
+    sk__store_f32(want, SK_FP16, 0, 0.05f);
+    sk__store_f32(want, SK_FP16, 1, -1e-3f);
+    CHECK(groups[0] == 5 && groups[1] == 9 && groups[2] == 20);
+    CHECK(halves[0] == want[0] && halves[1] == want[1] && halves[0] == 0x2a66);
+    CHECK(bytes[0] == -128 && bytes[1] == 127);
   }
 }
 
@@ -224,6 +284,7 @@ static int time_every_case(int reps) {
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--time") == 0) return time_every_case(argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : 50);
   static const harness_case cases[] = {TEST_CASE(setup), TEST_CASE(test_every_op_has_a_case),
+                                       TEST_CASE(test_table_reader_literal_values),
                                        TEST_CASE(test_every_case_on_every_executor), TEST_CASE(teardown)};
   return harness_run(cases, sizeof cases / sizeof cases[0]);
 }

@@ -232,26 +232,44 @@ static void test_table_reader_refuses_bad_lines(void) {
       "cast | bad int | x: fp32[4] | dtype=7x",
       "reshape | bad list | x: fp32[4] | shape=[2,",
       "square | unknown attribute | x: fp32[4] | frob=1",
+      /* literal values (=v0,v1,...) that are wrong */
+      "grouped_matmul | too few | x: fp16[20,8]; weight: fp16[3,8,5]; group_list: int64[3] =5,9 | group_type=0",
+      "add | too many | x: int32[2] =1,2,3; y: int32[2]",
+      "add | garbage | x: fp32[2] =1.5,abc; y: fp32[2]",
+      "add | empty value | x: fp32[3] =1,,2; y: fp32[3]",
+      "add | trailing comma | x: fp32[2] =1,2,; y: fp32[2]",
+      "add | nothing | x: fp32[1] =; y: fp32[1]",
+      "add | fraction for an int | x: int32[2] =1,2.5; y: int32[2]",
+      "add | int8 out of range | x: int8[2] =1,128; y: int8[2]",
+      "add | uint8 negative | x: uint8[2] =1,-1; y: uint8[2]",
+      "add | bool 2 | x: bool[2] =0,2; y: bool[2]",
+      "add | int64 overflow | x: int64[1] =9223372036854775808; y: int64[1]",
+      "add | hex float | x: fp32[1] =0x1p-3; y: fp32[1]",
+      "add | nan | x: fp32[1] =nan; y: fp32[1]",
+      "add | exponent without digits | x: fp32[1] =1e; y: fp32[1]",
+      "add | fp16 overflow | x: fp16[1] =70000; y: fp16[1]",
+      "add | before the tensor | x: =1 fp32[1]; y: fp32[1]",
+      "add | glued to the shape | x: fp32[1]=1; y: fp32[1]",
+      "add | twice | x: fp32[2] =1,2 =1,2; y: fp32[2]",
+      "add | with a range | x: fp32[2] =1,2 @0..1; y: fp32[2]",
+      "concat | a list slot of two | x: fp16[1,2] fp16[1,2] =1,2 | dim=0",
+      "concat | a tensor after them | x: fp16[1,2] =1,2 fp16[1,2] | dim=0",
   };
+  op_case one;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    CHECK_MSG(case_table_parse_line(bad[i], &one) == -1, "the reader took \"%s\"", bad[i]);
+  CHECK(case_table_parse_line("add | a good one | x: int32[4] @-1..12; y: int32[4]", &one) == 0 &&
+        one.slots[0].lo == -1 && one.slots[0].hi == 12);
+  /* and a file with one bad line after good ones is refused whole */
   char path[] = "/tmp/sk_cases_XXXXXX";
   int fd = mkstemp(path);
   CHECK(fd >= 0);
   if (fd < 0) return;
-  close(fd);
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    FILE *f = fopen(path, "w");
-    fprintf(f, "# one bad line\n%s\n", bad[i]);
-    fclose(f);
-    op_case *cases = NULL;
-    int n = case_table_read(path, &cases);
-    CHECK_MSG(n == -1, "the reader took \"%s\" (%d cases)", bad[i], n);
-    free(cases);
-  }
-  FILE *f = fopen(path, "w");
-  fprintf(f, "add | a good one | x: int32[4] @-1..12; y: int32[4]\n");
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "# a good line, then a bad one\nadd | good | x: fp32[4]; y: fp32[4]\n%s\n", bad[0]);
   fclose(f);
   op_case *cases = NULL;
-  CHECK(case_table_read(path, &cases) == 1 && cases[0].slots[0].lo == -1 && cases[0].slots[0].hi == 12);
+  CHECK(case_table_read(path, &cases) == -1 && cases == NULL);
   free(cases);
   unlink(path);
 }

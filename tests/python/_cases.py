@@ -1,8 +1,14 @@
 """The op case table (tests/cases/ops.cases), as the Python op tests use it:
 each case as (id, op, slots, attrs) in the library's terms, with torch
 tensors. The C conformance test reads the same file (tests/case_table.c);
-its header says the format. Values: a slot's @lo..hi range when it has one,
-else a range fit for the dtype (as the C runner's rr_fill_by_dtype)."""
+its header says the format. Values: a slot's literal values (" =v0,v1,..."
+after its one tensor) when it has them, else its @lo..hi range when it has
+one, else a range fit for the dtype (as the C runner's rr_fill_by_dtype).
+The literal values are checked as the C reader checks them: decimal numbers,
+exactly as many as the tensor's elements, integers in the dtype's range for
+the integer dtypes (0 or 1 for bool), finite for the floats, only in a slot of
+one tensor without a range; a line that breaks a rule raises ValueError
+naming it. Float values reach fp16/bf16 through fp32, as in the C runner."""
 
 import os
 import re
@@ -19,6 +25,35 @@ _TORCH = {
     "int32": torch.int32, "int64": torch.int64, "bool": torch.bool, "uint8": torch.uint8,
 }
 _TENSOR = re.compile(r"^(\w+)\[([-\d, ]*)\]$")
+_INT = re.compile(r"[-+]?\d+")
+_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+_INT_RANGE = {
+    torch.int8: (-128, 127), torch.uint8: (0, 255), torch.bool: (0, 1),
+    torch.int32: (-(2**31), 2**31 - 1), torch.int64: (-(2**63), 2**63 - 1),
+}
+_MAX_VALUES = 64  # in one case, all slots together (the C reader's CASE_MAX_VALUES)
+_FLOAT_MAX = {torch.float16: 65504.0, torch.bfloat16: 3.38e38, torch.float32: 3.38e38}
+
+
+def _literal(text, shape, dtype, where):
+    """The tensor of " =v0,v1,..." (text without the "="), or ValueError."""
+    values = []
+    for v in text.split(","):
+        if dtype.is_floating_point:
+            ok = _FLOAT.fullmatch(v) is not None and abs(float(v)) <= _FLOAT_MAX[dtype]
+            values.append(float(v) if ok else None)
+        else:
+            lo, hi = _INT_RANGE[dtype]
+            ok = _INT.fullmatch(v) is not None and lo <= int(v) <= hi
+            values.append(int(v) if ok else None)
+        if not ok:
+            raise ValueError(f"{where}: value {v!r} is not a {dtype} value")
+    n = int(np.prod(shape)) if shape else 1
+    if len(values) != n:
+        raise ValueError(f"{where}: {len(values)} values for {n} elements")
+    if dtype.is_floating_point:
+        return torch.tensor(values, dtype=torch.float32).to(dtype).reshape(shape)
+    return torch.tensor(values, dtype=torch.int64).to(dtype).reshape(shape)
 
 
 def _fill(shape, dtype, rng, lo=None, hi=None):
@@ -50,26 +85,41 @@ def _value(text):
     return float(text)
 
 
-def _case(line, lineno, rng):
+def _case(line, path, lineno, rng):
     fields = [f.strip() for f in line.split("|")]
     op, what, slot_text = fields[0], fields[1], fields[2]
     lists = {s.name for s in superkernel.op_schema(op).inputs if s.is_list}
     slots = {}
+    n_values = 0
     for part in slot_text.split(";"):
         name, _, rest = part.partition(":")
         name, tokens = name.strip(), rest.split()
-        lo = hi = None
+        where = f"{path}:{lineno}: slot {name}"
+        lo = hi = literal = None
         tensors = []
         for tok in tokens:
+            if tok.startswith("="):
+                if len(tensors) != 1 or literal is not None:
+                    raise ValueError(f"{where}: values (=...) follow the one tensor of their slot, once")
+                literal = _literal(tok[1:], *tensors[0], where)
+                n_values += literal.numel()
+                if n_values > _MAX_VALUES:
+                    raise ValueError(f"{where}: more than {_MAX_VALUES} values in one case")
+                continue
             if tok.startswith("@"):
                 lo, hi = (float(v) for v in tok[1:].split(".."))
                 continue
             m = _TENSOR.match(tok)
             if not m:
-                raise ValueError(f"{CASES_FILE}:{lineno}: cannot parse tensor {tok!r}")
+                raise ValueError(f"{path}:{lineno}: cannot parse tensor {tok!r}")
             shape = tuple(int(d) for d in m.group(2).split(",") if d.strip())
             tensors.append((shape, _TORCH[m.group(1)]))
-        made = [_fill(shape, dtype, rng, lo, hi) for shape, dtype in tensors]
+        if literal is not None:
+            if len(tensors) != 1 or lo is not None:
+                raise ValueError(f"{where}: values (=...) take a slot of one tensor and no range")
+            made = [literal]
+        else:
+            made = [_fill(shape, dtype, rng, lo, hi) for shape, dtype in tensors]
         slots[name] = made if name in lists else made[0]
     attrs = {}
     for tok in (fields[3].split() if len(fields) > 3 else []):
@@ -78,13 +128,13 @@ def _case(line, lineno, rng):
     return f"table{lineno}", op, what, slots, attrs
 
 
-def read_cases(seed=1234):
-    """Every case of the table, in file order."""
+def read_cases(seed=1234, path=CASES_FILE):
+    """Every case of the table (or of the file at path), in file order."""
     rng = torch.Generator().manual_seed(seed)
     cases = []
-    with open(CASES_FILE) as f:
+    with open(path) as f:
         for lineno, line in enumerate(f, 1):
             line = line.strip()
             if line and not line.startswith("#"):
-                cases.append(_case(line, lineno, rng))
+                cases.append(_case(line, path, lineno, rng))
     return cases

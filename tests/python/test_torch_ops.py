@@ -4,11 +4,11 @@ gives the eager output shapes and dtypes; shape errors surface while
 tracing with the library's message.
 
 The cases: the shared case table (tests/cases/ops.cases, read by
-_cases.py; the C conformance test runs the same file), then the dtype sweeps
-of the generators below. The op list comes from the library
-(superkernel.op_names()): an op without a case in the table fails
-test_every_op_has_a_table_case, so a new op is covered or the suite says
-where to add one.
+_cases.py), the only source of cases: the C conformance test runs the same
+lines on every executor and team size, so a case an op needs goes there. The
+op list comes from the library (superkernel.op_names()): an op without a
+case in the table fails test_every_op_has_a_table_case, so a new op is
+covered or the suite says where to add one.
 """
 
 import pytest
@@ -19,162 +19,6 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 import superkernel
 from superkernel import torch_ops
-
-GEN = torch.Generator().manual_seed(1234)
-FLOATS = (torch.float32, torch.float16, torch.bfloat16)
-
-
-def rand(shape, dtype=torch.float32, lo=-1.0, hi=1.0):
-    if dtype == torch.bool:
-        return torch.rand(shape, generator=GEN) < 0.5
-    if dtype.is_floating_point:
-        return (torch.rand(shape, generator=GEN) * (hi - lo) + lo).to(dtype)
-    info = torch.iinfo(dtype)
-    lo, hi = max(int(lo), info.min), min(int(hi), info.max)
-    return torch.randint(lo, hi + 1, shape, generator=GEN, dtype=torch.int64).to(dtype)
-
-
-def ints(shape, dtype, lo=-100, hi=100):
-    return rand(shape, dtype, lo, hi)
-
-
-# ---- case generators: op -> list of (id, slots, attrs) in the library's terms
-# slots {slot: tensor or [tensors]}, attrs {library attribute: value}. The
-# views, elementwise ops and casts are swept in the shared table
-# (tests/cases/ops.cases); what stays here needs tensors a line cannot say
-# (group lists, packed scales, routing ids built from each other).
-
-
-def gen_grouped_matmul():
-    cases = []
-    for d in FLOATS:
-        xs = [rand((8, 16), d), rand((2, 3, 12), d)]
-        ws = [rand((16, 10), d, -0.3, 0.3), rand((12, 6), d, -0.3, 0.3)]
-        bs = [rand((10,), d), rand((6,), d)]
-        cases.append((f"{d}-groups", {"x": xs, "weight": ws, "bias": bs}, {}))
-    cases.append(("fp16-to-fp32", {"x": [rand((5, 8), torch.float16)], "weight": [rand((8, 4), torch.float16)]},
-                  {"output_dtype": torch.float32}))
-    x8, w8 = ints((12, 32), torch.int8), ints((32, 16), torch.int8)
-    cases.append(("int8-int32", {"x": [x8], "weight": [w8], "bias": [ints((16,), torch.int32, -1000, 1000)]}, {}))
-    cases.append((
-        "int8-fp16",
-        {"x": [x8], "weight": [w8], "scale": [rand((16,), lo=0.001, hi=0.01)],
-         "per_token_scale": [rand((12,), lo=0.5, hi=1.5)]},
-        {"output_dtype": torch.float16},
-    ))
-    cases.append((
-        "int8-bf16-offset",
-        {"x": [x8], "weight": [w8], "scale": [rand((16,), lo=0.001, hi=0.01)], "offset": [rand((16,))]},
-        {"output_dtype": torch.bfloat16},
-    ))
-    xe, we = rand((20, 8), torch.float16), rand((3, 8, 5), torch.float16, -0.5, 0.5)
-    cases.append(("moe-ints-split0", {"x": [xe], "weight": [we]},
-                  {"group_type": 0, "group_list": [4, 11, 17], "split_item": 0}))
-    cases.append(("moe-counts-split3", {"x": [xe], "weight": [we]},
-                  {"group_type": 0, "group_list": [4, 7, 6], "group_list_type": 1, "split_item": 3}))
-    cases.append(("moe-tensor-split2", {"x": [xe], "weight": [we], "group_list": torch.tensor([5, 9, 20])},
-                  {"group_type": 0, "split_item": 2}))
-    return cases
-
-
-def gen_moe_gating_topk():
-    cases = []
-    for d in FLOATS:
-        cases.append((f"{d}-seed", {"x": rand((16, 64), d, -3, 3), "bias": rand((64,), d, -0.1, 0.1)},
-                      {"k": 4, "k_group": 2, "group_count": 4, "group_select_mode": 1, "norm_type": 1}))
-        cases.append((f"{d}-softmax", {"x": rand((9, 32), d, -3, 3)},
-                      {"k": 3, "renorm": 1, "routed_scaling_factor": 2.5, "out_flag": 1}))
-    return cases
-
-
-def gen_dequant_swiglu_quant():
-    cases = [(
-        "int32-dynamic",
-        {"x": ints((12, 32), torch.int32, -500, 500), "weight_scale": rand((32,), lo=0.001, hi=0.01),
-         "activation_scale": rand((12, 1), lo=0.5, hi=1.5), "quant_scale": rand((1, 16), lo=0.5, hi=1.5)},
-        {"quant_mode": 1},
-    )]
-    for d in FLOATS:
-        cases.append((f"{d}-static-left", {"x": rand((6, 20), d, -4, 4), "quant_scale": torch.tensor([0.05]),
-                                           "quant_offset": torch.tensor([1.0])},
-                      {"quant_mode": 0, "activate_left": 1}))
-    cases.append((
-        "groups",
-        {"x": ints((10, 16), torch.int32, -300, 300), "weight_scale": rand((2, 16), lo=0.001, hi=0.01),
-         "group_index": torch.tensor([4, 5])},
-        {"quant_mode": 1},
-    ))
-    return cases
-
-
-def gen_quant_matmul():
-    x1, x2 = ints((6, 32), torch.int8), ints((2, 32, 8), torch.int8)
-    packed = torch.from_numpy(superkernel.trans_quant_param([0.0123], [3.0]))
-    return [
-        ("fp16-packed", {"x1": x1, "x2": x2, "scale": packed}, {"output_dtype": torch.float16}),
-        ("bf16-pertoken", {"x1": x1, "x2": x2, "scale": rand((8,), lo=0.001, hi=0.01),
-                           "pertoken_scale": rand((6,), lo=0.5, hi=1.5), "bias": ints((8,), torch.int32)},
-         {"output_dtype": torch.bfloat16}),
-        ("int8-offset", {"x1": x1, "x2": x2, "scale": rand((8,), lo=0.001, hi=0.01), "offset": rand((8,), lo=-3, hi=3)},
-         {}),
-        ("int32", {"x1": x1, "x2": x2}, {"output_dtype": torch.int32}),
-    ]
-
-
-def gen_rms_norm():
-    return [
-        (f"{d}", {"x": rand((6, 40), d, -3, 3), "gamma": rand((40,), d, 0.5, 1.5)}, {"epsilon": 1e-5})
-        for d in FLOATS
-    ] + [("fp16-fp32-gamma", {"x": rand((2, 3, 17), torch.float16), "gamma": rand((17,))}, {})]
-
-
-def gen_add_rms_norm():
-    return [
-        (f"{d}", {"x1": rand((5, 24), d, -3, 3), "x2": rand((5, 24), d, -3, 3), "gamma": rand((24,), d, 0.5, 1.5)}, {})
-        for d in FLOATS
-    ]
-
-
-def gen_swiglu():
-    return [(f"{d}-dim{dim}", {"x": rand((4, 6, 8), d, -4, 4)}, {"dim": dim}) for d in FLOATS for dim in (-1, 1)]
-
-
-def gen_moe_init_routing():
-    ids = torch.randint(0, 8, (9, 3), generator=GEN, dtype=torch.int32)
-    return [
-        (f"{d}", {"x": rand((9, 16), d), "expert_idx": ids}, {"expert_num": 8}) for d in FLOATS
-    ] + [
-        ("dynamic-gather-range", {"x": rand((9, 16), torch.float16), "expert_idx": ids},
-         {"expert_num": 8, "quant_mode": 1, "row_idx_type": 1, "active_expert_range": [1, 6], "expert_tokens_num_type": 1}),
-        ("scale-active", {"x": rand((9, 16)), "expert_idx": ids, "scale": rand((9,))}, {"expert_num": 8, "active_num": 20}),
-    ]
-
-
-def gen_moe_finalize_routing():
-    n, k, h, e = 7, 2, 12, 4
-    perm = torch.randperm(n * k, generator=GEN).to(torch.int32)
-    cases = []
-    for d in FLOATS:
-        cases.append((f"{d}-full", {
-            "expanded_permuted_rows": rand((n * k, h), d), "skip1": rand((n, h), d), "skip2": rand((n, h), d),
-            "bias": rand((e, h), d), "scales": rand((n, k)), "expanded_src_to_dst_row": perm,
-            "export_for_source_row": torch.randint(0, e, (n, k), generator=GEN, dtype=torch.int32)}, {}))
-    cases.append(("row-order", {"expanded_permuted_rows": rand((n * k, h)), "expanded_src_to_dst_row": perm},
-                  {"drop_pad_mode": 2, "k": k}))
-    return cases
-
-
-def gen_moe_gating_topk_softmax():
-    return [(f"{d}-renorm{r}", {"x": rand((10, 32), d, -3, 3)}, {"k": 4, "renorm": r}) for d in FLOATS for r in (0, 1)]
-
-
-def gen_linear():
-    return [
-        (f"{d}", {"x": rand((3, 5, 24), d), "weight": rand((18, 24), d), "bias": rand((18,), d)}, {}) for d in FLOATS
-    ] + [("no-bias", {"x": rand((9, 8)), "weight": rand((40, 8))}, {})]
-
-
-GENERATORS = {name[4:]: fn for name, fn in dict(globals()).items() if name.startswith("gen_") and callable(fn)}
 
 
 def builtin_ops():
@@ -190,8 +34,46 @@ def test_every_op_has_a_table_case():
 def test_every_op_has_a_torch_op():
     untorched = [op for op in builtin_ops() if op not in torch_ops.SPECS]
     assert not untorched, f"library ops without a torch op: {untorched}"
-    stale = [op for op in GENERATORS if op not in builtin_ops()]
-    assert not stale, f"generators for ops the library does not have: {stale}"
+
+
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("add | too few | x: int32[3] =1,2; y: int32[3]", "2 values for 3 elements"),
+        ("add | too many | x: int32[2] =1,2,3; y: int32[2]", "3 values for 2 elements"),
+        ("add | garbage | x: fp32[2] =1.5,abc; y: fp32[2]", "'abc'"),
+        ("add | empty value | x: fp32[3] =1,,2; y: fp32[3]", "''"),
+        ("add | fraction for an int | x: int32[2] =1,2.5; y: int32[2]", "'2.5'"),
+        ("add | int8 out of range | x: int8[2] =1,128; y: int8[2]", "'128'"),
+        ("add | bool 2 | x: bool[2] =0,2; y: bool[2]", "'2'"),
+        ("add | hex float | x: fp32[1] =0x1p-3; y: fp32[1]", "'0x1p-3'"),
+        ("add | nan | x: fp32[1] =nan; y: fp32[1]", "'nan'"),
+        ("add | fp16 overflow | x: fp16[1] =70000; y: fp16[1]", "'70000'"),
+        ("add | before the tensor | x: =1 fp32[1]; y: fp32[1]", "follow the one tensor"),
+        ("add | twice | x: fp32[2] =1,2 =1,2; y: fp32[2]", "follow the one tensor"),
+        ("add | with a range | x: fp32[2] =1,2 @0..1; y: fp32[2]", "no range"),
+        ("concat | a list slot of two | x: fp16[1,2] fp16[1,2] =1,2 | dim=0", "follow the one tensor"),
+        ("concat | a tensor after them | x: fp16[1,2] =1,2 fp16[1,2] | dim=0", "one tensor and no range"),
+    ],
+)
+def test_table_literal_values_refuse_bad_lines(tmp_path, line, message):
+    """The Python reader refuses what the C reader refuses (test_conformance's
+    test_table_reader_literal_values), naming the file and line."""
+    path = tmp_path / "bad.cases"
+    path.write_text(f"# one bad line\n{line}\n")
+    with pytest.raises(ValueError, match=r"bad\.cases:2: ") as err:
+        read_cases(path=str(path))
+    assert message in str(err.value), str(err.value)
+
+
+def test_table_literal_values_fill_the_tensor(tmp_path):
+    path = tmp_path / "ok.cases"
+    path.write_text("grouped_matmul | ok | x: fp16[20,8]; weight: fp16[3,8,5]; group_list: int64[3] =5,9,20 "
+                    "| group_type=0\nadd | ok | x: fp16[2,1] =0.05,-1e-3; y: fp16[2,1] @0..1\n")
+    (_, _, _, gmm, _), (_, _, _, add, _) = read_cases(path=str(path))
+    assert gmm["group_list"].dtype == torch.int64 and gmm["group_list"].tolist() == [5, 9, 20]
+    assert add["x"].shape == (2, 1) and add["x"].view(torch.int16).flatten()[0].item() == 0x2A66
+    assert torch.equal(add["x"], torch.tensor([[0.05], [-1e-3]]).to(torch.float16))
 
 
 def torch_call(op, slots, attrs):
@@ -210,13 +92,9 @@ def _slot_names(op):
 
 def all_cases():
     """The shared case table's cases (tests/cases/ops.cases, which the C
-    conformance test runs too), then this file's dtype sweeps."""
+    conformance test runs too)."""
     for cid, op, _what, slots, attrs in read_cases():
         yield pytest.param(op, slots, attrs, id=f"{op}-{cid}")
-    for op in builtin_ops():
-        gen = GENERATORS.get(op)
-        for cid, slots, attrs in gen() if gen else []:
-            yield pytest.param(op, slots, attrs, id=f"{op}-{cid}")
 
 
 CASES = list(all_cases())
