@@ -84,23 +84,23 @@ static bool is_decimal(const char *s, bool fraction) {
 
 /* One literal value of dtype dt into *v; -1 (and why) when it is not one. */
 static int parse_value(const char *text, sk_dtype dt, case_value *v) {
-  char *end;
-  errno = 0;
   if (dt == SK_FP32 || dt == SK_FP16 || dt == SK_BF16) {
-    double f = is_decimal(text, true) ? strtod(text, &end) : NAN;
     double max = dt == SK_FP16 ? 65504.0 : 3.38e38; /* finite in the dtype too */
-    if (!isfinite(f) || fabs(f) > max) return refuse("value \"%s\" is not a finite %s value", text, sk_dtype_name(dt));
-    v->f = f;
+    v->f = is_decimal(text, true) ? strtod(text, NULL) : NAN;
+    if (!isfinite(v->f) || fabs(v->f) > max)
+      return refuse("value \"%s\" is not a finite %s value", text, sk_dtype_name(dt));
     return 0;
   }
-  long long i = is_decimal(text, false) ? strtoll(text, &end, 10) : 0;
-  long long lo = dt == SK_INT8 ? -128 : dt == SK_INT32 ? INT32_MIN : dt == SK_INT64 ? INT64_MIN : 0;
-  long long hi = dt == SK_INT8    ? 127
-                 : dt == SK_UINT8 ? 255
+  long long lo = dt == SK_INT8 ? INT8_MIN : dt == SK_INT32 ? INT32_MIN : dt == SK_INT64 ? INT64_MIN : 0;
+  long long hi = dt == SK_INT8    ? INT8_MAX
+                 : dt == SK_UINT8 ? UINT8_MAX
                  : dt == SK_BOOL  ? 1
                  : dt == SK_INT32 ? INT32_MAX
                                   : INT64_MAX;
-  if (!is_decimal(text, false) || errno == ERANGE || i < lo || i > hi)
+  bool decimal = is_decimal(text, false);
+  errno = 0;
+  long long i = decimal ? strtoll(text, NULL, 10) : 0;
+  if (!decimal || errno == ERANGE || i < lo || i > hi)
     return refuse("value \"%s\" is not an integer in the range of %s", text,
                   dt == SK_BOOL ? "bool (0, 1)" : sk_dtype_name(dt));
   v->i = i;

@@ -19,19 +19,20 @@ double rr_uniform(uint64_t *s, double lo, double hi) {
   return lo + (hi - lo) * (double)(rr_next(s) >> 11) * 0x1p-53;
 }
 
-void rr_fill(void *data, sk_dtype dtype, size_t n, double lo, double hi, uint64_t *state) {
-  for (size_t i = 0; i < n; i++) {
-    double v = rr_uniform(state, lo, hi);
-    switch (dtype) {
-      case SK_INT8: ((int8_t *)data)[i] = (int8_t)(int)floor(v); break;
-      case SK_INT32: ((int32_t *)data)[i] = (int32_t)floor(v); break;
-      case SK_INT64: ((int64_t *)data)[i] = (int64_t)floor(v); break;
-      case SK_UINT8: ((uint8_t *)data)[i] = (uint8_t)(int64_t)floor(v); break;
-      /* 2 and 3 too: readers must take any nonzero byte as true. */
-      case SK_BOOL: ((uint8_t *)data)[i] = (uint8_t)((int64_t)floor(v) & 3); break;
-      default: sk__store_f32(data, dtype, i, (float)v); break;
-    }
+void rr_store(void *data, sk_dtype dtype, size_t i, double v) {
+  switch (dtype) {
+    case SK_INT8: ((int8_t *)data)[i] = (int8_t)(int)floor(v); break;
+    case SK_INT32: ((int32_t *)data)[i] = (int32_t)floor(v); break;
+    case SK_INT64: ((int64_t *)data)[i] = (int64_t)floor(v); break;
+    case SK_UINT8: ((uint8_t *)data)[i] = (uint8_t)(int64_t)floor(v); break;
+    /* 2 and 3 too: readers must take any nonzero byte as true. */
+    case SK_BOOL: ((uint8_t *)data)[i] = (uint8_t)((int64_t)floor(v) & 3); break;
+    default: sk__store_f32(data, dtype, i, (float)v); break;
   }
+}
+
+void rr_fill(void *data, sk_dtype dtype, size_t n, double lo, double hi, uint64_t *state) {
+  for (size_t i = 0; i < n; i++) rr_store(data, dtype, i, rr_uniform(state, lo, hi));
 }
 
 static size_t info_bytes(const sk_program *p, size_t i, bool input, const char **name) {

@@ -17,6 +17,9 @@ double rr_uniform(uint64_t *state, double lo, double hi);
 /* Fills n elements of dtype with values from [lo, hi) (integers rounded
  * down; uint8 wraps; bool gets floor(v) & 3, so also non-canonical trues). */
 void rr_fill(void *data, sk_dtype dtype, size_t n, double lo, double hi, uint64_t *state);
+/* Element i of data (dtype) set to v: integers rounded down (bool: its low
+ * two bits), floats through fp32. */
+void rr_store(void *data, sk_dtype dtype, size_t i, double v);
 
 /* Buffers for every program input (filled by rr_fill over [lo, hi)) and
  * output (zeroed), named as the program's. */

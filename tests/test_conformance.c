@@ -33,14 +33,10 @@ static sk_team *teams[4];
  * integers as they are, the floats through fp32 (as the Python reader). */
 static void fill_values(const op_case *c, const case_slot *sl, void *data, sk_dtype dt) {
   const case_value *v = &c->values[sl->first_value];
-  for (int i = 0; i < sl->n_values; i++) switch (dt) {
-      case SK_INT8: ((int8_t *)data)[i] = (int8_t)v[i].i; break;
-      case SK_INT32: ((int32_t *)data)[i] = (int32_t)v[i].i; break;
-      case SK_INT64: ((int64_t *)data)[i] = v[i].i; break;
-      case SK_UINT8:
-      case SK_BOOL: ((uint8_t *)data)[i] = (uint8_t)v[i].i; break;
-      default: sk__store_f32(data, dt, (size_t)i, (float)v[i].f); break;
-    }
+  bool is_float = dt == SK_FP32 || dt == SK_FP16 || dt == SK_BF16;
+  for (int i = 0; i < sl->n_values; i++)
+    if (dt == SK_INT64) ((int64_t *)data)[i] = v[i].i; /* exact past 2^53 */
+    else rr_store(data, dt, (size_t)i, is_float ? v[i].f : (double)v[i].i);
 }
 
 /* Fills tensor j of slot sl (n elements of dt): its literal values, values

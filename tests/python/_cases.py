@@ -27,33 +27,30 @@ _TORCH = {
 _TENSOR = re.compile(r"^(\w+)\[([-\d, ]*)\]$")
 _INT = re.compile(r"[-+]?\d+")
 _FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
-_INT_RANGE = {
-    torch.int8: (-128, 127), torch.uint8: (0, 255), torch.bool: (0, 1),
-    torch.int32: (-(2**31), 2**31 - 1), torch.int64: (-(2**63), 2**63 - 1),
-}
 _MAX_VALUES = 64  # in one case, all slots together (the C reader's CASE_MAX_VALUES)
-_FLOAT_MAX = {torch.float16: 65504.0, torch.bfloat16: 3.38e38, torch.float32: 3.38e38}
+_FLOAT_MAX = {torch.float16: 65504.0, torch.bfloat16: 3.38e38, torch.float32: 3.38e38}  # as the C reader
+
+
+def _parse_value(v, dtype):
+    """One literal value of dtype, or None when it is not one."""
+    if dtype.is_floating_point:
+        return float(v) if _FLOAT.fullmatch(v) and abs(float(v)) <= _FLOAT_MAX[dtype] else None
+    lo, hi = (0, 1) if dtype == torch.bool else (torch.iinfo(dtype).min, torch.iinfo(dtype).max)
+    return int(v) if _INT.fullmatch(v) and lo <= int(v) <= hi else None
 
 
 def _literal(text, shape, dtype, where):
     """The tensor of " =v0,v1,..." (text without the "="), or ValueError."""
     values = []
     for v in text.split(","):
-        if dtype.is_floating_point:
-            ok = _FLOAT.fullmatch(v) is not None and abs(float(v)) <= _FLOAT_MAX[dtype]
-            values.append(float(v) if ok else None)
-        else:
-            lo, hi = _INT_RANGE[dtype]
-            ok = _INT.fullmatch(v) is not None and lo <= int(v) <= hi
-            values.append(int(v) if ok else None)
-        if not ok:
+        values.append(_parse_value(v, dtype))
+        if values[-1] is None:
             raise ValueError(f"{where}: value {v!r} is not a {dtype} value")
     n = int(np.prod(shape)) if shape else 1
     if len(values) != n:
         raise ValueError(f"{where}: {len(values)} values for {n} elements")
-    if dtype.is_floating_point:
-        return torch.tensor(values, dtype=torch.float32).to(dtype).reshape(shape)
-    return torch.tensor(values, dtype=torch.int64).to(dtype).reshape(shape)
+    through = torch.float32 if dtype.is_floating_point else torch.int64
+    return torch.tensor(values, dtype=through).to(dtype).reshape(shape)
 
 
 def _fill(shape, dtype, rng, lo=None, hi=None):

@@ -57,8 +57,8 @@ def test_every_op_has_a_torch_op():
     ],
 )
 def test_table_literal_values_refuse_bad_lines(tmp_path, line, message):
-    """The Python reader refuses what the C reader refuses (test_conformance's
-    test_table_reader_literal_values), naming the file and line."""
+    """The Python reader refuses what the C reader refuses (test_schema_edges's
+    test_table_reader_refuses_bad_lines), naming the file and line."""
     path = tmp_path / "bad.cases"
     path.write_text(f"# one bad line\n{line}\n")
     with pytest.raises(ValueError, match=r"bad\.cases:2: ") as err:
