@@ -352,7 +352,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int fill_mode = (int)(mode % 5);
   if (mode >= TOKENS_MODE_MIN) tokens_begin(&G, &r); /* a run-time token count */
   int n_ops = 1 + fr_u8(&r) % 10, last = -1;
-  for (int i = 0; i < n_ops && G.bytes < (2 << 20); i++) {
+  for (int i = 0; i < n_ops && G.bytes < (2 << 20) && G.numel < GEN_MAX_GRAPH_NUMEL; i++) {
     unsigned c = fr_u8(&r);
     if (c < 48) {
       if (G.scope_open) gen_end_scope(&G);

@@ -36,6 +36,14 @@
 #define GEN_MAX_VALUES 256
 #define GEN_MAX_INPUTS 192
 #define GEN_MAX_NUMEL (64 * 1024) /* per generated input */
+/* Elements of every value of a graph that fuzz_exec runs: each element is
+ * filled, run and compared about 30 times per input (executors, repeats,
+ * token counts), at about 0.5 us each under ASan and coverage, so this
+ * bound keeps an input's run well under a second on a 2-core machine.
+ * Generators stop past it, and a table-drawn op whose tensors would pass it
+ * is skipped: a broadcast of two small inputs can make millions (int32
+ * [40000, 1] + [1, 53] ran for 25 s). */
+#define GEN_MAX_GRAPH_NUMEL (48 * 1024)
 #define GEN_MAX_DIM 64
 
 /* What an input holds, for filling it with data that means something. */
@@ -74,6 +82,7 @@ typedef struct gen {
   int n_inputs;
   int n_ops, n_scopes, n_outputs, n_events;
   int64_t bytes;        /* of every tracked value: generators stop past a budget */
+  int64_t numel;        /* elements of every tracked value (GEN_MAX_GRAPH_NUMEL) */
   bool scope_open;
   bool scope_feed_sync; /* the open scope has feed-sync-all=1 */
   bool scope_stream_fusion;
@@ -263,6 +272,7 @@ static int gen_track(gen *G, sk_value v) {
   }
   gv.numel = (int64_t)(bytes / sk_dtype_size(gv.dt));
   G->bytes += (int64_t)bytes;
+  G->numel += gv.numel;
   if (G->n_vals == GEN_MAX_VALUES) return -1;
   G->vals[G->n_vals] = gv;
   return G->n_vals++;

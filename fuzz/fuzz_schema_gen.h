@@ -155,6 +155,22 @@ static int gen_schema_tensor(gen *G, const op_case *c, const case_slot *s, const
   return vi;
 }
 
+/* Whether d on inputs of these metas keeps the graph within
+ * GEN_MAX_GRAPH_NUMEL: its inputs (counted as new) and outputs. */
+static bool gen_op_fits(const gen *G, const sk_op_desc *d, const sk_tensor_meta *metas, size_t n) {
+  sk_tensor_meta outs[SK_KERNEL_MAX_OUTPUTS * 4];
+  size_t n_out = 0;
+  if (sk_op_infer(d, metas, n, outs, sizeof outs / sizeof outs[0], &n_out) != SK_STATUS_OK) return false;
+  double total = (double)G->numel; /* doubles: no overflow on any shape */
+  for (size_t i = 0; i < n + n_out; i++) {
+    const sk_tensor_meta *m = i < n ? &metas[i] : &outs[i - n];
+    double numel = 1;
+    for (int k = 0; k < m->rank; k++) numel *= m->shape[k] < 0 ? 1.0 : (double)m->shape[k];
+    total += numel;
+  }
+  return total <= GEN_MAX_GRAPH_NUMEL;
+}
+
 /* One op drawn from the table and its schema; its first output's index or -1. */
 static int gen_schema_op(gen *G) {
   gen_load_cases();
@@ -173,7 +189,9 @@ static int gen_schema_op(gen *G) {
   sk_tensor_meta varied[CASE_MAX_SLOTS * CASE_MAX_LIST];
   memcpy(varied, metas, sizeof varied);
   gen_vary_metas(G, c, &schema, varied, n);
-  if (FUZZ_CALL(sk_op_supported(&d, varied, n)) == SK_STATUS_OK) memcpy(metas, varied, n * sizeof *metas);
+  if (FUZZ_CALL(sk_op_supported(&d, varied, n)) == SK_STATUS_OK && gen_op_fits(G, &d, varied, n))
+    memcpy(metas, varied, n * sizeof *metas);
+  if (!gen_op_fits(G, &d, metas, n)) return -1; /* the case itself is too large for what is left */
   sk_value values[CASE_MAX_SLOTS][CASE_MAX_LIST];
   size_t at = 0;
   for (int s = 0; s < c->n_slots; s++)
