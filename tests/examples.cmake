@@ -1,5 +1,5 @@
 # The examples run as tests: each must exit 0 and print its success line.
-# (Each times 101 repetitions: minutes under a sanitizer.)
+# (Each times 51-201 repetitions for its medians; 5 in a sanitizer build.)
 math(EXPR SK_EXAMPLE_TIMEOUT "120 * ${SK_TEST_TIME_SCALE}")
 add_test(NAME example01_super_kernel_base COMMAND example01_super_kernel_base)
 set_tests_properties(example01_super_kernel_base PROPERTIES

@@ -27,6 +27,11 @@
 
 #include "superkernel.h"
 
+/* Timed runs for a median; a sanitizer build sets 5 (examples/CMakeLists.txt). */
+#ifndef SK_EXAMPLE_TIMING_REPS
+#define SK_EXAMPLE_TIMING_REPS 51
+#endif
+
 #define CHECK(call)                                                                          \
   do {                                                                                       \
     sk_status st_ = (call);                                                                  \
@@ -177,7 +182,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Median time of REPS runs of a program (after one warm-up run). */
 static double median_run_us(sk_program *p, sk_team *team, const sk_buffer *inputs, const sk_buffer *outputs) {
-  enum { REPS = 51 };
+  enum { REPS = SK_EXAMPLE_TIMING_REPS };
   double times[REPS];
   CHECK(sk_program_run(p, team, inputs, N_INPUTS, outputs, 1));
   for (int r = 0; r < REPS; r++) {

@@ -29,6 +29,11 @@
 
 #include "superkernel.h"
 
+/* Timed runs for a median; a sanitizer build sets 5 (examples/CMakeLists.txt). */
+#ifndef SK_EXAMPLE_TIMING_REPS
+#define SK_EXAMPLE_TIMING_REPS 201
+#endif
+
 #define CHECK(call)                                                                          \
   do {                                                                                       \
     sk_status st_ = (call);                                                                  \
@@ -78,7 +83,7 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-enum { REPS = 201 };
+enum { REPS = SK_EXAMPLE_TIMING_REPS };
 
 /* One round: every fused kernel of fks launched once, fks[i] with args[i]. */
 static double round_us(sk_fused_kernel *const *fks, size_t n, void *const *const *const *args) {

@@ -27,6 +27,11 @@
 
 #include "superkernel.h"
 
+/* Timed runs for a median; a sanitizer build sets 5 (examples/CMakeLists.txt). */
+#ifndef SK_EXAMPLE_TIMING_REPS
+#define SK_EXAMPLE_TIMING_REPS 51
+#endif
+
 #define CHECK(call)                                                                          \
   do {                                                                                       \
     sk_status st_ = (call);                                                                  \
@@ -116,7 +121,7 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-enum { REPS = 51 };
+enum { REPS = SK_EXAMPLE_TIMING_REPS };
 
 static double median_run_us(sk_program *p, sk_team *team, const sk_buffer *inputs, const sk_buffer *outputs) {
   double times[REPS];
