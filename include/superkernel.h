@@ -311,6 +311,8 @@ typedef struct sk_attr {
  *   moe_gating_topk_softmax x; k, renorm -> y, expert_idx, row_idx, softmax
  *   linear         x, weight [N, K], bias  -> x @ weight^T + bias
  *   gelu           x                        -> x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3))
+ *   softmax        x                        -> softmax over the last dimension (fp32, 16-lane sum)
+ *   argmax         x; keepdim               -> int64 index of each row's maximum (first NaN)
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */

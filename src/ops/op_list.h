@@ -28,6 +28,8 @@
   X(moe_finalize_routing)  \
   X(moe_gating_topk_softmax) \
   X(linear)                \
-  X(gelu)
+  X(gelu)                  \
+  X(softmax)               \
+  X(argmax)
 
 #endif
