@@ -313,6 +313,7 @@ typedef struct sk_attr {
  *   gelu           x                        -> x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3))
  *   softmax        x                        -> softmax over the last dimension (fp32, 16-lane sum)
  *   argmax         x; keepdim               -> int64 index of each row's maximum (first NaN)
+ *   embedding      table, ids, scale; output_dtype -> table[ids] (int8 table: * scale)
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */

@@ -30,6 +30,7 @@
   X(linear)                \
   X(gelu)                  \
   X(softmax)               \
-  X(argmax)
+  X(argmax)                \
+  X(embedding)
 
 #endif

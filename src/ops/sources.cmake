@@ -33,6 +33,7 @@ list(APPEND SK_SOURCES
   ops/linear.c
   ops/softmax.c
   ops/argmax.c
+  ops/embedding.c
 )
 # Their arithmetic is written as separate multiplies and adds (docs/ops.md):
 # a compiler must not fuse them on an ISA that has FMA.
