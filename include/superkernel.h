@@ -314,6 +314,10 @@ typedef struct sk_attr {
  *   softmax        x                        -> softmax over the last dimension (fp32, 16-lane sum)
  *   argmax         x; keepdim               -> int64 index of each row's maximum (first NaN)
  *   embedding      table, ids, scale; output_dtype -> table[ids] (int8 table: * scale)
+ *   rotary_embedding q, k, positions; max_positions, rotary_dim, layout,
+ *                  theta, scaling_type, factor, original_max_positions,
+ *                  beta_fast, beta_slow, mscale, mscale_all_dim,
+ *                  attention_factor, truncate -> q_out, k_out (RoPE)
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */

@@ -31,6 +31,7 @@
   X(gelu)                  \
   X(softmax)               \
   X(argmax)                \
-  X(embedding)
+  X(embedding)             \
+  X(rotary_embedding)
 
 #endif
