@@ -42,31 +42,43 @@ static sk_graph *one_op(const char *type, const one_input *ins, size_t n_in, con
   return g;
 }
 
+/* Program i of g (i < N_PROGRAMS: every executor on teams of 1-3 cores,
+ * the reference on one), its team in *team; NULL for a pair not run. */
+enum { N_PROGRAMS = 12 };
+static sk_program *program_at(const sk_graph *g, int i, sk_team **team) {
+  const size_t e = (size_t)i / 3;
+  const int cores = i % 3 + 1;
+  if (EXECUTORS[e] == SK_EXECUTOR_REFERENCE && cores > 1) return NULL;
+  *team = teams[cores];
+  sk_compile_config cfg = {.struct_size = sizeof cfg, .team = *team, .executor = EXECUTORS[e]};
+  sk_program *p = NULL;
+  CHECK_OK(sk_compile(g, &cfg, &p));
+  return p;
+}
+
 /* Runs g's program on every executor and team of 1-3 cores with `good`
  * and `bad` index data (input `index` of the others' fixed data): the bad
  * run fails naming `fragment` and leaves every output as it was; a good
  * run after it succeeds. */
 static void check_run_error(sk_graph *g, sk_buffer *in, size_t n_in, size_t index, const void *bad, const void *good,
                             sk_buffer *out, size_t n_out, const char *fragment) {
-  for (size_t e = 0; e < 4; e++)
-    for (int cores = 1; cores <= 3; cores++) {
-      if (EXECUTORS[e] == SK_EXECUTOR_REFERENCE && cores > 1) continue;
-      sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[cores], .executor = EXECUTORS[e]};
-      sk_program *p;
-      CHECK_OK(sk_compile(g, &cfg, &p));
-      in[index].data = (void *)bad;
-      for (size_t j = 0; j < n_out; j++) memset(out[j].data, 0x5A, out[j].bytes);
-      CHECK_FAILS(sk_program_run(p, teams[cores], in, n_in, out, n_out), SK_STATUS_INVALID_ARGUMENT, fragment);
-      for (size_t j = 0; j < n_out; j++)
-        for (size_t b = 0; b < out[j].bytes; b++)
-          if (((unsigned char *)out[j].data)[b] != 0x5A) {
-            CHECK_MSG(false, "executor %zu, %d cores: output %zu byte %zu written by a failed run", e, cores, j, b);
-            break;
-          }
-      in[index].data = (void *)good;
-      CHECK_OK(sk_program_run(p, teams[cores], in, n_in, out, n_out));
-      sk_program_destroy(p);
-    }
+  for (int i = 0; i < N_PROGRAMS; i++) {
+    sk_team *team;
+    sk_program *p = program_at(g, i, &team);
+    if (!p) continue;
+    in[index].data = (void *)bad;
+    for (size_t j = 0; j < n_out; j++) memset(out[j].data, 0x5A, out[j].bytes);
+    CHECK_FAILS(sk_program_run(p, team, in, n_in, out, n_out), SK_STATUS_INVALID_ARGUMENT, fragment);
+    for (size_t j = 0; j < n_out; j++)
+      for (size_t b = 0; b < out[j].bytes; b++)
+        if (((unsigned char *)out[j].data)[b] != 0x5A) {
+          CHECK_MSG(false, "program %d: output %zu byte %zu written by a failed run", i, j, b);
+          break;
+        }
+    in[index].data = (void *)good;
+    CHECK_OK(sk_program_run(p, team, in, n_in, out, n_out));
+    sk_program_destroy(p);
+  }
 }
 
 static void test_embedding_out_of_range_ids(void) {
@@ -111,19 +123,17 @@ static void test_rotary_out_of_range_positions(void) {
 static void run_everywhere(sk_graph *g, const float *x, size_t x_bytes, void *y, size_t y_bytes) {
   unsigned char first[4096];
   CHECK(y_bytes <= sizeof first);
-  for (size_t e = 0; e < 4; e++)
-    for (int cores = 1; cores <= 3; cores++) {
-      if (EXECUTORS[e] == SK_EXECUTOR_REFERENCE && cores > 1) continue;
-      sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[cores], .executor = EXECUTORS[e]};
-      sk_program *p;
-      CHECK_OK(sk_compile(g, &cfg, &p));
-      sk_buffer in[] = {{"x", (void *)x, x_bytes}};
-      sk_buffer out[] = {{"y0", y, y_bytes}};
-      CHECK_OK(sk_program_run(p, teams[cores], in, 1, out, 1));
-      if (e == 0 && cores == 1) memcpy(first, y, y_bytes);
-      CHECK_MSG(memcmp(first, y, y_bytes) == 0, "executor %zu on %d cores differs", e, cores);
-      sk_program_destroy(p);
-    }
+  for (int i = 0; i < N_PROGRAMS; i++) {
+    sk_team *team;
+    sk_program *p = program_at(g, i, &team);
+    if (!p) continue;
+    sk_buffer in[] = {{"x", (void *)x, x_bytes}};
+    sk_buffer out[] = {{"y0", y, y_bytes}};
+    CHECK_OK(sk_program_run(p, team, in, 1, out, 1));
+    if (i == 0) memcpy(first, y, y_bytes);
+    CHECK_MSG(memcmp(first, y, y_bytes) == 0, "program %d differs from the first", i);
+    sk_program_destroy(p);
+  }
 }
 
 static void test_softmax_edge_rows(void) {

@@ -162,8 +162,7 @@ static int64_t row_int(const void *row, sk_dtype dt, int64_t n, int64_t *scratch
 
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const argmax_params *p = io->params;
-  int64_t min_rows = p->n >= 32768 ? 1 : 32768 / p->n;
-  *out = sk__flat_tiling(p->rows, sk__flat_block_size(p->rows, n_cores, 1, min_rows));
+  *out = sk__row_tiling(p->rows, p->n, n_cores, 32768);
   out->workspace_bytes = CHUNK * sizeof(int64_t);
   return SK_STATUS_OK;
 }

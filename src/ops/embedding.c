@@ -115,8 +115,7 @@ static void reference(const sk__node_io *io) {
 /* Blocks of ids (output rows), at least 16 K values each. */
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const embedding_params *p = io->params;
-  int64_t min_rows = p->h >= 16384 ? 1 : 16384 / (p->h ? p->h : 1);
-  *out = sk__flat_tiling(p->n, sk__flat_block_size(p->n, n_cores, 1, min_rows));
+  *out = sk__row_tiling(p->n, p->h, n_cores, 16384);
   out->workspace_bytes = (size_t)p->h * sizeof(float);
   return SK_STATUS_OK;
 }

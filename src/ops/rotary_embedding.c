@@ -201,9 +201,7 @@ static void reference(const sk__node_io *io) {
 /* Blocks of tokens, at least 16 K values each. */
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const rope_params *p = io->params;
-  const int64_t per_token = (p->hq + p->hk) * p->d;
-  int64_t min_rows = per_token >= 16384 ? 1 : 16384 / (per_token ? per_token : 1);
-  *out = sk__flat_tiling(p->t, sk__flat_block_size(p->t, n_cores, 1, min_rows));
+  *out = sk__row_tiling(p->t, (p->hq + p->hk) * p->d, n_cores, 16384);
   out->workspace_bytes = scratch_bytes(p);
   return SK_STATUS_OK;
 }

@@ -81,8 +81,7 @@ static void reference(const sk__node_io *io) {
 /* Blocks of whole rows, about one per core, at least 32 K values each. */
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const softmax_params *p = io->params;
-  int64_t min_rows = p->n >= 32768 ? 1 : 32768 / p->n;
-  *out = sk__flat_tiling(p->rows, sk__flat_block_size(p->rows, n_cores, 1, min_rows));
+  *out = sk__row_tiling(p->rows, p->n, n_cores, 32768);
   out->workspace_bytes = (size_t)p->n * sizeof(float);
   return SK_STATUS_OK;
 }
