@@ -32,9 +32,10 @@
 enum { SLOT_Q, SLOT_K, SLOT_POS };
 enum { OUT_Q, OUT_K };
 
-/* Positions are exact in fp32 below 2^24; the table stays under 4 GiB. */
+/* Positions are exact in fp32 below 2^24; the table stays within 1 GiB
+ * (a 1 M-position context of rotary_dim 128 needs 512 MiB). */
 #define MAX_POSITIONS ((int64_t)1 << 24)
-#define MAX_TABLE_BYTES ((int64_t)1 << 32)
+#define MAX_TABLE_BYTES ((int64_t)1 << 30)
 
 static const sk_op_slot_info inputs[] = {
     SK__IN("q", "[T, Hq, D] fp32, fp16 or bf16", .dtypes = SK__FLOATS, SK__RANK(3, 3)),
@@ -90,7 +91,7 @@ static sk_status read_config(sk__build_ctx *ctx, int64_t d, rope_config *c) {
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: %s", op, why);
   if (c->max_positions * c->rotary_dim * 4 > MAX_TABLE_BYTES)
     return sk__fail(SK_STATUS_INVALID_ATTRIBUTE,
-                    "%s: attribute max_positions: a table of %lld x %lld floats is past 4 GiB", op,
+                    "%s: attribute max_positions: a table of %lld x %lld floats is past 1 GiB", op,
                     (long long)c->max_positions, (long long)c->rotary_dim);
   return SK_STATUS_OK;
 }
