@@ -311,6 +311,13 @@ typedef struct sk_attr {
  *   moe_gating_topk_softmax x; k, renorm -> y, expert_idx, row_idx, softmax
  *   linear         x, weight [N, K], bias  -> x @ weight^T + bias
  *   gelu           x                        -> x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3))
+ *   softmax        x                        -> softmax over the last dimension (fp32, 16-lane sum)
+ *   argmax         x; keepdim               -> int64 index of each row's maximum (first NaN)
+ *   embedding      table, ids, scale; output_dtype -> table[ids] (int8 table: * scale)
+ *   rotary_embedding q, k, positions; max_positions, rotary_dim, layout,
+ *                  theta, scaling_type, factor, original_max_positions,
+ *                  beta_fast, beta_slow, mscale, mscale_all_dim,
+ *                  attention_factor, truncate -> q_out, k_out (RoPE)
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */

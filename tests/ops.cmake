@@ -17,3 +17,7 @@ sk_add_test(NAME test_runtime_group_list SOURCES test_runtime_group_list.c LIBS 
 sk_add_test(NAME test_gmm_transpose SOURCES test_gmm_transpose.c ISA_VARIANTS_WITHOUT avx512vnni)
 sk_add_test(NAME test_gmm_tiling SOURCES test_gmm_tiling.c LIBS sk_reference_runner)
 sk_add_test(NAME test_moe_layer SOURCES test_moe_layer.c LIBS sk_reference_runner TIMEOUT 300)
+# softmax, argmax, embedding, rotary_embedding: run-time errors, edge rows, RoPE by hand
+# (its expected products must not be fused, as the op's are not).
+sk_add_test(NAME test_decoder_ops SOURCES test_decoder_ops.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512bf16 avx512vnni)
+set_source_files_properties(test_decoder_ops.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")

@@ -26,7 +26,12 @@ static float tc_uniform(float lo, float hi) {
 }
 
 static inline void tc_store(void *data, sk_dtype dt, int64_t i, float v) {
+  /* integer inputs (ids, positions): v in [-1, 1) as an index in [0, 64) */
+  int64_t index = (int64_t)((v + 1.0f) * 32.0f);
+  if (index > 63) index = 63;
   if (dt == SK_FP32) ((float *)data)[i] = v;
+  else if (dt == SK_INT32) ((int32_t *)data)[i] = (int32_t)index;
+  else if (dt == SK_INT64) ((int64_t *)data)[i] = index;
   else if (dt == SK_FP16) ((uint16_t *)data)[i] = sk_fp32_to_fp16(v);
   else ((uint16_t *)data)[i] = sk_fp32_to_bf16(v);
 }
@@ -369,13 +374,43 @@ static inline void tc_moe_w8a8(sk_graph *g, int64_t t, sk_dtype dt) {
   CHECK_OK(sk_graph_mark_output(g, gating[1], "topk_idx"));
 }
 
+/* A decoder's per-token ops: embedding of int32 ids (a constant table of
+ * 64 rows), softmax and argmax of the rows, rotary_embedding of q and k at
+ * int64 positions (YaRN, partial, interleaved). */
+static inline void tc_decoder(sk_graph *g, int64_t t, sk_dtype dt) {
+  const int64_t v = 64, h = 48, d = 32;
+  sk_value ids = input(g, "ids", SK_INT32, 1, (int64_t[]){t});
+  sk_value q = input(g, "q", dt, 3, (int64_t[]){t, 4, d}), k = input(g, "k", dt, 3, (int64_t[]){t, 2, d});
+  sk_value pos = input(g, "positions", SK_INT64, 1, (int64_t[]){t});
+  sk_value table = tc_weight(g, "table", dt, 2, (int64_t[]){v, h}, 4.0f);
+  CHECK_OK(sk_graph_begin_scope(g, "decoder", NULL));
+  sk_value e, sm, am, rope[2];
+  sk_op_input ein[] = {{"table", &table, 1}, {"ids", &ids, 1}};
+  op(g, "embedding", "embed", ein, 2, NULL, 0, &e, 1);
+  sk_op_input xin[] = {{"x", &e, 1}};
+  op(g, "softmax", "softmax", xin, 1, NULL, 0, &sm, 1);
+  op(g, "argmax", "argmax", xin, 1, NULL, 0, &am, 1);
+  sk_op_input rin[] = {{"q", &q, 1}, {"k", &k, 1}, {"positions", &pos, 1}};
+  sk_attr rat[] = {SK_ATTR_INT("max_positions", 64), SK_ATTR_INT("rotary_dim", 16), SK_ATTR_INT("layout", 1),
+                   SK_ATTR_INT("scaling_type", 2), SK_ATTR_FLOAT("factor", 4.0),
+                   SK_ATTR_INT("original_max_positions", 16)};
+  op(g, "rotary_embedding", "rope", rin, 3, rat, 6, rope, 2);
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, sm, "softmax"));
+  CHECK_OK(sk_graph_mark_output(g, am, "argmax"));
+  CHECK_OK(sk_graph_mark_output(g, rope[0], "q_out"));
+  CHECK_OK(sk_graph_mark_output(g, rope[1], "k_out"));
+  CHECK_OK(sk_graph_mark_output(g, e, "embedded"));
+}
+
 static const tokens_case TOKENS_CASES[] = {
     {"elementwise fp16", tc_elementwise, SK_FP16},     {"elementwise fp32", tc_elementwise, SK_FP32},
     {"norms bf16", tc_norms, SK_BF16},                 {"matmuls bf16", tc_matmuls, SK_BF16},
     {"matmuls fp32", tc_matmuls, SK_FP32},             {"moe softmax bf16", tc_moe_softmax, SK_BF16},
     {"moe sigmoid fp16", tc_moe_sigmoid, SK_FP16},     {"views fp16", tc_views, SK_FP16},
     {"quant fp16", tc_quant, SK_FP16},                 {"quant bf16", tc_quant, SK_BF16},
-    {"moe w8a8 bf16", tc_moe_w8a8, SK_BF16},
+    {"moe w8a8 bf16", tc_moe_w8a8, SK_BF16},     {"decoder bf16", tc_decoder, SK_BF16},
+    {"decoder fp32", tc_decoder, SK_FP32},
 };
 
 /* The case's graph: dynamic up to max (tokens = SK_DIM_DYNAMIC) or for

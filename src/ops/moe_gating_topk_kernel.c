@@ -33,6 +33,7 @@
 #include "kernels/moe/moe_select.h"
 #include "ops/moe_gating_topk.h"
 #include "ops/op_util.h"
+#include "ops/row_reduce.h"
 
 /* Above this many winners, sort the candidates instead of inserting. */
 #define INSERT_MAX 64
@@ -109,29 +110,6 @@ void sk__moe_footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk
 
 /* ---- norm ----------------------------------------------------------------- */
 
-static float max_non_nan(const float *x, int64_t n) {
-  float lane[16];
-  for (int j = 0; j < 16; j++) lane[j] = -INFINITY;
-  int64_t e = 0;
-  for (; e + 16 <= n; e += 16)
-    for (int j = 0; j < 16; j++) lane[j] = x[e + j] > lane[j] ? x[e + j] : lane[j];
-  for (int j = 0; e + j < n; j++) lane[j] = x[e + j] > lane[j] ? x[e + j] : lane[j];
-  float m = -INFINITY;
-  for (int j = 0; j < 16; j++) m = lane[j] > m ? lane[j] : m;
-  return m + 0.0f;
-}
-
-static float sum16(const float *x, int64_t n) {
-  float part[16] = {0};
-  int64_t e = 0;
-  for (; e + 16 <= n; e += 16)
-    for (int j = 0; j < 16; j++) part[j] = part[j] + x[e + j];
-  for (int j = 0; e + j < n; j++) part[j] = part[j] + x[e + j];
-  for (int h = 8; h >= 1; h /= 2)
-    for (int j = 0; j < h; j++) part[j] = part[j] + part[j + h];
-  return part[0];
-}
-
 /* norm of one row into `norm` (the row of out), x row in the op's dtype. */
 static void norm_row(const moe_params *p, const void *x, float *norm, sk__isa isa) {
   int64_t n = p->e;
@@ -144,10 +122,10 @@ static void norm_row(const moe_params *p, const void *x, float *norm, sk__isa is
     sk__sigmoidf_array(xf, norm, (size_t)n, isa);
     return;
   }
-  float m = max_non_nan(xf, n);
+  float m = sk__max_lanes(xf, n);
   for (int64_t e = 0; e < n; e++) norm[e] = xf[e] - m;
   sk__expf_array(norm, norm, (size_t)n, isa);
-  float s = sum16(norm, n);
+  float s = sk__sum_lanes(norm, n);
   if (s != s) s = sk__canonical_nan();
   for (int64_t e = 0; e < n; e++) norm[e] = norm[e] / s;
 }

@@ -28,6 +28,10 @@
   X(moe_finalize_routing)  \
   X(moe_gating_topk_softmax) \
   X(linear)                \
-  X(gelu)
+  X(gelu)                  \
+  X(softmax)               \
+  X(argmax)                \
+  X(embedding)             \
+  X(rotary_embedding)
 
 #endif

@@ -53,6 +53,14 @@ static inline sk__tiling sk__flat_tiling(int64_t n, int64_t block_size) {
   return t;
 }
 
+/* Tiling of `rows` rows of `row_values` values each into blocks of whole
+ * rows, about one per core, each of at least min_values values (or one
+ * row): the split of row-wise ops, whose results never depend on it. */
+static inline sk__tiling sk__row_tiling(int64_t rows, int64_t row_values, int n_cores, int64_t min_values) {
+  int64_t min_rows = row_values >= min_values ? 1 : min_values / (row_values > 0 ? row_values : 1);
+  return sk__flat_tiling(rows, sk__flat_block_size(rows, n_cores, 1, min_rows));
+}
+
 /* Element range [*begin, *end) of block b when n elements are split into
  * n_blocks nearly equal contiguous blocks (the last may be shorter). */
 static inline void sk__flat_block_range(int64_t n, int64_t n_blocks, int64_t b, int64_t *begin, int64_t *end) {

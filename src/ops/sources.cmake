@@ -31,7 +31,12 @@ list(APPEND SK_SOURCES
   ops/moe_finalize_routing.c
   ops/moe_gating_topk_softmax.c
   ops/linear.c
+  ops/softmax.c
+  ops/argmax.c
+  ops/embedding.c
+  ops/rotary_embedding.c ops/rope_freq.c
 )
 # Their arithmetic is written as separate multiplies and adds (docs/ops.md):
 # a compiler must not fuse them on an ISA that has FMA.
-set_source_files_properties(ops/rms_norm.c ops/swiglu.c ops/moe_finalize_routing.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+set_source_files_properties(ops/rms_norm.c ops/swiglu.c ops/moe_finalize_routing.c
+  ops/rotary_embedding.c ops/rope_freq.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")

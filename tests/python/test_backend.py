@@ -212,6 +212,27 @@ def test_integer_and_cast_ops():
     assert to_int and all(n not in plan.sk for n in to_int)
 
 
+def test_embedding_and_argmax_run_in_the_library():
+    class Decode(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(100, 32).to(torch.bfloat16)
+
+        def forward(self, ids, logits):
+            with scope.super_kernel("decode"):
+                h = self.emb(ids)
+                return h * h, torch.argmax(logits, dim=-1), torch.argmax(h, dim=1, keepdim=True)
+
+    ids = torch.randint(0, 100, (4, 6))
+    logits = (torch.randn(4, 6, 1000) * 4).round().to(torch.bfloat16)  # ties
+    logits[1, 2, 7] = float("nan")
+    got, want, b = compile_run(Decode(), (ids, logits), "interp")
+    assert_bitwise(got, want)
+    plan = b.graphs()[-1].plan
+    mapped = {n.target for n in plan.gm.graph.nodes if n in plan.sk}
+    assert torch.ops.aten.embedding.default in mapped and torch.ops.aten.argmax.default in mapped
+
+
 def test_outputs_that_are_inputs_or_views():
     class Views(torch.nn.Module):
         def forward(self, x):

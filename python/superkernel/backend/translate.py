@@ -28,6 +28,13 @@ ATen ops mapped, and why they give torch's bits:
         torch's conversion is not the library's: float -> integer (out of
         range torch's result is undefined, the library saturates) and int32
         / int64 -> bf16 (torch rounds twice, through fp32).
+  argmax over the last dimension    -> argmax     (an exact comparison: the
+        same index, the first NaN and the lowest index on ties, as torch)
+  embedding (float weight)          -> embedding  (a copy of rows;
+        padding_idx changes only gradients; an id out of range fails the run
+        with the library's error where torch raises IndexError)
+Not mapped: softmax (the library's exp and its fixed 16-lane sum are not
+torch's, so the bits differ: torch.ops.superkernel.softmax asks for it).
 """
 
 import operator
@@ -213,6 +220,25 @@ def _pow(node):
 
 
 _ATEN[aten.pow.Tensor_Scalar] = _pow
+
+
+def _argmax(node):
+    x = node.args[0]
+    dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
+    keepdim = node.kwargs.get("keepdim", node.args[2] if len(node.args) > 2 else False)
+    _, shape = tensor_meta(x)
+    if dim is None or dim not in (-1, len(shape) - 1):
+        raise Unsupported(f"argmax over dim {dim} (only the last)")
+    return "argmax", {"x": x}, {"keepdim": int(bool(keepdim))}
+
+
+def _embedding(node):
+    weight, indices = node.args[0], node.args[1]
+    return "embedding", {"table": weight, "ids": indices}, {}
+
+
+_ATEN[aten.argmax.default] = _argmax
+_ATEN[aten.embedding.default] = _embedding
 
 
 def _metas(slots):
