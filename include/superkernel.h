@@ -311,6 +311,8 @@ typedef struct sk_attr {
  *   moe_gating_topk_softmax x; k, renorm -> y, expert_idx, row_idx, softmax
  *   linear         x, weight [N, K], bias  -> x @ weight^T + bias
  *   gelu           x                        -> x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3))
+ *   kv_cache_write cache (a graph input, written in place), new, positions
+ *                  -> cache (the input's storage: cache[positions[t]] = new[t])
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */

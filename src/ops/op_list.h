@@ -28,6 +28,7 @@
   X(moe_finalize_routing)  \
   X(moe_gating_topk_softmax) \
   X(linear)                \
-  X(gelu)
+  X(gelu)                  \
+  X(kv_cache_write)
 
 #endif

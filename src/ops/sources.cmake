@@ -31,6 +31,7 @@ list(APPEND SK_SOURCES
   ops/moe_finalize_routing.c
   ops/moe_gating_topk_softmax.c
   ops/linear.c
+  ops/kv_cache_write.c
 )
 # Their arithmetic is written as separate multiplies and adds (docs/ops.md):
 # a compiler must not fuse them on an ISA that has FMA.
