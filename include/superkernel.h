@@ -313,6 +313,8 @@ typedef struct sk_attr {
  *   gelu           x                        -> x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3))
  *   kv_cache_write cache (a graph input, written in place), new, positions
  *                  -> cache (the input's storage: cache[positions[t]] = new[t])
+ *   attention      q, k_cache, v_cache, positions; scale, softcap (floats),
+ *                  window -> o (causal, grouped-query, against the cache)
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */

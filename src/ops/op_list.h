@@ -29,6 +29,7 @@
   X(moe_gating_topk_softmax) \
   X(linear)                \
   X(gelu)                  \
-  X(kv_cache_write)
+  X(kv_cache_write)        \
+  X(attention)
 
 #endif

@@ -32,7 +32,8 @@ list(APPEND SK_SOURCES
   ops/moe_gating_topk_softmax.c
   ops/linear.c
   ops/kv_cache_write.c
+  ops/attention.c
 )
 # Their arithmetic is written as separate multiplies and adds (docs/ops.md):
 # a compiler must not fuse them on an ISA that has FMA.
-set_source_files_properties(ops/rms_norm.c ops/swiglu.c ops/moe_finalize_routing.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+set_source_files_properties(ops/rms_norm.c ops/swiglu.c ops/moe_finalize_routing.c ops/attention.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
