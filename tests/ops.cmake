@@ -17,3 +17,5 @@ sk_add_test(NAME test_runtime_group_list SOURCES test_runtime_group_list.c LIBS 
 sk_add_test(NAME test_gmm_transpose SOURCES test_gmm_transpose.c ISA_VARIANTS_WITHOUT avx512vnni)
 sk_add_test(NAME test_gmm_tiling SOURCES test_gmm_tiling.c LIBS sk_reference_runner)
 sk_add_test(NAME test_moe_layer SOURCES test_moe_layer.c LIBS sk_reference_runner TIMEOUT 300)
+# kv_cache_write and attention: invariance to chunking, batch, executor and team; run-time errors; refusals
+sk_add_test(NAME test_attention SOURCES test_attention.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512vnni avx512bf16 amx)
