@@ -318,6 +318,10 @@ typedef struct sk_attr {
  *                  theta, scaling_type, factor, original_max_positions,
  *                  beta_fast, beta_slow, mscale, mscale_all_dim,
  *                  attention_factor, truncate -> q_out, k_out (RoPE)
+ *   kv_cache_write cache (a graph input, written in place), new, positions
+ *                  -> cache (the input's storage: cache[positions[t]] = new[t])
+ *   attention      q, k_cache, v_cache, positions; scale, softcap (floats),
+ *                  window -> o (causal, grouped-query, against the cache)
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */

@@ -21,3 +21,5 @@ sk_add_test(NAME test_moe_layer SOURCES test_moe_layer.c LIBS sk_reference_runne
 # (its expected products must not be fused, as the op's are not).
 sk_add_test(NAME test_decoder_ops SOURCES test_decoder_ops.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512bf16 avx512vnni)
 set_source_files_properties(test_decoder_ops.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+# kv_cache_write and attention: invariance to chunking, batch, executor and team; run-time errors; refusals
+sk_add_test(NAME test_attention SOURCES test_attention.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512vnni avx512bf16 amx)

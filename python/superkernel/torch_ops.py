@@ -187,10 +187,19 @@ def _attr_key(value):
 EAGER = _EagerCache()
 
 
+# Ops that write an input in place (the library's writes_input: the state a
+# graph input holds, docs/ops.md): the slot they write. A torch op is
+# functional, so its CPU kernel lets the library write a copy.
+WRITES_IN_PLACE = {"kv_cache_write": "cache"}
+
+
 def run_eager(spec, slots, attrs):
     """Runs one op through the library on torch CPU tensors; returns its
     outputs as torch tensors (a list)."""
     program = EAGER.program(spec, slots, attrs)
+    written = WRITES_IN_PLACE.get(spec.op)
+    if written in slots:
+        slots = dict(slots, **{written: slots[written].clone(memory_format=torch.contiguous_format)})
     # any strided CPU tensor, as torch ops take them: the library reads dense ones
     inputs = [
         t if t.is_contiguous() else t.contiguous()

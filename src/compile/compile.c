@@ -152,7 +152,11 @@ static sk_status plan_storage(const sk_graph *g, sk_program *p) {
   }
   for (size_t v = 0; v < g->n_values; v++) p->root[v] = (sk_value)v;
   for (size_t i = 0; i < g->n_nodes; i++) /* nodes are in topological order */
-    if (g->nodes[i].def->is_view) {
+    if (g->nodes[i].def->writes_input) { /* state written in place: the output is the input's storage */
+      sk_value in = g->nodes[i].slot_values[0][0], out = g->nodes[i].outputs[0];
+      p->root[out] = p->root[in];
+      p->view_offset[out] = p->view_offset[in];
+    } else if (g->nodes[i].def->is_view) {
       const sk__op_def *def = g->nodes[i].def;
       sk_value in = g->nodes[i].slot_values[0][0], out = g->nodes[i].outputs[0];
       p->root[out] = p->root[in];

@@ -8,8 +8,18 @@
 static sk_status oom(void) { return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_compile: out of memory"); }
 
 /* The node that wrote the data of value v (through views), or -1 for a
- * graph input. */
-static int writer_of(const sk_program *p, const sk_graph *g, sk_value v) { return g->values[p->root[v]].producer; }
+ * graph input. A view's data is its input's; an op that writes state in
+ * place (op.h, writes_input) is the writer of its output, though that
+ * output's storage is a graph input's. */
+static int writer_of(const sk_program *p, const sk_graph *g, sk_value v) {
+  (void)p;
+  int n = g->values[v].producer;
+  while (n >= 0 && g->nodes[n].def->is_view) {
+    v = g->nodes[n].slot_values[0][0];
+    n = g->values[v].producer;
+  }
+  return n;
+}
 
 /* Calls add(node) for each distinct node that node i needs; seen is scratch
  * (per node, the last i + 1 that saw it). Returns the count. */

@@ -108,6 +108,65 @@ static sk_status check_tokens(const sk_graph *g, const sk_op_desc *desc, const s
   return sk__tokens_probe(g, desc, ctx, dynamic);
 }
 
+/* The name of value v for messages: its graph input's or constant's name,
+ * else the node that computes it. */
+static const char *value_name(const sk_graph *g, sk_value v, const char **kind) {
+  const sk__value *x = &g->values[v];
+  if (x->input_index >= 0) return *kind = "graph input", g->inputs[x->input_index].name;
+  if (x->constant_index >= 0) return *kind = "constant", g->constants[x->constant_index].name;
+  *kind = "the output of node";
+  return x->producer >= 0 ? g->nodes[x->producer].name : "?";
+}
+
+/* State written in place (op.h, writes_input): the node must write a graph
+ * input that nothing else reads (before the write or after it: either
+ * could be scheduled on the other side), and no node may read a value
+ * once a node writes it in place. */
+static sk_status check_in_place(const sk_graph *g, const sk__build_ctx *ctx) {
+  const sk_op_desc *d = ctx->desc;
+  for (size_t i = 0; i < d->n_inputs; i++)
+    for (size_t j = 0; j < d->inputs[i].count; j++) {
+      sk_value v = d->inputs[i].values[j];
+      int w = sk__graph_in_place_writer(g, v);
+      const char *kind, *name = value_name(g, v, &kind);
+      if (w >= 0)
+        return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                        "%s: input %s: %s '%s' is written in place by node '%s' (%s); read that node's output "
+                        "instead", ctx->label, d->inputs[i].name, kind, name, g->nodes[w].name,
+                        g->nodes[w].def->type);
+    }
+  if (!ctx->def->writes_input) return SK_STATUS_OK;
+  const char *slot = ctx->def->inputs[0].name;
+  sk_value v = 0; /* slot 0 is required: the build took its one tensor */
+  for (size_t i = 0; i < d->n_inputs; i++)
+    if (ctx->desc_slot[i] == 0 && d->inputs[i].count) v = d->inputs[i].values[0];
+  const char *kind, *name = value_name(g, v, &kind);
+  if (g->values[v].input_index < 0)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "%s: input %s: %s '%s' cannot be written in place: expected a graph input (state the caller "
+                    "owns and binds for each run)", ctx->label, slot, kind, name);
+  for (size_t n = 0; n < g->n_nodes; n++)
+    for (int s = 0; s < SK__MAX_SLOTS; s++)
+      for (size_t j = 0; j < g->nodes[n].slot_count[s]; j++)
+        if (g->nodes[n].slot_values[s][j] == v)
+          return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                          "%s: input %s: graph input '%s' is already read by node '%s' (%s); state written in "
+                          "place may have no other reader", ctx->label, slot, name, g->nodes[n].name,
+                          g->nodes[n].def->type);
+  for (size_t o = 0; o < g->n_outputs; o++)
+    if (g->outputs[o].value == v)
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                      "%s: input %s: graph input '%s' is marked as graph output '%s'; state written in place may "
+                      "have no other reader", ctx->label, slot, name, g->outputs[o].name);
+  for (size_t i = 0; i < d->n_inputs; i++)
+    for (size_t j = 0; j < d->inputs[i].count; j++)
+      if (ctx->desc_slot[i] != 0 && d->inputs[i].values[j] == v)
+        return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                        "%s: input %s: graph input '%s' is also given as input %s; state written in place may "
+                        "have no other reader", ctx->label, d->inputs[i].name, name, slot);
+  return SK_STATUS_OK;
+}
+
 /* Moves the built node into the graph: its slot value lists, outputs as new
  * values, params. Only memory can fail here. */
 static sk_status commit_node(sk_graph *g, sk__build_ctx *ctx, const char *name, const bool *dynamic) {
@@ -179,6 +238,7 @@ sk_status sk_graph_add_op(sk_graph *g, const sk_op_desc *desc, sk_value *outputs
   bool *dynamic = NULL;
   if (st == SK_STATUS_OK && g->max_tokens > 0 && !(dynamic = calloc(ctx.n_outs, sizeof *dynamic)))
     st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", ctx.label);
+  if (st == SK_STATUS_OK) st = check_in_place(g, &ctx);
   if (st == SK_STATUS_OK && dynamic) st = check_tokens(g, desc, &ctx, dynamic);
   if (st == SK_STATUS_OK) st = commit_node(g, &ctx, desc->name, dynamic);
   free(dynamic);

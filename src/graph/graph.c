@@ -163,6 +163,12 @@ sk_status sk_graph_add_constant(sk_graph *g, const char *name, sk_dtype dtype, i
   return SK_STATUS_OK;
 }
 
+int sk__graph_in_place_writer(const sk_graph *g, sk_value v) {
+  for (size_t i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].def->writes_input && g->nodes[i].slot_count[0] && g->nodes[i].slot_values[0][0] == v) return (int)i;
+  return -1;
+}
+
 sk_status sk_graph_mark_output(sk_graph *g, sk_value value, const char *name) {
   sk__clear_error();
   if (!g || !name)
@@ -173,6 +179,11 @@ sk_status sk_graph_mark_output(sk_graph *g, sk_value value, const char *name) {
                     name, value, g->n_values);
   if (name_taken(g->outputs, g->n_outputs, name))
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "graph output '%s' is marked twice", name);
+  int writer = sk__graph_in_place_writer(g, value);
+  if (writer >= 0) /* its storage holds the state after the write: mark the writer's output */
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "graph output '%s': the value is written in place by node '%s' (%s); mark that node's output "
+                    "instead", name, g->nodes[writer].name, g->nodes[writer].def->type);
   SK_RETURN_IF_ERROR(sk__grow((void **)&g->outputs, &g->cap_outputs, g->n_outputs + 1, sizeof *g->outputs));
   char *copy = sk__strdup(name);
   if (!copy) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "graph output '%s': out of memory", name);

@@ -96,6 +96,10 @@ struct sk_graph {
  * nodes, so their order is an edge). */
 sk_status sk__graph_add_launch(sk_graph *g, const sk__op_def *def, const void *params, const char *name, int after);
 
+/* The node that writes value v in place (an op with writes_input whose
+ * slot 0 is v), or -1: no other node may read v then (add_op.c). */
+int sk__graph_in_place_writer(const sk_graph *g, sk_value v);
+
 /* Frees what a node owns (not the node itself). */
 void sk__node_free(sk__node *node);
 

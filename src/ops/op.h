@@ -109,6 +109,17 @@ typedef struct sk__op_def {
   /* A view's first byte within its input: slice along dim 0 starts inside
    * it. NULL = 0 (the view starts where the input does). */
   int64_t (*view_offset)(const sk__node_io *io);
+  /* An op that writes state in place (kv_cache_write): its output 0 is the
+   * storage of input slot 0 (tensor 0), which it updates, so the output
+   * aliases that input as a view's does, but the op launches and writes.
+   * The input must be a graph input (state the caller owns and binds each
+   * run) that no other node reads and no output marks: sk_graph_add_op
+   * refuses anything else, and a later node that reads it (it would see
+   * the state before or after the write depending on the schedule) too.
+   * Readers take the output instead, so the dataflow orders them after
+   * the write. Its reference copies the input to the output when they
+   * differ (a test's own buffers) and writes there. */
+  bool writes_input;
   sk_status (*build)(sk__build_ctx *ctx);
   /* Fills *out; a view op has none. Tiling may depend on the team size;
    * results never do (every op computes each element in a fixed order). */

@@ -32,6 +32,8 @@
   X(softmax)               \
   X(argmax)                \
   X(embedding)             \
-  X(rotary_embedding)
+  X(rotary_embedding)      \
+  X(kv_cache_write)        \
+  X(attention)
 
 #endif

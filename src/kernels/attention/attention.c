@@ -1,0 +1,33 @@
+/* The scalar definitions of the attention loops (attention.h) and the
+ * dispatch. Compiled with -ffp-contract=off: every fused multiply-add is
+ * the explicit fmaf, as the SIMD paths' vfmadd lanes. */
+#include "kernels/attention/attention.h"
+
+#include <math.h>
+
+#include "kernels/attention/attention_isa.h"
+
+static void dots_scalar(const float *q, size_t n, const float *k, size_t d, float *out, size_t stride) {
+  for (size_t h = 0; h < n; h++) {
+    const float *qh = q + h * d;
+    float part[SK_ATTN_LANES] = {0};
+    for (size_t i = 0; i < d; i += SK_ATTN_LANES)
+      for (int l = 0; l < SK_ATTN_LANES; l++) part[l] = fmaf(qh[i + l], k[i + l], part[l]);
+    out[h * stride] = sk__attn_fold16(part);
+  }
+}
+
+static void accumulate_scalar(float *o, const float *p, size_t n, const float *v, size_t d) {
+  for (size_t h = 0; h < n; h++)
+    for (size_t i = 0; i < d; i++) o[h * d + i] = fmaf(p[h], v[i], o[h * d + i]);
+}
+
+static const sk__attention_kernels kernels_scalar = {"scalar", dots_scalar, accumulate_scalar};
+static const sk__attention_kernels kernels_avx2 = {"avx2", sk__attn_dots_avx2, sk__attn_accumulate_avx2};
+static const sk__attention_kernels kernels_avx512 = {"avx512", sk__attn_dots_avx512, sk__attn_accumulate_avx512};
+
+const sk__attention_kernels *sk__attention_config_for(sk__isa isa) {
+  const sk__isa have = sk__cpu_isa_supported(); /* never a path the CPU lacks */
+  if (isa > have) isa = have;
+  return isa >= SK_ISA_AVX512 ? &kernels_avx512 : isa >= SK_ISA_AVX2 ? &kernels_avx2 : &kernels_scalar;
+}

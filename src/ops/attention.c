@@ -1,0 +1,342 @@
+/* attention(q, k_cache, v_cache, positions; scale, softcap, window) -> o:
+ * causal scaled-dot-product attention of T query tokens against a KV cache
+ * (docs/ops.md), grouped-query heads.
+ *
+ *   q [T, Hq, D]; k_cache, v_cache [S, Hkv, D] of q's dtype (fp32, fp16,
+ *   bf16); positions int32 / int64 [T]; o [T, Hq, D] of q's dtype.
+ *
+ * Token t, q head h, kv head g = h / (Hq / Hkv), keys j = lo .. pos with
+ * pos = positions[t], lo = 0 or max(0, pos - window + 1). In fp32:
+ *
+ *   s_j  = dot(q, k_j) * scale     dot: 16 lanes over d, lane l the fmaf
+ *                                  chain over d = l (mod 16) from d = 0,
+ *                                  folded pairwise (l + 8, + 4, + 2, + 1)
+ *   s_j  = softcap * tanh(s_j / softcap)   (softcap > 0 only), tanh(x) =
+ *          sign(x) (1 - e) / (1 + e), e = sk__expf(-2 |x|)
+ *   m    = the largest s_j (compared in increasing j; a NaN is skipped)
+ *   p_j  = sk__expf(s_j - m)
+ *   l    = 16 lanes over j (lane (j - lo) mod 16, added in increasing j),
+ *          folded pairwise
+ *   o[d] = (fmaf chain over j in increasing order of p_j * v_j[d], from 0) / l
+ *
+ * rounded to q's dtype, a NaN stored as the canonical quiet NaN. Every sum
+ * runs over keys counted from lo, which depends on the token's position
+ * alone, never on where a chunk, a block or a team's share starts: a
+ * token's output is bitwise the same prefilled in one pass, in chunks, or
+ * decoded token by token, in any batch, on any executor, team and ISA.
+ *
+ * The reference computes it element by element (the oracle); the kernel
+ * runs the same operations with the per-ISA loops of
+ * kernels/attention (dots, accumulate), the SIMD converters and exp. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "core/run_error.h"
+#include "kernels/activation/activation.h"
+#include "kernels/attention/attention.h"
+#include "kernels/convert/convert.h"
+#include "ops/op_util.h"
+
+enum { SLOT_Q, SLOT_K, SLOT_V, SLOT_POSITIONS };
+
+#define MAX_D 512   /* head dims: multiples of 16 up to this */
+#define MAX_GROUP 8 /* q heads a work item shares one pass over a kv head with */
+
+typedef struct attn_params {
+  int64_t t, hq, hkv, d, s; /* planned tokens, heads, head dim, cache rows */
+  int64_t group;            /* q heads per kv head */
+  int64_t sub, n_sub;       /* a group's heads in n_sub items of at most sub */
+  int64_t window;           /* 0: every key up to the position */
+  float scale, softcap;     /* softcap 0: off */
+} attn_params;
+
+static const sk_op_slot_info inputs[] = {
+    SK__IN("q", "[T, Hq, D] fp32, fp16 or bf16: the queries", .dtypes = SK__FLOATS, SK__RANK(3, 3)),
+    SK__IN("k_cache", "[S, Hkv, D], q's dtype: the keys (kv_cache_write's output)", SK__SAME_DTYPE_AS(SLOT_Q),
+           SK__RANK(3, 3)),
+    SK__IN("v_cache", "[S, Hkv, D], q's dtype: the values", SK__SAME_DTYPE_AS(SLOT_Q), SK__RANK(3, 3)),
+    SK__IN("positions", "int32 or int64 [T]: each query's position, in [0, S); it attends rows up to it",
+           .dtypes = SK_DTYPE_BIT(SK_INT32) | SK_DTYPE_BIT(SK_INT64), SK__RANK(1, 1)),
+};
+static const sk_op_attr_info attrs[] = {
+    SK__ATTR_FLOAT("scale", 0.0, "scores' factor; 0: 1 / sqrt(D)"),
+    SK__ATTR_FLOAT("softcap", 0.0, "logit soft cap: s = softcap * tanh(s / softcap); 0: off"),
+    SK__ATTR_INT("window", 0, 0, (int64_t)1 << 40, "sliding window: the last `window` keys; 0: off"),
+};
+static const sk_op_output_info outputs[] = {SK__OUT("o", "[T, Hq, D], q's dtype")};
+
+static sk_status build(sk__build_ctx *ctx) {
+  const char *op = sk__ctx_op(ctx);
+  const sk__tensor *q, *k, *v, *pos;
+  SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_Q, &q));
+  SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_K, &k));
+  SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_V, &v));
+  SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_POSITIONS, &pos));
+  char s1[SK_SHAPE_STR_MAX], s2[SK_SHAPE_STR_MAX];
+  const int64_t d = q->shape[2];
+  if (d < 16 || d > MAX_D || d % 16 != 0)
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input q: head dim D = %lld: expected a multiple of 16 in [16, %d]",
+                    op, (long long)d, MAX_D);
+  if (k->shape[2] != d || k->shape[1] < 1)
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input k_cache: expected [S, Hkv, %lld] (q's D, Hkv >= 1), got %s",
+                    op, (long long)d, sk__shape_str(k->rank, k->shape, s1, sizeof s1));
+  if (!sk__tensor_same_shape(k, v))
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input v_cache: expected k_cache's shape %s, got %s", op,
+                    sk__shape_str(k->rank, k->shape, s1, sizeof s1), sk__shape_str(v->rank, v->shape, s2, sizeof s2));
+  if (q->shape[1] < 1 || q->shape[1] % k->shape[1] != 0)
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input q: Hq = %lld: expected a positive multiple of k_cache's Hkv = %lld",
+                    op, (long long)q->shape[1], (long long)k->shape[1]);
+  if (pos->shape[0] != q->shape[0])
+    return sk__fail(SK_STATUS_INVALID_SHAPE, "%s: input positions: expected [%lld] (q's T), got %s", op,
+                    (long long)q->shape[0], sk__shape_str(pos->rank, pos->shape, s1, sizeof s1));
+  double scale, softcap;
+  int64_t window;
+  SK_RETURN_IF_ERROR(sk__ctx_attr_float(ctx, "scale", &scale));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_float(ctx, "softcap", &softcap));
+  SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "window", &window));
+  if (!isfinite((float)scale))
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute scale: expected a finite value, got %g", op, scale);
+  if (!(softcap >= 0) || !isfinite((float)softcap))
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute softcap: expected a finite value >= 0, got %g", op,
+                    softcap);
+  attn_params *p = sk__ctx_params(ctx);
+  p->t = q->shape[0];
+  p->hq = q->shape[1];
+  p->hkv = k->shape[1];
+  p->d = d;
+  p->s = k->shape[0];
+  p->group = p->hq / p->hkv;
+  p->n_sub = sk__ceil_div(p->group, MAX_GROUP);
+  p->sub = sk__ceil_div(p->group, p->n_sub);
+  p->window = window;
+  p->scale = scale != 0 ? (float)scale : (float)(1.0 / sqrt((double)d));
+  p->softcap = (float)softcap;
+  sk__tensor *out;
+  SK_RETURN_IF_ERROR(sk__ctx_set_outputs(ctx, 1, &out));
+  sk__tensor_init(out, q->dtype, 3, q->shape);
+  return SK_STATUS_OK;
+}
+
+/* ---- what the reference and the kernel share ---- */
+
+static int64_t position(const sk__node_io *io, int64_t t) {
+  const sk__tensor *pos = &io->in[SLOT_POSITIONS].tensors[0];
+  return pos->dtype == SK_INT64 ? ((const int64_t *)pos->data)[t] : ((const int32_t *)pos->data)[t];
+}
+
+/* Whether every live position is a cache row; else the run error names the
+ * first that is not (the output is then unspecified). */
+static bool positions_valid(const sk__node_io *io, int64_t n_tokens) {
+  const attn_params *p = io->params;
+  for (int64_t t = 0; t < n_tokens; t++) {
+    int64_t at = position(io, t);
+    if (at < 0 || at >= p->s) {
+      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
+                        "%s (attention): input positions[%lld] = %lld: expected a cache row in [0, %lld) (the "
+                        "caches' S)", io->name ? io->name : "node", (long long)t, (long long)at, (long long)p->s);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The first key token t attends (its last is its position). */
+static int64_t first_key(const attn_params *p, int64_t pos) {
+  return p->window > 0 && pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
+}
+
+/* tanh(x) through the library's exp (bitwise on every ISA), given e = e^-2|x|. */
+static inline float tanh_from(float x, float e) {
+  float y = (1.0f - e) / (1.0f + e);
+  return x < 0 ? -y : y;
+}
+
+static inline float finish(float acc, float l) {
+  float o = acc / l;
+  return o == o ? o : sk__canonical_nan();
+}
+
+/* ---- the reference: the definition at the top, element by element ---- */
+
+static float ref_score(const sk__node_io *io, int64_t t, int64_t h, int64_t j) {
+  const attn_params *p = io->params;
+  const sk__tensor *q = &io->in[SLOT_Q].tensors[0], *k = &io->in[SLOT_K].tensors[0];
+  const int64_t g = h / p->group;
+  float part[SK_ATTN_LANES] = {0};
+  for (int64_t i = 0; i < p->d; i++) {
+    float qi = sk__load_f32(q->data, q->dtype, (size_t)((t * p->hq + h) * p->d + i));
+    float ki = sk__load_f32(k->data, k->dtype, (size_t)((j * p->hkv + g) * p->d + i));
+    part[i % SK_ATTN_LANES] = fmaf(qi, ki, part[i % SK_ATTN_LANES]);
+  }
+  float s = sk__attn_fold16(part) * p->scale;
+  if (p->softcap > 0) {
+    float x = s / p->softcap;
+    s = p->softcap * tanh_from(x, sk__expf(-2.0f * fabsf(x)));
+  }
+  return s;
+}
+
+static void reference(const sk__node_io *io) {
+  const attn_params *p = io->params;
+  const sk__tensor *v = &io->in[SLOT_V].tensors[0];
+  const int64_t n_tokens = sk__live_rows(io, &io->in[SLOT_Q].tensors[0]);
+  if (!positions_valid(io, n_tokens)) return;
+  float *pj = malloc((size_t)(p->s > 0 ? p->s : 1) * sizeof *pj);
+  if (!pj) return; /* the oracle of tests only: they see the output untouched */
+  for (int64_t t = 0; t < n_tokens; t++)
+    for (int64_t h = 0; h < p->hq; h++) {
+      const int64_t pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1, g = h / p->group;
+      float m = -INFINITY;
+      for (int64_t j = 0; j < n; j++) {
+        pj[j] = ref_score(io, t, h, lo + j);
+        if (pj[j] > m) m = pj[j];
+      }
+      float lanes[SK_ATTN_LANES] = {0};
+      for (int64_t j = 0; j < n; j++) {
+        pj[j] = sk__expf(pj[j] - m);
+        lanes[j % SK_ATTN_LANES] = lanes[j % SK_ATTN_LANES] + pj[j];
+      }
+      const float l = sk__attn_fold16(lanes);
+      for (int64_t i = 0; i < p->d; i++) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < n; j++)
+          acc = fmaf(pj[j], sk__load_f32(v->data, v->dtype, (size_t)(((lo + j) * p->hkv + g) * p->d + i)), acc);
+        sk__store_f32(io->out[0].data, io->out[0].dtype, (size_t)((t * p->hq + h) * p->d + i), finish(acc, l));
+      }
+    }
+  free(pj);
+}
+
+/* ---- tiling and the kernel ---- */
+
+/* Work items, token-major: (t, kv head g, part u of g's q heads); item i's
+ * heads are [*h0, *h1) of token *t. Consecutive items cover consecutive
+ * heads, so a block's q rows and output rows are one contiguous range. */
+static void item_heads(const attn_params *p, int64_t item, int64_t *t, int64_t *h0, int64_t *h1) {
+  const int64_t per_token = p->hkv * p->n_sub;
+  *t = item / per_token;
+  const int64_t g = item % per_token / p->n_sub, u = item % p->n_sub;
+  *h0 = g * p->group + u * p->sub;
+  *h1 = *h0 + p->sub < (g + 1) * p->group ? *h0 + p->sub : (g + 1) * p->group;
+}
+
+/* Per core, in floats: q and o for a part's heads, a key row and a value
+ * row, scores for a part's heads over every key, and the soft cap's
+ * scratch over every key. */
+static size_t workspace_floats(const attn_params *p) {
+  return (size_t)(2 * p->sub * p->d + 2 * p->d + (p->sub + 1) * p->s + 2 * p->sub);
+}
+
+static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
+  const attn_params *p = io->params;
+  const int64_t items = p->t * p->hkv * p->n_sub;
+  *out = sk__flat_tiling(items, sk__flat_block_size(items, n_cores, 1, 1));
+  out->workspace_bytes = workspace_floats(p) * sizeof(float);
+  return SK_STATUS_OK;
+}
+
+/* Block b reads the q rows of its items and writes their output rows (one
+ * range each), the whole caches and positions. */
+static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
+  const attn_params *p = io->params;
+  int64_t i0, i1, t0, a, b, t1, c, e;
+  sk__flat_block_range(p->t * p->hkv * p->n_sub, io->n_blocks, block, &i0, &i1);
+  if (i0 >= i1) {
+    reads[SLOT_Q] = writes[0] = (sk__span){0, 0};
+    return;
+  }
+  item_heads(p, i0, &t0, &a, &b);
+  item_heads(p, i1 - 1, &t1, &c, &e);
+  const int64_t row = p->d * (int64_t)sk_dtype_size(io->out[0].dtype);
+  reads[SLOT_Q] = writes[0] = (sk__span){(t0 * p->hq + a) * row, (t1 * p->hq + e) * row};
+}
+
+/* One item: token t, heads [h0, h1) of kv head g. */
+static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, int64_t t, int64_t h0, int64_t h1,
+                     float *ws) {
+  const attn_params *p = io->params;
+  const sk__tensor *q = &io->in[SLOT_Q].tensors[0], *k = &io->in[SLOT_K].tensors[0], *v = &io->in[SLOT_V].tensors[0];
+  const sk_dtype dt = q->dtype;
+  const size_t es = sk_dtype_size(dt), d = (size_t)p->d, nh = (size_t)(h1 - h0);
+  const int64_t g = h0 / p->group, pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1;
+  float *qf = ws, *o = qf + p->sub * p->d, *kf = o + p->sub * p->d, *vf = kf + d, *scores = vf + d;
+  float *scratch = scores + p->sub * p->s, *pj = scratch + p->s, *l = pj + p->sub;
+  sk__convert((const char *)q->data + (size_t)(t * p->hq + h0) * d * es, dt, qf, SK_FP32, nh * d, io->isa);
+  const size_t kv_row = (size_t)p->hkv * d * es, kv_at = (size_t)g * d * es;
+  /* scores, key by key: one pass over the keys for all the part's heads */
+  for (int64_t j = 0; j < n; j++) {
+    const char *kj = (const char *)k->data + (size_t)(lo + j) * kv_row + kv_at;
+    const float *kr = dt == SK_FP32 ? (const float *)kj : kf;
+    if (dt != SK_FP32) sk__convert(kj, dt, kf, SK_FP32, d, io->isa);
+    kern->dots(qf, nh, kr, d, scores + j, (size_t)p->s);
+  }
+  for (size_t h = 0; h < nh; h++) {
+    float *s = scores + h * (size_t)p->s;
+    for (int64_t j = 0; j < n; j++) s[j] = s[j] * p->scale;
+    if (p->softcap > 0) {
+      for (int64_t j = 0; j < n; j++) scratch[j] = -2.0f * fabsf(s[j] / p->softcap);
+      sk__expf_array(scratch, scratch, (size_t)n, io->isa);
+      for (int64_t j = 0; j < n; j++) s[j] = p->softcap * tanh_from(s[j] / p->softcap, scratch[j]);
+    }
+    float m = -INFINITY;
+    for (int64_t j = 0; j < n; j++) m = s[j] > m ? s[j] : m;
+    for (int64_t j = 0; j < n; j++) s[j] = s[j] - m;
+    sk__expf_array(s, s, (size_t)n, io->isa);
+    float lanes[SK_ATTN_LANES] = {0};
+    int64_t j = 0;
+    for (; j + SK_ATTN_LANES <= n; j += SK_ATTN_LANES)
+      for (int c = 0; c < SK_ATTN_LANES; c++) lanes[c] = lanes[c] + s[j + c];
+    for (int c = 0; j + c < n; c++) lanes[c] = lanes[c] + s[j + c];
+    l[h] = sk__attn_fold16(lanes);
+  }
+  /* values, key by key, into every head's accumulator */
+  for (size_t i = 0; i < nh * d; i++) o[i] = 0.0f;
+  for (int64_t j = 0; j < n; j++) {
+    const char *vj = (const char *)v->data + (size_t)(lo + j) * kv_row + kv_at;
+    const float *vr = dt == SK_FP32 ? (const float *)vj : vf;
+    if (dt != SK_FP32) sk__convert(vj, dt, vf, SK_FP32, d, io->isa);
+    for (size_t h = 0; h < nh; h++) pj[h] = scores[h * (size_t)p->s + (size_t)j];
+    kern->accumulate(o, pj, nh, vr, d);
+  }
+  for (size_t h = 0; h < nh; h++)
+    for (size_t i = 0; i < d; i++) o[h * d + i] = finish(o[h * d + i], l[h]);
+  sk__convert(o, SK_FP32, (char *)io->out[0].data + (size_t)(t * p->hq + h0) * d * es, dt, nh * d, io->isa);
+}
+
+static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
+  const attn_params *p = io->params;
+  const int64_t n_tokens = sk__live_rows(io, &io->in[SLOT_Q].tensors[0]);
+  int64_t i0, i1;
+  sk__flat_block_range(p->t * p->hkv * p->n_sub, io->n_blocks, block, &i0, &i1);
+  sk__clip(&i0, &i1, n_tokens * p->hkv * p->n_sub);
+  if (i0 >= i1 || !positions_valid(io, n_tokens)) return;
+  const sk__attention_kernels *kern = sk__attention_config_for(io->isa);
+  for (int64_t i = i0; i < i1; i++) {
+    int64_t t, h0, h1;
+    item_heads(p, i, &t, &h0, &h1);
+    run_item(io, kern, t, h0, h1, workspace);
+  }
+}
+
+static const char *kernel_name(const sk__node_io *io) {
+  return SK__VECTOR_KERNEL_NAME(io->isa, "attention dots, exp, dtype conversion");
+}
+
+const sk__op_def sk__op_attention = {
+    .type = "attention",
+    SK__SCHEMA_INPUTS(inputs),
+    SK__SCHEMA_ATTRS(attrs),
+    SK__SCHEMA_OUTPUTS(outputs),
+    .doc = "causal attention of T queries against a KV cache up to each one's position (grouped-query heads, "
+           "optional scale, softcap, sliding window), every sum in a fixed order from the first key",
+    .kind = SK_KERNEL_VECTOR,
+    .build = build,
+    .tile = tile,
+    .run_block = run_block,
+    .kernel_name = kernel_name,
+    .reference = reference,
+    .footprint = footprint,
+    .params_size = sizeof(attn_params),
+    .dynamic_rows = true, /* per token: a block computes its live tokens' items only */
+};
