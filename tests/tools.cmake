@@ -59,6 +59,8 @@ sk_cli_test(sk_options_unknown_key 2 -E "frob" -- ${SK} options "frob=1")
 sk_cli_test(sk_ops_all 0 -o "grouped_matmul(x[], weight[]" -o "gelu(x) -> y" -o "rank >= 2"
             -o "fp32|fp16|bf16|int8" -- ${SK} ops)
 sk_cli_test(sk_ops_named 0 -o "linear(x, weight, bias?) -> y" -o "dtype of x" -O "reshape(" -- ${SK} ops linear)
+# A slot's rules are one column, comma-separated (concat's ran together as ", rank >= 1dtype of x").
+sk_cli_test(sk_ops_rules_separated 0 -o "rank >= 1, dtype of x" -O "1dtype" -- ${SK} ops concat)
 sk_cli_test(sk_ops_unknown 2 -E "unknown op type 'frob'" -- ${SK} ops frob)
 sk_cli_test(sk_options_missing 2 -E "missing the options string" -- ${SK} options)
 sk_cli_test(sk_options_two 2 -E "expected one options string" -- ${SK} options "split-mode=4" "split-mode=2")

@@ -52,17 +52,19 @@ static void print_schema(const sk_op_schema *s) {
   printf("%s\n    %s\n", s->is_view ? "  (a view)" : "", s->doc ? s->doc : "");
   for (size_t i = 0; i < s->n_inputs; i++) {
     const sk_op_slot_info *in = &s->inputs[i];
-    char dt[96], rank[48] = "";
-    if (in->min_rank || in->max_rank) {
-      if (in->max_rank < 0) snprintf(rank, sizeof rank, ", rank >= %d", in->min_rank);
-      else if (in->min_rank == in->max_rank) snprintf(rank, sizeof rank, ", rank %d", in->min_rank);
-      else snprintf(rank, sizeof rank, ", rank %d..%d", in->min_rank, in->max_rank);
-    }
-    const char *types = in->dtypes || !in->same_dtype_as ? dtypes_text(in->dtypes, dt, sizeof dt) : "";
-    printf("  input  %-24s %s%s%s%s%s  %s\n", in->name, types, rank,
-           in->same_dtype_as ? (*types ? ", dtype of " : "dtype of ") : "",
-           in->same_dtype_as ? s->inputs[in->same_dtype_as - 1].name : "",
-           in->is_optional ? ", optional" : "", in->doc ? in->doc : "");
+    /* Its rules as one comma-separated column: dtypes, rank, dtype rule, optional. */
+    char dt[96], rules[256] = "";
+    size_t len = 0;
+#define RULE(...) (len += (size_t)snprintf(rules + len, len < sizeof rules ? sizeof rules - len : 0, __VA_ARGS__))
+    if (in->dtypes || !in->same_dtype_as) RULE("%s", dtypes_text(in->dtypes, dt, sizeof dt));
+    const char *sep = len ? ", " : "";
+    if (in->max_rank < 0) RULE("%srank >= %d", sep, in->min_rank);
+    else if (in->min_rank && in->min_rank == in->max_rank) RULE("%srank %d", sep, in->min_rank);
+    else if (in->min_rank || in->max_rank) RULE("%srank %d..%d", sep, in->min_rank, in->max_rank);
+    if (in->same_dtype_as) RULE("%sdtype of %s", len ? ", " : "", s->inputs[in->same_dtype_as - 1].name);
+    if (in->is_optional) RULE("%soptional", len ? ", " : "");
+#undef RULE
+    printf("  input  %-24s %s  %s\n", in->name, rules, in->doc ? in->doc : "");
   }
   for (size_t i = 0; i < s->n_attrs; i++) {
     const sk_op_attr_info *a = &s->attrs[i];
