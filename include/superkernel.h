@@ -322,6 +322,8 @@ typedef struct sk_attr {
  *                  -> cache (the input's storage: cache[positions[t]] = new[t])
  *   attention      q, k_cache, v_cache, positions; scale, softcap (floats),
  *                  window -> o (causal, grouped-query, against the cache)
+ *   mla_attention  q_nope, q_pe, latent_cache, positions, kv_b_weight;
+ *                  scale -> o (DeepSeek latent attention, absorbed form)
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */

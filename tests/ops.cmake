@@ -23,3 +23,5 @@ sk_add_test(NAME test_decoder_ops SOURCES test_decoder_ops.c LIBS sk_reference_r
 set_source_files_properties(test_decoder_ops.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
 # kv_cache_write and attention: invariance to chunking, batch, executor and team; run-time errors; refusals
 sk_add_test(NAME test_attention SOURCES test_attention.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512vnni avx512bf16 amx)
+# mla_attention: invariance with kv_cache_write of the latent cache (chunks, batch, executor, team); run-time errors; shape refusals
+sk_add_test(NAME test_mla_attention SOURCES test_mla_attention.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512vnni avx512bf16 amx)

@@ -403,6 +403,20 @@ static inline void tc_decoder(sk_graph *g, int64_t t, sk_dtype dt) {
   CHECK_OK(sk_graph_mark_output(g, e, "embedded"));
 }
 
+/* DeepSeek's latent attention: q_nope, q_pe per token at int64 positions
+ * in [0, 64) against a constant latent cache of 64 rows (R 32, P 16) and
+ * kv_b_weight (H 3, N 16, V 24). */
+static inline void tc_mla(sk_graph *g, int64_t t, sk_dtype dt) {
+  sk_value qn = input(g, "q_nope", dt, 3, (int64_t[]){t, 3, 16}), qp = input(g, "q_pe", dt, 3, (int64_t[]){t, 3, 16});
+  sk_value pos = input(g, "positions", SK_INT64, 1, (int64_t[]){t});
+  sk_value cache = tc_weight(g, "latent", dt, 3, (int64_t[]){64, 1, 48}, 2.0f);
+  sk_value w = tc_weight(g, "kv_b", dt, 2, (int64_t[]){3 * (16 + 24), 32}, 0.3f), o;
+  sk_op_input in[] = {{"q_nope", &qn, 1}, {"q_pe", &qp, 1}, {"latent_cache", &cache, 1}, {"positions", &pos, 1},
+                      {"kv_b_weight", &w, 1}};
+  op(g, "mla_attention", "mla", in, 5, NULL, 0, &o, 1);
+  CHECK_OK(sk_graph_mark_output(g, o, "o"));
+}
+
 static const tokens_case TOKENS_CASES[] = {
     {"elementwise fp16", tc_elementwise, SK_FP16},     {"elementwise fp32", tc_elementwise, SK_FP32},
     {"norms bf16", tc_norms, SK_BF16},                 {"matmuls bf16", tc_matmuls, SK_BF16},
@@ -410,7 +424,7 @@ static const tokens_case TOKENS_CASES[] = {
     {"moe sigmoid fp16", tc_moe_sigmoid, SK_FP16},     {"views fp16", tc_views, SK_FP16},
     {"quant fp16", tc_quant, SK_FP16},                 {"quant bf16", tc_quant, SK_BF16},
     {"moe w8a8 bf16", tc_moe_w8a8, SK_BF16},     {"decoder bf16", tc_decoder, SK_BF16},
-    {"decoder fp32", tc_decoder, SK_FP32},
+    {"decoder fp32", tc_decoder, SK_FP32},             {"mla bf16", tc_mla, SK_BF16},
 };
 
 /* The case's graph: dynamic up to max (tokens = SK_DIM_DYNAMIC) or for

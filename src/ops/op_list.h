@@ -34,6 +34,7 @@
   X(embedding)             \
   X(rotary_embedding)      \
   X(kv_cache_write)        \
-  X(attention)
+  X(attention)             \
+  X(mla_attention)
 
 #endif
