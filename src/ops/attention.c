@@ -42,6 +42,7 @@ enum { SLOT_Q, SLOT_K, SLOT_V, SLOT_POSITIONS };
 
 #define MAX_D 512   /* head dims: multiples of 16 up to this */
 #define MAX_GROUP 8 /* q heads a work item shares one pass over a kv head with */
+#define BLOCKS_PER_CORE 16 /* blocks of a multi-token run per core */
 
 typedef struct attn_params {
   int64_t t, hq, hkv, d, s; /* planned tokens, heads, head dim, cache rows */
@@ -231,7 +232,12 @@ static size_t workspace_floats(const attn_params *p) {
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const attn_params *p = io->params;
   const int64_t items = p->t * p->hkv * p->n_sub;
-  *out = sk__flat_tiling(items, sk__flat_block_size(items, n_cores, 1, 1));
+  /* A later token attends more keys: in one contiguous share per core the
+   * last core would get most of a prefill's work. Many small blocks, dealt
+   * to the cores in turn, even it out; a decode step (T = 1) keeps one
+   * share per core. */
+  const int64_t blocks = p->t > 1 ? (int64_t)(n_cores > 0 ? n_cores : 1) * BLOCKS_PER_CORE : n_cores;
+  *out = sk__flat_tiling(items, sk__flat_block_size(items, (int)(blocks < items ? blocks : items), 1, 1));
   out->workspace_bytes = workspace_floats(p) * sizeof(float);
   return SK_STATUS_OK;
 }
