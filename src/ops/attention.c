@@ -42,6 +42,7 @@ enum { SLOT_Q, SLOT_K, SLOT_V, SLOT_POSITIONS };
 
 #define MAX_D 512   /* head dims: multiples of 16 up to this */
 #define MAX_GROUP 8 /* q heads a work item shares one pass over a kv head with */
+#define BLOCKS_PER_CORE 16 /* blocks of a multi-token run per core */
 
 typedef struct attn_params {
   int64_t t, hq, hkv, d, s; /* planned tokens, heads, head dim, cache rows */
@@ -221,17 +222,22 @@ static void item_heads(const attn_params *p, int64_t item, int64_t *t, int64_t *
   *h1 = *h0 + p->sub < (g + 1) * p->group ? *h0 + p->sub : (g + 1) * p->group;
 }
 
-/* Per core, in floats: q and o for a part's heads, a key row and a value
- * row, scores for a part's heads over every key, and the soft cap's
- * scratch over every key. */
+/* Per core, in floats: q and o for a part's heads, a block of key rows and
+ * one of value rows (widened), scores for a part's heads over every key,
+ * and the soft cap's scratch over every key. */
 static size_t workspace_floats(const attn_params *p) {
-  return (size_t)(2 * p->sub * p->d + 2 * p->d + (p->sub + 1) * p->s + 2 * p->sub);
+  return (size_t)(2 * p->sub * p->d + 2 * SK_ATTN_KEYS * p->d + (p->sub + 1) * p->s + 2 * p->sub);
 }
 
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const attn_params *p = io->params;
   const int64_t items = p->t * p->hkv * p->n_sub;
-  *out = sk__flat_tiling(items, sk__flat_block_size(items, n_cores, 1, 1));
+  /* A later token attends more keys: in one contiguous share per core the
+   * last core would get most of a prefill's work. Many small blocks, dealt
+   * to the cores in turn, even it out; a decode step (T = 1) keeps one
+   * share per core. */
+  const int64_t blocks = p->t > 1 ? (int64_t)(n_cores > 0 ? n_cores : 1) * BLOCKS_PER_CORE : n_cores;
+  *out = sk__flat_tiling(items, sk__flat_block_size(items, (int)(blocks < items ? blocks : items), 1, 1));
   out->workspace_bytes = workspace_floats(p) * sizeof(float);
   return SK_STATUS_OK;
 }
@@ -252,27 +258,52 @@ static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk_
   reads[SLOT_Q] = writes[0] = (sk__span){(t0 * p->hq + a) * row, (t1 * p->hq + e) * row};
 }
 
-/* One item: token t, heads [h0, h1) of kv head g. */
+/* How many rows ahead kv_rows asks for: a kv head's rows are D values in
+ * every Hkv * D, a stride the hardware prefetchers follow poorly, and decode
+ * reads each once (memory-bound). */
+#define PREFETCH_ROWS (2 * SK_ATTN_KEYS)
+
+/* Rows row .. row + nk - 1 of kv head g of a cache as fp32 rows: in place
+ * for fp32 (row stride Hkv * D), else widened into buf (row stride D).
+ * Prefetches the rows PREFETCH_ROWS further on, up to row `end`. */
+static const float *kv_rows(const sk__node_io *io, const sk__attention_kernels *kern, const sk__tensor *c,
+                            int64_t row, int64_t end, int64_t g, size_t nk, float *buf, size_t *stride) {
+  const attn_params *p = io->params;
+  const size_t d = (size_t)p->d, es = sk_dtype_size(c->dtype), row_elems = (size_t)p->hkv * d;
+  const char *src = (const char *)c->data + ((size_t)row * row_elems + (size_t)g * d) * es;
+  for (int64_t r = row + PREFETCH_ROWS; r < row + PREFETCH_ROWS + (int64_t)nk && r < end; r++)
+    for (size_t b = 0; b < d * es; b += 64) __builtin_prefetch(src + (size_t)(r - row) * row_elems * es + b);
+  if (c->dtype == SK_FP32) {
+    *stride = row_elems;
+    return (const float *)src;
+  }
+  *stride = d;
+  if (c->dtype == SK_BF16) kern->widen_bf16((const uint16_t *)src, row_elems, nk, d, buf);
+  else
+    for (size_t r = 0; r < nk; r++) sk__convert(src + r * row_elems * es, c->dtype, buf + r * d, SK_FP32, d, io->isa);
+  return buf;
+}
+
+/* One item: token t, heads [h0, h1) of kv head g. The keys go in blocks of
+ * SK_ATTN_KEYS, each block's rows read once for all the item's heads. */
 static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, int64_t t, int64_t h0, int64_t h1,
                      float *ws) {
   const attn_params *p = io->params;
   const sk__tensor *q = &io->in[SLOT_Q].tensors[0], *k = &io->in[SLOT_K].tensors[0], *v = &io->in[SLOT_V].tensors[0];
   const sk_dtype dt = q->dtype;
-  const size_t es = sk_dtype_size(dt), d = (size_t)p->d, nh = (size_t)(h1 - h0);
+  const size_t es = sk_dtype_size(dt), d = (size_t)p->d, nh = (size_t)(h1 - h0), ss = (size_t)p->s;
   const int64_t g = h0 / p->group, pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1;
-  float *qf = ws, *o = qf + p->sub * p->d, *kf = o + p->sub * p->d, *vf = kf + d, *scores = vf + d;
-  float *scratch = scores + p->sub * p->s, *pj = scratch + p->s, *l = pj + p->sub;
+  float *qf = ws, *o = qf + p->sub * p->d, *kvf = o + p->sub * p->d, *scores = kvf + SK_ATTN_KEYS * d;
+  float *scratch = scores + p->sub * p->s, *l = scratch + p->s;
   sk__convert((const char *)q->data + (size_t)(t * p->hq + h0) * d * es, dt, qf, SK_FP32, nh * d, io->isa);
-  const size_t kv_row = (size_t)p->hkv * d * es, kv_at = (size_t)g * d * es;
-  /* scores, key by key: one pass over the keys for all the part's heads */
-  for (int64_t j = 0; j < n; j++) {
-    const char *kj = (const char *)k->data + (size_t)(lo + j) * kv_row + kv_at;
-    const float *kr = dt == SK_FP32 ? (const float *)kj : kf;
-    if (dt != SK_FP32) sk__convert(kj, dt, kf, SK_FP32, d, io->isa);
-    kern->dots(qf, nh, kr, d, scores + j, (size_t)p->s);
+  for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_KEYS) {
+    const size_t nk = (size_t)(n - j0 < SK_ATTN_KEYS ? n - j0 : SK_ATTN_KEYS);
+    size_t ks;
+    const float *kr = kv_rows(io, kern, k, lo + j0, pos + 1, g, nk, kvf, &ks);
+    kern->dots(qf, nh, kr, ks, nk, d, scores + j0, ss);
   }
   for (size_t h = 0; h < nh; h++) {
-    float *s = scores + h * (size_t)p->s;
+    float *s = scores + h * ss;
     for (int64_t j = 0; j < n; j++) s[j] = s[j] * p->scale;
     if (p->softcap > 0) {
       for (int64_t j = 0; j < n; j++) scratch[j] = -2.0f * fabsf(s[j] / p->softcap);
@@ -290,14 +321,13 @@ static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, i
     for (int c = 0; j + c < n; c++) lanes[c] = lanes[c] + s[j + c];
     l[h] = sk__attn_fold16(lanes);
   }
-  /* values, key by key, into every head's accumulator */
+  /* values, block by block (keys in increasing order), into every head's accumulator */
   for (size_t i = 0; i < nh * d; i++) o[i] = 0.0f;
-  for (int64_t j = 0; j < n; j++) {
-    const char *vj = (const char *)v->data + (size_t)(lo + j) * kv_row + kv_at;
-    const float *vr = dt == SK_FP32 ? (const float *)vj : vf;
-    if (dt != SK_FP32) sk__convert(vj, dt, vf, SK_FP32, d, io->isa);
-    for (size_t h = 0; h < nh; h++) pj[h] = scores[h * (size_t)p->s + (size_t)j];
-    kern->accumulate(o, pj, nh, vr, d);
+  for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_KEYS) {
+    const size_t nk = (size_t)(n - j0 < SK_ATTN_KEYS ? n - j0 : SK_ATTN_KEYS);
+    size_t vs;
+    const float *vr = kv_rows(io, kern, v, lo + j0, pos + 1, g, nk, kvf, &vs);
+    kern->accumulate(o, nh, scores + j0, ss, vr, vs, nk, d);
   }
   for (size_t h = 0; h < nh; h++)
     for (size_t i = 0; i < d; i++) o[h * d + i] = finish(o[h * d + i], l[h]);

@@ -21,6 +21,7 @@
  */
 #include "models.h"
 #include "model_builder.h"
+#include "attention_layer.h"
 #include "moe_layer.h"
 
 #include <math.h>
@@ -60,7 +61,8 @@ const char *const skm_model_names[] = {"example01", "seed", "decode", "prefill",
 
 const char *skm_model_list(void) {
   return "example01, seed, decode, prefill, example02, moe-layer:PRESET[:tN][:bf16|fp16|int8][:eN][:skew] (PRESET: tiny, "
-         "qwen3-30b-a3b, deepseek-v2-lite, deepseek-v3), moe-layer[:tN][:dtype][:eN] with --weights DIR";
+         "qwen3-30b-a3b, deepseek-v2-lite, deepseek-v3), moe-layer[:tN][:dtype][:eN] with --weights DIR, "
+         "attention:PRESET:decode:ctxN, attention:PRESET:prefill:tN (PRESET: qwen3-30b-a3b, tiny)";
 }
 
 sk_status skm_error(char *msg, size_t msg_size, sk_status st, const char *fmt, ...) {
@@ -78,6 +80,11 @@ int skm_model_lookup(const char *name, skm_model_info *info) {
   skm_moe_layer moe;
   if (skm_moe_parse(name, &moe)) {
     if (info) *info = (skm_model_info){.name = name, .description = moe.about, .t = moe.t};
+    return 1;
+  }
+  skm_attention attn;
+  if (skm_attn_parse(name, &attn)) {
+    if (info) *info = (skm_model_info){.name = name, .description = attn.about, .t = attn.t};
     return 1;
   }
   for (size_t i = 0; name && i < N_MODELS; i++) {
@@ -283,6 +290,8 @@ int skm_gemm_shapes(const char *model, skm_gemm *out, int max) {
   skm_gemm list[8];
   int n = 0;
   skm_moe_layer moe;
+  skm_attention attn;
+  if (skm_attn_parse(model, &attn)) return 0; /* no GEMM: bound by its cache's bytes, or its own FLOPs */
   if (skm_moe_parse(model, &moe)) {
     /* The layer's FLOPs as dense products: the gate, all T * k routed rows
      * through one expert's up and down projections, the shared MLP. A
@@ -330,7 +339,10 @@ sk_status skm_build(const char *model, const skm_config *cfg, sk_graph **graph_o
     if (strcmp(models[i].name, mi.name) == 0) def = &models[i];
   skm_moe_layer moe;
   const char *options = cfg ? cfg->options : NULL;
-  if (skm_moe_parse(model, &moe))
+  skm_attention attn;
+  if (skm_attn_parse(model, &attn))
+    skm_attn_graph(&b, &attn, options);
+  else if (skm_moe_parse(model, &moe))
     skm_moe_graph(&b, &moe, options);
   else if (def && def->kind == KIND_PROFILING)
     build_profiling_graph(&b, options);
@@ -606,6 +618,8 @@ sk_status skm_values(const char *model, const skm_config *cfg, uint64_t seed, sk
   skm_fill_inputs(values, seed);
   skm_moe_layer moe;
   if (skm_moe_parse(model, &moe)) skm_moe_adjust_values(&moe, values);
+  skm_attention attn;
+  if (skm_attn_parse(model, &attn)) skm_attn_adjust_values(&attn, values);
   return SK_STATUS_OK;
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_layer.h"
 #include "bench_machine.h"
 #include "blas_floor.h"
 #include "moe_layer.h"
@@ -175,13 +176,19 @@ typedef struct bench_result {
   bool floor_ratio_ok; /* its core matches the CPU: ratios against it are true */
   double floor_median, floor_p10, floor_p90, floor_gflop;
   const char *floor_why; /* why there is no floor */
-  /* moe-layer: the bandwidth floor, the bytes the run read (the experts it
-   * hit) over the read bandwidth measured at the same thread count. */
+  /* moe-layer and attention decode: the bandwidth floor, the bytes the run
+   * read (the experts it hit; the KV cache) over the read bandwidth
+   * measured at the same thread count. */
   bool has_bw_floor;
   double bw_bytes, bw_gbs, bw_floor_us;
 } bench_result;
 
 static int scenario_iters(const char *scenario, long iters) {
+  skm_attention attn;
+  if (skm_attn_parse(scenario, &attn) && !attn.decode) { /* a prefill of T tokens: T^2 work */
+    long n = attn.t >= 2048 ? iters / 40 : iters / 10;
+    return (int)(n > 3 ? n : iters < 3 ? iters : 3);
+  }
   if (strcmp(scenario, "prefill") != 0) return (int)iters;
   long n = iters / 10;
   long floor = iters < 5 ? iters : 5;
@@ -230,8 +237,9 @@ static int bench_one(const bench_args *a, const char *scenario, int threads, ben
    * them, and the faster counts: a floor is the machine at its best, and
    * on a shared machine one measurement can fall in a slow stretch. */
   skm_moe_layer moe;
-  bool is_moe = skm_moe_parse(scenario, &moe);
-  double bw_before = is_moe ? sk_read_bandwidth_gbs(res->threads) : 0;
+  skm_attention attn;
+  bool is_moe = skm_moe_parse(scenario, &moe), is_decode = skm_attn_parse(scenario, &attn) && attn.decode;
+  double bw_before = is_moe || is_decode ? sk_read_bandwidth_gbs(res->threads) : 0;
 
   sk_program *p[N_MODES] = {0};
   skm_io io[N_MODES];
@@ -295,6 +303,10 @@ static int bench_one(const bench_args *a, const char *scenario, int threads, ben
         res->bw_bytes = skm_moe_bytes(&moe, io[0].outputs[o].data);
         res->has_bw_floor = true;
       }
+  if (rc == SK_EXIT_OK && is_decode) {
+    res->bw_bytes = skm_attn_bytes(&attn);
+    res->has_bw_floor = true;
+  }
   if (rc == SK_EXIT_OK)
     for (int m = 0; m < N_MODES; m++) {
       res->median[m] = cli_median(t[m], n); /* sorts t[m] */
@@ -351,7 +363,8 @@ static void print_row(const bench_result *r) {
   else
     printf("  no floor: %s\n", r->floor_why ? r->floor_why : "?");
   if (r->has_bw_floor)
-    printf("  bandwidth floor: %.1f us (%.1f MB of weights hit and activations at %.1f GB/s), jit/bandwidth %.3f\n",
+    printf("  bandwidth floor: %.1f us (%.1f MB read: weights hit and activations, or the KV cache, at %.1f GB/s), "
+           "jit/bandwidth %.3f\n",
            r->bw_floor_us, r->bw_bytes * 1e-6, r->bw_gbs, ratio(r->median[2], r->bw_floor_us));
   if (r->jit_fallbacks)
     printf("  note: %zu of %zu super kernels were interpreted after a JIT failure\n", r->jit_fallbacks,

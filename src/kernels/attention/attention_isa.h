@@ -5,10 +5,16 @@
 #define SK_KERNELS_ATTENTION_ISA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-void sk__attn_dots_avx2(const float *q, size_t n, const float *k, size_t d, float *out, size_t stride);
-void sk__attn_accumulate_avx2(float *o, const float *p, size_t n, const float *v, size_t d);
-void sk__attn_dots_avx512(const float *q, size_t n, const float *k, size_t d, float *out, size_t stride);
-void sk__attn_accumulate_avx512(float *o, const float *p, size_t n, const float *v, size_t d);
+#define SK_ATTN_ISA_DECL(isa)                                                                                     \
+  void sk__attn_dots_##isa(const float *q, size_t nh, const float *k, size_t ks, size_t nk, size_t d, float *out, \
+                           size_t stride);                                                                        \
+  void sk__attn_accumulate_##isa(float *o, size_t nh, const float *p, size_t ps, const float *v, size_t vs,       \
+                                 size_t nk, size_t d);                                                            \
+  void sk__attn_widen_bf16_##isa(const uint16_t *src, size_t stride, size_t n, size_t d, float *dst);
+
+SK_ATTN_ISA_DECL(avx2)
+SK_ATTN_ISA_DECL(avx512)
 
 #endif

@@ -1,0 +1,35 @@
+/*
+ * attention_layer.h — the `attention` benchmark scenarios (attention_layer.c):
+ * one attention op of a real model's heads on a bf16 KV cache, named
+ *
+ *   attention:PRESET:decode:ctxN   one query at the last row of an N-row cache
+ *   attention:PRESET:prefill:tN    N queries, causal, filling an N-row cache
+ *                                  from empty (positions 0 .. N - 1)
+ *
+ * PRESET: qwen3-30b-a3b (32 q heads / 4 kv heads, D = 128), tiny (4 / 2,
+ * D = 64). The inputs are attn_q, attn_k_cache, attn_v_cache (uniform
+ * values) and attn_positions (the rows above).
+ */
+#ifndef SK_TOOLS_ATTENTION_LAYER_H
+#define SK_TOOLS_ATTENTION_LAYER_H
+
+#include "models.h"
+
+typedef struct skm_attention {
+  const char *preset, *about;
+  int64_t hq, hkv, d;
+  int64_t t, s; /* queries, cache rows */
+  int decode;
+} skm_attention;
+
+/* Parses an attention scenario name into *out; 0 when it is not one. */
+int skm_attn_parse(const char *name, skm_attention *out);
+struct skm_builder;
+void skm_attn_graph(struct skm_builder *b, const skm_attention *a, const char *options);
+/* Sets attn_positions to the rows the name says. */
+void skm_attn_adjust_values(const skm_attention *a, skm_io *values);
+/* Bytes a run reads at least: the K and V rows it attends (decode: the
+ * whole cache), the floor of a decode step over the read bandwidth. */
+double skm_attn_bytes(const skm_attention *a);
+
+#endif
