@@ -292,14 +292,14 @@ static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, i
     sk__convert((const char *)qn->data + at * nope * es, dt, qrow, SK_FP32, nope, io->isa);
     sk__convert((const char *)qpe->data + at * (size_t)p->rope * es, dt, q + rank, SK_FP32, (size_t)p->rope, io->isa);
     for (size_t r = 0; r < rank; r++) q[r] = 0.0f;
-    for (size_t i = 0; i < nope; i++) kern->accumulate(q, qrow + i, 1, wh + i * rank, rank);
+    for (size_t i = 0; i < nope; i++) kern->accumulate(q, 1, qrow + i, 1, wh + i * rank, rank, 1, rank);
   }
   /* scores, key by key: one pass over the cache for all the item's heads */
   for (int64_t j = 0; j < n; j++) {
     const char *cj = (const char *)cache->data + (size_t)j * d * es;
     const float *cr = dt == SK_FP32 ? (const float *)cj : row;
     if (dt != SK_FP32) sk__convert(cj, dt, row, SK_FP32, d, io->isa);
-    kern->dots(qcat, nh, cr, d, scores + j, s);
+    kern->dots(qcat, nh, cr, d, 1, d, scores + j, s);
   }
   for (size_t h = 0; h < nh; h++) {
     float *sc = scores + h * s;
@@ -322,14 +322,14 @@ static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, i
     const float *cr = dt == SK_FP32 ? (const float *)cj : row;
     if (dt != SK_FP32) sk__convert(cj, dt, row, SK_FP32, rank, io->isa);
     for (size_t h = 0; h < nh; h++) pj[h] = scores[h * s + (size_t)j];
-    kern->accumulate(ctx, pj, nh, cr, rank);
+    kern->accumulate(ctx, nh, pj, 1, cr, rank, 1, rank);
   }
   /* o = W_UV c, one dot over R per output value */
   for (size_t h = 0; h < nh; h++) {
     float *c = ctx + h * rank;
     for (size_t r = 0; r < rank; r++) c[r] = c[r] / l[h];
     const float *wh = head_weight(io, h0 + (int64_t)h, wbuf);
-    kern->dots(wh + nope * rank, v, c, rank, o + h * v, 1);
+    kern->dots(wh + nope * rank, v, c, rank, 1, rank, o + h * v, 1);
   }
   for (size_t i = 0; i < nh * v; i++) o[i] = canonical(o[i]);
   sk__convert(o, SK_FP32, (char *)io->out[0].data + (size_t)(t * p->h + h0) * v * es, dt, nh * v, io->isa);
