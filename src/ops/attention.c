@@ -263,6 +263,9 @@ static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk_
  * reads each once (memory-bound). */
 #define PREFETCH_ROWS (2 * SK_ATTN_KEYS)
 
+/* Scores the softmax shifts, exponentiates and sums at a time: 4 KiB, in L1. */
+#define SOFTMAX_CHUNK 1024
+
 /* Rows row .. row + nk - 1 of kv head g of a cache as fp32 rows: in place
  * for fp32 (row stride Hkv * D), else widened into buf (row stride D).
  * Prefetches the rows PREFETCH_ROWS further on, up to row `end`. */
@@ -304,21 +307,23 @@ static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, i
   }
   for (size_t h = 0; h < nh; h++) {
     float *s = scores + h * ss;
-    for (int64_t j = 0; j < n; j++) s[j] = s[j] * p->scale;
+    float m = kern->scale_max(s, (size_t)n, p->scale);
     if (p->softcap > 0) {
       for (int64_t j = 0; j < n; j++) scratch[j] = -2.0f * fabsf(s[j] / p->softcap);
       sk__expf_array(scratch, scratch, (size_t)n, io->isa);
       for (int64_t j = 0; j < n; j++) s[j] = p->softcap * tanh_from(s[j] / p->softcap, scratch[j]);
+      m = kern->scale_max(s, (size_t)n, 1.0f); /* x * 1 == x, NaNs included: the max after the cap */
     }
-    float m = -INFINITY;
-    for (int64_t j = 0; j < n; j++) m = s[j] > m ? s[j] : m;
-    for (int64_t j = 0; j < n; j++) s[j] = s[j] - m;
-    sk__expf_array(s, s, (size_t)n, io->isa);
+    /* p_j and the normalizer in chunks of SOFTMAX_CHUNK scores (a multiple
+     * of the 16 lanes, so lane (j - lo) mod 16 carries over), each shifted,
+     * exponentiated and summed while it is in L1. */
     float lanes[SK_ATTN_LANES] = {0};
-    int64_t j = 0;
-    for (; j + SK_ATTN_LANES <= n; j += SK_ATTN_LANES)
-      for (int c = 0; c < SK_ATTN_LANES; c++) lanes[c] = lanes[c] + s[j + c];
-    for (int c = 0; j + c < n; c++) lanes[c] = lanes[c] + s[j + c];
+    for (int64_t j = 0; j < n; j += SOFTMAX_CHUNK) {
+      const size_t c = (size_t)(n - j < SOFTMAX_CHUNK ? n - j : SOFTMAX_CHUNK);
+      kern->shift(s + j, c, m);
+      sk__expf_array(s + j, s + j, c, io->isa);
+      kern->lanes_add(lanes, s + j, c);
+    }
     l[h] = sk__attn_fold16(lanes);
   }
   /* values, block by block (keys in increasing order), into every head's accumulator */
