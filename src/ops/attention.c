@@ -44,6 +44,13 @@ enum { SLOT_Q, SLOT_K, SLOT_V, SLOT_POSITIONS };
 #define MAX_GROUP 8 /* q heads a work item shares one pass over a kv head with */
 #define BLOCKS_PER_CORE 16 /* blocks of a multi-token run per core */
 
+/* Items token t runs together (consecutive in a block, so heads
+ * [h0, h1) of several kv heads), one key block of each in turn: a core then
+ * reads JOINT_ITEMS * D contiguous values of every cache row instead of D
+ * in every Hkv * D, which the memory system streams better. Each item's
+ * arithmetic is its own, in its own order: the same bits. */
+#define JOINT_ITEMS 2
+
 typedef struct attn_params {
   int64_t t, hq, hkv, d, s; /* planned tokens, heads, head dim, cache rows */
   int64_t group;            /* q heads per kv head */
@@ -226,7 +233,8 @@ static void item_heads(const attn_params *p, int64_t item, int64_t *t, int64_t *
  * one of value rows (widened), scores for a part's heads over every key,
  * and the soft cap's scratch over every key. */
 static size_t workspace_floats(const attn_params *p) {
-  return (size_t)(2 * p->sub * p->d + 2 * SK_ATTN_KEYS * p->d + (p->sub + 1) * p->s + 2 * p->sub);
+  const int64_t most = JOINT_ITEMS * p->sub; /* heads run_items takes */
+  return (size_t)(2 * most * p->d + 2 * SK_ATTN_KEYS * p->d + (most + 1) * p->s + 2 * most);
 }
 
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
@@ -287,23 +295,29 @@ static const float *kv_rows(const sk__node_io *io, const sk__attention_kernels *
   return buf;
 }
 
-/* One item: token t, heads [h0, h1) of kv head g. The keys go in blocks of
- * SK_ATTN_KEYS, each block's rows read once for all the item's heads. */
-static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, int64_t t, int64_t h0, int64_t h1,
-                     float *ws) {
+/* Token t, heads [h0, h1) (items of kv heads h0 / group .. (h1 - 1) /
+ * group, at most JOINT_ITEMS * sub heads). The keys go in blocks of
+ * SK_ATTN_KEYS, each block's rows read once for all of a kv head's heads. */
+static void run_items(const sk__node_io *io, const sk__attention_kernels *kern, int64_t t, int64_t h0, int64_t h1,
+                      float *ws) {
   const attn_params *p = io->params;
   const sk__tensor *q = &io->in[SLOT_Q].tensors[0], *k = &io->in[SLOT_K].tensors[0], *v = &io->in[SLOT_V].tensors[0];
   const sk_dtype dt = q->dtype;
   const size_t es = sk_dtype_size(dt), d = (size_t)p->d, nh = (size_t)(h1 - h0), ss = (size_t)p->s;
-  const int64_t g = h0 / p->group, pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1;
-  float *qf = ws, *o = qf + p->sub * p->d, *kvf = o + p->sub * p->d, *scores = kvf + SK_ATTN_KEYS * d;
-  float *scratch = scores + p->sub * p->s, *l = scratch + p->s;
+  const int64_t pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1;
+  const int64_t most = JOINT_ITEMS * p->sub;
+  float *qf = ws, *o = qf + most * p->d, *kvf = o + most * p->d, *scores = kvf + SK_ATTN_KEYS * d;
+  float *scratch = scores + most * p->s, *l = scratch + p->s;
   sk__convert((const char *)q->data + (size_t)(t * p->hq + h0) * d * es, dt, qf, SK_FP32, nh * d, io->isa);
   for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_KEYS) {
     const size_t nk = (size_t)(n - j0 < SK_ATTN_KEYS ? n - j0 : SK_ATTN_KEYS);
-    size_t ks;
-    const float *kr = kv_rows(io, kern, k, lo + j0, pos + 1, g, nk, kvf, &ks);
-    kern->dots(qf, nh, kr, ks, nk, d, scores + j0, ss);
+    for (int64_t a = h0; a < h1;) { /* each kv head's heads in [h0, h1): [a, b) */
+      const int64_t g = a / p->group, b = (g + 1) * p->group < h1 ? (g + 1) * p->group : h1;
+      size_t ks;
+      const float *kr = kv_rows(io, kern, k, lo + j0, pos + 1, g, nk, kvf, &ks);
+      kern->dots(qf + (size_t)(a - h0) * d, (size_t)(b - a), kr, ks, nk, d, scores + (size_t)(a - h0) * ss + j0, ss);
+      a = b;
+    }
   }
   for (size_t h = 0; h < nh; h++) {
     float *s = scores + h * ss;
@@ -330,9 +344,14 @@ static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, i
   for (size_t i = 0; i < nh * d; i++) o[i] = 0.0f;
   for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_KEYS) {
     const size_t nk = (size_t)(n - j0 < SK_ATTN_KEYS ? n - j0 : SK_ATTN_KEYS);
-    size_t vs;
-    const float *vr = kv_rows(io, kern, v, lo + j0, pos + 1, g, nk, kvf, &vs);
-    kern->accumulate(o, nh, scores + j0, ss, vr, vs, nk, d);
+    for (int64_t a = h0; a < h1;) {
+      const int64_t g = a / p->group, b = (g + 1) * p->group < h1 ? (g + 1) * p->group : h1;
+      size_t vs;
+      const float *vr = kv_rows(io, kern, v, lo + j0, pos + 1, g, nk, kvf, &vs);
+      kern->accumulate(o + (size_t)(a - h0) * d, (size_t)(b - a), scores + (size_t)(a - h0) * ss + j0, ss, vr, vs, nk,
+                       d);
+      a = b;
+    }
   }
   for (size_t h = 0; h < nh; h++)
     for (size_t i = 0; i < d; i++) o[h * d + i] = finish(o[h * d + i], l[h]);
@@ -347,10 +366,15 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   sk__clip(&i0, &i1, n_tokens * p->hkv * p->n_sub);
   if (i0 >= i1 || !positions_valid(io, n_tokens)) return;
   const sk__attention_kernels *kern = sk__attention_config_for(io->isa);
-  for (int64_t i = i0; i < i1; i++) {
-    int64_t t, h0, h1;
+  for (int64_t i = i0; i < i1;) { /* up to JOINT_ITEMS consecutive items of one token at a time */
+    int64_t t, h0, h1, u = i + 1, tu, a, b;
     item_heads(p, i, &t, &h0, &h1);
-    run_item(io, kern, t, h0, h1, workspace);
+    for (; u < i1 && u < i + JOINT_ITEMS; u++, h1 = b) {
+      item_heads(p, u, &tu, &a, &b);
+      if (tu != t) break;
+    }
+    run_items(io, kern, t, h0, h1, workspace);
+    i = u;
   }
 }
 
