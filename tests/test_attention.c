@@ -10,8 +10,14 @@
  *     it, and the caches are unchanged;
  *   - the graph refusals of state written in place: a constant or an
  *     intermediate cache, a cache another node reads, a later reader of the
- *     written input, the input marked as an output; attention's head dims.
+ *     written input, the input marked as an output; attention's head dims;
+ *   - NaNs, infinities, zeros and huge values scattered over q, K and V
+ *     (NaN and infinite scores, NaN weights, all-zero rows with a negative
+ *     scale: maxima of -0): the JIT's output bitwise the reference's
+ *     (the vector max, shift and normalizer lanes against the scalar
+ *     definition; a NaN score makes the head NaN whichever max wins).
  * ctest runs it once per ISA path (SK_ISA). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -346,6 +352,51 @@ static void test_attention_head_dims_and_groups(void) {
   sk_graph_destroy(g);
 }
 
+static void test_special_values_match_the_reference(void) {
+  enum { T = 6, HQ = 4, D = 32, SS = 70 }; /* SS > 64: full 16-lane chunks and a tail */
+  static const double scales[] = {0.0, -0.3};
+  for (int si = 0; si < 2; si++) {
+    sk_graph *g;
+    CHECK_OK(sk_graph_create(&g));
+    sk_value q = input(g, "q", SK_FP32, 3, (int64_t[]){T, HQ, D});
+    sk_value k = input(g, "k", SK_FP32, 3, (int64_t[]){SS, 2, D}), v = input(g, "v", SK_FP32, 3, (int64_t[]){SS, 2, D});
+    sk_value pos = input(g, "pos", SK_INT32, 1, (int64_t[]){T}), o;
+    sk_attr at[] = {SK_ATTR_FLOAT("scale", scales[si])};
+    op(g, "attention", "attn", (sk_op_input[]){{"q", &q, 1}, {"k_cache", &k, 1}, {"v_cache", &v, 1}, {"positions", &pos, 1}},
+       4, at, 1, &o, 1);
+    CHECK_OK(sk_graph_mark_output(g, o, "o"));
+    sk_compile_config jc = {.struct_size = sizeof jc, .team = teams[2], .executor = SK_EXECUTOR_JIT};
+    sk_compile_config rc = {.struct_size = sizeof rc, .team = teams[1], .executor = SK_EXECUTOR_REFERENCE};
+    sk_program *jit = NULL, *ref = NULL;
+    CHECK_OK(sk_compile(g, &jc, &jit));
+    CHECK_OK(sk_compile(g, &rc, &ref));
+    static float qd[T * HQ * D], kd[SS * 2 * D], vd[SS * 2 * D], want[T * HQ * D], got[T * HQ * D];
+    const int32_t pd[T] = {SS - 1, 64, 63, 15, 47, 0};
+    const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e30f, -1e30f};
+    int mismatches = 0;
+    for (int trial = 0; trial < 24 && jit && ref; trial++) {
+      fill(qd, SK_FP32, sizeof qd / sizeof qd[0]), fill(kd, SK_FP32, sizeof kd / sizeof kd[0]);
+      fill(vd, SK_FP32, sizeof vd / sizeof vd[0]);
+      if (trial % 4 == 1) memset(qd, 0, sizeof qd); /* every score 0 (-0 with scale < 0) */
+      for (int n = 0; n < trial % 6; n++) {
+        float *where[] = {qd, kd, vd};
+        const size_t len[] = {sizeof qd / sizeof qd[0], sizeof kd / sizeof kd[0], sizeof vd / sizeof vd[0]};
+        const int w = (int)below(3);
+        where[w][below((int64_t)len[w])] = special[below(sizeof special / sizeof special[0])];
+      }
+      sk_buffer in[4] = {{"q", qd, sizeof qd}, {"k", kd, sizeof kd}, {"v", vd, sizeof vd}, {"pos", (void *)pd, sizeof pd}};
+      sk_buffer ow[1] = {{"o", want, sizeof want}}, og[1] = {{"o", got, sizeof got}};
+      CHECK_OK(sk_program_run(ref, teams[1], in, 4, ow, 1));
+      CHECK_OK(sk_program_run(jit, teams[2], in, 4, og, 1));
+      mismatches += memcmp(want, got, sizeof want) != 0;
+    }
+    CHECK(mismatches == 0);
+    sk_program_destroy(jit);
+    sk_program_destroy(ref);
+    sk_graph_destroy(g);
+  }
+}
+
 static void setup(void) {
   for (int n = 1; n <= 3; n++) {
     sk_team_config tc = {.struct_size = sizeof tc, .num_cores = n, .pin_threads = -1};
@@ -364,6 +415,7 @@ int main(void) {
                                        TEST_CASE(test_attention_refuses_a_position_past_the_cache),
                                        TEST_CASE(test_out_of_range_positions_fail_and_write_nothing),
                                        TEST_CASE(test_invariance_to_chunking_batch_executor_and_team),
+                                       TEST_CASE(test_special_values_match_the_reference),
                                        TEST_CASE(teardown)};
   return harness_run(cases, sizeof cases / sizeof cases[0]);
 }

@@ -44,6 +44,13 @@ enum { SLOT_Q, SLOT_K, SLOT_V, SLOT_POSITIONS };
 #define MAX_GROUP 8 /* q heads a work item shares one pass over a kv head with */
 #define BLOCKS_PER_CORE 16 /* blocks of a multi-token run per core */
 
+/* Items token t runs together (consecutive in a block, so heads
+ * [h0, h1) of several kv heads), one key block of each in turn: a core then
+ * reads JOINT_ITEMS * D contiguous values of every cache row instead of D
+ * in every Hkv * D, which the memory system streams better. Each item's
+ * arithmetic is its own, in its own order: the same bits. */
+#define JOINT_ITEMS 2
+
 typedef struct attn_params {
   int64_t t, hq, hkv, d, s; /* planned tokens, heads, head dim, cache rows */
   int64_t group;            /* q heads per kv head */
@@ -226,7 +233,8 @@ static void item_heads(const attn_params *p, int64_t item, int64_t *t, int64_t *
  * one of value rows (widened), scores for a part's heads over every key,
  * and the soft cap's scratch over every key. */
 static size_t workspace_floats(const attn_params *p) {
-  return (size_t)(2 * p->sub * p->d + 2 * SK_ATTN_KEYS * p->d + (p->sub + 1) * p->s + 2 * p->sub);
+  const int64_t most = JOINT_ITEMS * p->sub; /* heads run_items takes */
+  return (size_t)(2 * most * p->d + 2 * SK_ATTN_KEYS * p->d + (most + 1) * p->s + 2 * most);
 }
 
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
@@ -263,6 +271,9 @@ static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk_
  * reads each once (memory-bound). */
 #define PREFETCH_ROWS (2 * SK_ATTN_KEYS)
 
+/* Scores the softmax shifts, exponentiates and sums at a time: 4 KiB, in L1. */
+#define SOFTMAX_CHUNK 1024
+
 /* Rows row .. row + nk - 1 of kv head g of a cache as fp32 rows: in place
  * for fp32 (row stride Hkv * D), else widened into buf (row stride D).
  * Prefetches the rows PREFETCH_ROWS further on, up to row `end`. */
@@ -284,50 +295,63 @@ static const float *kv_rows(const sk__node_io *io, const sk__attention_kernels *
   return buf;
 }
 
-/* One item: token t, heads [h0, h1) of kv head g. The keys go in blocks of
- * SK_ATTN_KEYS, each block's rows read once for all the item's heads. */
-static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, int64_t t, int64_t h0, int64_t h1,
-                     float *ws) {
+/* Token t, heads [h0, h1) (items of kv heads h0 / group .. (h1 - 1) /
+ * group, at most JOINT_ITEMS * sub heads). The keys go in blocks of
+ * SK_ATTN_KEYS, each block's rows read once for all of a kv head's heads. */
+static void run_items(const sk__node_io *io, const sk__attention_kernels *kern, int64_t t, int64_t h0, int64_t h1,
+                      float *ws) {
   const attn_params *p = io->params;
   const sk__tensor *q = &io->in[SLOT_Q].tensors[0], *k = &io->in[SLOT_K].tensors[0], *v = &io->in[SLOT_V].tensors[0];
   const sk_dtype dt = q->dtype;
   const size_t es = sk_dtype_size(dt), d = (size_t)p->d, nh = (size_t)(h1 - h0), ss = (size_t)p->s;
-  const int64_t g = h0 / p->group, pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1;
-  float *qf = ws, *o = qf + p->sub * p->d, *kvf = o + p->sub * p->d, *scores = kvf + SK_ATTN_KEYS * d;
-  float *scratch = scores + p->sub * p->s, *l = scratch + p->s;
+  const int64_t pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1;
+  const int64_t most = JOINT_ITEMS * p->sub;
+  float *qf = ws, *o = qf + most * p->d, *kvf = o + most * p->d, *scores = kvf + SK_ATTN_KEYS * d;
+  float *scratch = scores + most * p->s, *l = scratch + p->s;
   sk__convert((const char *)q->data + (size_t)(t * p->hq + h0) * d * es, dt, qf, SK_FP32, nh * d, io->isa);
   for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_KEYS) {
     const size_t nk = (size_t)(n - j0 < SK_ATTN_KEYS ? n - j0 : SK_ATTN_KEYS);
-    size_t ks;
-    const float *kr = kv_rows(io, kern, k, lo + j0, pos + 1, g, nk, kvf, &ks);
-    kern->dots(qf, nh, kr, ks, nk, d, scores + j0, ss);
+    for (int64_t a = h0; a < h1;) { /* each kv head's heads in [h0, h1): [a, b) */
+      const int64_t g = a / p->group, b = (g + 1) * p->group < h1 ? (g + 1) * p->group : h1;
+      size_t ks;
+      const float *kr = kv_rows(io, kern, k, lo + j0, pos + 1, g, nk, kvf, &ks);
+      kern->dots(qf + (size_t)(a - h0) * d, (size_t)(b - a), kr, ks, nk, d, scores + (size_t)(a - h0) * ss + j0, ss);
+      a = b;
+    }
   }
   for (size_t h = 0; h < nh; h++) {
     float *s = scores + h * ss;
-    for (int64_t j = 0; j < n; j++) s[j] = s[j] * p->scale;
+    float m = kern->scale_max(s, (size_t)n, p->scale);
     if (p->softcap > 0) {
       for (int64_t j = 0; j < n; j++) scratch[j] = -2.0f * fabsf(s[j] / p->softcap);
       sk__expf_array(scratch, scratch, (size_t)n, io->isa);
       for (int64_t j = 0; j < n; j++) s[j] = p->softcap * tanh_from(s[j] / p->softcap, scratch[j]);
+      m = kern->scale_max(s, (size_t)n, 1.0f); /* x * 1 == x, NaNs included: the max after the cap */
     }
-    float m = -INFINITY;
-    for (int64_t j = 0; j < n; j++) m = s[j] > m ? s[j] : m;
-    for (int64_t j = 0; j < n; j++) s[j] = s[j] - m;
-    sk__expf_array(s, s, (size_t)n, io->isa);
+    /* p_j and the normalizer in chunks of SOFTMAX_CHUNK scores (a multiple
+     * of the 16 lanes, so lane (j - lo) mod 16 carries over), each shifted,
+     * exponentiated and summed while it is in L1. */
     float lanes[SK_ATTN_LANES] = {0};
-    int64_t j = 0;
-    for (; j + SK_ATTN_LANES <= n; j += SK_ATTN_LANES)
-      for (int c = 0; c < SK_ATTN_LANES; c++) lanes[c] = lanes[c] + s[j + c];
-    for (int c = 0; j + c < n; c++) lanes[c] = lanes[c] + s[j + c];
+    for (int64_t j = 0; j < n; j += SOFTMAX_CHUNK) {
+      const size_t c = (size_t)(n - j < SOFTMAX_CHUNK ? n - j : SOFTMAX_CHUNK);
+      kern->shift(s + j, c, m);
+      sk__expf_array(s + j, s + j, c, io->isa);
+      kern->lanes_add(lanes, s + j, c);
+    }
     l[h] = sk__attn_fold16(lanes);
   }
   /* values, block by block (keys in increasing order), into every head's accumulator */
   for (size_t i = 0; i < nh * d; i++) o[i] = 0.0f;
   for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_KEYS) {
     const size_t nk = (size_t)(n - j0 < SK_ATTN_KEYS ? n - j0 : SK_ATTN_KEYS);
-    size_t vs;
-    const float *vr = kv_rows(io, kern, v, lo + j0, pos + 1, g, nk, kvf, &vs);
-    kern->accumulate(o, nh, scores + j0, ss, vr, vs, nk, d);
+    for (int64_t a = h0; a < h1;) {
+      const int64_t g = a / p->group, b = (g + 1) * p->group < h1 ? (g + 1) * p->group : h1;
+      size_t vs;
+      const float *vr = kv_rows(io, kern, v, lo + j0, pos + 1, g, nk, kvf, &vs);
+      kern->accumulate(o + (size_t)(a - h0) * d, (size_t)(b - a), scores + (size_t)(a - h0) * ss + j0, ss, vr, vs, nk,
+                       d);
+      a = b;
+    }
   }
   for (size_t h = 0; h < nh; h++)
     for (size_t i = 0; i < d; i++) o[h * d + i] = finish(o[h * d + i], l[h]);
@@ -342,10 +366,15 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   sk__clip(&i0, &i1, n_tokens * p->hkv * p->n_sub);
   if (i0 >= i1 || !positions_valid(io, n_tokens)) return;
   const sk__attention_kernels *kern = sk__attention_config_for(io->isa);
-  for (int64_t i = i0; i < i1; i++) {
-    int64_t t, h0, h1;
+  for (int64_t i = i0; i < i1;) { /* up to JOINT_ITEMS consecutive items of one token at a time */
+    int64_t t, h0, h1, u = i + 1, tu, a, b;
     item_heads(p, i, &t, &h0, &h1);
-    run_item(io, kern, t, h0, h1, workspace);
+    for (; u < i1 && u < i + JOINT_ITEMS; u++, h1 = b) {
+      item_heads(p, u, &tu, &a, &b);
+      if (tu != t) break;
+    }
+    run_items(io, kern, t, h0, h1, workspace);
+    i = u;
   }
 }
 

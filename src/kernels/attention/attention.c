@@ -35,11 +35,32 @@ static void widen_bf16_scalar(const uint16_t *src, size_t stride, size_t n, size
     }
 }
 
-static const sk__attention_kernels kernels_scalar = {"scalar", dots_scalar, accumulate_scalar, widen_bf16_scalar};
-static const sk__attention_kernels kernels_avx2 = {"avx2", sk__attn_dots_avx2, sk__attn_accumulate_avx2,
-                                                   sk__attn_widen_bf16_avx2};
-static const sk__attention_kernels kernels_avx512 = {"avx512", sk__attn_dots_avx512, sk__attn_accumulate_avx512,
-                                                     sk__attn_widen_bf16_avx512};
+static float scale_max_scalar(float *s, size_t n, float scale) {
+  float m = -INFINITY;
+  for (size_t j = 0; j < n; j++) {
+    s[j] = s[j] * scale;
+    m = s[j] > m ? s[j] : m;
+  }
+  return m;
+}
+
+static void shift_scalar(float *s, size_t n, float m) {
+  for (size_t j = 0; j < n; j++) s[j] = s[j] - m;
+}
+
+static void lanes_add_scalar(float *lanes, const float *s, size_t n) {
+  for (size_t j = 0; j < n; j++) lanes[j % SK_ATTN_LANES] = lanes[j % SK_ATTN_LANES] + s[j];
+}
+
+#define SK_ATTN_TABLE(isa)                                                                                           \
+  {#isa, sk__attn_dots_##isa, sk__attn_accumulate_##isa, sk__attn_widen_bf16_##isa, sk__attn_scale_max_##isa,     \
+   sk__attn_shift_##isa, sk__attn_lanes_add_##isa}
+
+static const sk__attention_kernels kernels_scalar = {"scalar",          dots_scalar,  accumulate_scalar,
+                                                     widen_bf16_scalar, scale_max_scalar, shift_scalar,
+                                                     lanes_add_scalar};
+static const sk__attention_kernels kernels_avx2 = SK_ATTN_TABLE(avx2);
+static const sk__attention_kernels kernels_avx512 = SK_ATTN_TABLE(avx512);
 
 const sk__attention_kernels *sk__attention_config_for(sk__isa isa) {
   const sk__isa have = sk__cpu_isa_supported(); /* never a path the CPU lacks */

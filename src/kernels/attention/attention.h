@@ -14,7 +14,18 @@
  *   accumulate  o_h[i] = fmaf(p[h * ps + j], v_j[i], o_h[i]) for j = 0 ..
  *               nk - 1 in increasing j, for the nh rows o_h of d;
  *   widen_bf16  n bf16 rows (row stride `stride` elements) to fp32 rows of
- *               d: exact, a 16-bit shift.
+ *               d: exact, a 16-bit shift;
+ *   scale_max   s[j] = s[j] * scale for j < n in place, and returns the
+ *               largest, compared in increasing j from -inf as
+ *               `m = s[j] > m ? s[j] : m` (a NaN never wins). A vector path
+ *               keeps 16 (or 8) running maxima and reduces them at the end:
+ *               the same m up to the sign of a zero maximum, which the
+ *               softmax only subtracts (s - (+0) == s - (-0) up to the sign
+ *               of a zero, and expf(±0) == 1), so p_j is the same;
+ *   shift       s[j] = s[j] - m for j < n, in place;
+ *   lanes_add   lanes[c] = lanes[c] + s[j] for j = c (mod 16), in
+ *               increasing j: the normalizer's 16 lanes continued over n
+ *               more scores (n a multiple of 16 except in the last call).
  *
  * All are elementwise or fixed-lane, so a vector path needs no order other
  * than the scalar one. Adding an ISA: its file (attention_isa.h) and its
@@ -35,6 +46,9 @@ typedef struct sk__attention_kernels {
   void (*dots)(const float *q, size_t nh, const float *k, size_t ks, size_t nk, size_t d, float *out, size_t stride);
   void (*accumulate)(float *o, size_t nh, const float *p, size_t ps, const float *v, size_t vs, size_t nk, size_t d);
   void (*widen_bf16)(const uint16_t *src, size_t stride, size_t n, size_t d, float *dst);
+  float (*scale_max)(float *s, size_t n, float scale);
+  void (*shift)(float *s, size_t n, float m);
+  void (*lanes_add)(float *lanes, const float *s, size_t n);
 } sk__attention_kernels;
 
 /* The path for isa (a node's io->isa), never one the CPU lacks. */

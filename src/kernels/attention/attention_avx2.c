@@ -2,6 +2,7 @@
  * the 16 lanes in two 8-lane registers (lanes 0-7, 8-15), folded as the
  * scalar code folds them, one key at a time. */
 #include <immintrin.h>
+#include <math.h>
 
 #include "kernels/attention/attention_isa.h"
 
@@ -46,4 +47,53 @@ void sk__attn_widen_bf16_avx2(const uint16_t *src, size_t stride, size_t n, size
       __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + r * stride + i)));
       _mm256_storeu_si256((__m256i *)(dst + r * d + i), _mm256_slli_epi32(w, 16));
     }
+}
+
+/* A mask of the first r < 8 lanes, for maskload / maskstore. */
+static inline __m256i first_lanes(size_t r) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+float sk__attn_scale_max_avx2(float *s, size_t n, float scale) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  __m256 mv = _mm256_set1_ps(-INFINITY);
+  size_t j = 0;
+  /* max_ps(x, mv) is x > mv ? x : mv per lane: the scalar comparison, so a
+   * NaN score never enters a lane's maximum. */
+  for (; j + 8 <= n; j += 8) {
+    const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(s + j), sc);
+    _mm256_storeu_ps(s + j, x);
+    mv = _mm256_max_ps(x, mv);
+  }
+  float lane[8], m = -INFINITY;
+  _mm256_storeu_ps(lane, mv);
+  for (int c = 0; c < 8; c++) m = lane[c] > m ? lane[c] : m;
+  for (; j < n; j++) {
+    s[j] = s[j] * scale;
+    m = s[j] > m ? s[j] : m;
+  }
+  return m;
+}
+
+void sk__attn_shift_avx2(float *s, size_t n, float m) {
+  const __m256 mv = _mm256_set1_ps(m);
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(s + j, _mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
+  if (j < n) {
+    const __m256i k = first_lanes(n - j);
+    _mm256_maskstore_ps(s + j, k, _mm256_sub_ps(_mm256_maskload_ps(s + j, k), mv));
+  }
+}
+
+/* The 16 normalizer lanes are two registers (lanes 0-7, 8-15). */
+void sk__attn_lanes_add_avx2(float *lanes, const float *s, size_t n) {
+  __m256 lo = _mm256_loadu_ps(lanes), hi = _mm256_loadu_ps(lanes + 8);
+  size_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    lo = _mm256_add_ps(lo, _mm256_loadu_ps(s + j));
+    hi = _mm256_add_ps(hi, _mm256_loadu_ps(s + j + 8));
+  }
+  _mm256_storeu_ps(lanes, lo);
+  _mm256_storeu_ps(lanes + 8, hi);
+  for (; j < n; j++) lanes[j % 16] = lanes[j % 16] + s[j];
 }

@@ -6,6 +6,7 @@
  * each key's own lanes only), ending with key j's score in lane
  * 4 (j % 4) + j / 4 — one permute puts it in lane j. */
 #include <immintrin.h>
+#include <math.h>
 
 #include "kernels/attention/attention_isa.h"
 
@@ -82,4 +83,49 @@ void sk__attn_widen_bf16_avx512(const uint16_t *src, size_t stride, size_t n, si
       __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + r * stride + i)));
       _mm512_storeu_si512(dst + r * d + i, _mm512_slli_epi32(w, 16));
     }
+}
+
+float sk__attn_scale_max_avx512(float *s, size_t n, float scale) {
+  const __m512 sc = _mm512_set1_ps(scale);
+  __m512 mv = _mm512_set1_ps(-INFINITY);
+  size_t j = 0;
+  /* max_ps(x, mv) is x > mv ? x : mv per lane: the scalar comparison, so a
+   * NaN score never enters a lane's maximum. */
+  for (; j + 16 <= n; j += 16) {
+    const __m512 x = _mm512_mul_ps(_mm512_loadu_ps(s + j), sc);
+    _mm512_storeu_ps(s + j, x);
+    mv = _mm512_max_ps(x, mv);
+  }
+  if (j < n) {
+    const __mmask16 k = (__mmask16)((1u << (n - j)) - 1u);
+    const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + j), sc);
+    _mm512_mask_storeu_ps(s + j, k, x);
+    mv = _mm512_mask_max_ps(mv, k, x, mv);
+  }
+  float lane[16], m = -INFINITY;
+  _mm512_storeu_ps(lane, mv);
+  for (int c = 0; c < 16; c++) m = lane[c] > m ? lane[c] : m;
+  return m;
+}
+
+void sk__attn_shift_avx512(float *s, size_t n, float m) {
+  const __m512 mv = _mm512_set1_ps(m);
+  size_t j = 0;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(s + j, _mm512_sub_ps(_mm512_loadu_ps(s + j), mv));
+  if (j < n) {
+    const __mmask16 k = (__mmask16)((1u << (n - j)) - 1u);
+    _mm512_mask_storeu_ps(s + j, k, _mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), mv));
+  }
+}
+
+/* The 16 normalizer lanes are one register: lane c adds s[j], j = c (mod 16). */
+void sk__attn_lanes_add_avx512(float *lanes, const float *s, size_t n) {
+  __m512 acc = _mm512_loadu_ps(lanes);
+  size_t j = 0;
+  for (; j + 16 <= n; j += 16) acc = _mm512_add_ps(acc, _mm512_loadu_ps(s + j));
+  if (j < n) {
+    const __mmask16 k = (__mmask16)((1u << (n - j)) - 1u);
+    acc = _mm512_mask_add_ps(acc, k, acc, _mm512_maskz_loadu_ps(k, s + j));
+  }
+  _mm512_storeu_ps(lanes, acc);
 }

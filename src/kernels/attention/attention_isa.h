@@ -12,7 +12,10 @@
                            size_t stride);                                                                        \
   void sk__attn_accumulate_##isa(float *o, size_t nh, const float *p, size_t ps, const float *v, size_t vs,       \
                                  size_t nk, size_t d);                                                            \
-  void sk__attn_widen_bf16_##isa(const uint16_t *src, size_t stride, size_t n, size_t d, float *dst);
+  void sk__attn_widen_bf16_##isa(const uint16_t *src, size_t stride, size_t n, size_t d, float *dst);            \
+  float sk__attn_scale_max_##isa(float *s, size_t n, float scale);                                                \
+  void sk__attn_shift_##isa(float *s, size_t n, float m);                                                         \
+  void sk__attn_lanes_add_##isa(float *lanes, const float *s, size_t n);
 
 SK_ATTN_ISA_DECL(avx2)
 SK_ATTN_ISA_DECL(avx512)
