@@ -260,6 +260,9 @@ sk_cli_test(sk_bench_seed_table 0 -o "jit/eager" -o "interp/eager" -o "jit/inter
             -- ${SK} bench seed --iters 1 --threads 1)
 sk_cli_test(sk_bench_example02_table 0 -o "example02" -o "bitwise equal" -O "DIFFER"
             -- ${SK} bench example02 --iters 1 --threads 1 --options early-start=0)
+# mla: a latent-attention decode, its outputs equal and its bandwidth floor (cache and kv_b weight bytes).
+sk_cli_test(sk_bench_mla_decode 0 -o "mla:tiny:decode:ctx64" -o "bitwise equal" -o "bandwidth floor" -O "DIFFER"
+            -- ${SK} bench mla:tiny:decode:ctx64 --iters 1 --threads 1 --no-floor)
 # --json: one document that parses, with every mode, percentile and ratio.
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)

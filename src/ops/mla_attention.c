@@ -230,9 +230,11 @@ static void item_heads(const mla_params *p, int64_t item, int64_t *t, int64_t *h
 
 /* Per core, in floats: the items' [q_lat, q_pe] rows, latent contexts,
  * scores over every key, outputs and normalizers; one q_nope row, one
- * cache row, and one head's widened weight when it is not packed. */
+ * block of SK_ATTN_KEYS widened cache rows, and one head's widened weight
+ * when it is not packed. */
 static size_t workspace_floats(const mla_params *p) {
-  return (size_t)(p->sub * (p->d + p->rank + p->s + p->v + 2) + p->nope + p->d + (p->nope + p->v) * p->rank);
+  return (size_t)(p->sub * (p->d + p->rank + p->s + p->v + 1) + p->nope + SK_ATTN_KEYS * p->d +
+                  (p->nope + p->v) * p->rank);
 }
 
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
@@ -272,19 +274,43 @@ static const float *head_weight(const sk__node_io *io, int64_t h, float *scratch
   return scratch;
 }
 
-/* One item: token t, heads [h0, h1). */
+/* Cache rows j .. j + nk - 1, their first `width` values, as fp32 rows:
+ * in place for fp32 (row stride d), else widened into buf (row stride
+ * width) once for all the item's heads. */
+static const float *cache_rows(const sk__node_io *io, const sk__attention_kernels *kern, int64_t j, size_t nk,
+                               size_t width, float *buf, size_t *stride) {
+  const mla_params *p = io->params;
+  const sk__tensor *cache = &io->in[SLOT_CACHE].tensors[0];
+  const size_t d = (size_t)p->d, es = sk_dtype_size(cache->dtype);
+  const char *src = (const char *)cache->data + (size_t)j * d * es;
+  if (cache->dtype == SK_FP32) {
+    *stride = d;
+    return (const float *)src;
+  }
+  *stride = width;
+  if (cache->dtype == SK_BF16) kern->widen_bf16((const uint16_t *)src, d, nk, width, buf);
+  else
+    for (size_t r = 0; r < nk; r++) sk__convert(src + r * d * es, cache->dtype, buf + r * width, SK_FP32, width, io->isa);
+  return buf;
+}
+
+/* One item: token t, heads [h0, h1). The keys go in blocks of
+ * SK_ATTN_KEYS, a block's rows widened once for all the item's heads; the
+ * softmax needs every score before the first context term, so there are
+ * two passes over the blocks (a whole widened cache would not stay in
+ * cache at decode's lengths: re-widening the bf16 rows is cheaper). */
 static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, int64_t t, int64_t h0, int64_t h1,
                      float *ws) {
   const mla_params *p = io->params;
   const sk__tensor *qn = &io->in[SLOT_QN].tensors[0], *qpe = &io->in[SLOT_QPE].tensors[0];
-  const sk__tensor *cache = &io->in[SLOT_CACHE].tensors[0];
   const sk_dtype dt = qn->dtype;
   const size_t es = sk_dtype_size(dt), d = (size_t)p->d, rank = (size_t)p->rank, nope = (size_t)p->nope;
   const size_t nh = (size_t)(h1 - h0), s = (size_t)p->s, v = (size_t)p->v;
   const int64_t n = position(io, t) + 1;
   float *qcat = ws, *ctx = qcat + p->sub * d, *scores = ctx + p->sub * rank, *o = scores + p->sub * s;
-  float *pj = o + p->sub * v, *l = pj + p->sub, *qrow = l + p->sub, *row = qrow + nope, *wbuf = row + d;
-  /* [q_lat, q_pe] per head: q_lat the fmaf chain over N of W_UK's rows */
+  float *l = o + p->sub * v, *qrow = l + p->sub, *kvf = qrow + nope, *wbuf = kvf + SK_ATTN_KEYS * d;
+  /* [q_lat, q_pe] per head: q_lat the fmaf chain over N of W_UK's rows,
+   * SK_ATTN_KEYS rows a call (the same chain, in increasing i) */
   for (size_t h = 0; h < nh; h++) {
     const float *wh = head_weight(io, h0 + (int64_t)h, wbuf);
     float *q = qcat + h * d;
@@ -292,14 +318,17 @@ static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, i
     sk__convert((const char *)qn->data + at * nope * es, dt, qrow, SK_FP32, nope, io->isa);
     sk__convert((const char *)qpe->data + at * (size_t)p->rope * es, dt, q + rank, SK_FP32, (size_t)p->rope, io->isa);
     for (size_t r = 0; r < rank; r++) q[r] = 0.0f;
-    for (size_t i = 0; i < nope; i++) kern->accumulate(q, 1, qrow + i, 1, wh + i * rank, rank, 1, rank);
+    for (size_t i = 0; i < nope; i += SK_ATTN_KEYS) {
+      const size_t nk = nope - i < SK_ATTN_KEYS ? nope - i : SK_ATTN_KEYS;
+      kern->accumulate(q, 1, qrow + i, 1, wh + i * rank, rank, nk, rank);
+    }
   }
-  /* scores, key by key: one pass over the cache for all the item's heads */
-  for (int64_t j = 0; j < n; j++) {
-    const char *cj = (const char *)cache->data + (size_t)j * d * es;
-    const float *cr = dt == SK_FP32 ? (const float *)cj : row;
-    if (dt != SK_FP32) sk__convert(cj, dt, row, SK_FP32, d, io->isa);
-    kern->dots(qcat, nh, cr, d, 1, d, scores + j, s);
+  /* scores, block by block: each score its own dot, as one key at a time */
+  for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_KEYS) {
+    const size_t nk = (size_t)(n - j0 < SK_ATTN_KEYS ? n - j0 : SK_ATTN_KEYS);
+    size_t ks;
+    const float *kr = cache_rows(io, kern, j0, nk, d, kvf, &ks);
+    kern->dots(qcat, nh, kr, ks, nk, d, scores + j0, s);
   }
   for (size_t h = 0; h < nh; h++) {
     float *sc = scores + h * s;
@@ -315,14 +344,14 @@ static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, i
     for (int c = 0; j + c < n; c++) lanes[c] = lanes[c] + sc[j + c];
     l[h] = sk__attn_fold16(lanes);
   }
-  /* latent contexts, key by key (c_kv only: the first R values of a row) */
+  /* latent contexts, block by block in increasing key order (c_kv only:
+   * the first R values of a row, so only those are widened) */
   for (size_t i = 0; i < nh * rank; i++) ctx[i] = 0.0f;
-  for (int64_t j = 0; j < n; j++) {
-    const char *cj = (const char *)cache->data + (size_t)j * d * es;
-    const float *cr = dt == SK_FP32 ? (const float *)cj : row;
-    if (dt != SK_FP32) sk__convert(cj, dt, row, SK_FP32, rank, io->isa);
-    for (size_t h = 0; h < nh; h++) pj[h] = scores[h * s + (size_t)j];
-    kern->accumulate(ctx, nh, pj, 1, cr, rank, 1, rank);
+  for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_KEYS) {
+    const size_t nk = (size_t)(n - j0 < SK_ATTN_KEYS ? n - j0 : SK_ATTN_KEYS);
+    size_t vs;
+    const float *vr = cache_rows(io, kern, j0, nk, rank, kvf, &vs);
+    kern->accumulate(ctx, nh, scores + j0, s, vr, vs, nk, rank);
   }
   /* o = W_UV c, one dot over R per output value */
   for (size_t h = 0; h < nh; h++) {

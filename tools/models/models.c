@@ -62,7 +62,8 @@ const char *const skm_model_names[] = {"example01", "seed", "decode", "prefill",
 const char *skm_model_list(void) {
   return "example01, seed, decode, prefill, example02, moe-layer:PRESET[:tN][:bf16|fp16|int8][:eN][:skew] (PRESET: tiny, "
          "qwen3-30b-a3b, deepseek-v2-lite, deepseek-v3), moe-layer[:tN][:dtype][:eN] with --weights DIR, "
-         "attention:PRESET:decode:ctxN, attention:PRESET:prefill:tN (PRESET: qwen3-30b-a3b, tiny)";
+         "attention:PRESET:decode:ctxN, attention:PRESET:prefill:tN (PRESET: qwen3-30b-a3b, tiny), "
+         "mla:PRESET:decode:ctxN, mla:PRESET:prefill:tN (PRESET: deepseek-v2-lite, tiny)";
 }
 
 sk_status skm_error(char *msg, size_t msg_size, sk_status st, const char *fmt, ...) {
@@ -118,7 +119,7 @@ void skm_builder_fail(skm_builder *b, sk_status st, const char *what) {
 
 static const char *const weight_names[] = {
     "gmm1_weight_0", "gmm1_weight_1", "gmm1_bias_0", "gmm1_bias_1", "gmm2_weight_0", "gmm2_weight_1", "moe1_bias",
-    "dsq_input_0", "dsq_input_2", "data2", "scale", "w", "b", "dsq_scale", NULL};
+    "dsq_input_0", "dsq_input_2", "data2", "scale", "w", "b", "dsq_scale", "mla_kv_b_weight", NULL};
 
 int skm_is_weight(const char *name) {
   if (strncmp(name, "moe_", 4) == 0 && strcmp(name, "moe_x") != 0) return 1; /* the moe-layer's */
