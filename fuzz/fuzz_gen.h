@@ -62,6 +62,7 @@ typedef struct gen_val {
   int64_t shape[SK_MAX_RANK];
   int64_t numel;
   int64_t dyn; /* > 0: the leading dimension is dyn * T (shape[0] holds dyn * max_tokens) */
+  bool state;  /* a graph input an op writes in place: nothing else may read or mark it */
 } gen_val;
 
 typedef struct gen_input {
@@ -335,7 +336,7 @@ typedef bool (*gen_pred)(const gen_val *v, const void *arg);
 static int gen_pick(gen *G, gen_pred pred, const void *arg) {
   int cand[GEN_MAX_VALUES], n = 0;
   for (int i = 0; i < G->n_vals; i++)
-    if (G->vals[i].numel <= GEN_MAX_NUMEL && (!pred || pred(&G->vals[i], arg))) cand[n++] = i;
+    if (G->vals[i].numel <= GEN_MAX_NUMEL && !G->vals[i].state && (!pred || pred(&G->vals[i], arg))) cand[n++] = i;
   if (!n) return -1;
   return cand[gen_u8(G) % n];
 }
@@ -1031,7 +1032,7 @@ static void gen_stream_step(gen *G) {
 }
 
 static void gen_mark_output(gen *G, int vi) {
-  if (vi < 0) return;
+  if (vi < 0 || G->vals[vi].state) return; /* the writer's output is the state's value */
   char name[24];
   snprintf(name, sizeof name, "out%d", G->n_outputs);
   sk_status st = FUZZ_CALL(sk_graph_mark_output(G->g, G->vals[vi].v, name));

@@ -171,6 +171,21 @@ static bool gen_op_fits(const gen *G, const sk_op_desc *d, const sk_tensor_meta 
   return total <= GEN_MAX_GRAPH_NUMEL;
 }
 
+/* Whether slot s of op is state the op writes in place (op.h's
+ * writes_input; python/superkernel/torch_ops.py WRITES_IN_PLACE says the
+ * same: the public schema does not yet). Such a slot takes a new, static
+ * graph input that no other node reads (sk_graph_add_op refuses anything
+ * else), marked so that later picks and outputs leave it alone. */
+static bool gen_writes_in_place(const char *op, int s) { return s == 0 && strcmp(op, "kv_cache_write") == 0; }
+
+static int gen_state_input(gen *G, const sk_tensor_meta *m) {
+  G->static_only = true;
+  int vi = gen_input_role(G, m->dtype, m->rank, m->shape, ROLE_DATA, 0);
+  G->static_only = false;
+  if (vi >= 0) G->vals[vi].state = true;
+  return vi;
+}
+
 /* One op drawn from the table and its schema; its first output's index or -1. */
 static int gen_schema_op(gen *G) {
   gen_load_cases();
@@ -196,7 +211,8 @@ static int gen_schema_op(gen *G) {
   size_t at = 0;
   for (int s = 0; s < c->n_slots; s++)
     for (int j = 0; j < c->slots[s].count; j++, at++) {
-      int vi = gen_schema_tensor(G, c, &c->slots[s], &metas[at]);
+      int vi = gen_writes_in_place(c->op, s) ? gen_state_input(G, &metas[at])
+                                             : gen_schema_tensor(G, c, &c->slots[s], &metas[at]);
       if (vi < 0) return -1;
       values[s][j] = G->vals[vi].v;
     }
