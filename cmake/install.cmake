@@ -1,5 +1,6 @@
 # What `cmake --install` (make install) puts under the prefix:
 #   include/superkernel.h                          the public API
+#   include/superkernel_model.h                    whole models (src/model)
 #   lib/libsuperkernel.so*, lib/libsuperkernel.a   shared and static library
 #   lib/pkgconfig/superkernel.pc                   for pkg-config
 #   lib/cmake/superkernel/                         for find_package(superkernel):
@@ -14,7 +15,7 @@ install(TARGETS superkernel superkernel_static EXPORT superkernelTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(FILES ${PROJECT_SOURCE_DIR}/include/superkernel.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/include/superkernel.h ${PROJECT_SOURCE_DIR}/include/superkernel_model.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # CMake package: the exported targets, a config that finds their Threads
 # dependency first, and a version file. Before 1.0 a minor release may
@@ -48,7 +49,7 @@ foreach(dir LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 # What a static link needs besides the library (the shared one carries it).
-set(SK_PC_LIBS_PRIVATE "-lpthread -lm")
+set(SK_PC_LIBS_PRIVATE "-lpthread -lm -lcjson")
 foreach(lib ${CMAKE_DL_LIBS})
   string(APPEND SK_PC_LIBS_PRIVATE " -l${lib}")
 endforeach()

@@ -4,6 +4,7 @@
 #   cmake, gcc, make        the build
 #   libopenblas-dev         the peer in bench/ (the library never links it)
 #   python3                 tests/check_trace.py parses trace.json with a real JSON parser
+#   libcjson-dev            cJSON: the whole-model builder reads config.json with it
 #   pkg-config              the install test builds a program with the installed superkernel.pc
 set -euo pipefail
 
@@ -18,6 +19,7 @@ command -v make >/dev/null 2>&1 || need+=(make)
   need+=(libopenblas-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+[ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "install-deps: installing ${need[*]}"

@@ -1,0 +1,117 @@
+/*
+ * superkernel_model.h — whole decoder models run by the library: a Hugging
+ * Face config.json and the model's weights in, a model that runs
+ * sequences (prefill in one pass or in chunks, decode token by token) out.
+ * docs/models.md says which families and config fields are supported.
+ *
+ *   sk_model_config cfg = {.config_json = text, .weight = lookup, .weight_user = dir,
+ *                          .team = team, .max_context = 4096};
+ *   sk_model *model;   sk_model_create(&cfg, &model);
+ *   sk_model_seq *seq; sk_model_seq_create(model, &seq);
+ *   sk_model_forward(seq, team, prompt, n, logits, 1);   // the prompt; the last token's logits
+ *   sk_model_forward(seq, team, &next, 1, logits, 1);    // one decode step
+ *
+ * The model (immutable once made) holds the compiled programs, one for the
+ * decoder's body (the embedding, every layer, the final norm: one super
+ * kernel per layer) and one for the LM head, each of a run-time token
+ * count up to max_tokens. A sequence holds its KV cache (max_context rows
+ * per layer) and its length; several sequences of one model run in
+ * parallel, each on its own team.
+ *
+ * Exact and invariant: a token's logits are bitwise the same whether its
+ * sequence's prompt ran in one forward, in chunks of any size or token by
+ * token, on any executor, team size and ISA path (docs/ops.md's
+ * contracts, which every op of the programs keeps).
+ */
+#ifndef SUPERKERNEL_MODEL_H
+#define SUPERKERNEL_MODEL_H
+
+#include "superkernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sk_model sk_model;
+typedef struct sk_model_seq sk_model_seq;
+
+#define SK_MODEL_MAX_RANK 8
+
+/* One weight as the caller holds it: dense, row-major. */
+typedef struct sk_model_tensor {
+  sk_dtype dtype;
+  int rank;
+  int64_t shape[SK_MODEL_MAX_RANK];
+  const void *data;
+} sk_model_tensor;
+
+/* Looks up the weight `name` (the name transformers' state_dict gives it:
+ * "model.layers.0.self_attn.q_proj.weight", and the experts fused as
+ * "model.layers.0.mlp.experts.gate_up_proj" or one tensor per expert as a
+ * checkpoint stores them). Fills *out and returns SK_STATUS_OK, or returns
+ * SK_STATUS_NOT_FOUND when there is no such tensor (the builder may then
+ * try the other layout). Any other status fails sk_model_create with the
+ * callback's sk_last_error message. The data is borrowed: it must stay
+ * valid and unchanged until the model is destroyed. */
+typedef sk_status (*sk_model_weight_fn)(void *user, const char *name, sk_model_tensor *out);
+
+typedef struct sk_model_config {
+  size_t struct_size;       /* sizeof(sk_model_config) or 0 */
+  const char *config_json;  /* config.json's text, NUL-terminated */
+  sk_model_weight_fn weight;
+  void *weight_user;
+  /* The most tokens one program run takes; a forward of more runs in
+   * chunks of it (the same bits). 0: 256. */
+  int64_t max_tokens;
+  /* KV cache rows of each sequence: its longest length. 0: the config's
+   * max_position_embeddings, at most 4096. */
+  int64_t max_context;
+  const sk_team *team;      /* the team runs use (its size plans the super kernels); NULL: one core */
+  sk_executor executor;     /* SK_EXECUTOR_DEFAULT: $SK_EXECUTOR, else auto */
+  const char *options;      /* super-kernel options of every layer's scope (docs/options.md); NULL: none */
+} sk_model_config;
+
+/* Reads the config, looks up and checks every weight, builds and compiles
+ * the programs. Errors name what is wrong: a config field (missing, of the
+ * wrong type or unsupported, and its value), a weight (missing, or its
+ * shape or dtype, with what was expected), an unsupported family (the
+ * supported ones listed). */
+SK_API sk_status sk_model_create(const sk_model_config *cfg, sk_model **model_out);
+/* Destroy every sequence first. NULL is accepted. */
+SK_API void sk_model_destroy(sk_model *model);
+
+/* "llama, mistral, qwen2, qwen3, qwen3_moe, ...": config.json model_types the builder takes. */
+SK_API const char *sk_model_families(void);
+
+typedef struct sk_model_info {
+  const char *family;      /* config.json's model_type */
+  const char *about;       /* one line: layers, heads, experts, dtype */
+  sk_dtype dtype;          /* activations, KV cache and logits' source */
+  int64_t vocab, hidden, layers, max_tokens, max_context;
+  size_t weight_bytes;     /* the weights' bytes the programs read (borrowed or packed) */
+  size_t cache_bytes;      /* one sequence's KV cache */
+} sk_model_info;
+SK_API sk_status sk_model_get_info(const sk_model *model, sk_model_info *info_out);
+
+/* A sequence: its KV cache (allocated now) and length 0. */
+SK_API sk_status sk_model_seq_create(sk_model *model, sk_model_seq **seq_out);
+SK_API void sk_model_seq_destroy(sk_model_seq *seq);
+SK_API int64_t sk_model_seq_length(const sk_model_seq *seq);
+/* Forgets the tokens from `length` on (0: a new sequence); a length above
+ * the current one is an error. */
+SK_API sk_status sk_model_seq_truncate(sk_model_seq *seq, int64_t length);
+
+/* Appends ids[0..n) to the sequence, running them through the model (in
+ * chunks of max_tokens), on team (one of cfg.team's size; NULL: a
+ * one-core model's caller thread). logits: NULL, or n_logits * vocab
+ * floats (fp32) receiving the logits of the last n_logits of these tokens
+ * (0 <= n_logits <= n). An id outside the vocabulary or a sequence past
+ * max_context is an error naming it, with nothing appended. */
+SK_API sk_status sk_model_forward(sk_model_seq *seq, sk_team *team, const int32_t *ids, int64_t n, float *logits,
+                                  int64_t n_logits);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

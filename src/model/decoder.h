@@ -1,0 +1,53 @@
+/*
+ * decoder.h — a decoder-only model as the builder sees it: what a family
+ * file reads from config.json (family.h), and what decoder_graph.c builds
+ * from it. One description for every family: the attention block, a
+ * dense MLP or a MoE block per layer, the norms, the embedding and the LM
+ * head; a family only says which pieces its layers have and where its
+ * weights are.
+ */
+#ifndef SK_MODEL_DECODER_H
+#define SK_MODEL_DECODER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "superkernel_model.h"
+
+#define SK__MODEL_MAX_LAYERS 1024
+
+typedef struct sk__rope {
+  double theta;
+  int scaling_type;        /* rotary_embedding's: 0 none, 1 linear, 2 yarn */
+  double factor;
+  int64_t original_max_positions;
+  double beta_fast, beta_slow, mscale, mscale_all_dim;
+  int64_t rotary_dim;      /* 0: the head dim */
+  int interleaved;         /* 0 neox (rotate_half), 1 GPT-J pairs */
+} sk__rope;
+
+typedef struct sk__moe {
+  int64_t experts, top_k, inter;   /* routed experts: count, per token, intermediate size */
+  bool renorm;                     /* norm_topk_prob: the k weights divided by their sum */
+  int64_t shared_inter;            /* 0: no shared expert */
+} sk__moe;
+
+typedef struct sk__decoder {
+  const char *family;              /* config.json's model_type (the family's own string) */
+  sk_dtype dtype;                  /* the weights' float dtype: activations and caches too */
+  int64_t vocab, hidden, layers;
+  int64_t heads, kv_heads, head_dim;
+  int64_t max_positions;           /* max_position_embeddings */
+  double eps;                      /* rms_norm_eps */
+  sk__rope rope;
+  bool qk_norm;                    /* q / k RMS-normed per head before RoPE (Qwen3) */
+  bool qkv_bias;                   /* q / k / v projections with a bias (Qwen2, Llama's attention_bias) */
+  bool o_bias;                     /* o_proj with a bias (Llama's attention_bias) */
+  bool tie_embeddings;             /* the LM head is the embedding table */
+  int64_t sliding_window;          /* 0: none */
+  int64_t mlp_inter;               /* the dense layers' intermediate size */
+  sk__moe moe;                     /* experts 0: every layer dense */
+  bool moe_layer[SK__MODEL_MAX_LAYERS]; /* per layer: MoE (true) or the dense MLP */
+} sk__decoder;
+
+#endif

@@ -1,0 +1,275 @@
+/* sk_model and sk_model_seq (superkernel_model.h): a decoder model's two
+ * compiled programs, and per sequence its KV cache and run contexts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "model/family.h"
+#include "model/model_graph.h"
+
+#define DEFAULT_MAX_TOKENS 256
+#define DEFAULT_MAX_CONTEXT 4096
+
+struct sk_model {
+  sk__decoder d;
+  char family[64];
+  char about[256];
+  int64_t max_tokens, max_context;
+  size_t weight_bytes;
+  sk_program *body, *head;
+  size_t body_ids, body_positions, body_hidden, head_hidden, head_logits; /* io indices */
+  size_t *body_caches;  /* per layer: k then v input index */
+};
+
+struct sk_model_seq {
+  sk_model *model;
+  int64_t length;
+  void **caches;        /* 2 per layer */
+  size_t cache_bytes;   /* each */
+  int32_t *ids, *positions;
+  void *hidden;         /* [max_tokens, H] */
+  sk_run_context *body, *head;
+};
+
+const char *sk_model_families(void) { return sk__family_names(); }
+
+static sk_status describe(const char *json, sk__decoder *d, char *family, size_t family_size) {
+  cJSON *c = cJSON_Parse(json);
+  if (!c) {
+    const char *at = cJSON_GetErrorPtr();
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "config.json: not valid JSON (at byte %lld)",
+                    at ? (long long)(at - json) : -1LL);
+  }
+  sk_status st = SK_STATUS_OK;
+  const char *type = NULL;
+  if (!cJSON_IsObject(c)) st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "config.json: expected an object");
+  if (st == SK_STATUS_OK) st = sk__cfg_string(c, "model_type", &type);
+  const sk__family *f = type ? sk__family_find(type) : NULL;
+  if (st == SK_STATUS_OK && !f)
+    st = sk__fail(type ? SK_STATUS_UNSUPPORTED : SK_STATUS_INVALID_ARGUMENT,
+                  "config.json: model_type%s%s%s: %s (supported: %s)", type ? " = \"" : "", type ? type : "",
+                  type ? "\"" : "", type ? "not supported" : "missing", sk__family_names());
+  if (st == SK_STATUS_OK) {
+    snprintf(family, family_size, "%s", type);
+    d->family = family;
+    st = f->describe(c, d);
+  }
+  cJSON_Delete(c);
+  return st;
+}
+
+static sk_status compile(sk__model_builder *b, const sk_model_config *cfg, void (*build)(sk__model_builder *),
+                         sk_program **out) {
+  build(b);
+  sk_status st = b->st;
+  if (st == SK_STATUS_OK) {
+    sk_compile_config cc = {.struct_size = sizeof cc, .team = cfg->team, .executor = cfg->executor};
+    st = sk_compile(b->g, &cc, out);
+  }
+  sk_graph_destroy(b->g);
+  b->g = NULL;
+  return st;
+}
+
+static sk_status find(const sk_program *p, sk_io_kind kind, const char *name, size_t *out) {
+  return sk_program_find(p, kind, name, out);
+}
+
+static sk_status index_io(sk_model *m) {
+  SK_RETURN_IF_ERROR(find(m->body, SK_IO_INPUT, "ids", &m->body_ids));
+  SK_RETURN_IF_ERROR(find(m->body, SK_IO_INPUT, "positions", &m->body_positions));
+  SK_RETURN_IF_ERROR(find(m->body, SK_IO_OUTPUT, "hidden", &m->body_hidden));
+  SK_RETURN_IF_ERROR(find(m->head, SK_IO_INPUT, "hidden", &m->head_hidden));
+  SK_RETURN_IF_ERROR(find(m->head, SK_IO_OUTPUT, "logits", &m->head_logits));
+  m->body_caches = calloc((size_t)(2 * m->d.layers), sizeof *m->body_caches);
+  if (!m->body_caches) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_create: out of memory");
+  for (int64_t i = 0; i < 2 * m->d.layers; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "layers.%lld.%s_cache", (long long)(i / 2), i % 2 ? "v" : "k");
+    SK_RETURN_IF_ERROR(find(m->body, SK_IO_INPUT, name, &m->body_caches[i]));
+  }
+  return SK_STATUS_OK;
+}
+
+static void about(sk_model *m) {
+  const sk__decoder *d = &m->d;
+  int n = snprintf(m->about, sizeof m->about, "%s: %lld layers, hidden %lld, %lld q / %lld kv heads of %lld",
+                   m->family, (long long)d->layers, (long long)d->hidden, (long long)d->heads,
+                   (long long)d->kv_heads, (long long)d->head_dim);
+  if (d->moe.experts && n > 0 && (size_t)n < sizeof m->about)
+    n += snprintf(m->about + n, sizeof m->about - n, ", %lld experts (top %lld, intermediate %lld)",
+                  (long long)d->moe.experts, (long long)d->moe.top_k, (long long)d->moe.inter);
+  if (n > 0 && (size_t)n < sizeof m->about)
+    snprintf(m->about + n, sizeof m->about - n, ", vocab %lld, %s", (long long)d->vocab, sk_dtype_name(d->dtype));
+}
+
+sk_status sk_model_create(const sk_model_config *cfg, sk_model **model_out) {
+  sk__clear_error();
+  if (!model_out) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_create: model_out is NULL");
+  *model_out = NULL;
+  if (!cfg || !cfg->config_json || !cfg->weight)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_create: %s is NULL",
+                    !cfg ? "cfg" : !cfg->config_json ? "cfg->config_json" : "cfg->weight");
+  if (cfg->struct_size != 0 && cfg->struct_size != sizeof *cfg)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_create: cfg->struct_size %zu: expected %zu or 0",
+                    cfg->struct_size, sizeof *cfg);
+  if (cfg->max_tokens < 0 || cfg->max_tokens > (1 << 16) || cfg->max_context < 0 || cfg->max_context > (1 << 24))
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_create: max_tokens %lld / max_context %lld: expected "
+                    "0 (the default) or in [1, 65536] / [1, 16777216]", (long long)cfg->max_tokens,
+                    (long long)cfg->max_context);
+  sk_model *m = calloc(1, sizeof *m);
+  if (!m) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_create: out of memory");
+  sk_status st = describe(cfg->config_json, &m->d, m->family, sizeof m->family);
+  if (st == SK_STATUS_OK) st = sk__model_weight_dtype(cfg->weight, cfg->weight_user, &m->d.dtype);
+  if (st == SK_STATUS_OK) {
+    m->max_tokens = cfg->max_tokens ? cfg->max_tokens : DEFAULT_MAX_TOKENS;
+    m->max_context = cfg->max_context ? cfg->max_context
+                     : m->d.max_positions < DEFAULT_MAX_CONTEXT ? m->d.max_positions : DEFAULT_MAX_CONTEXT;
+    sk__model_builder b = {.d = &m->d, .weight = cfg->weight, .weight_user = cfg->weight_user,
+                           .max_tokens = m->max_tokens, .max_context = m->max_context, .options = cfg->options};
+    st = compile(&b, cfg, sk__build_body, &m->body);
+    if (st == SK_STATUS_OK) st = compile(&b, cfg, sk__build_head, &m->head);
+    m->weight_bytes = b.weight_bytes;
+  }
+  if (st == SK_STATUS_OK) st = index_io(m);
+  if (st != SK_STATUS_OK) {
+    sk_model_destroy(m);
+    return st;
+  }
+  about(m);
+  *model_out = m;
+  return SK_STATUS_OK;
+}
+
+void sk_model_destroy(sk_model *m) {
+  if (!m) return;
+  sk_program_destroy(m->body);
+  sk_program_destroy(m->head);
+  free(m->body_caches);
+  free(m);
+}
+
+sk_status sk_model_get_info(const sk_model *m, sk_model_info *info) {
+  sk__clear_error();
+  if (!m || !info) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_get_info: %s is NULL", m ? "info_out" : "model");
+  const sk__decoder *d = &m->d;
+  *info = (sk_model_info){.family = m->family, .about = m->about, .dtype = d->dtype, .vocab = d->vocab,
+                          .hidden = d->hidden, .layers = d->layers, .max_tokens = m->max_tokens,
+                          .max_context = m->max_context, .weight_bytes = m->weight_bytes,
+                          .cache_bytes = (size_t)(2 * d->layers * m->max_context * d->kv_heads * d->head_dim) *
+                                         sk_dtype_size(d->dtype)};
+  return SK_STATUS_OK;
+}
+
+/* ---- sequences ---- */
+
+static sk_status bind(sk_run_context *ctx, sk_io_kind kind, size_t i, void *data, size_t bytes) {
+  return sk_run_context_bind(ctx, kind, i, data, bytes);
+}
+
+sk_status sk_model_seq_create(sk_model *m, sk_model_seq **seq_out) {
+  sk__clear_error();
+  if (!m || !seq_out) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_seq_create: %s is NULL", m ? "seq_out" : "model");
+  *seq_out = NULL;
+  const sk__decoder *d = &m->d;
+  sk_model_seq *s = calloc(1, sizeof *s);
+  if (!s) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_seq_create: out of memory");
+  s->model = m;
+  s->cache_bytes = (size_t)(m->max_context * d->kv_heads * d->head_dim) * sk_dtype_size(d->dtype);
+  s->caches = calloc((size_t)(2 * d->layers), sizeof *s->caches);
+  s->ids = sk__aligned_alloc((size_t)m->max_tokens * sizeof *s->ids);
+  s->positions = sk__aligned_alloc((size_t)m->max_tokens * sizeof *s->positions);
+  s->hidden = sk__aligned_alloc((size_t)(m->max_tokens * d->hidden) * sk_dtype_size(d->dtype));
+  sk_status st = s->caches && s->ids && s->positions && s->hidden ? SK_STATUS_OK
+                 : sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_seq_create: out of memory");
+  /* The cache streams through attention every step: huge pages where offered. */
+  for (int64_t i = 0; st == SK_STATUS_OK && i < 2 * d->layers; i++) {
+    s->caches[i] = sk__alloc_streamed(s->cache_bytes);
+    if (!s->caches[i])
+      st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_seq_create: the KV cache (%zu bytes a layer)", 2 * s->cache_bytes);
+  }
+  if (st == SK_STATUS_OK) st = sk_run_context_create(m->body, &s->body);
+  if (st == SK_STATUS_OK) st = sk_run_context_create(m->head, &s->head);
+  for (int64_t i = 0; st == SK_STATUS_OK && i < 2 * d->layers; i++)
+    st = bind(s->body, SK_IO_INPUT, m->body_caches[i], s->caches[i], s->cache_bytes);
+  if (st != SK_STATUS_OK) {
+    sk_model_seq_destroy(s);
+    return st;
+  }
+  *seq_out = s;
+  return SK_STATUS_OK;
+}
+
+void sk_model_seq_destroy(sk_model_seq *s) {
+  if (!s) return;
+  sk_run_context_destroy(s->body);
+  sk_run_context_destroy(s->head);
+  for (int64_t i = 0; s->caches && i < 2 * s->model->d.layers; i++) sk__aligned_free(s->caches[i]);
+  free(s->caches);
+  sk__aligned_free(s->ids);
+  sk__aligned_free(s->positions);
+  sk__aligned_free(s->hidden);
+  free(s);
+}
+
+int64_t sk_model_seq_length(const sk_model_seq *s) { return s ? s->length : 0; }
+
+sk_status sk_model_seq_truncate(sk_model_seq *s, int64_t length) {
+  sk__clear_error();
+  if (!s) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_seq_truncate: seq is NULL");
+  if (length < 0 || length > s->length)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_seq_truncate: length %lld: expected 0..%lld (the sequence's)",
+                    (long long)length, (long long)s->length);
+  s->length = length; /* rows past it are written again before any token reads them */
+  return SK_STATUS_OK;
+}
+
+/* One chunk of c tokens at ids; logits of its rows [from, c) to out. */
+static sk_status run_chunk(sk_model_seq *s, sk_team *team, const int32_t *ids, int64_t c, int64_t from, float *out) {
+  const sk_model *m = s->model;
+  const size_t row = (size_t)m->d.hidden * sk_dtype_size(m->d.dtype);
+  memcpy(s->ids, ids, (size_t)c * sizeof *ids);
+  for (int64_t t = 0; t < c; t++) s->positions[t] = (int32_t)(s->length + t);
+  SK_RETURN_IF_ERROR(bind(s->body, SK_IO_INPUT, m->body_ids, s->ids, (size_t)c * sizeof *s->ids));
+  SK_RETURN_IF_ERROR(bind(s->body, SK_IO_INPUT, m->body_positions, s->positions, (size_t)c * sizeof *s->positions));
+  SK_RETURN_IF_ERROR(bind(s->body, SK_IO_OUTPUT, m->body_hidden, s->hidden, (size_t)c * row));
+  SK_RETURN_IF_ERROR(sk_run_context_run(s->body, team));
+  s->length += c;
+  if (from >= c) return SK_STATUS_OK;
+  SK_RETURN_IF_ERROR(bind(s->head, SK_IO_INPUT, m->head_hidden, (char *)s->hidden + (size_t)from * row,
+                          (size_t)(c - from) * row));
+  SK_RETURN_IF_ERROR(bind(s->head, SK_IO_OUTPUT, m->head_logits, out,
+                          (size_t)((c - from) * m->d.vocab) * sizeof(float)));
+  return sk_run_context_run(s->head, team);
+}
+
+sk_status sk_model_forward(sk_model_seq *s, sk_team *team, const int32_t *ids, int64_t n, float *logits,
+                           int64_t n_logits) {
+  sk__clear_error();
+  if (!s || (!ids && n > 0) || n < 0)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_forward: %s", !s ? "seq is NULL" : n < 0 ? "n < 0" : "ids is NULL");
+  const sk_model *m = s->model;
+  if (n_logits < 0 || n_logits > n || (n_logits > 0 && !logits))
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_forward: n_logits %lld: expected 0..%lld (n)%s",
+                    (long long)n_logits, (long long)n, n_logits > 0 && !logits ? " with logits non-NULL" : "");
+  if (n > m->max_context - s->length)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_forward: %lld tokens after %lld: past the sequence's "
+                    "max_context %lld", (long long)n, (long long)s->length, (long long)m->max_context);
+  for (int64_t t = 0; t < n; t++)
+    if (ids[t] < 0 || ids[t] >= m->d.vocab)
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_forward: ids[%lld] = %d: outside the vocabulary [0, %lld)",
+                      (long long)t, ids[t], (long long)m->d.vocab);
+  const int64_t first_logit = n - n_logits;
+  for (int64_t t0 = 0; t0 < n; t0 += m->max_tokens) {
+    const int64_t c = n - t0 < m->max_tokens ? n - t0 : m->max_tokens;
+    const int64_t from = first_logit > t0 ? first_logit - t0 : 0;
+    float *out = logits ? logits + (t0 + from - first_logit) * m->d.vocab : NULL;
+    sk_status st = run_chunk(s, team, ids + t0, c, from < c ? from : c, out);
+    if (st != SK_STATUS_OK) return st;
+  }
+  return SK_STATUS_OK;
+}

@@ -1,0 +1,7 @@
+list(APPEND SK_SOURCES
+  model/config_read.c
+  model/families.c
+  model/family_llama.c
+  model/family_qwen3_moe.c
+  model/decoder_graph.c
+  model/model.c)
