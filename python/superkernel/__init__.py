@@ -49,6 +49,10 @@ def __getattr__(name):
         from . import moe_optimize as _optimize
 
         return getattr(_optimize, name)
+    if name in ("Model", "Sequence"):
+        from . import model as _model
+
+        return getattr(_model, name)
     if name in ("scope", "torch_ops", "compat", "custom"):
         import importlib
 

@@ -25,7 +25,9 @@ static sk_status describe(const cJSON *c, sk__decoder *d) {
   d->qk_norm = strcmp(d->family, "qwen3") == 0;
   d->o_bias = d->qkv_bias && !qwen2;
   d->qkv_bias = d->qkv_bias || qwen2;
-  if (strcmp(d->family, "llama") == 0) SK_RETURN_IF_ERROR(sk__cfg_expect(c, "mlp_bias", ""));
+  bool mlp_bias;
+  SK_RETURN_IF_ERROR(sk__cfg_bool(c, "mlp_bias", false, &mlp_bias));
+  if (mlp_bias) return sk__fail(SK_STATUS_UNSUPPORTED, "config.json: mlp_bias = true: not supported");
   return window(c, d);
 }
 

@@ -1,0 +1,206 @@
+"""superkernel.Model: a whole decoder model run by the library
+(superkernel_model.h, src/model/): a transformers config and the model's
+weights in, sequences that prefill and decode out.
+
+    model = superkernel.Model(hf_model.config.to_json_string(), hf_model.state_dict())
+    seq = model.sequence()
+    logits = seq.forward(prompt_ids)          # [1, vocab] fp32: the last token's
+    logits = seq.forward([next_id])           # one decode step
+
+The C builder reads the config and looks every weight up by its
+state_dict name (this module only hands the tensors over: they are
+borrowed, not copied, and kept alive by the Model; the experts packed at
+compile are the one copy the programs read). Families: sk_model_families()
+(Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE). A token's logits are bitwise
+the same whether its prompt ran in one forward, in chunks or token by
+token (the library's contracts, docs/ops.md); against transformers' own
+forward they agree within the ops' documented tolerances.
+"""
+
+import ctypes
+import json
+
+from . import _lib
+from ._owned import Owned
+from .dtypes import to_dtype
+from .program import parse_executor
+from .team import shared_team
+
+_MAX_RANK = 8
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int), ("shape", ctypes.c_int64 * _MAX_RANK),
+                ("data", ctypes.c_void_p)]
+
+
+_LOOKUP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(_Tensor))
+
+
+class _Config(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("config_json", ctypes.c_char_p), ("weight", _LOOKUP),
+                ("weight_user", ctypes.c_void_p), ("max_tokens", ctypes.c_int64), ("max_context", ctypes.c_int64),
+                ("team", ctypes.c_void_p), ("executor", ctypes.c_int), ("options", ctypes.c_char_p)]
+
+
+class _Info(ctypes.Structure):
+    _fields_ = [("family", ctypes.c_char_p), ("about", ctypes.c_char_p), ("dtype", ctypes.c_int),
+                ("vocab", ctypes.c_int64), ("hidden", ctypes.c_int64), ("layers", ctypes.c_int64),
+                ("max_tokens", ctypes.c_int64), ("max_context", ctypes.c_int64), ("weight_bytes", ctypes.c_size_t),
+                ("cache_bytes", ctypes.c_size_t)]
+
+
+_PROTOTYPES = {
+    "sk_model_create": (ctypes.c_int, [ctypes.POINTER(_Config), ctypes.POINTER(ctypes.c_void_p)]),
+    "sk_model_destroy": (None, [ctypes.c_void_p]),
+    "sk_model_families": (ctypes.c_char_p, []),
+    "sk_model_get_info": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_Info)]),
+    "sk_model_seq_create": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]),
+    "sk_model_seq_destroy": (None, [ctypes.c_void_p]),
+    "sk_model_seq_length": (ctypes.c_int64, [ctypes.c_void_p]),
+    "sk_model_seq_truncate": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64]),
+    "sk_model_forward": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32),
+                                        ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]),
+}
+
+
+def _c():
+    lib = _lib.lib()
+    if not getattr(lib, "_sk_model_declared", False):
+        for name, (restype, argtypes) in _PROTOTYPES.items():
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = restype, argtypes
+        lib._sk_model_declared = True
+    return lib
+
+
+def families():
+    """The config.json model_types the library builds."""
+    return _c().sk_model_families().decode()
+
+
+_NOT_FOUND, _INVALID_ARGUMENT = 6, 1  # sk_status values (superkernel.h)
+
+
+class Model(Owned):
+    """A decoder model compiled by the library.
+
+    config        a transformers config (its to_json_string()), a dict, or config.json's text
+    tensors       the weights by state_dict name (model.state_dict()): CPU
+                  tensors, borrowed (kept alive by the Model; change none of them)
+    max_tokens    the most tokens one program run takes (longer forwards run in chunks)
+    max_context   each sequence's KV cache rows (0: max_position_embeddings, at most 4096)
+    num_threads   the team's cores (the package's shared team of that size)
+    executor, options  as for Graph.compile
+    """
+
+    _noun = "model"
+
+    def __init__(self, config, tensors, max_tokens=256, max_context=0, num_threads=1, executor="default",
+                 options=""):
+        import torch
+
+        if hasattr(config, "to_json_string"):
+            config = config.to_json_string()
+        elif isinstance(config, dict):
+            config = json.dumps(config)
+        if not isinstance(config, str):
+            raise TypeError(f"Model: config: expected a transformers config, a dict or JSON text, got {type(config).__name__}")
+        self._tensors = {}
+        for name, t in dict(tensors).items():
+            if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
+                raise TypeError(f"Model: tensor {name!r}: expected a CPU torch.Tensor")
+            self._tensors[name] = t.detach().contiguous()
+        self._team = shared_team(num_threads)
+        self._lookup = _LOOKUP(self._find)  # kept: C calls it during create only
+        cfg = _Config(
+            ctypes.sizeof(_Config), _lib.encode(config, "Model: config"), self._lookup, None,
+            _lib.as_int(max_tokens, "Model: max_tokens", 0, 1 << 16),
+            _lib.as_int(max_context, "Model: max_context", 0, 1 << 24),
+            None, parse_executor(executor), _lib.encode(options, "Model: options") if options else None)
+        handle = ctypes.c_void_p()
+        team = self._team._acquire()
+        try:
+            cfg.team = team
+            _lib.check(_c().sk_model_create(ctypes.byref(cfg), ctypes.byref(handle)), "superkernel.Model")
+        finally:
+            self._team._release()
+        self._handle = handle
+        info = _Info()
+        _lib.check(_c().sk_model_get_info(handle, ctypes.byref(info)))
+        self.family, self.about = info.family.decode(), info.about.decode()
+        self.vocab, self.hidden, self.layers = info.vocab, info.hidden, info.layers
+        self.max_tokens, self.max_context = info.max_tokens, info.max_context
+        self.weight_bytes, self.cache_bytes = info.weight_bytes, info.cache_bytes
+
+    def _find(self, user, name, out):
+        t = self._tensors.get(name.decode())
+        if t is None:
+            return _NOT_FOUND
+        try:
+            out[0].dtype = int(to_dtype(t.dtype))
+        except TypeError:
+            return _INVALID_ARGUMENT
+        if t.dim() > _MAX_RANK:
+            return _INVALID_ARGUMENT
+        out[0].rank = t.dim()
+        for i, d in enumerate(t.shape):
+            out[0].shape[i] = d
+        out[0].data = t.data_ptr()
+        return 0
+
+    def _destroy(self, handle):
+        _c().sk_model_destroy(handle)
+
+    def sequence(self):
+        """A new sequence (its KV cache: cache_bytes) of length 0."""
+        return Sequence(self)
+
+    def __repr__(self):
+        return f"superkernel.Model({self.about})"
+
+
+class Sequence(Owned):
+    """One sequence of a Model: its KV cache and length."""
+
+    _noun = "sequence"
+
+    def __init__(self, model):
+        self._model = model  # destroyed after its sequences
+        handle = ctypes.c_void_p()
+        _lib.check(_c().sk_model_seq_create(model.handle, ctypes.byref(handle)), "Model.sequence")
+        self._handle = handle
+
+    def _destroy(self, handle):
+        _c().sk_model_seq_destroy(handle)
+
+    def __len__(self):
+        return _c().sk_model_seq_length(self.handle)
+
+    def truncate(self, length=0):
+        """Forgets the tokens from `length` on."""
+        _lib.check(_c().sk_model_seq_truncate(self.handle, _lib.as_int(length, "Sequence.truncate: length")))
+
+    def forward(self, ids, logits=1):
+        """Appends ids (ints) and returns the logits of the last `logits`
+        of them, fp32 [logits, vocab] (logits="all": every token's; 0: none,
+        None is returned)."""
+        import torch
+
+        ids = torch.as_tensor(ids).reshape(-1)
+        if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+            raise TypeError(f"Sequence.forward: ids: expected integers, got {ids.dtype}")
+        n = ids.numel()
+        if (ids < -(2**31)).any() or (ids >= 2**31).any():
+            raise ValueError("Sequence.forward: ids: outside int32")
+        ids32 = ids.to(torch.int32).contiguous()
+        n_logits = n if logits == "all" else _lib.as_int(logits, "Sequence.forward: logits", 0, n)
+        out = torch.empty((n_logits, self._model.vocab), dtype=torch.float32) if n_logits else None
+        team = self._model._team._acquire()
+        try:
+            _lib.check(_c().sk_model_forward(
+                self.handle, team, ctypes.cast(ids32.data_ptr(), ctypes.POINTER(ctypes.c_int32)), n,
+                out.data_ptr() if out is not None else None, n_logits), "Sequence.forward")
+        finally:
+            self._model._team._release()
+        return out

@@ -1,0 +1,118 @@
+"""superkernel.Model (src/model through python/superkernel/model.py): tiny
+random transformers models of each family the builder takes, their logits
+against transformers' own forward (fp32: close; bf16: within bf16's
+tolerance), a token's logits bitwise the same prefilled in one pass, in
+chunks or decoded token by token, greedy decoding equal to transformers'
+generate, and errors that name the culprit."""
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+import superkernel  # noqa: E402
+
+COMMON = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+              intermediate_size=96, max_position_embeddings=64, rms_norm_eps=1e-6)
+
+
+def _qwen3_moe():
+    cfg = transformers.Qwen3MoeConfig(**COMMON, head_dim=16, moe_intermediate_size=32, num_experts=4,
+                                      num_experts_per_tok=2, norm_topk_prob=True, mlp_only_layers=[1])
+    return transformers.Qwen3MoeForCausalLM(cfg)
+
+
+def _llama():
+    cfg = transformers.LlamaConfig(**COMMON, attention_bias=True, tie_word_embeddings=True, rope_theta=50000.0)
+    return transformers.LlamaForCausalLM(cfg)
+
+
+def _qwen3():
+    return transformers.Qwen3ForCausalLM(transformers.Qwen3Config(**COMMON, head_dim=32))
+
+
+def _qwen2():
+    return transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**COMMON))
+
+
+FAMILIES = {"qwen3_moe": _qwen3_moe, "llama": _llama, "qwen3": _qwen3, "qwen2": _qwen2}
+
+
+def _model(family, dtype):
+    torch.manual_seed(0)
+    hf = FAMILIES[family]().eval()
+    with torch.no_grad():  # larger weights than the init's: logits that differ enough to rank
+        for name, p in hf.named_parameters():
+            if "norm" not in name:
+                p.mul_(4.0)
+    return hf.to(dtype)
+
+
+def _prompt(n=12, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, COMMON["vocab_size"], (n,), generator=g)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_logits_match_transformers(family, dtype):
+    hf = _model(family, dtype)
+    ids = _prompt()
+    with torch.no_grad():
+        want = hf(ids[None]).logits[0].float()
+    model = superkernel.Model(hf.config, hf.state_dict(), max_tokens=8, max_context=32)
+    assert model.family == family and model.vocab == COMMON["vocab_size"]
+    got = model.sequence().forward(ids, logits="all")
+    scale = want.abs().max().item()
+    err = (got - want).abs().max().item()
+    # fp32: rounding only; bf16: activations rounded to bf16 at every op, in both
+    assert err <= (2e-4 if dtype == torch.float32 else 0.06) * scale, (family, dtype, err, scale)
+    assert (got.argmax(-1) == want.argmax(-1)).float().mean() >= 0.9
+
+
+@pytest.mark.parametrize("family", ["qwen3_moe", "llama"])
+def test_chunking_is_invisible(family):
+    hf = _model(family, torch.bfloat16)
+    model = superkernel.Model(hf.config, hf.state_dict(), max_tokens=16, max_context=32)
+    ids = _prompt(15, seed=2)
+    whole = model.sequence().forward(ids, logits="all")
+    for sizes in ([1] * 15, [4, 7, 4], [15]):
+        seq, parts, at = model.sequence(), [], 0
+        for c in sizes:
+            parts.append(seq.forward(ids[at:at + c], logits="all"))
+            at += c
+        assert torch.equal(torch.cat(parts).view(torch.int32), whole.view(torch.int32)), sizes
+        assert len(seq) == 15
+
+
+def test_greedy_decode_matches_generate():
+    hf = _model("qwen3_moe", torch.float32)
+    ids = _prompt(6, seed=3)
+    with torch.no_grad():
+        want = hf.generate(ids[None], max_new_tokens=8, do_sample=False)[0, 6:].tolist()
+    seq = superkernel.Model(hf.config, hf.state_dict(), max_context=32).sequence()
+    logits, got = seq.forward(ids), []
+    for _ in range(8):
+        got.append(int(logits[0].argmax()))
+        logits = seq.forward([got[-1]])
+    assert got == want
+
+
+def test_errors_name_the_culprit():
+    hf = _model("llama", torch.float32)
+    sd = hf.state_dict()
+    del sd["model.layers.1.mlp.up_proj.weight"]
+    with pytest.raises(LookupError, match="model.layers.1.mlp.up_proj.weight"):
+        superkernel.Model(hf.config, sd)
+    cfg = hf.config.to_dict()
+    cfg["model_type"] = "gpt2"
+    with pytest.raises(superkernel.UnsupportedError, match="gpt2"):
+        superkernel.Model(cfg, hf.state_dict())
+    seq = superkernel.Model(hf.config, hf.state_dict(), max_context=8).sequence()
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        seq.forward([1, 2, 1000])
+    with pytest.raises(ValueError, match="max_context 8"):
+        seq.forward(list(range(9)))
+    assert len(seq) == 0
+    with pytest.raises(TypeError, match="integers"):
+        seq.forward(torch.tensor([1.0]))
