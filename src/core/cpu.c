@@ -62,9 +62,22 @@ int sk__amx_decide(unsigned int edx, unsigned long long xcr0, int (*request)(voi
   return request() == 0 ? 1 : -1;
 }
 
+int sk__stream_nta;
+
+/* sk__stream_nta from the vendor (cpu.h says why), or $SK_STREAM_PREFETCH. */
+static void choose_stream_hint(void) {
+  unsigned int eax, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx)) sk__stream_nta = ebx == 0x68747541u; /* "Auth"enticAMD */
+  const char *hint = getenv("SK_STREAM_PREFETCH");
+  if (hint && strcmp(hint, "nta") == 0) sk__stream_nta = 1;
+  else if (hint && strcmp(hint, "t0") == 0) sk__stream_nta = 0;
+  else if (hint && *hint) defer_log(SK_LOG_WARN, "SK_STREAM_PREFETCH=%s ignored: expected nta or t0", hint);
+}
+
 static void detect(void) {
   unsigned int eax, ebx, ecx, edx;
   detected_isa = SK_ISA_SCALAR;
+  choose_stream_hint();
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return;
   int osxsave = (ecx >> 27) & 1, avx = (ecx >> 28) & 1;
   int fma = (ecx >> 12) & 1, f16c = (ecx >> 29) & 1;

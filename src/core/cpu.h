@@ -41,6 +41,15 @@ int sk__cpu_isa_forced(sk__isa isa);
  * tile state) and CPUID.(7,0):EDX has AMX-BF16 (bit 22). No GEMM uses it
  * (docs/ops.md); tests/test_bf16_amx.c holds it against its definition. */
 int sk__cpu_has_amx_bf16(void);
+/* How the GEMMs' few-row tiles (a decode step's) prefetch the weights they
+ * stream: 1 non-temporal (NTA), 0 into every level (T0). Set with the ISA,
+ * before any kernel runs: NTA on AMD, where it measured ~15% over T0 (Zen
+ * 5, f32_gemm_avx512.c); T0 elsewhere, since on an Intel Xeon (family 6
+ * model 167, KVM guest) NTA starved the stream: a 2048 x 4096 bf16
+ * linear at one row read 1.6 GB/s with NTA, 26.7 GB/s with T0.
+ * $SK_STREAM_PREFETCH=nta or t0 overrides the choice (for measuring). */
+extern int sk__stream_nta;
+
 /* The rung's name ($SK_ISA's spelling), and what a CPU needs for it. */
 const char *sk__isa_name(sk__isa isa);
 const char *sk__isa_needs(sk__isa isa);

@@ -165,7 +165,7 @@ SK_ALWAYS_INLINE __m256 panel_vector(const void *w, size_t i, sk_dtype dtype) {
 /* The hint must be a constant where _mm_prefetch is a macro (unoptimized
  * builds), hence two calls rather than a chosen hint. */
 SK_ALWAYS_INLINE void prefetch_panel16(const char *at, size_t rows) {
-  if (rows <= 4) _mm_prefetch(at, _MM_HINT_NTA);
+  if (rows <= 4 && sk__stream_nta) _mm_prefetch(at, _MM_HINT_NTA);
   else _mm_prefetch(at, _MM_HINT_T0);
 }
 
