@@ -107,6 +107,9 @@ class Model(Owned):
         if not isinstance(config, str):
             raise TypeError(f"Model: config: expected a transformers config, a dict or JSON text, got {type(config).__name__}")
         self._tensors = {}
+        # the live sequences' handles, destroyed before the model's: at exit
+        # (a garbage cycle) the objects' finalizers run in any order
+        self._seq_handles = set()
         for name, t in dict(tensors).items():
             if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
                 raise TypeError(f"Model: tensor {name!r}: expected a CPU torch.Tensor")
@@ -150,6 +153,9 @@ class Model(Owned):
         return 0
 
     def _destroy(self, handle):
+        for seq in list(self._seq_handles):
+            _c().sk_model_seq_destroy(seq)
+        self._seq_handles.clear()
         _c().sk_model_destroy(handle)
 
     def sequence(self):
@@ -170,9 +176,18 @@ class Sequence(Owned):
         handle = ctypes.c_void_p()
         _lib.check(_c().sk_model_seq_create(model.handle, ctypes.byref(handle)), "Model.sequence")
         self._handle = handle
+        model._seq_handles.add(handle.value)
+
+    @property
+    def handle(self):
+        if self._handle is not None and self._handle.value not in self._model._seq_handles:
+            self._handle = None  # the model was closed, and its sequences with it
+        return super().handle
 
     def _destroy(self, handle):
-        _c().sk_model_seq_destroy(handle)
+        if handle.value in self._model._seq_handles:  # else the model went first and took it along
+            self._model._seq_handles.discard(handle.value)
+            _c().sk_model_seq_destroy(handle)
 
     def __len__(self):
         return _c().sk_model_seq_length(self.handle)

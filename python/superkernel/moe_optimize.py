@@ -49,6 +49,29 @@ _next_id = [0]
 _lock = _fork.lock(sys.modules[__name__], "_lock")
 
 
+def _take_over(model, quantize, options, max_context, num_threads, report):
+    """None when the whole model now runs in the library, else why not."""
+    from . import model as _model, whole_model as _whole
+
+    config = getattr(model, "config", None)
+    family = getattr(config, "model_type", None)
+    if family is None or not hasattr(model, "generate"):
+        return "not a transformers causal LM"
+    if family not in [f.strip() for f in _model.families().split(",")]:
+        return f"model_type {family!r}: the library builds {_model.families()} whole; its MoE blocks run fused"
+    if quantize:
+        return "quantize='w8a8' runs per MoE block (the whole-model engine has no w8a8 yet)"
+    if getattr(model, "_superkernel_whole", None) is not None:
+        report.left.append(("(whole model)", "already optimized"))
+        return None
+    try:
+        whole = _whole.take_over(model, max_context, num_threads or torch.get_num_threads(), options)
+    except Exception as exc:  # whatever the library refuses: the model stays as it was
+        return f"the library refused it: {exc}"
+    report.replaced.append(("(whole model)", whole.about))
+    return None
+
+
 class Report:
     """What optimize replaced (name, description) and left (name, reason)."""
 
@@ -56,7 +79,9 @@ class Report:
         self.replaced, self.left = [], []
 
     def __repr__(self):
-        lines = [f"superkernel.optimize: {len(self.replaced)} MoE blocks replaced, {len(self.left)} left"]
+        whole = any(name == "(whole model)" for name, _ in self.replaced)
+        what = "the whole model" if whole else f"{len(self.replaced)} MoE blocks"
+        lines = [f"superkernel.optimize: {what} replaced, {len(self.left)} left"]
         lines += [f"  replaced {name}: {about}" for name, about in self.replaced]
         lines += [f"  left     {name}: {why}" for name, why in self.left]
         return "\n".join(lines)
@@ -275,9 +300,14 @@ def _blocks(model):
             yield name, mod
 
 
-def optimize(model, quantize=None, options=""):
-    """Replaces each MoE block of model the library can run by an
-    OptimizedMoE (in place); returns a Report of what it replaced and left."""
+def optimize(model, quantize=None, options="", whole_model=True, max_context=0, num_threads=None):
+    """Takes a transformers causal LM of a family the library builds over
+    whole (whole_model.py: its forward runs in the library, generate()
+    unchanged; max_context: each sequence's KV cache rows, 0: the config's
+    max_position_embeddings up to 4096; num_threads: the team, None:
+    torch.get_num_threads()); otherwise, or with whole_model=False or
+    quantize="w8a8", replaces each MoE block the library can run by an
+    OptimizedMoE (in place). Returns a Report of what it replaced and left."""
     from .schema import validate_options
 
     if quantize not in QUANTIZE:
@@ -287,6 +317,11 @@ def optimize(model, quantize=None, options=""):
     if options:
         validate_options(options)
     report = Report()
+    if whole_model:
+        why = _take_over(model, quantize, options, max_context, num_threads, report)
+        if why is None:
+            return report
+        report.left.append(("(whole model)", why))
     for name, block in list(_blocks(model)):
         if isinstance(block, OptimizedMoE):
             report.left.append((name, "already optimized"))

@@ -37,7 +37,7 @@ def fused_nodes(backend):
 @pytest.mark.parametrize("family", ["qwen3", "deepseek_v3", "mixtral"])
 def test_scoped_block_runs_as_the_fused_layer(family):
     model, optimized = tiny(family), tiny(family)
-    superkernel.optimize(optimized)
+    superkernel.optimize(optimized, whole_model=False)
     block = model.model.layers[1].mlp
     cls = type(block)
     x = torch.randn(2, 5, 64, generator=torch.Generator().manual_seed(4))
@@ -53,7 +53,7 @@ def test_scoped_block_runs_as_the_fused_layer(family):
 
 def test_work_around_the_block_is_still_partitioned():
     model, optimized = tiny("qwen3"), tiny("qwen3")
-    superkernel.optimize(optimized)
+    superkernel.optimize(optimized, whole_model=False)
     x = torch.randn(1, 3, 64)
     b = superkernel.get_backend()
     with torch.no_grad():

@@ -116,3 +116,14 @@ def test_errors_name_the_culprit():
     assert len(seq) == 0
     with pytest.raises(TypeError, match="integers"):
         seq.forward(torch.tensor([1.0]))
+
+
+def test_closing_the_model_closes_its_sequences():
+    hf = _model("llama", torch.float32)
+    model = superkernel.Model(hf.config, hf.state_dict(), max_context=8)
+    seq = model.sequence()
+    seq.forward([1, 2])
+    model.close()
+    with pytest.raises(ValueError, match="closed"):
+        seq.forward([3])
+    seq.close()

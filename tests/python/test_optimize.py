@@ -1,4 +1,4 @@
-"""superkernel.optimize(model) (superkernel/moe_optimize.py, hf_moe_blocks.py):
+"""superkernel.optimize(model, whole_model=False), the per-block path (superkernel/moe_optimize.py, hf_moe_blocks.py):
 tiny random models of five MoE families — each block replaced by one
 library op, logits against the unoptimized model within fp32 / bf16 / w8a8
 tolerances, greedy generate, torch.compile (Inductor and the superkernel
@@ -44,7 +44,7 @@ def test_family_logits(family, dtype, quantize):
     x = ids()
     with torch.no_grad():
         want = model(x).logits.float()
-    report = superkernel.optimize(model, quantize=quantize)
+    report = superkernel.optimize(model, quantize=quantize, whole_model=False)
     assert len(report.replaced) == model.config.num_hidden_layers and not report.left, report
     assert len(optimized_blocks(model)) == model.config.num_hidden_layers
     with torch.no_grad():
@@ -62,7 +62,7 @@ def test_generate(family):
     prompt = ids(1, 6)
     with torch.no_grad():
         want = model.generate(prompt, max_new_tokens=8, do_sample=False)
-        superkernel.optimize(model)
+        superkernel.optimize(model, whole_model=False)
         got = model.generate(prompt, max_new_tokens=8, do_sample=False)
     assert torch.equal(got, want)
 
@@ -74,7 +74,7 @@ def test_compiled_and_exported():
     key/value heads does not trace under Dynamo in this torch.)"""
     model = tiny("qwen3")
     model.config.use_cache = False
-    superkernel.optimize(model)
+    superkernel.optimize(model, whole_model=False)
     x = ids()
     with torch.no_grad():
         eager = model(x).logits
@@ -93,7 +93,7 @@ def test_blocks_left_alone(family, reason):
     x = ids()
     with torch.no_grad():
         want = model(x).logits
-    report = superkernel.optimize(model)
+    report = superkernel.optimize(model, whole_model=False)
     assert not report.replaced and len(report.left) == 2
     assert all(reason in why for _, why in report.left), report
     assert "left" in repr(report) and report.left[0][0] in repr(report)
@@ -104,8 +104,8 @@ def test_blocks_left_alone(family, reason):
 
 def test_optimize_twice_leaves_optimized_blocks():
     model = tiny("qwen3")
-    superkernel.optimize(model)
-    report = superkernel.optimize(model)
+    superkernel.optimize(model, whole_model=False)
+    report = superkernel.optimize(model, whole_model=False)
     assert not report.replaced and all(why == "already optimized" for _, why in report.left)
 
 
@@ -115,7 +115,7 @@ def test_w8a8_weights():
     model = tiny("qwen3", torch.bfloat16)
     experts = model.model.layers[0].mlp.experts
     gate_up = experts.gate_up_proj.detach().float().clone()  # [E, 2I, H]
-    superkernel.optimize(model, quantize="w8a8")
+    superkernel.optimize(model, quantize="w8a8", whole_model=False)
     block = model.model.layers[0].mlp
     assert not hasattr(block, "experts")
     q, scale = block.w_up, block.w_up_scale  # [E, H, 2I], [E, 2I]
@@ -128,7 +128,7 @@ def test_w8a8_weights():
 def test_weight_changed_in_place():
     model = tiny("mixtral")
     reference = tiny("mixtral")
-    superkernel.optimize(model)
+    superkernel.optimize(model, whole_model=False)
     x = ids()
     with torch.no_grad():
         for m in (model, reference):
@@ -143,7 +143,7 @@ def test_batch_invariance(family, dtype):
     the batch the model ran it in (the block's inputs recorded in a batch
     of 3 prompts, then run one token at a time)."""
     model = tiny(family, dtype)
-    superkernel.optimize(model)
+    superkernel.optimize(model, whole_model=False)
     block = optimized_blocks(model)[1]
     seen = []
     handle = block.register_forward_hook(lambda mod, args, out: seen.append((args[0].clone(), out.clone())))
@@ -161,7 +161,7 @@ def test_batch_invariance(family, dtype):
 
 def test_chunks_past_one_program(monkeypatch):
     model = tiny("qwen3")
-    superkernel.optimize(model)
+    superkernel.optimize(model, whole_model=False)
     block = optimized_blocks(model)[0]
     x = torch.randn(2, 19, 64, generator=GEN)
     with torch.no_grad():
@@ -174,12 +174,12 @@ def test_chunks_past_one_program(monkeypatch):
 def test_errors():
     model = tiny("qwen3")
     with pytest.raises(ValueError, match="quantize"):
-        superkernel.optimize(model, quantize="int4")
+        superkernel.optimize(model, quantize="int4", whole_model=False)
     with pytest.raises(TypeError, match="nn.Module"):
         superkernel.optimize("model")
     with pytest.raises(superkernel.SuperkernelError):
-        superkernel.optimize(model, options="no-such-option=1")
-    superkernel.optimize(model)
+        superkernel.optimize(model, options="no-such-option=1", whole_model=False)
+    superkernel.optimize(model, whole_model=False)
     block = optimized_blocks(model)[0]
     x = torch.randn(3, 64, requires_grad=True)
     y = block(x)  # a forward with gradients enabled runs: the same bits

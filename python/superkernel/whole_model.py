@@ -1,0 +1,135 @@
+"""superkernel.optimize's whole-model takeover: a transformers causal LM of
+a family the library builds (superkernel.model.families()) runs its whole
+forward in the library (superkernel.Model: the embedding, every layer with
+the library's KV cache, the final norm, the LM head), and generate() works
+unchanged.
+
+The model's forward is replaced (on the instance) by one that
+  - takes input_ids [B, T] and attention_mask (left padding only: a row's
+    zeros come before its tokens), and the cache object generate hands
+    round: each cache object is tied to B library sequences (the KV caches
+    live there; transformers' own cache object stays empty). A new cache
+    object starts new sequences; the same one continues them. Without a
+    cache (model(input_ids)) the tokens run in fresh sequences.
+  - runs each row as its own sequence, its padding skipped (so a row's
+    logits are bitwise those of the row run alone: the batch cannot change
+    them), and returns fp32 logits [B, T', vocab] (T' = logits_to_keep, or
+    T; a padding position's row is zero), with the cache object.
+Refused with an error naming what to do: inputs_embeds, labels (training),
+a mask with holes or right padding, a cache that does not match the
+sequences (another length), a sequence past max_context.
+"""
+
+import types
+import weakref
+
+import torch
+
+from .model import Model
+
+
+class _State:
+    """The sequences of one cache object, and the tokens (pads included) seen."""
+
+    def __init__(self, seqs):
+        self.seqs, self.total = seqs, 0
+
+
+class WholeModel:
+    """The library model behind a taken-over transformers model."""
+
+    def __init__(self, hf_model, max_context, num_threads, options):
+        self.model = Model(hf_model.config, hf_model.state_dict(), max_context=max_context,
+                           num_threads=num_threads, options=options)
+        self.about = f"whole decoder in the library ({self.model.about}; max_context {self.model.max_context})"
+        self._states = weakref.WeakKeyDictionary()  # cache object -> _State
+        self._free = []  # sequences no live cache holds
+
+    def _sequences(self, n):
+        held = {id(s) for st in self._states.values() for s in st.seqs}
+        self._free = [s for s in self._free if id(s) not in held]
+        seqs = []
+        while len(seqs) < n:
+            seq = self._free.pop() if self._free else self.model.sequence()
+            seq.truncate(0)
+            seqs.append(seq)
+        return seqs
+
+    def _release(self, seqs):
+        self._free.extend(seqs)
+
+    def forward(self, input_ids, attention_mask, cache, logits_to_keep):
+        if input_ids is None or input_ids.dim() != 2:
+            raise ValueError("superkernel.optimize: the model takes input_ids [batch, tokens]")
+        b, t = input_ids.shape
+        if cache is not None:
+            state = self._states.get(cache)
+            if state is None:
+                state = self._states[cache] = _State(self._sequences(b))
+            elif len(state.seqs) != b:
+                raise ValueError(f"superkernel.optimize: the cache holds {len(state.seqs)} sequences, the input {b} rows")
+        else:
+            state = _State(self._sequences(b))
+        mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
+        if attention_mask is not None and mask.shape[1] != state.total + t:
+            raise ValueError(
+                f"superkernel.optimize: attention_mask covers {mask.shape[1]} positions, the cache {state.total} "
+                f"+ {t} new: pass the cache generate returned, or none for a new sequence")
+        keep = t if not logits_to_keep else min(int(logits_to_keep), t)
+        logits = torch.zeros((b, keep, self.model.vocab), dtype=torch.float32)
+        try:
+            for row in range(b):
+                self._row(state.seqs[row], input_ids[row], mask[row], t, keep, logits[row])
+        finally:
+            if cache is None:
+                self._release(state.seqs)
+        state.total += t
+        return logits
+
+    def _row(self, seq, ids, mask, t, keep, out):
+        full = mask.bool()
+        if full.dim() != 1:
+            raise ValueError("superkernel.optimize: attention_mask must be [batch, positions] of 0 and 1")
+        # left padding only: once a row has a token, it has no more holes
+        first = int(full.nonzero()[0]) if full.any() else full.numel()
+        if not bool(full[first:].all()):
+            raise ValueError("superkernel.optimize: attention_mask has holes or right padding; pad on the left "
+                             "(tokenizer.padding_side = 'left')")
+        new = full[-t:]
+        real = ids[new]
+        if real.numel() == 0:
+            return
+        n_logits = int(new[t - keep:].sum())
+        got = seq.forward(real, logits=n_logits)
+        if n_logits:
+            out[new[t - keep:]] = got
+
+
+def _output(logits, cache):
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    fields = CausalLMOutputWithPast.__dataclass_fields__
+    key = "cache" if "cache" in fields else "past_key_values"
+    return CausalLMOutputWithPast(logits=logits, **{key: cache})
+
+
+def take_over(hf_model, max_context=0, num_threads=1, options=""):
+    """Replaces hf_model.forward by the library's; returns the WholeModel."""
+    whole = WholeModel(hf_model, max_context, num_threads, options)
+
+    def forward(self, input_ids=None, attention_mask=None, cache=None, past_key_values=None, inputs_embeds=None,
+                labels=None, use_cache=None, return_dict=None, logits_to_keep=0, position_ids=None,
+                cache_position=None, **kwargs):
+        if inputs_embeds is not None:
+            raise NotImplementedError("superkernel.optimize: the whole-model engine runs from input_ids, not "
+                                      "inputs_embeds")
+        if labels is not None:
+            raise NotImplementedError("superkernel.optimize: the whole-model engine runs inference only (no labels)")
+        cache = cache if cache is not None else past_key_values
+        with torch.no_grad():
+            logits = whole.forward(input_ids, attention_mask, cache if use_cache is not False else None, logits_to_keep)
+        return _output(logits, cache)
+
+    hf_model.forward = types.MethodType(forward, hf_model)
+    hf_model._superkernel_whole = whole
+    return whole

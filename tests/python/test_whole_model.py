@@ -1,0 +1,105 @@
+"""superkernel.optimize(model) taking a transformers causal LM over whole
+(superkernel/whole_model.py): generate() unchanged (greedy equal to the
+original model's, sampling, a second prompt, a padded batch), model(ids)
+logits close to the original's, a sequence's logits bitwise the same alone
+or beside others in a batch, and in one pass or token by token; what it
+refuses and the families it leaves to the per-block path."""
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+import superkernel  # noqa: E402
+
+COMMON = dict(vocab_size=96, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+              intermediate_size=96, max_position_embeddings=64)
+
+
+def _model(kind="qwen3_moe", dtype=torch.float32):
+    torch.manual_seed(0)
+    if kind == "qwen3_moe":
+        cfg = transformers.Qwen3MoeConfig(**COMMON, head_dim=16, moe_intermediate_size=32, num_experts=4,
+                                          num_experts_per_tok=2, norm_topk_prob=True)
+        hf = transformers.Qwen3MoeForCausalLM(cfg)
+    else:
+        hf = transformers.LlamaForCausalLM(transformers.LlamaConfig(**COMMON))
+    with torch.no_grad():
+        for name, p in hf.named_parameters():
+            if "norm" not in name:
+                p.mul_(4.0)
+    return hf.eval().to(dtype)
+
+
+def _prompts():
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(0, COMMON["vocab_size"], (2, 7), generator=g)
+    mask = torch.ones_like(ids)
+    mask[1, :3] = 0  # the second prompt is 4 tokens, padded on the left
+    return ids, mask
+
+
+@pytest.mark.parametrize("kind", ["qwen3_moe", "llama"])
+def test_generate_matches_the_original(kind):
+    hf = _model(kind)
+    ids, mask = _prompts()
+    with torch.no_grad():
+        want = hf.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False)
+        want_logits = hf(ids[:1]).logits
+    report = superkernel.optimize(hf, max_context=32)
+    assert [name for name, _ in report.replaced] == ["(whole model)"] and "whole decoder" in str(report)
+    got = hf.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False)
+    assert torch.equal(got, want)
+    logits = hf(ids[:1]).logits
+    assert logits.shape == want_logits.shape
+    assert (logits - want_logits).abs().max() <= 2e-4 * want_logits.abs().max()
+    # a second prompt on the same model, alone
+    again = hf.generate(ids[:1], max_new_tokens=8, do_sample=False)
+    assert torch.equal(again, want[:1])
+
+
+def test_sampling_runs_on_library_logits():
+    hf = _model()
+    superkernel.optimize(hf, max_context=32)
+    ids, mask = _prompts()
+    torch.manual_seed(1)
+    out = hf.generate(ids, attention_mask=mask, max_new_tokens=5, do_sample=True, top_k=20, temperature=0.8)
+    assert out.shape == (2, 12) and torch.equal(out[:, :7], ids)
+
+
+def test_batch_and_chunking_do_not_change_a_sequence():
+    hf = _model(dtype=torch.bfloat16)
+    superkernel.optimize(hf, max_context=32)
+    ids, mask = _prompts()
+    alone = hf(ids[1:, 3:]).logits[0]  # the padded row's tokens, alone and unpadded
+    batched = hf(ids, attention_mask=mask).logits[1, 3:]
+    assert torch.equal(alone.view(torch.int32), batched.view(torch.int32))
+    seq = hf._superkernel_whole.model.sequence()
+    steps = torch.cat([seq.forward(ids[1, 3 + i:4 + i]) for i in range(4)])
+    assert torch.equal(steps.view(torch.int32), alone.view(torch.int32))
+
+
+def test_refusals_name_what_to_do():
+    hf = _model()
+    superkernel.optimize(hf, max_context=16)
+    ids, _ = _prompts()
+    with pytest.raises(ValueError, match="padding_side"):
+        hf(ids, attention_mask=torch.tensor([[1, 1, 1, 1, 1, 1, 1], [1, 1, 0, 1, 1, 1, 1]]))
+    with pytest.raises(NotImplementedError, match="inputs_embeds"):
+        hf(inputs_embeds=torch.zeros(1, 3, 64))
+    with pytest.raises(NotImplementedError, match="labels"):
+        hf(ids, labels=ids)
+    with pytest.raises(ValueError, match="max_context 16"):
+        hf(torch.zeros(1, 17, dtype=torch.long))
+    report = superkernel.optimize(hf)
+    assert "already optimized" in str(report)
+
+
+def test_other_families_keep_the_per_block_path():
+    cfg = transformers.MixtralConfig(**COMMON, num_local_experts=4, num_experts_per_tok=2)
+    hf = transformers.MixtralForCausalLM(cfg).eval()
+    report = superkernel.optimize(hf)
+    assert any(name == "(whole model)" and "mixtral" in why for name, why in report.left)
+    assert len(report.replaced) == COMMON["num_hidden_layers"]  # its MoE blocks, fused as before
+    w8a8 = superkernel.optimize(_model(), quantize="w8a8")
+    assert any("w8a8" in why for name, why in w8a8.left)
