@@ -32,10 +32,10 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "core/run_error.h"
 #include "kernels/activation/activation.h"
 #include "kernels/attention/attention.h"
 #include "kernels/convert/convert.h"
+#include "ops/index_input.h"
 #include "ops/op_util.h"
 
 enum { SLOT_Q, SLOT_K, SLOT_V, SLOT_POSITIONS };
@@ -129,24 +129,16 @@ static sk_status build(sk__build_ctx *ctx) {
 /* ---- what the reference and the kernel share ---- */
 
 static int64_t position(const sk__node_io *io, int64_t t) {
-  const sk__tensor *pos = &io->in[SLOT_POSITIONS].tensors[0];
-  return pos->dtype == SK_INT64 ? ((const int64_t *)pos->data)[t] : ((const int32_t *)pos->data)[t];
+  return sk__index_at(&io->in[SLOT_POSITIONS].tensors[0], t);
 }
 
 /* Whether every live position is a cache row; else the run error names the
  * first that is not (the output is then unspecified). */
 static bool positions_valid(const sk__node_io *io, int64_t n_tokens) {
   const attn_params *p = io->params;
-  for (int64_t t = 0; t < n_tokens; t++) {
-    int64_t at = position(io, t);
-    if (at < 0 || at >= p->s) {
-      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
-                        "%s (attention): input positions[%lld] = %lld: expected a cache row in [0, %lld) (the "
-                        "caches' S)", io->name ? io->name : "node", (long long)t, (long long)at, (long long)p->s);
-      return false;
-    }
-  }
-  return true;
+  return sk__indices_in_range(io, &io->in[SLOT_POSITIONS].tensors[0], n_tokens, p->s,
+                              "%s (attention): input positions[%lld] = %lld: expected a cache row in [0, %lld) (the "
+                              "caches' S)");
 }
 
 /* The first key token t attends (its last is its position). */

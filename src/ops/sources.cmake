@@ -16,6 +16,7 @@ list(APPEND SK_SOURCES
   ops/grouped_matmul_balance.c
   ops/grouped_matmul_groups.c
   ops/packed_weights.c
+  ops/index_input.c
   ops/quant_param.c
   ops/quant_matmul.c
   ops/quant_matmul_tiling.c
