@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_test_util.h"
 #include "graph_builders.h"
 #include "harness.h"
 
@@ -39,24 +40,6 @@ static const layer_cfg CFGS[] = {
     {"fp32 MHA 2 D 128 window 9", SK_FP32, 2, 2, 128, 9, 0.0},
     {"fp16 GQA 3:1 D 16 softcap 20", SK_FP16, 3, 1, 16, 0, 20.0},
 };
-
-static sk_team *teams[4];
-static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static uint64_t next(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-static int64_t below(int64_t n) { return (int64_t)(next() % (uint64_t)n); }
-
-static void fill(void *data, sk_dtype dt, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    float v = (float)((double)(next() >> 11) / (double)(1ull << 53)) * 4.0f - 2.0f;
-    if (dt == SK_FP32) ((float *)data)[i] = v;
-    else ((uint16_t *)data)[i] = dt == SK_FP16 ? sk_fp32_to_fp16(v) : sk_fp32_to_bf16(v);
-  }
-}
 
 /* One layer per sequence, all in scope "layer": caches kc<s>, vc<s> [S,
  * Hkv, D]; per token kn<s>, vn<s> [T, Hkv, D], q<s> [T, Hq, D], pos<s>
@@ -93,129 +76,21 @@ static sk_graph *layer_graph(const layer_cfg *c, int n_seqs) {
   return g;
 }
 
-/* A sequence: L tokens' K, V and q rows, the caches, and each token's output. */
-typedef struct seq {
-  int64_t len;
-  char *kn, *vn, *q, *kc, *vc, *o;
-  size_t kv_row, q_row; /* bytes per token */
-} seq;
-
-static void seq_init(seq *x, const layer_cfg *c, int64_t len) {
-  size_t es = sk_dtype_size(c->dt);
-  x->len = len;
-  x->kv_row = (size_t)(c->hkv * c->d) * es;
-  x->q_row = (size_t)(c->hq * c->d) * es;
-  x->kn = malloc(x->kv_row * (size_t)len);
-  x->vn = malloc(x->kv_row * (size_t)len);
-  x->q = malloc(x->q_row * (size_t)len);
-  x->kc = calloc(S, x->kv_row);
-  x->vc = calloc(S, x->kv_row);
-  x->o = calloc((size_t)len, x->q_row);
-  fill(x->kn, c->dt, x->kv_row / es * (size_t)len);
-  fill(x->vn, c->dt, x->kv_row / es * (size_t)len);
-  fill(x->q, c->dt, x->q_row / es * (size_t)len);
-}
-
-static void seq_reset(seq *x) {
-  memset(x->kc, 0, S * x->kv_row);
-  memset(x->vc, 0, S * x->kv_row);
-  memset(x->o, 0, (size_t)x->len * x->q_row);
-}
-
-static void seq_free(seq *x) {
-  free(x->kn), free(x->vn), free(x->q), free(x->kc), free(x->vc), free(x->o);
-}
-
-/* Runs tokens [t0, t0 + n) of each sequence through p (one run, n tokens). */
-static sk_status run_chunk(sk_program *p, sk_team *team, seq *xs, int n_seqs, int64_t t0, int64_t n) {
-  sk_buffer in[12], out[2];
-  int32_t pos[MAXT];
-  for (int64_t t = 0; t < n; t++) pos[t] = (int32_t)(t0 + t);
-  for (int s = 0; s < n_seqs; s++) {
-    seq *x = &xs[s];
-    in[6 * s + 0] = (sk_buffer){NULL, x->kc, S * x->kv_row};
-    in[6 * s + 1] = (sk_buffer){NULL, x->vc, S * x->kv_row};
-    in[6 * s + 2] = (sk_buffer){NULL, x->kn + (size_t)t0 * x->kv_row, (size_t)n * x->kv_row};
-    in[6 * s + 3] = (sk_buffer){NULL, x->vn + (size_t)t0 * x->kv_row, (size_t)n * x->kv_row};
-    in[6 * s + 4] = (sk_buffer){NULL, x->q + (size_t)t0 * x->q_row, (size_t)n * x->q_row};
-    in[6 * s + 5] = (sk_buffer){NULL, pos, (size_t)n * sizeof(int32_t)};
-    out[s] = (sk_buffer){NULL, x->o + (size_t)t0 * x->q_row, (size_t)n * x->q_row};
-  }
-  return sk_program_run_by_index(p, team, in, (size_t)(6 * n_seqs), out, (size_t)n_seqs);
-}
-
-/* Runs whole sequences in chunks: mode 0 one pass, 1 random chunks, 2 token by token. */
-static void run_sequences(sk_program *p, sk_team *team, seq *xs, int n_seqs, int mode) {
-  for (int s = 0; s < n_seqs; s++) seq_reset(&xs[s]);
-  for (int64_t t0 = 0; t0 < xs[0].len;) {
-    int64_t left = xs[0].len - t0;
-    int64_t n = mode == 0 ? left : mode == 2 ? 1 : 1 + below(left < 9 ? left : 9);
-    CHECK_OK(run_chunk(p, team, xs, n_seqs, t0, n));
-    t0 += n;
-  }
-}
-
-static bool same_seq(const seq *a, const seq *b) {
-  return memcmp(a->o, b->o, (size_t)a->len * a->q_row) == 0 && memcmp(a->kc, b->kc, S * a->kv_row) == 0 &&
-         memcmp(a->vc, b->vc, S * a->kv_row) == 0;
-}
-
-static void copy_state(seq *dst, const seq *src) {
-  memcpy(dst->o, src->o, (size_t)src->len * src->q_row);
-  memcpy(dst->kc, src->kc, S * src->kv_row);
-  memcpy(dst->vc, src->vc, S * src->kv_row);
+/* What layer_graph binds per sequence (attention_test_util.h): caches
+ * kc, vc, then the tokens' kn, vn and q rows, then positions; output o. */
+enum { KC, VC };
+enum { KN, VN, Q };
+static seq_layout layout_of(const layer_cfg *c) {
+  const int64_t kv = c->hkv * c->d;
+  return (seq_layout){.what = c->what, .dt = c->dt, .cache_rows = S, .n_caches = 2, .n_inputs = 3,
+                      .cache_row = {kv, kv}, .input_row = {kv, kv, c->hq * c->d}, .out_row = c->hq * c->d};
 }
 
 static void test_invariance_to_chunking_batch_executor_and_team(void) {
-  static const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
   for (size_t ci = 0; ci < sizeof CFGS / sizeof CFGS[0]; ci++) {
-    const layer_cfg *c = &CFGS[ci];
-    sk_graph *one = layer_graph(c, 1), *two = layer_graph(c, 2);
-    sk_program *solo[3] = {0}, *batch = NULL, *oracle = NULL;
-    for (int e = 0; e < 3; e++) {
-      sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[e + 1], .executor = executors[e]};
-      CHECK_OK(sk_compile(one, &cfg, &solo[e]));
-    }
-    sk_compile_config rc = {.struct_size = sizeof rc, .team = teams[1], .executor = SK_EXECUTOR_REFERENCE};
-    CHECK_OK(sk_compile(one, &rc, &oracle));
-    sk_compile_config bc = {.struct_size = sizeof bc, .team = teams[2], .executor = SK_EXECUTOR_JIT};
-    CHECK_OK(sk_compile(two, &bc, &batch));
-    int mismatches = 0;
-    for (int trial = 0; trial < 4 && solo[0] && solo[1] && solo[2] && batch && oracle; trial++) {
-      int64_t len = 1 + below(S);
-      seq want, got, pair[2];
-      seq_init(&want, c, len);
-      seq_init(&got, c, len);
-      run_sequences(oracle, teams[1], &want, 1, 0); /* one pass through the references */
-      bool nonzero = false;
-      for (size_t i = 0; i < (size_t)len * want.q_row && !nonzero; i++) nonzero = want.o[i] != 0;
-      CHECK_MSG(nonzero, "%s: the outputs are all zero", c->what);
-      for (int mode = 0; mode < 3; mode++)
-        for (int e = 0; e < 3; e++) {
-          memcpy(got.kn, want.kn, (size_t)len * want.kv_row), memcpy(got.vn, want.vn, (size_t)len * want.kv_row);
-          memcpy(got.q, want.q, (size_t)len * want.q_row);
-          run_sequences(solo[e], teams[e + 1], &got, 1, mode);
-          if (!same_seq(&got, &want)) mismatches++;
-          CHECK_MSG(same_seq(&got, &want), "%s: length %lld, mode %d, executor %d on %d cores differs from one pass of the references",
-                    c->what, (long long)len, mode, (int)executors[e], e + 1);
-        }
-      /* the same sequence beside another one in every run (its own caches) */
-      seq_init(&pair[1], c, len);
-      pair[0] = got;
-      copy_state(&pair[0], &want);
-      for (int mode = 0; mode < 3; mode++) {
-        run_sequences(batch, teams[2], pair, 2, mode);
-        CHECK_MSG(same_seq(&pair[0], &want), "%s: length %lld, mode %d: a second sequence in the batch changed the first",
-                  c->what, (long long)len, mode);
-      }
-      seq_free(&pair[1]);
-      seq_free(&want);
-      seq_free(&got);
-    }
-    printf("  %-32s %s\n", c->what, mismatches ? "MISMATCH" : "one pass = chunks = token by token, any batch");
-    for (int e = 0; e < 3; e++) sk_program_destroy(solo[e]);
-    sk_program_destroy(batch);
-    sk_program_destroy(oracle);
+    const seq_layout l = layout_of(&CFGS[ci]);
+    sk_graph *one = layer_graph(&CFGS[ci], 1), *two = layer_graph(&CFGS[ci], 2);
+    check_invariance(&l, one, two, 4);
     sk_graph_destroy(one);
     sk_graph_destroy(two);
   }
@@ -224,6 +99,7 @@ static void test_invariance_to_chunking_batch_executor_and_team(void) {
 /* A position outside [0, S) fails the run naming it; the caches keep their bytes. */
 static void test_out_of_range_positions_fail_and_write_nothing(void) {
   const layer_cfg *c = &CFGS[0];
+  const seq_layout l = layout_of(c);
   sk_graph *g = layer_graph(c, 1);
   static const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT,
                                           SK_EXECUTOR_REFERENCE};
@@ -233,30 +109,28 @@ static void test_out_of_range_positions_fail_and_write_nothing(void) {
     CHECK_OK(sk_compile(g, &cfg, &p));
     if (!p) continue;
     seq x;
-    seq_init(&x, c, 4);
-    fill(x.kc, c->dt, S * x.kv_row / 2);
-    fill(x.vc, c->dt, S * x.kv_row / 2);
-    char *kc0 = malloc(S * x.kv_row), *vc0 = malloc(S * x.kv_row);
-    memcpy(kc0, x.kc, S * x.kv_row), memcpy(vc0, x.vc, S * x.kv_row);
+    seq_init(&x, &l, 4);
+    const size_t cache_bytes = seq_cache_bytes(&x, KC);
+    fill(x.cache[KC], c->dt, (size_t)(S * l.cache_row[KC]), 2.0f);
+    fill(x.cache[VC], c->dt, (size_t)(S * l.cache_row[VC]), 2.0f);
+    char *kc0 = malloc(cache_bytes), *vc0 = malloc(cache_bytes);
+    memcpy(kc0, x.cache[KC], cache_bytes), memcpy(vc0, x.cache[VC], cache_bytes);
     const int32_t bad[2][4] = {{3, 7, S, 1}, {0, -1, 2, 3}};
     const char *frag[2] = {"positions[2] = 40", "positions[1] = -1"};
     for (int b = 0; b < 2; b++) {
-      sk_buffer in[6] = {{NULL, x.kc, S * x.kv_row}, {NULL, x.vc, S * x.kv_row}, {NULL, x.kn, 4 * x.kv_row},
-                         {NULL, x.vn, 4 * x.kv_row}, {NULL, x.q, 4 * x.q_row}, {NULL, (void *)bad[b], sizeof bad[b]}};
-      sk_buffer out[1] = {{NULL, x.o, 4 * x.q_row}};
-      CHECK_FAILS(sk_program_run_by_index(p, teams[2], in, 6, out, 1), SK_STATUS_INVALID_ARGUMENT, "kv_cache_write", frag[b],
+      CHECK_FAILS(run_tokens(p, teams[2], &x, 1, 0, 4, bad[b]), SK_STATUS_INVALID_ARGUMENT, "kv_cache_write", frag[b],
                   "[0, 40)");
-      CHECK_MSG(memcmp(x.kc, kc0, S * x.kv_row) == 0 && memcmp(x.vc, vc0, S * x.kv_row) == 0,
+      CHECK_MSG(memcmp(x.cache[KC], kc0, cache_bytes) == 0 && memcmp(x.cache[VC], vc0, cache_bytes) == 0,
                 "executor %d: a failed write changed the caches", (int)executors[e]);
       /* the same program runs on afterwards */
-      in[5].data = (void *)(int32_t[]){0, 1, 2, 39};
-      CHECK_OK(sk_program_run_by_index(p, teams[2], in, 6, out, 1));
-      memcpy(x.kc, kc0, S * x.kv_row), memcpy(x.vc, vc0, S * x.kv_row);
+      CHECK_OK(run_tokens(p, teams[2], &x, 1, 0, 4, (int32_t[]){0, 1, 2, 39}));
+      memcpy(x.cache[KC], kc0, cache_bytes), memcpy(x.cache[VC], vc0, cache_bytes);
     }
     /* a run without the cache bound is refused like any missing input */
-    sk_buffer some[5] = {{"vc0", x.vc, S * x.kv_row}, {"kn0", x.kn, 4 * x.kv_row}, {"vn0", x.vn, 4 * x.kv_row},
-                         {"q0", x.q, 4 * x.q_row}, {"pos0", (void *)bad[0], sizeof bad[0]}};
-    sk_buffer out[1] = {{"o0", x.o, 4 * x.q_row}};
+    sk_buffer some[5] = {{"vc0", x.cache[VC], cache_bytes}, {"kn0", x.input[KN], 4 * x.input_row[KN]},
+                         {"vn0", x.input[VN], 4 * x.input_row[VN]}, {"q0", x.input[Q], 4 * x.input_row[Q]},
+                         {"pos0", (void *)bad[0], sizeof bad[0]}};
+    sk_buffer out[1] = {{"o0", x.o, 4 * x.o_row}};
     CHECK(sk_program_run(p, teams[2], some, 5, out, 1) != SK_STATUS_OK);
     free(kc0), free(vc0);
     seq_free(&x);
@@ -375,8 +249,8 @@ static void test_special_values_match_the_reference(void) {
     const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e30f, -1e30f};
     int mismatches = 0;
     for (int trial = 0; trial < 24 && jit && ref; trial++) {
-      fill(qd, SK_FP32, sizeof qd / sizeof qd[0]), fill(kd, SK_FP32, sizeof kd / sizeof kd[0]);
-      fill(vd, SK_FP32, sizeof vd / sizeof vd[0]);
+      fill(qd, SK_FP32, sizeof qd / sizeof qd[0], 2.0f), fill(kd, SK_FP32, sizeof kd / sizeof kd[0], 2.0f);
+      fill(vd, SK_FP32, sizeof vd / sizeof vd[0], 2.0f);
       if (trial % 4 == 1) memset(qd, 0, sizeof qd); /* every score 0 (-0 with scale < 0) */
       for (int n = 0; n < trial % 6; n++) {
         float *where[] = {qd, kd, vd};
@@ -397,16 +271,9 @@ static void test_special_values_match_the_reference(void) {
   }
 }
 
-static void setup(void) {
-  for (int n = 1; n <= 3; n++) {
-    sk_team_config tc = {.struct_size = sizeof tc, .num_cores = n, .pin_threads = -1};
-    CHECK_OK(sk_team_create(&tc, &teams[n]));
-  }
-}
+static void setup(void) { setup_teams(0x2545F4914F6CDD1Dull); }
 
-static void teardown(void) {
-  for (int n = 1; n <= 3; n++) sk_team_destroy(teams[n]);
-}
+static void teardown(void) { teardown_teams(); }
 
 int main(void) {
   static const harness_case cases[] = {TEST_CASE(setup),

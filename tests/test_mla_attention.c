@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_test_util.h"
 #include "graph_builders.h"
 #include "harness.h"
 
@@ -32,24 +33,6 @@ static const mla_cfg CFGS[] = {
     {"fp32 H 10 R 32 N 16 V 24 scale 0.3", SK_FP32, 10, 16, 16, 24, 32, 0.3},
     {"fp16 H 3 R 48 N 24 V 32 P 32", SK_FP16, 3, 24, 32, 32, 48, 0.0},
 };
-
-static sk_team *teams[4];
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-static int64_t below(int64_t n) { return (int64_t)(next() % (uint64_t)n); }
-
-static void fill(void *data, sk_dtype dt, size_t n, float amp) {
-  for (size_t i = 0; i < n; i++) {
-    float v = ((float)((double)(next() >> 11) / (double)(1ull << 53)) * 2.0f - 1.0f) * amp;
-    if (dt == SK_FP32) ((float *)data)[i] = v;
-    else ((uint16_t *)data)[i] = dt == SK_FP16 ? sk_fp32_to_fp16(v) : sk_fp32_to_bf16(v);
-  }
-}
 
 static int64_t row_d(const mla_cfg *c) { return c->rank + c->rope; }
 
@@ -87,127 +70,24 @@ static sk_graph *layer_graph(const mla_cfg *c, int n_seqs, const void *weight) {
   return g;
 }
 
-/* A sequence: its tokens' latent rows and queries, its cache and outputs. */
-typedef struct seq {
-  int64_t len;
-  char *nw, *qn, *qp, *lc, *o;
-  size_t lat_row, qn_row, qp_row, o_row; /* bytes per token */
-} seq;
-
-static void seq_init(seq *x, const mla_cfg *c, int64_t len) {
-  size_t es = sk_dtype_size(c->dt);
-  x->len = len;
-  x->lat_row = (size_t)row_d(c) * es;
-  x->qn_row = (size_t)(c->h * c->nope) * es;
-  x->qp_row = (size_t)(c->h * c->rope) * es;
-  x->o_row = (size_t)(c->h * c->v) * es;
-  x->nw = malloc(x->lat_row * (size_t)len);
-  x->qn = malloc(x->qn_row * (size_t)len);
-  x->qp = malloc(x->qp_row * (size_t)len);
-  x->lc = calloc(S, x->lat_row);
-  x->o = calloc((size_t)len, x->o_row);
-  fill(x->nw, c->dt, x->lat_row / es * (size_t)len, 2.0f);
-  fill(x->qn, c->dt, x->qn_row / es * (size_t)len, 2.0f);
-  fill(x->qp, c->dt, x->qp_row / es * (size_t)len, 2.0f);
-}
-
-static void seq_reset(seq *x) {
-  memset(x->lc, 0, S * x->lat_row);
-  memset(x->o, 0, (size_t)x->len * x->o_row);
-}
-
-static void seq_free(seq *x) { free(x->nw), free(x->qn), free(x->qp), free(x->lc), free(x->o); }
-
-/* Runs tokens [t0, t0 + n) of each sequence through p (one run, n tokens). */
-static sk_status run_chunk(sk_program *p, sk_team *team, seq *xs, int n_seqs, int64_t t0, int64_t n) {
-  sk_buffer in[10], out[2];
-  int32_t pos[MAXT];
-  for (int64_t t = 0; t < n; t++) pos[t] = (int32_t)(t0 + t);
-  for (int s = 0; s < n_seqs; s++) {
-    seq *x = &xs[s];
-    in[5 * s + 0] = (sk_buffer){NULL, x->lc, S * x->lat_row};
-    in[5 * s + 1] = (sk_buffer){NULL, x->nw + (size_t)t0 * x->lat_row, (size_t)n * x->lat_row};
-    in[5 * s + 2] = (sk_buffer){NULL, x->qn + (size_t)t0 * x->qn_row, (size_t)n * x->qn_row};
-    in[5 * s + 3] = (sk_buffer){NULL, x->qp + (size_t)t0 * x->qp_row, (size_t)n * x->qp_row};
-    in[5 * s + 4] = (sk_buffer){NULL, pos, (size_t)n * sizeof(int32_t)};
-    out[s] = (sk_buffer){NULL, x->o + (size_t)t0 * x->o_row, (size_t)n * x->o_row};
-  }
-  return sk_program_run_by_index(p, team, in, (size_t)(5 * n_seqs), out, (size_t)n_seqs);
-}
-
-/* Runs whole sequences: mode 0 one pass, 1 random chunks, 2 token by token. */
-static void run_sequences(sk_program *p, sk_team *team, seq *xs, int n_seqs, int mode) {
-  for (int s = 0; s < n_seqs; s++) seq_reset(&xs[s]);
-  for (int64_t t0 = 0; t0 < xs[0].len;) {
-    int64_t left = xs[0].len - t0;
-    int64_t n = mode == 0 ? left : mode == 2 ? 1 : 1 + below(left < 9 ? left : 9);
-    CHECK_OK(run_chunk(p, team, xs, n_seqs, t0, n));
-    t0 += n;
-  }
-}
-
-static bool same_seq(const seq *a, const seq *b) {
-  return memcmp(a->o, b->o, (size_t)a->len * a->o_row) == 0 && memcmp(a->lc, b->lc, S * a->lat_row) == 0;
-}
-
-static void copy_inputs(seq *dst, const seq *src) {
-  memcpy(dst->nw, src->nw, (size_t)src->len * src->lat_row);
-  memcpy(dst->qn, src->qn, (size_t)src->len * src->qn_row);
-  memcpy(dst->qp, src->qp, (size_t)src->len * src->qp_row);
+/* What layer_graph binds per sequence (attention_test_util.h): the cache
+ * lc, then the tokens' new latent rows, qn and qp rows, then positions;
+ * output o. */
+static seq_layout layout_of(const mla_cfg *c) {
+  return (seq_layout){.what = c->what, .dt = c->dt, .cache_rows = S, .n_caches = 1, .n_inputs = 3,
+                      .cache_row = {row_d(c)}, .input_row = {row_d(c), c->h * c->nope, c->h * c->rope},
+                      .out_row = c->h * c->v};
 }
 
 static void test_invariance_to_chunking_batch_executor_and_team(void) {
-  static const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
   for (size_t ci = 0; ci < sizeof CFGS / sizeof CFGS[0]; ci++) {
     const mla_cfg *c = &CFGS[ci];
+    const seq_layout l = layout_of(c);
     const size_t wn = (size_t)(c->h * (c->nope + c->v) * c->rank);
     void *weight = malloc(wn * sk_dtype_size(c->dt));
     fill(weight, c->dt, wn, 0.3f);
     sk_graph *one = layer_graph(c, 1, weight), *two = layer_graph(c, 2, weight);
-    sk_program *solo[3] = {0}, *batch = NULL, *oracle = NULL;
-    for (int e = 0; e < 3; e++) {
-      sk_compile_config cfg = {.struct_size = sizeof cfg, .team = teams[e + 1], .executor = executors[e]};
-      CHECK_OK(sk_compile(one, &cfg, &solo[e]));
-    }
-    sk_compile_config rc = {.struct_size = sizeof rc, .team = teams[1], .executor = SK_EXECUTOR_REFERENCE};
-    CHECK_OK(sk_compile(one, &rc, &oracle));
-    sk_compile_config bc = {.struct_size = sizeof bc, .team = teams[2], .executor = SK_EXECUTOR_JIT};
-    CHECK_OK(sk_compile(two, &bc, &batch));
-    int mismatches = 0;
-    for (int trial = 0; trial < 3 && solo[0] && solo[1] && solo[2] && batch && oracle; trial++) {
-      int64_t len = trial == 0 ? S : 1 + below(S);
-      seq want, got, pair[2];
-      seq_init(&want, c, len);
-      seq_init(&got, c, len);
-      run_sequences(oracle, teams[1], &want, 1, 0); /* one pass through the references */
-      bool nonzero = false;
-      for (size_t i = 0; i < (size_t)len * want.o_row && !nonzero; i++) nonzero = want.o[i] != 0;
-      CHECK_MSG(nonzero, "%s: the outputs are all zero", c->what);
-      copy_inputs(&got, &want);
-      for (int mode = 0; mode < 3; mode++)
-        for (int e = 0; e < 3; e++) {
-          run_sequences(solo[e], teams[e + 1], &got, 1, mode);
-          if (!same_seq(&got, &want)) mismatches++;
-          CHECK_MSG(same_seq(&got, &want),
-                    "%s: length %lld, mode %d, executor %d on %d cores differs from one pass of the references",
-                    c->what, (long long)len, mode, (int)executors[e], e + 1);
-        }
-      /* the same sequence beside another one in every run (its own cache) */
-      seq_init(&pair[1], c, len);
-      pair[0] = got;
-      for (int mode = 0; mode < 3; mode++) {
-        run_sequences(batch, teams[2], pair, 2, mode);
-        CHECK_MSG(same_seq(&pair[0], &want), "%s: length %lld, mode %d: a second sequence in the batch changed the first",
-                  c->what, (long long)len, mode);
-      }
-      seq_free(&pair[1]);
-      seq_free(&want);
-      seq_free(&got);
-    }
-    printf("  %-36s %s\n", c->what, mismatches ? "MISMATCH" : "one pass = chunks = token by token, any batch");
-    for (int e = 0; e < 3; e++) sk_program_destroy(solo[e]);
-    sk_program_destroy(batch);
-    sk_program_destroy(oracle);
+    check_invariance(&l, one, two, 3);
     sk_graph_destroy(one);
     sk_graph_destroy(two);
     free(weight);
@@ -291,16 +171,9 @@ static void test_shapes_build_refuses(void) {
   sk_graph_destroy(g);
 }
 
-static void setup(void) {
-  for (int n = 1; n <= 3; n++) {
-    sk_team_config tc = {.struct_size = sizeof tc, .num_cores = n, .pin_threads = -1};
-    CHECK_OK(sk_team_create(&tc, &teams[n]));
-  }
-}
+static void setup(void) { setup_teams(0x9E3779B97F4A7C15ull); }
 
-static void teardown(void) {
-  for (int n = 1; n <= 3; n++) sk_team_destroy(teams[n]);
-}
+static void teardown(void) { teardown_teams(); }
 
 int main(void) {
   static const harness_case cases[] = {TEST_CASE(setup), TEST_CASE(test_shapes_build_refuses),

@@ -26,22 +26,23 @@
  * decoded token by token, in any batch, on any executor, team and ISA.
  *
  * The reference computes it element by element (the oracle); the kernel
- * runs the same operations with the per-ISA loops of
- * kernels/attention (dots, accumulate), the SIMD converters and exp. */
+ * runs the same operations with the per-ISA loops of kernels/attention
+ * (dots, accumulate, the softmax's), the SIMD converters and exp, in work
+ * items and steps it shares with mla_attention (attention_common.h). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "core/run_error.h"
 #include "kernels/activation/activation.h"
 #include "kernels/attention/attention.h"
 #include "kernels/convert/convert.h"
+#include "ops/attention_common.h"
+#include "ops/index_input.h"
 #include "ops/op_util.h"
 
 enum { SLOT_Q, SLOT_K, SLOT_V, SLOT_POSITIONS };
 
-#define MAX_D 512   /* head dims: multiples of 16 up to this */
-#define MAX_GROUP 8 /* q heads a work item shares one pass over a kv head with */
+#define MAX_D 512          /* head dims: multiples of 16 up to this */
 #define BLOCKS_PER_CORE 16 /* blocks of a multi-token run per core */
 
 /* Items token t runs together (consecutive in a block, so heads
@@ -52,9 +53,8 @@ enum { SLOT_Q, SLOT_K, SLOT_V, SLOT_POSITIONS };
 #define JOINT_ITEMS 2
 
 typedef struct attn_params {
-  int64_t t, hq, hkv, d, s; /* planned tokens, heads, head dim, cache rows */
-  int64_t group;            /* q heads per kv head */
-  int64_t sub, n_sub;       /* a group's heads in n_sub items of at most sub */
+  int64_t t, hq, d, s;      /* planned tokens, q heads, head dim, cache rows */
+  sk__attn_heads heads;     /* Hkv groups (one per kv head) of q heads, in work items */
   int64_t window;           /* 0: every key up to the position */
   float scale, softcap;     /* softcap 0: off */
 } attn_params;
@@ -111,12 +111,9 @@ static sk_status build(sk__build_ctx *ctx) {
   attn_params *p = sk__ctx_params(ctx);
   p->t = q->shape[0];
   p->hq = q->shape[1];
-  p->hkv = k->shape[1];
   p->d = d;
   p->s = k->shape[0];
-  p->group = p->hq / p->hkv;
-  p->n_sub = sk__ceil_div(p->group, MAX_GROUP);
-  p->sub = sk__ceil_div(p->group, p->n_sub);
+  p->heads = sk__attn_heads_of(k->shape[1], p->hq / k->shape[1]);
   p->window = window;
   p->scale = scale != 0 ? (float)scale : (float)(1.0 / sqrt((double)d));
   p->softcap = (float)softcap;
@@ -129,24 +126,16 @@ static sk_status build(sk__build_ctx *ctx) {
 /* ---- what the reference and the kernel share ---- */
 
 static int64_t position(const sk__node_io *io, int64_t t) {
-  const sk__tensor *pos = &io->in[SLOT_POSITIONS].tensors[0];
-  return pos->dtype == SK_INT64 ? ((const int64_t *)pos->data)[t] : ((const int32_t *)pos->data)[t];
+  return sk__index_at(&io->in[SLOT_POSITIONS].tensors[0], t);
 }
 
 /* Whether every live position is a cache row; else the run error names the
  * first that is not (the output is then unspecified). */
 static bool positions_valid(const sk__node_io *io, int64_t n_tokens) {
   const attn_params *p = io->params;
-  for (int64_t t = 0; t < n_tokens; t++) {
-    int64_t at = position(io, t);
-    if (at < 0 || at >= p->s) {
-      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
-                        "%s (attention): input positions[%lld] = %lld: expected a cache row in [0, %lld) (the "
-                        "caches' S)", io->name ? io->name : "node", (long long)t, (long long)at, (long long)p->s);
-      return false;
-    }
-  }
-  return true;
+  return sk__indices_in_range(io, &io->in[SLOT_POSITIONS].tensors[0], n_tokens, p->s,
+                              "%s (attention): input positions[%lld] = %lld: expected a cache row in [0, %lld) (the "
+                              "caches' S)");
 }
 
 /* The first key token t attends (its last is its position). */
@@ -170,11 +159,11 @@ static inline float finish(float acc, float l) {
 static float ref_score(const sk__node_io *io, int64_t t, int64_t h, int64_t j) {
   const attn_params *p = io->params;
   const sk__tensor *q = &io->in[SLOT_Q].tensors[0], *k = &io->in[SLOT_K].tensors[0];
-  const int64_t g = h / p->group;
+  const int64_t hkv = p->heads.hkv, g = h / p->heads.group;
   float part[SK_ATTN_LANES] = {0};
   for (int64_t i = 0; i < p->d; i++) {
     float qi = sk__load_f32(q->data, q->dtype, (size_t)((t * p->hq + h) * p->d + i));
-    float ki = sk__load_f32(k->data, k->dtype, (size_t)((j * p->hkv + g) * p->d + i));
+    float ki = sk__load_f32(k->data, k->dtype, (size_t)((j * hkv + g) * p->d + i));
     part[i % SK_ATTN_LANES] = fmaf(qi, ki, part[i % SK_ATTN_LANES]);
   }
   float s = sk__attn_fold16(part) * p->scale;
@@ -194,7 +183,7 @@ static void reference(const sk__node_io *io) {
   if (!pj) return; /* the oracle of tests only: they see the output untouched */
   for (int64_t t = 0; t < n_tokens; t++)
     for (int64_t h = 0; h < p->hq; h++) {
-      const int64_t pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1, g = h / p->group;
+      const int64_t pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1, g = h / p->heads.group;
       float m = -INFINITY;
       for (int64_t j = 0; j < n; j++) {
         pj[j] = ref_score(io, t, h, lo + j);
@@ -209,7 +198,7 @@ static void reference(const sk__node_io *io) {
       for (int64_t i = 0; i < p->d; i++) {
         float acc = 0.0f;
         for (int64_t j = 0; j < n; j++)
-          acc = fmaf(pj[j], sk__load_f32(v->data, v->dtype, (size_t)(((lo + j) * p->hkv + g) * p->d + i)), acc);
+          acc = fmaf(pj[j], sk__load_f32(v->data, v->dtype, (size_t)(((lo + j) * p->heads.hkv + g) * p->d + i)), acc);
         sk__store_f32(io->out[0].data, io->out[0].dtype, (size_t)((t * p->hq + h) * p->d + i), finish(acc, l));
       }
     }
@@ -218,28 +207,17 @@ static void reference(const sk__node_io *io) {
 
 /* ---- tiling and the kernel ---- */
 
-/* Work items, token-major: (t, kv head g, part u of g's q heads); item i's
- * heads are [*h0, *h1) of token *t. Consecutive items cover consecutive
- * heads, so a block's q rows and output rows are one contiguous range. */
-static void item_heads(const attn_params *p, int64_t item, int64_t *t, int64_t *h0, int64_t *h1) {
-  const int64_t per_token = p->hkv * p->n_sub;
-  *t = item / per_token;
-  const int64_t g = item % per_token / p->n_sub, u = item % p->n_sub;
-  *h0 = g * p->group + u * p->sub;
-  *h1 = *h0 + p->sub < (g + 1) * p->group ? *h0 + p->sub : (g + 1) * p->group;
-}
-
 /* Per core, in floats: q and o for a part's heads, a block of key rows and
  * one of value rows (widened), scores for a part's heads over every key,
  * and the soft cap's scratch over every key. */
 static size_t workspace_floats(const attn_params *p) {
-  const int64_t most = JOINT_ITEMS * p->sub; /* heads run_items takes */
+  const int64_t most = JOINT_ITEMS * p->heads.sub; /* heads run_items takes */
   return (size_t)(2 * most * p->d + 2 * SK_ATTN_KEYS * p->d + (most + 1) * p->s + 2 * most);
 }
 
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const attn_params *p = io->params;
-  const int64_t items = p->t * p->hkv * p->n_sub;
+  const int64_t items = p->t * sk__attn_items_per_token(&p->heads);
   /* A later token attends more keys: in one contiguous share per core the
    * last core would get most of a prefill's work. Many small blocks, dealt
    * to the cores in turn, even it out; a decode step (T = 1) keeps one
@@ -254,16 +232,10 @@ static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
  * range each), the whole caches and positions. */
 static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
   const attn_params *p = io->params;
-  int64_t i0, i1, t0, a, b, t1, c, e;
-  sk__flat_block_range(p->t * p->hkv * p->n_sub, io->n_blocks, block, &i0, &i1);
-  if (i0 >= i1) {
-    reads[SLOT_Q] = writes[0] = (sk__span){0, 0};
-    return;
-  }
-  item_heads(p, i0, &t0, &a, &b);
-  item_heads(p, i1 - 1, &t1, &c, &e);
+  int64_t first, end;
+  sk__attn_block_rows(&p->heads, p->t, io->n_blocks, block, &first, &end);
   const int64_t row = p->d * (int64_t)sk_dtype_size(io->out[0].dtype);
-  reads[SLOT_Q] = writes[0] = (sk__span){(t0 * p->hq + a) * row, (t1 * p->hq + e) * row};
+  reads[SLOT_Q] = writes[0] = (sk__span){first * row, end * row};
 }
 
 /* How many rows ahead kv_rows asks for: a kv head's rows are D values in
@@ -271,28 +243,17 @@ static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk_
  * reads each once (memory-bound). */
 #define PREFETCH_ROWS (2 * SK_ATTN_KEYS)
 
-/* Scores the softmax shifts, exponentiates and sums at a time: 4 KiB, in L1. */
-#define SOFTMAX_CHUNK 1024
-
 /* Rows row .. row + nk - 1 of kv head g of a cache as fp32 rows: in place
  * for fp32 (row stride Hkv * D), else widened into buf (row stride D).
  * Prefetches the rows PREFETCH_ROWS further on, up to row `end`. */
 static const float *kv_rows(const sk__node_io *io, const sk__attention_kernels *kern, const sk__tensor *c,
                             int64_t row, int64_t end, int64_t g, size_t nk, float *buf, size_t *stride) {
   const attn_params *p = io->params;
-  const size_t d = (size_t)p->d, es = sk_dtype_size(c->dtype), row_elems = (size_t)p->hkv * d;
+  const size_t d = (size_t)p->d, es = sk_dtype_size(c->dtype), row_elems = (size_t)p->heads.hkv * d;
   const char *src = (const char *)c->data + ((size_t)row * row_elems + (size_t)g * d) * es;
   for (int64_t r = row + PREFETCH_ROWS; r < row + PREFETCH_ROWS + (int64_t)nk && r < end; r++)
     for (size_t b = 0; b < d * es; b += 64) __builtin_prefetch(src + (size_t)(r - row) * row_elems * es + b);
-  if (c->dtype == SK_FP32) {
-    *stride = row_elems;
-    return (const float *)src;
-  }
-  *stride = d;
-  if (c->dtype == SK_BF16) kern->widen_bf16((const uint16_t *)src, row_elems, nk, d, buf);
-  else
-    for (size_t r = 0; r < nk; r++) sk__convert(src + r * row_elems * es, c->dtype, buf + r * d, SK_FP32, d, io->isa);
-  return buf;
+  return sk__attn_rows_f32(kern, src, c->dtype, row_elems, nk, d, buf, stride, io->isa);
 }
 
 /* Token t, heads [h0, h1) (items of kv heads h0 / group .. (h1 - 1) /
@@ -305,14 +266,14 @@ static void run_items(const sk__node_io *io, const sk__attention_kernels *kern, 
   const sk_dtype dt = q->dtype;
   const size_t es = sk_dtype_size(dt), d = (size_t)p->d, nh = (size_t)(h1 - h0), ss = (size_t)p->s;
   const int64_t pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1;
-  const int64_t most = JOINT_ITEMS * p->sub;
+  const int64_t group = p->heads.group, most = JOINT_ITEMS * p->heads.sub;
   float *qf = ws, *o = qf + most * p->d, *kvf = o + most * p->d, *scores = kvf + SK_ATTN_KEYS * d;
   float *scratch = scores + most * p->s, *l = scratch + p->s;
   sk__convert((const char *)q->data + (size_t)(t * p->hq + h0) * d * es, dt, qf, SK_FP32, nh * d, io->isa);
   for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_KEYS) {
     const size_t nk = (size_t)(n - j0 < SK_ATTN_KEYS ? n - j0 : SK_ATTN_KEYS);
     for (int64_t a = h0; a < h1;) { /* each kv head's heads in [h0, h1): [a, b) */
-      const int64_t g = a / p->group, b = (g + 1) * p->group < h1 ? (g + 1) * p->group : h1;
+      const int64_t g = a / group, b = (g + 1) * group < h1 ? (g + 1) * group : h1;
       size_t ks;
       const float *kr = kv_rows(io, kern, k, lo + j0, pos + 1, g, nk, kvf, &ks);
       kern->dots(qf + (size_t)(a - h0) * d, (size_t)(b - a), kr, ks, nk, d, scores + (size_t)(a - h0) * ss + j0, ss);
@@ -328,24 +289,14 @@ static void run_items(const sk__node_io *io, const sk__attention_kernels *kern, 
       for (int64_t j = 0; j < n; j++) s[j] = p->softcap * tanh_from(s[j] / p->softcap, scratch[j]);
       m = kern->scale_max(s, (size_t)n, 1.0f); /* x * 1 == x, NaNs included: the max after the cap */
     }
-    /* p_j and the normalizer in chunks of SOFTMAX_CHUNK scores (a multiple
-     * of the 16 lanes, so lane (j - lo) mod 16 carries over), each shifted,
-     * exponentiated and summed while it is in L1. */
-    float lanes[SK_ATTN_LANES] = {0};
-    for (int64_t j = 0; j < n; j += SOFTMAX_CHUNK) {
-      const size_t c = (size_t)(n - j < SOFTMAX_CHUNK ? n - j : SOFTMAX_CHUNK);
-      kern->shift(s + j, c, m);
-      sk__expf_array(s + j, s + j, c, io->isa);
-      kern->lanes_add(lanes, s + j, c);
-    }
-    l[h] = sk__attn_fold16(lanes);
+    l[h] = sk__attn_exp_normalizer(kern, s, (size_t)n, m, io->isa); /* p_j; lane (j - lo) mod 16 of l */
   }
   /* values, block by block (keys in increasing order), into every head's accumulator */
   for (size_t i = 0; i < nh * d; i++) o[i] = 0.0f;
   for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_KEYS) {
     const size_t nk = (size_t)(n - j0 < SK_ATTN_KEYS ? n - j0 : SK_ATTN_KEYS);
     for (int64_t a = h0; a < h1;) {
-      const int64_t g = a / p->group, b = (g + 1) * p->group < h1 ? (g + 1) * p->group : h1;
+      const int64_t g = a / group, b = (g + 1) * group < h1 ? (g + 1) * group : h1;
       size_t vs;
       const float *vr = kv_rows(io, kern, v, lo + j0, pos + 1, g, nk, kvf, &vs);
       kern->accumulate(o + (size_t)(a - h0) * d, (size_t)(b - a), scores + (size_t)(a - h0) * ss + j0, ss, vr, vs, nk,
@@ -362,15 +313,14 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const attn_params *p = io->params;
   const int64_t n_tokens = sk__live_rows(io, &io->in[SLOT_Q].tensors[0]);
   int64_t i0, i1;
-  sk__flat_block_range(p->t * p->hkv * p->n_sub, io->n_blocks, block, &i0, &i1);
-  sk__clip(&i0, &i1, n_tokens * p->hkv * p->n_sub);
+  sk__attn_block_items(&p->heads, p->t, n_tokens, io->n_blocks, block, &i0, &i1);
   if (i0 >= i1 || !positions_valid(io, n_tokens)) return;
   const sk__attention_kernels *kern = sk__attention_config_for(io->isa);
   for (int64_t i = i0; i < i1;) { /* up to JOINT_ITEMS consecutive items of one token at a time */
     int64_t t, h0, h1, u = i + 1, tu, a, b;
-    item_heads(p, i, &t, &h0, &h1);
+    sk__attn_item_heads(&p->heads, i, &t, &h0, &h1);
     for (; u < i1 && u < i + JOINT_ITEMS; u++, h1 = b) {
-      item_heads(p, u, &tu, &a, &b);
+      sk__attn_item_heads(&p->heads, u, &tu, &a, &b);
       if (tu != t) break;
     }
     run_items(io, kern, t, h0, h1, workspace);

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/run_error.h"
 #include "kernels/convert/convert.h"
+#include "ops/index_input.h"
 #include "ops/op_util.h"
 
 enum { SLOT_TABLE, SLOT_IDS, SLOT_SCALE };
@@ -75,25 +75,12 @@ static sk_status build(sk__build_ctx *ctx) {
   return SK_STATUS_OK;
 }
 
-static int64_t id_at(const sk__tensor *ids, int64_t i) {
-  return ids->dtype == SK_INT32 ? ((const int32_t *)ids->data)[i] : ((const int64_t *)ids->data)[i];
-}
-
 /* Whether the n live ids are all rows of the table; else the run error,
  * naming the first bad one, before anything is read through them. */
 static bool ids_valid(const sk__node_io *io, int64_t n) {
   const embedding_params *p = io->params;
-  const sk__tensor *ids = &io->in[SLOT_IDS].tensors[0];
-  for (int64_t i = 0; i < n; i++) {
-    int64_t id = id_at(ids, i);
-    if (id < 0 || id >= p->v) {
-      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
-                        "%s (embedding): ids[%lld] = %lld is out of range for a table of %lld rows",
-                        io->name ? io->name : "node", (long long)i, (long long)id, (long long)p->v);
-      return false;
-    }
-  }
-  return true;
+  return sk__indices_in_range(io, &io->in[SLOT_IDS].tensors[0], n, p->v,
+                              "%s (embedding): ids[%lld] = %lld is out of range for a table of %lld rows");
 }
 
 static void reference(const sk__node_io *io) {
@@ -103,7 +90,7 @@ static void reference(const sk__node_io *io) {
   const int64_t n = sk__live_numel(io, ids);
   if (!ids_valid(io, n)) return;
   for (int64_t i = 0; i < n; i++) {
-    const int64_t id = id_at(ids, i);
+    const int64_t id = sk__index_at(ids, i);
     for (int64_t j = 0; j < p->h; j++) {
       float v = sk__load_f32(table->data, p->table_dtype, (size_t)(id * p->h + j));
       if (scale) v = v * scale[id];
@@ -143,7 +130,7 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   if (i0 >= i1 || !ids_valid(io, n)) return;
   float *v = workspace;
   for (int64_t i = i0; i < i1; i++) {
-    const int64_t id = id_at(ids, i);
+    const int64_t id = sk__index_at(ids, i);
     const char *src = (const char *)table->data + (size_t)id * in_row;
     char *dst = (char *)io->out[0].data + (size_t)i * out_row;
     if (!scale) {

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/run_error.h"
+#include "ops/index_input.h"
 #include "ops/op_util.h"
 
 enum { SLOT_CACHE, SLOT_NEW, SLOT_POSITIONS };
@@ -67,38 +67,21 @@ static sk_status build(sk__build_ctx *ctx) {
   return SK_STATUS_OK;
 }
 
-static int64_t position(const sk__tensor *pos, int64_t t) {
-  return pos->dtype == SK_INT64 ? ((const int64_t *)pos->data)[t] : ((const int32_t *)pos->data)[t];
-}
-
-/* Whether every live position is a cache row; else the run error names the
- * first that is not. */
-static bool positions_valid(const sk__node_io *io, int64_t n_tokens) {
-  const kvw_params *p = io->params;
-  const sk__tensor *pos = &io->in[SLOT_POSITIONS].tensors[0];
-  for (int64_t t = 0; t < n_tokens; t++) {
-    int64_t at = position(pos, t);
-    if (at < 0 || at >= p->s) {
-      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
-                        "%s (kv_cache_write): input positions[%lld] = %lld: expected a cache row in [0, %lld) "
-                        "(cache's S); nothing was written", io->name ? io->name : "node", (long long)t,
-                        (long long)at, (long long)p->s);
-      return false;
-    }
-  }
-  return true;
-}
-
-/* Writes the live tokens whose row lies in [r0, r1), in increasing t. */
+/* Writes the live tokens whose row lies in [r0, r1), in increasing t, once
+ * every live position is known to be a cache row (else the run error names
+ * the first that is not, and nothing is written). */
 static void write_rows(const sk__node_io *io, int64_t r0, int64_t r1) {
   const kvw_params *p = io->params;
   const sk__tensor *pos = &io->in[SLOT_POSITIONS].tensors[0];
   const char *nw = io->in[SLOT_NEW].tensors[0].data;
   char *cache = io->out[0].data;
   int64_t n_tokens = sk__live_rows(io, pos);
-  if (!positions_valid(io, n_tokens)) return;
+  if (!sk__indices_in_range(io, pos, n_tokens, p->s,
+                            "%s (kv_cache_write): input positions[%lld] = %lld: expected a cache row in [0, %lld) "
+                            "(cache's S); nothing was written"))
+    return;
   for (int64_t t = 0; t < n_tokens; t++) {
-    int64_t at = position(pos, t);
+    int64_t at = sk__index_at(pos, t);
     if (at >= r0 && at < r1) memcpy(cache + at * p->row_bytes, nw + t * p->row_bytes, (size_t)p->row_bytes);
   }
 }

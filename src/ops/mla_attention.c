@@ -25,17 +25,21 @@
  * chunks or decoded token by token, on any executor, team and ISA.
  *
  * The reference computes it element by element (the oracle); the kernel
- * runs the same operations with kernels/attention's dots and accumulate
- * (each bitwise its scalar definition), the SIMD converters and exp. */
+ * runs the same operations with kernels/attention's loops (dots,
+ * accumulate, the softmax's; each bitwise its scalar definition), the SIMD
+ * converters and exp, in work items and steps it shares with attention
+ * (attention_common.h: one group of all H heads, over one latent row per
+ * key). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
-#include "core/run_error.h"
 #include "kernels/activation/activation.h"
 #include "kernels/attention/attention.h"
 #include "kernels/convert/convert.h"
+#include "ops/attention_common.h"
+#include "ops/index_input.h"
 #include "ops/op_util.h"
 
 enum { SLOT_QN, SLOT_QPE, SLOT_CACHE, SLOT_POSITIONS, SLOT_W };
@@ -43,13 +47,12 @@ enum { SLOT_QN, SLOT_QPE, SLOT_CACHE, SLOT_POSITIONS, SLOT_W };
 #define MAX_RANK 4096 /* kv_lora_rank: a multiple of 16 up to this (DeepSeek: 512) */
 #define MAX_ROPE 512  /* qk_rope_head_dim: a multiple of 16 up to this (64) */
 #define MAX_HEAD 1024 /* qk_nope_head_dim, v_head_dim: 1 up to this (128) */
-#define MAX_GROUP 8   /* heads a work item shares one pass over the keys with */
 
 typedef struct mla_params {
   int64_t t, h, s;       /* planned tokens, heads, cache rows */
   int64_t nope, rope, v; /* head dims */
   int64_t rank, d;       /* kv_lora_rank; d = rank + rope, a cache row */
-  int64_t sub, n_sub;    /* a token's heads in n_sub items of at most sub */
+  sk__attn_heads heads;  /* one group of the h heads, in work items */
   float scale;
 } mla_params;
 
@@ -110,8 +113,7 @@ static sk_status build(sk__build_ctx *ctx) {
   mla_params *p = sk__ctx_params(ctx);
   p->t = t, p->h = h, p->s = c->shape[0];
   p->nope = nope, p->rope = rope, p->v = v, p->rank = rank, p->d = rank + rope;
-  p->n_sub = sk__ceil_div(h, MAX_GROUP);
-  p->sub = sk__ceil_div(h, p->n_sub);
+  p->heads = sk__attn_heads_of(1, h);
   p->scale = scale != 0 ? (float)scale : (float)(1.0 / sqrt((double)(nope + rope)));
   sk__tensor *out;
   SK_RETURN_IF_ERROR(sk__ctx_set_outputs(ctx, 1, &out));
@@ -122,25 +124,16 @@ static sk_status build(sk__build_ctx *ctx) {
 /* ---- what the reference and the kernel share ---- */
 
 static int64_t position(const sk__node_io *io, int64_t t) {
-  const sk__tensor *pos = &io->in[SLOT_POSITIONS].tensors[0];
-  return pos->dtype == SK_INT64 ? ((const int64_t *)pos->data)[t] : ((const int32_t *)pos->data)[t];
+  return sk__index_at(&io->in[SLOT_POSITIONS].tensors[0], t);
 }
 
 /* Whether every live position is a cache row; else the run error names the
  * first that is not (the output is then unspecified). */
 static bool positions_valid(const sk__node_io *io, int64_t n_tokens) {
   const mla_params *p = io->params;
-  for (int64_t t = 0; t < n_tokens; t++) {
-    int64_t at = position(io, t);
-    if (at < 0 || at >= p->s) {
-      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
-                        "%s (mla_attention): input positions[%lld] = %lld: expected a cache row in [0, %lld) (the "
-                        "latent cache's S)", io->name ? io->name : "node", (long long)t, (long long)at,
-                        (long long)p->s);
-      return false;
-    }
-  }
-  return true;
+  return sk__indices_in_range(io, &io->in[SLOT_POSITIONS].tensors[0], n_tokens, p->s,
+                              "%s (mla_attention): input positions[%lld] = %lld: expected a cache row in [0, %lld) "
+                              "(the latent cache's S)");
 }
 
 static inline float canonical(float o) { return o == o ? o : sk__canonical_nan(); }
@@ -220,26 +213,18 @@ static sk_status pack(const sk__node_io *io, void **packed, size_t *bytes) {
   return SK_STATUS_OK;
 }
 
-/* Item i: token *t, heads [*h0, *h1); consecutive items cover consecutive
- * heads, so a block's q and output rows are one contiguous range each. */
-static void item_heads(const mla_params *p, int64_t item, int64_t *t, int64_t *h0, int64_t *h1) {
-  *t = item / p->n_sub;
-  *h0 = item % p->n_sub * p->sub;
-  *h1 = *h0 + p->sub < p->h ? *h0 + p->sub : p->h;
-}
-
 /* Per core, in floats: the items' [q_lat, q_pe] rows, latent contexts,
  * scores over every key, outputs and normalizers; one q_nope row, one
  * block of SK_ATTN_KEYS widened cache rows, and one head's widened weight
  * when it is not packed. */
 static size_t workspace_floats(const mla_params *p) {
-  return (size_t)(p->sub * (p->d + p->rank + p->s + p->v + 1) + p->nope + SK_ATTN_KEYS * p->d +
+  return (size_t)(p->heads.sub * (p->d + p->rank + p->s + p->v + 1) + p->nope + SK_ATTN_KEYS * p->d +
                   (p->nope + p->v) * p->rank);
 }
 
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const mla_params *p = io->params;
-  const int64_t items = p->t * p->n_sub;
+  const int64_t items = p->t * sk__attn_items_per_token(&p->heads);
   *out = sk__flat_tiling(items, sk__flat_block_size(items, n_cores, 1, 1));
   out->workspace_bytes = workspace_floats(p) * sizeof(float);
   return SK_STATUS_OK;
@@ -249,18 +234,12 @@ static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
  * rows (one range each), the whole cache, weight and positions. */
 static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk__span *writes) {
   const mla_params *p = io->params;
-  int64_t i0, i1, t0, a, b, t1, c, e;
-  sk__flat_block_range(p->t * p->n_sub, io->n_blocks, block, &i0, &i1);
-  if (i0 >= i1) {
-    reads[SLOT_QN] = reads[SLOT_QPE] = writes[0] = (sk__span){0, 0};
-    return;
-  }
-  item_heads(p, i0, &t0, &a, &b);
-  item_heads(p, i1 - 1, &t1, &c, &e);
-  const int64_t es = (int64_t)sk_dtype_size(io->out[0].dtype), first = t0 * p->h + a, last = t1 * p->h + e;
-  reads[SLOT_QN] = (sk__span){first * p->nope * es, last * p->nope * es};
-  reads[SLOT_QPE] = (sk__span){first * p->rope * es, last * p->rope * es};
-  writes[0] = (sk__span){first * p->v * es, last * p->v * es};
+  int64_t first, end;
+  sk__attn_block_rows(&p->heads, p->t, io->n_blocks, block, &first, &end);
+  const int64_t es = (int64_t)sk_dtype_size(io->out[0].dtype);
+  reads[SLOT_QN] = (sk__span){first * p->nope * es, end * p->nope * es};
+  reads[SLOT_QPE] = (sk__span){first * p->rope * es, end * p->rope * es};
+  writes[0] = (sk__span){first * p->v * es, end * p->v * es};
 }
 
 /* Head h's weight block (W_UK's N rows, then W_UV's V rows) in fp32. */
@@ -281,17 +260,9 @@ static const float *cache_rows(const sk__node_io *io, const sk__attention_kernel
                                size_t width, float *buf, size_t *stride) {
   const mla_params *p = io->params;
   const sk__tensor *cache = &io->in[SLOT_CACHE].tensors[0];
-  const size_t d = (size_t)p->d, es = sk_dtype_size(cache->dtype);
-  const char *src = (const char *)cache->data + (size_t)j * d * es;
-  if (cache->dtype == SK_FP32) {
-    *stride = d;
-    return (const float *)src;
-  }
-  *stride = width;
-  if (cache->dtype == SK_BF16) kern->widen_bf16((const uint16_t *)src, d, nk, width, buf);
-  else
-    for (size_t r = 0; r < nk; r++) sk__convert(src + r * d * es, cache->dtype, buf + r * width, SK_FP32, width, io->isa);
-  return buf;
+  const size_t d = (size_t)p->d;
+  const char *src = (const char *)cache->data + (size_t)j * d * sk_dtype_size(cache->dtype);
+  return sk__attn_rows_f32(kern, src, cache->dtype, d, nk, width, buf, stride, io->isa);
 }
 
 /* One item: token t, heads [h0, h1). The keys go in blocks of
@@ -307,8 +278,9 @@ static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, i
   const size_t es = sk_dtype_size(dt), d = (size_t)p->d, rank = (size_t)p->rank, nope = (size_t)p->nope;
   const size_t nh = (size_t)(h1 - h0), s = (size_t)p->s, v = (size_t)p->v;
   const int64_t n = position(io, t) + 1;
-  float *qcat = ws, *ctx = qcat + p->sub * d, *scores = ctx + p->sub * rank, *o = scores + p->sub * s;
-  float *l = o + p->sub * v, *qrow = l + p->sub, *kvf = qrow + nope, *wbuf = kvf + SK_ATTN_KEYS * d;
+  const size_t sub = (size_t)p->heads.sub;
+  float *qcat = ws, *ctx = qcat + sub * d, *scores = ctx + sub * rank, *o = scores + sub * s;
+  float *l = o + sub * v, *qrow = l + sub, *kvf = qrow + nope, *wbuf = kvf + SK_ATTN_KEYS * d;
   /* [q_lat, q_pe] per head: q_lat the fmaf chain over N of W_UK's rows,
    * SK_ATTN_KEYS rows a call (the same chain, in increasing i) */
   for (size_t h = 0; h < nh; h++) {
@@ -330,19 +302,10 @@ static void run_item(const sk__node_io *io, const sk__attention_kernels *kern, i
     const float *kr = cache_rows(io, kern, j0, nk, d, kvf, &ks);
     kern->dots(qcat, nh, kr, ks, nk, d, scores + j0, s);
   }
-  for (size_t h = 0; h < nh; h++) {
+  for (size_t h = 0; h < nh; h++) { /* p_j and the normalizer, as attention's */
     float *sc = scores + h * s;
-    for (int64_t j = 0; j < n; j++) sc[j] = sc[j] * p->scale;
-    float m = -INFINITY;
-    for (int64_t j = 0; j < n; j++) m = sc[j] > m ? sc[j] : m;
-    for (int64_t j = 0; j < n; j++) sc[j] = sc[j] - m;
-    sk__expf_array(sc, sc, (size_t)n, io->isa);
-    float lanes[SK_ATTN_LANES] = {0};
-    int64_t j = 0;
-    for (; j + SK_ATTN_LANES <= n; j += SK_ATTN_LANES)
-      for (int c = 0; c < SK_ATTN_LANES; c++) lanes[c] = lanes[c] + sc[j + c];
-    for (int c = 0; j + c < n; c++) lanes[c] = lanes[c] + sc[j + c];
-    l[h] = sk__attn_fold16(lanes);
+    const float m = kern->scale_max(sc, (size_t)n, p->scale);
+    l[h] = sk__attn_exp_normalizer(kern, sc, (size_t)n, m, io->isa);
   }
   /* latent contexts, block by block in increasing key order (c_kv only:
    * the first R values of a row, so only those are widened) */
@@ -368,13 +331,12 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   const mla_params *p = io->params;
   const int64_t n_tokens = sk__live_rows(io, &io->in[SLOT_QN].tensors[0]);
   int64_t i0, i1;
-  sk__flat_block_range(p->t * p->n_sub, io->n_blocks, block, &i0, &i1);
-  sk__clip(&i0, &i1, n_tokens * p->n_sub);
+  sk__attn_block_items(&p->heads, p->t, n_tokens, io->n_blocks, block, &i0, &i1);
   if (i0 >= i1 || !positions_valid(io, n_tokens)) return;
   const sk__attention_kernels *kern = sk__attention_config_for(io->isa);
   for (int64_t i = i0; i < i1; i++) {
     int64_t t, h0, h1;
-    item_heads(p, i, &t, &h0, &h1);
+    sk__attn_item_heads(&p->heads, i, &t, &h0, &h1);
     run_item(io, kern, t, h0, h1, workspace);
   }
 }

@@ -24,8 +24,8 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
-#include "core/run_error.h"
 #include "kernels/convert/convert.h"
+#include "ops/index_input.h"
 #include "ops/op_util.h"
 #include "ops/rope_freq.h"
 
@@ -124,25 +124,12 @@ static sk_status build(sk__build_ctx *ctx) {
   return SK_STATUS_OK;
 }
 
-static int64_t position_at(const sk__node_io *io, int64_t t) {
-  const sk__tensor *pos = &io->in[SLOT_POS].tensors[0];
-  return pos->dtype == SK_INT32 ? ((const int32_t *)pos->data)[t] : ((const int64_t *)pos->data)[t];
-}
-
 /* Whether the n live positions are all rows of the table; else the run
  * error, naming the first bad one, before anything is read through them. */
 static bool positions_valid(const sk__node_io *io, int64_t n) {
   const rope_params *p = io->params;
-  for (int64_t t = 0; t < n; t++) {
-    int64_t at = position_at(io, t);
-    if (at < 0 || at >= p->c.max_positions) {
-      sk__run_error_set(io->run_error, SK_STATUS_INVALID_ARGUMENT,
-                        "%s (rotary_embedding): positions[%lld] = %lld is out of range for max_positions %lld",
-                        io->name ? io->name : "node", (long long)t, (long long)at, (long long)p->c.max_positions);
-      return false;
-    }
-  }
-  return true;
+  return sk__indices_in_range(io, &io->in[SLOT_POS].tensors[0], n, p->c.max_positions,
+                              "%s (rotary_embedding): positions[%lld] = %lld is out of range for max_positions %lld");
 }
 
 /* One head row v (fp32, D values) rotated into w with the position's
@@ -164,10 +151,11 @@ static void rotate(const rope_params *p, const float *v, const float *cs, float 
 static void tokens(const sk__node_io *io, int64_t t0, int64_t t1, float *scratch, sk__convert_fn convert) {
   const rope_params *p = io->params;
   const float *table = io->packed;
+  const sk__tensor *pos = &io->in[SLOT_POS].tensors[0];
   const size_t es = sk_dtype_size(p->dtype), d = (size_t)p->d, r = (size_t)p->c.rotary_dim;
   float *v = scratch, *w = v + d, *cs = w + d;
   for (int64_t t = t0; t < t1; t++) {
-    const int64_t at = position_at(io, t);
+    const int64_t at = sk__index_at(pos, t);
     const float *row = cs;
     if (table) row = table + (size_t)at * r;
     else sk__rope_table_row(&p->c, p->inv_freq, p->attention_factor, at, cs);

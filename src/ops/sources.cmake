@@ -16,6 +16,7 @@ list(APPEND SK_SOURCES
   ops/grouped_matmul_balance.c
   ops/grouped_matmul_groups.c
   ops/packed_weights.c
+  ops/index_input.c
   ops/quant_param.c
   ops/quant_matmul.c
   ops/quant_matmul_tiling.c
@@ -36,10 +37,10 @@ list(APPEND SK_SOURCES
   ops/embedding.c
   ops/rotary_embedding.c ops/rope_freq.c
   ops/kv_cache_write.c
-  ops/attention.c
+  ops/attention.c ops/attention_common.c
   ops/mla_attention.c
 )
 # Their arithmetic is written as separate multiplies and adds (docs/ops.md):
 # a compiler must not fuse them on an ISA that has FMA.
 set_source_files_properties(ops/rms_norm.c ops/swiglu.c ops/moe_finalize_routing.c
-  ops/rotary_embedding.c ops/rope_freq.c ops/attention.c ops/mla_attention.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+  ops/rotary_embedding.c ops/rope_freq.c ops/attention.c ops/attention_common.c ops/mla_attention.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")

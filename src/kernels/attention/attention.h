@@ -1,4 +1,4 @@
-/* The inner loops of the attention op (src/ops/attention.c), on fp32 rows,
+/* The inner loops of the attention ops (src/ops/attention.c, mla_attention.c),
  * one path per ISA, every path bitwise the scalar one. They work on a block
  * of at most SK_ATTN_KEYS keys at a time, so a block's rows are read (and
  * widened from bf16) once for every q head of the kv group:
