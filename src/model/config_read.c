@@ -144,3 +144,16 @@ sk_status sk__describe_llama_like(const cJSON *c, sk__decoder *d) {
   SK_RETURN_IF_ERROR(sk__cfg_bool(c, "attention_bias", false, &d->qkv_bias));
   return read_rope(c, &d->rope);
 }
+
+sk_status sk__describe_moe(const cJSON *c, sk__decoder *d, const char *inter_key, bool renorm_default) {
+  /* transformers 5 names the expert count num_local_experts, 4 num_experts */
+  int64_t experts = 0;
+  SK_RETURN_IF_ERROR(sk__cfg_int(c, "num_experts", 0, 0, 1 << 16, &experts));
+  if (!experts) SK_RETURN_IF_ERROR(sk__cfg_int(c, "num_local_experts", SK__REQUIRED, 1, 1 << 16, &experts));
+  d->moe.experts = experts;
+  SK_RETURN_IF_ERROR(sk__cfg_int(c, "num_experts_per_tok", SK__REQUIRED, 1, experts, &d->moe.top_k));
+  SK_RETURN_IF_ERROR(sk__cfg_int(c, inter_key, SK__REQUIRED, 1, (int64_t)1 << 24, &d->moe.inter));
+  SK_RETURN_IF_ERROR(sk__cfg_bool(c, "norm_topk_prob", renorm_default, &d->moe.renorm));
+  for (int64_t i = 0; i < d->layers; i++) d->moe_layer[i] = true;
+  return SK_STATUS_OK;
+}

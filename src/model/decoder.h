@@ -41,6 +41,7 @@ typedef struct sk__decoder {
   double eps;                      /* rms_norm_eps */
   sk__rope rope;
   bool qk_norm;                    /* q / k RMS-normed per head before RoPE (Qwen3) */
+  bool qk_norm_full;               /* q / k RMS-normed over the whole projection (OLMoE) */
   bool qkv_bias;                   /* q / k / v projections with a bias (Qwen2, Llama's attention_bias) */
   bool o_bias;                     /* o_proj with a bias (Llama's attention_bias) */
   bool tie_embeddings;             /* the LM head is the embedding table */

@@ -139,8 +139,13 @@ static sk_value attention_block(sk__model_builder *b, int64_t l, sk_value h, sk_
   PROJ("v", kvn, hid, kvn, d->qkv_bias, wv, bv);
   PROJ("o", hid, qn, hid, d->o_bias, wo, bo);
 #undef PROJ
-  sk_value q = reshape(b, "q_heads", linear(b, "q_proj", h, wq, bq), d->heads, hd);
-  sk_value k = reshape(b, "k_heads", linear(b, "k_proj", h, wk, bk), d->kv_heads, hd);
+  sk_value q = linear(b, "q_proj", h, wq, bq), k = linear(b, "k_proj", h, wk, bk);
+  if (d->qk_norm_full) {
+    q = norm(b, "q_norm", q, NONE, GAMMA(qn, "model.layers.%lld.self_attn.q_norm.weight", (long long)l), NULL);
+    k = norm(b, "k_norm", k, NONE, GAMMA(kvn, "model.layers.%lld.self_attn.k_norm.weight", (long long)l), NULL);
+  }
+  q = reshape(b, "q_heads", q, d->heads, hd);
+  k = reshape(b, "k_heads", k, d->kv_heads, hd);
   sk_value v = reshape(b, "v_heads", linear(b, "v_proj", h, wv, bv), d->kv_heads, hd);
   if (d->qk_norm) {
     q = norm(b, "q_norm", q, NONE, GAMMA(hd, "model.layers.%lld.self_attn.q_norm.weight", (long long)l), NULL);

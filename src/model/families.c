@@ -4,9 +4,10 @@
 
 #include "model/family.h"
 
-extern const sk__family sk__family_llama, sk__family_qwen3_moe;
+extern const sk__family sk__family_llama, sk__family_qwen3_moe, sk__family_mixtral, sk__family_olmoe;
 
-static const sk__family *const families[] = {&sk__family_llama, &sk__family_qwen3_moe};
+static const sk__family *const families[] = {&sk__family_llama, &sk__family_qwen3_moe, &sk__family_mixtral,
+                                             &sk__family_olmoe};
 
 const sk__family *sk__family_find(const char *model_type) {
   for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
@@ -14,4 +15,4 @@ const sk__family *sk__family_find(const char *model_type) {
   return NULL;
 }
 
-const char *sk__family_names(void) { return "llama, mistral, qwen2, qwen3, qwen3_moe"; }
+const char *sk__family_names(void) { return "llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, olmoe"; }

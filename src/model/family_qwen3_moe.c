@@ -9,15 +9,8 @@
 
 static sk_status describe(const cJSON *c, sk__decoder *d) {
   SK_RETURN_IF_ERROR(sk__describe_llama_like(c, d));
+  SK_RETURN_IF_ERROR(sk__describe_moe(c, d, "moe_intermediate_size", false));
   d->qk_norm = true;
-  /* transformers 5 names the expert count num_local_experts, 4 num_experts */
-  int64_t experts;
-  SK_RETURN_IF_ERROR(sk__cfg_int(c, "num_experts", 0, 0, 1 << 16, &experts));
-  if (!experts) SK_RETURN_IF_ERROR(sk__cfg_int(c, "num_local_experts", SK__REQUIRED, 1, 1 << 16, &experts));
-  d->moe.experts = experts;
-  SK_RETURN_IF_ERROR(sk__cfg_int(c, "num_experts_per_tok", SK__REQUIRED, 1, experts, &d->moe.top_k));
-  SK_RETURN_IF_ERROR(sk__cfg_int(c, "moe_intermediate_size", SK__REQUIRED, 1, (int64_t)1 << 24, &d->moe.inter));
-  SK_RETURN_IF_ERROR(sk__cfg_bool(c, "norm_topk_prob", false, &d->moe.renorm));
   int64_t step;
   SK_RETURN_IF_ERROR(sk__cfg_int(c, "decoder_sparse_step", 1, 1, SK__MODEL_MAX_LAYERS, &step));
   for (int64_t i = 0; i < d->layers; i++) d->moe_layer[i] = (i + 1) % step == 0;

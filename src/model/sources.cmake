@@ -3,5 +3,7 @@ list(APPEND SK_SOURCES
   model/families.c
   model/family_llama.c
   model/family_qwen3_moe.c
+  model/family_mixtral.c
+  model/family_olmoe.c
   model/decoder_graph.c
   model/model.c)

