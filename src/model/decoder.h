@@ -26,11 +26,29 @@ typedef struct sk__rope {
   int interleaved;         /* 0 neox (rotate_half), 1 GPT-J pairs */
 } sk__rope;
 
+typedef enum sk__router {
+  SK__ROUTER_SOFTMAX,      /* softmax over the experts, top-k (renorm: divided by their sum) */
+  SK__ROUTER_SIGMOID_GROUPED /* DeepSeek-V3: sigmoid, + correction bias for the choice, top groups */
+} sk__router;
+
 typedef struct sk__moe {
   int64_t experts, top_k, inter;   /* routed experts: count, per token, intermediate size */
   bool renorm;                     /* norm_topk_prob: the k weights divided by their sum */
+  sk__router router;
+  bool router_fp32;                /* the router's logits from fp32 x and weight (DeepSeek), else the model's dtype */
+  int64_t groups, topk_group;      /* SIGMOID_GROUPED: n_group, topk_group */
+  double scaling;                  /* routed_scaling_factor (1: none) */
   int64_t shared_inter;            /* 0: no shared expert */
+  const char *shared_prefix;       /* "shared_experts" (DeepSeek) or "shared_expert" (Qwen2-MoE) */
+  bool shared_gate;                /* Qwen2-MoE: the shared output times sigmoid(x @ shared_expert_gate^T) */
 } sk__moe;
+
+/* DeepSeek's multi-head latent attention (mla_attention's absorbed form). */
+typedef struct sk__mla {
+  int64_t q_lora_rank;             /* 0: q_proj; else q_a_proj, q_a_layernorm, q_b_proj */
+  int64_t kv_lora_rank, nope, rope, v_head_dim;
+  double scale;                    /* the scores' factor (YaRN's mscale^2 folded in) */
+} sk__mla;
 
 typedef struct sk__decoder {
   const char *family;              /* config.json's model_type (the family's own string) */
@@ -48,6 +66,8 @@ typedef struct sk__decoder {
   int64_t sliding_window;          /* 0: none */
   int64_t mlp_inter;               /* the dense layers' intermediate size */
   sk__moe moe;                     /* experts 0: every layer dense */
+  bool mla;                        /* attention is DeepSeek's MLA (mla below), else grouped-query */
+  sk__mla mla_dims;
   bool moe_layer[SK__MODEL_MAX_LAYERS]; /* per layer: MoE (true) or the dense MLP */
 } sk__decoder;
 

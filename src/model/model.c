@@ -22,14 +22,15 @@ struct sk_model {
   size_t weight_bytes;
   sk_program *body, *head;
   size_t body_ids, body_positions, body_hidden, head_hidden, head_logits; /* io indices */
-  size_t *body_caches;  /* per layer: k then v input index */
+  sk__model_cache *caches; /* the body's cache inputs (names, one sequence's bytes) */
+  size_t *cache_index;     /* their input indices */
+  int n_caches;
 };
 
 struct sk_model_seq {
   sk_model *model;
   int64_t length;
-  void **caches;        /* 2 per layer */
-  size_t cache_bytes;   /* each */
+  void **caches;        /* the model's n_caches */
   int32_t *ids, *positions;
   void *hidden;         /* [max_tokens, H] */
   sk_run_context *body, *head;
@@ -85,13 +86,10 @@ static sk_status index_io(sk_model *m) {
   SK_RETURN_IF_ERROR(find(m->body, SK_IO_OUTPUT, "hidden", &m->body_hidden));
   SK_RETURN_IF_ERROR(find(m->head, SK_IO_INPUT, "hidden", &m->head_hidden));
   SK_RETURN_IF_ERROR(find(m->head, SK_IO_OUTPUT, "logits", &m->head_logits));
-  m->body_caches = calloc((size_t)(2 * m->d.layers), sizeof *m->body_caches);
-  if (!m->body_caches) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_create: out of memory");
-  for (int64_t i = 0; i < 2 * m->d.layers; i++) {
-    char name[64];
-    snprintf(name, sizeof name, "layers.%lld.%s_cache", (long long)(i / 2), i % 2 ? "v" : "k");
-    SK_RETURN_IF_ERROR(find(m->body, SK_IO_INPUT, name, &m->body_caches[i]));
-  }
+  m->cache_index = calloc((size_t)m->n_caches + 1, sizeof *m->cache_index);
+  if (!m->cache_index) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_create: out of memory");
+  for (int i = 0; i < m->n_caches; i++)
+    SK_RETURN_IF_ERROR(find(m->body, SK_IO_INPUT, m->caches[i].name, &m->cache_index[i]));
   return SK_STATUS_OK;
 }
 
@@ -129,9 +127,13 @@ sk_status sk_model_create(const sk_model_config *cfg, sk_model **model_out) {
     m->max_tokens = cfg->max_tokens ? cfg->max_tokens : DEFAULT_MAX_TOKENS;
     m->max_context = cfg->max_context ? cfg->max_context
                      : m->d.max_positions < DEFAULT_MAX_CONTEXT ? m->d.max_positions : DEFAULT_MAX_CONTEXT;
+    m->caches = calloc((size_t)(2 * m->d.layers), sizeof *m->caches);
+    if (!m->caches) st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_create: out of memory");
     sk__model_builder b = {.d = &m->d, .weight = cfg->weight, .weight_user = cfg->weight_user,
-                           .max_tokens = m->max_tokens, .max_context = m->max_context, .options = cfg->options};
-    st = compile(&b, cfg, sk__build_body, &m->body);
+                           .max_tokens = m->max_tokens, .max_context = m->max_context, .options = cfg->options,
+                           .caches = m->caches};
+    if (st == SK_STATUS_OK) st = compile(&b, cfg, sk__build_body, &m->body);
+    m->n_caches = b.n_caches;
     if (st == SK_STATUS_OK) st = compile(&b, cfg, sk__build_head, &m->head);
     m->weight_bytes = b.weight_bytes;
   }
@@ -149,7 +151,8 @@ void sk_model_destroy(sk_model *m) {
   if (!m) return;
   sk_program_destroy(m->body);
   sk_program_destroy(m->head);
-  free(m->body_caches);
+  free(m->caches);
+  free(m->cache_index);
   free(m);
 }
 
@@ -159,9 +162,8 @@ sk_status sk_model_get_info(const sk_model *m, sk_model_info *info) {
   const sk__decoder *d = &m->d;
   *info = (sk_model_info){.family = m->family, .about = m->about, .dtype = d->dtype, .vocab = d->vocab,
                           .hidden = d->hidden, .layers = d->layers, .max_tokens = m->max_tokens,
-                          .max_context = m->max_context, .weight_bytes = m->weight_bytes,
-                          .cache_bytes = (size_t)(2 * d->layers * m->max_context * d->kv_heads * d->head_dim) *
-                                         sk_dtype_size(d->dtype)};
+                          .max_context = m->max_context, .weight_bytes = m->weight_bytes};
+  for (int i = 0; i < m->n_caches; i++) info->cache_bytes += m->caches[i].bytes;
   return SK_STATUS_OK;
 }
 
@@ -179,23 +181,23 @@ sk_status sk_model_seq_create(sk_model *m, sk_model_seq **seq_out) {
   sk_model_seq *s = calloc(1, sizeof *s);
   if (!s) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_seq_create: out of memory");
   s->model = m;
-  s->cache_bytes = (size_t)(m->max_context * d->kv_heads * d->head_dim) * sk_dtype_size(d->dtype);
-  s->caches = calloc((size_t)(2 * d->layers), sizeof *s->caches);
+  s->caches = calloc((size_t)m->n_caches + 1, sizeof *s->caches);
   s->ids = sk__aligned_alloc((size_t)m->max_tokens * sizeof *s->ids);
   s->positions = sk__aligned_alloc((size_t)m->max_tokens * sizeof *s->positions);
   s->hidden = sk__aligned_alloc((size_t)(m->max_tokens * d->hidden) * sk_dtype_size(d->dtype));
   sk_status st = s->caches && s->ids && s->positions && s->hidden ? SK_STATUS_OK
                  : sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_seq_create: out of memory");
   /* The cache streams through attention every step: huge pages where offered. */
-  for (int64_t i = 0; st == SK_STATUS_OK && i < 2 * d->layers; i++) {
-    s->caches[i] = sk__alloc_streamed(s->cache_bytes);
+  for (int i = 0; st == SK_STATUS_OK && i < m->n_caches; i++) {
+    s->caches[i] = sk__alloc_streamed(m->caches[i].bytes);
     if (!s->caches[i])
-      st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_seq_create: the KV cache (%zu bytes a layer)", 2 * s->cache_bytes);
+      st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_seq_create: the KV cache %s (%zu bytes)", m->caches[i].name,
+                    m->caches[i].bytes);
   }
   if (st == SK_STATUS_OK) st = sk_run_context_create(m->body, &s->body);
   if (st == SK_STATUS_OK) st = sk_run_context_create(m->head, &s->head);
-  for (int64_t i = 0; st == SK_STATUS_OK && i < 2 * d->layers; i++)
-    st = bind(s->body, SK_IO_INPUT, m->body_caches[i], s->caches[i], s->cache_bytes);
+  for (int i = 0; st == SK_STATUS_OK && i < m->n_caches; i++)
+    st = bind(s->body, SK_IO_INPUT, m->cache_index[i], s->caches[i], m->caches[i].bytes);
   if (st != SK_STATUS_OK) {
     sk_model_seq_destroy(s);
     return st;
@@ -208,7 +210,7 @@ void sk_model_seq_destroy(sk_model_seq *s) {
   if (!s) return;
   sk_run_context_destroy(s->body);
   sk_run_context_destroy(s->head);
-  for (int64_t i = 0; s->caches && i < 2 * s->model->d.layers; i++) sk__aligned_free(s->caches[i]);
+  for (int i = 0; s->caches && i < s->model->n_caches; i++) sk__aligned_free(s->caches[i]);
   free(s->caches);
   sk__aligned_free(s->ids);
   sk__aligned_free(s->positions);

@@ -1,15 +1,16 @@
 /*
- * model_graph.h — the graphs of a decoder model (decoder_graph.c) and the
- * builder they share: calls that stop at the first error (kept with its
- * message) and weights looked up by name, checked and borrowed as
- * constants.
+ * model_graph.h — the graphs of a decoder model and the builder they
+ * share: calls that stop at the first error (kept with its message), and
+ * weights looked up by name, checked and borrowed as constants.
  *
- * The body graph: ids int32 [T] and positions int32 [T] (T up to
- * max_tokens, a run-time count), per layer L the caches "layers.L.k_cache"
- * and "layers.L.v_cache" [max_context, kv_heads, head_dim] (inputs that
- * kv_cache_write writes in place) -> "hidden" [T, H], the final norm's
- * output. One scope per layer. The head graph: "hidden" [T, H] -> "logits"
- * fp32 [T, vocab].
+ * The body graph (decoder_graph.c): ids int32 [T] and positions int32 [T]
+ * (T up to max_tokens, a run-time count), the KV caches the layers declare
+ * (graph inputs that kv_cache_write writes in place: "layers.L.k_cache" and
+ * "layers.L.v_cache" [max_context, kv_heads, head_dim], or MLA's
+ * "layers.L.latent_cache" [max_context, 1, kv_lora_rank + rope]) ->
+ * "hidden" [T, H], the final norm's output. One scope per layer: its
+ * attention (attention_graph.c) and its MLP or MoE block (ffn_graph.c).
+ * The head graph: "hidden" [T, H] -> "logits" fp32 [T, vocab].
  */
 #ifndef SK_MODEL_MODEL_GRAPH_H
 #define SK_MODEL_MODEL_GRAPH_H
@@ -17,6 +18,14 @@
 #include <stddef.h>
 
 #include "model/decoder.h"
+
+#define SK__MB_NAME_MAX 256
+#define SK__MB_NONE SK_VALUE_NONE
+
+typedef struct sk__model_cache {
+  char name[48];  /* the body's input */
+  size_t bytes;   /* one sequence's */
+} sk__model_cache;
 
 typedef struct sk__model_builder {
   sk_graph *g;
@@ -26,7 +35,9 @@ typedef struct sk__model_builder {
   int64_t max_tokens, max_context;
   const char *options;      /* each layer scope's */
   sk_status st;             /* the first error (its message is sk_last_error's) */
-  size_t weight_bytes;      /* of the weights taken */
+  size_t weight_bytes;      /* of the weights taken (borrowed or converted) */
+  sk__model_cache *caches;  /* room for 2 per layer; the body fills n_caches */
+  int n_caches;
 } sk__model_builder;
 
 /* Builds the body or the head into b->g (a new graph); b->st says how it went. */
@@ -35,5 +46,49 @@ void sk__build_head(sk__model_builder *b);
 
 /* The float dtype of the model's weights: the embedding table's. */
 sk_status sk__model_weight_dtype(sk_model_weight_fn weight, void *user, sk_dtype *out);
+
+/* ---- the builder's calls (graph_build.c); each returns at once after an error ---- */
+bool sk__mb_ok(const sk__model_builder *b);
+void sk__mb_failed(sk__model_builder *b, sk_status st);
+/* Weight `name` as a borrowed constant of dtype (SK_DTYPE_INVALID: any
+ * float) and shape; SK_STATUS_NOT_FOUND (no error kept) when the caller
+ * has none. */
+sk_status sk__mb_try_weight(sk__model_builder *b, const char *name, sk_dtype dtype, int rank, const int64_t *shape,
+                            sk_value *out);
+/* A weight the model must have (printf-style name). */
+sk_value sk__mb_weight(sk__model_builder *b, sk_dtype dtype, int rank, const int64_t *shape, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* A weight converted to an fp32 constant the graph owns (a router that
+ * computes in fp32 from a 16-bit checkpoint: DeepSeek's). */
+sk_value sk__mb_weight_fp32(sk__model_builder *b, int rank, const int64_t *shape, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void sk__mb_node(sk__model_builder *b, const char *name, const char *op, const sk_op_input *in, size_t n_in,
+                 const sk_attr *attrs, size_t n_attrs, sk_value *outs, size_t max_outs);
+/* A node's first output. */
+sk_value sk__mb_one(sk__model_builder *b, const char *name, const char *op, const sk_op_input *in, size_t n_in,
+                    const sk_attr *attrs, size_t n_attrs);
+sk_value sk__mb_linear(sk__model_builder *b, const char *name, sk_value x, sk_value w, sk_value bias);
+/* x as [-1, d1, d2] (d2 0: [-1, d1]). */
+sk_value sk__mb_reshape(sk__model_builder *b, const char *name, sk_value x, int64_t d1, int64_t d2);
+/* x RMS-normed by gamma; with delta, (x + delta) normed and *sum the new x. */
+sk_value sk__mb_norm(sk__model_builder *b, const char *name, sk_value x, sk_value delta, sk_value gamma,
+                     sk_value *sum);
+/* A cache input of the body [max_context, heads, dim], recorded in b->caches. */
+sk_value sk__mb_cache(sk__model_builder *b, const char *name, int64_t heads, int64_t dim);
+/* x's last dim split in two parts (sizes a, b). */
+void sk__mb_split(sk__model_builder *b, const char *name, sk_value x, int64_t a, int64_t c, sk_value *first,
+                  sk_value *second);
+/* rotary_embedding of q and k with the model's RoPE over rotary_dim (0: all). */
+void sk__mb_rope(sk__model_builder *b, sk_value *q, sk_value *k, sk_value positions, int64_t rotary_dim);
+
+/* ---- the blocks ---- */
+/* Grouped-query attention of layer l (attention_graph.c), its o_proj output. */
+sk_value sk__mb_attention(sk__model_builder *b, int64_t l, sk_value h, sk_value positions);
+/* DeepSeek's latent attention of layer l, its o_proj output. */
+sk_value sk__mb_mla(sk__model_builder *b, int64_t l, sk_value h, sk_value positions);
+/* The SwiGLU MLP of layer l under "model.layers.L.<prefix>." (ffn_graph.c). */
+sk_value sk__mb_mlp(sk__model_builder *b, int64_t l, const char *prefix, int64_t inter, sk_value h);
+/* The MoE block of layer l on h; resid + the block (the combine adds the residual). */
+sk_value sk__mb_moe(sk__model_builder *b, int64_t l, sk_value h, sk_value resid);
 
 #endif
