@@ -122,12 +122,22 @@ static sk_status read_rope(const cJSON *c, sk__rope *r) {
   return SK_STATUS_OK;
 }
 
-sk_status sk__describe_llama_like(const cJSON *c, sk__decoder *d) {
+sk_status sk__describe_common(const cJSON *c, sk__decoder *d) {
   SK_RETURN_IF_ERROR(sk__cfg_expect(c, "hidden_act", "silu"));
   SK_RETURN_IF_ERROR(sk__cfg_int(c, "vocab_size", SK__REQUIRED, 1, (int64_t)1 << 24, &d->vocab));
   SK_RETURN_IF_ERROR(sk__cfg_int(c, "hidden_size", SK__REQUIRED, 16, (int64_t)1 << 20, &d->hidden));
   SK_RETURN_IF_ERROR(sk__cfg_int(c, "num_hidden_layers", SK__REQUIRED, 1, SK__MODEL_MAX_LAYERS, &d->layers));
   SK_RETURN_IF_ERROR(sk__cfg_int(c, "num_attention_heads", SK__REQUIRED, 1, 4096, &d->heads));
+  SK_RETURN_IF_ERROR(sk__cfg_int(c, "intermediate_size", 0, 0, (int64_t)1 << 24, &d->mlp_inter));
+  SK_RETURN_IF_ERROR(sk__cfg_int(c, "max_position_embeddings", 4096, 1, (int64_t)1 << 24, &d->max_positions));
+  SK_RETURN_IF_ERROR(sk__cfg_float(c, "rms_norm_eps", 1e-6, 0.0, 1.0, &d->eps));
+  SK_RETURN_IF_ERROR(sk__cfg_bool(c, "tie_word_embeddings", false, &d->tie_embeddings));
+  SK_RETURN_IF_ERROR(sk__cfg_bool(c, "attention_bias", false, &d->qkv_bias));
+  return read_rope(c, &d->rope);
+}
+
+sk_status sk__describe_llama_like(const cJSON *c, sk__decoder *d) {
+  SK_RETURN_IF_ERROR(sk__describe_common(c, d));
   SK_RETURN_IF_ERROR(sk__cfg_int(c, "num_key_value_heads", d->heads, 1, d->heads, &d->kv_heads));
   if (d->heads % d->kv_heads)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT,
@@ -137,12 +147,7 @@ sk_status sk__describe_llama_like(const cJSON *c, sk__decoder *d) {
   if (d->head_dim % 16)
     return sk__fail(SK_STATUS_UNSUPPORTED, "config.json: head_dim = %lld: the attention op takes multiples of 16",
                     (long long)d->head_dim);
-  SK_RETURN_IF_ERROR(sk__cfg_int(c, "intermediate_size", 0, 0, (int64_t)1 << 24, &d->mlp_inter));
-  SK_RETURN_IF_ERROR(sk__cfg_int(c, "max_position_embeddings", 4096, 1, (int64_t)1 << 24, &d->max_positions));
-  SK_RETURN_IF_ERROR(sk__cfg_float(c, "rms_norm_eps", 1e-6, 0.0, 1.0, &d->eps));
-  SK_RETURN_IF_ERROR(sk__cfg_bool(c, "tie_word_embeddings", false, &d->tie_embeddings));
-  SK_RETURN_IF_ERROR(sk__cfg_bool(c, "attention_bias", false, &d->qkv_bias));
-  return read_rope(c, &d->rope);
+  return SK_STATUS_OK;
 }
 
 sk_status sk__describe_moe(const cJSON *c, sk__decoder *d, const char *inter_key, bool renorm_default) {

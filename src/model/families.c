@@ -4,10 +4,11 @@
 
 #include "model/family.h"
 
-extern const sk__family sk__family_llama, sk__family_qwen3_moe, sk__family_mixtral, sk__family_olmoe;
+extern const sk__family sk__family_llama, sk__family_qwen3_moe, sk__family_mixtral, sk__family_olmoe,
+    sk__family_deepseek;
 
 static const sk__family *const families[] = {&sk__family_llama, &sk__family_qwen3_moe, &sk__family_mixtral,
-                                             &sk__family_olmoe};
+                                             &sk__family_olmoe, &sk__family_deepseek};
 
 const sk__family *sk__family_find(const char *model_type) {
   for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
@@ -15,4 +16,4 @@ const sk__family *sk__family_find(const char *model_type) {
   return NULL;
 }
 
-const char *sk__family_names(void) { return "llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, olmoe"; }
+const char *sk__family_names(void) { return "llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, mixtral, olmoe, deepseek_v2, deepseek_v3"; }

@@ -39,6 +39,8 @@ sk_status sk__cfg_expect(const cJSON *c, const char *key, const char *accepted);
  * (rope_parameters, or rope_theta and rope_scaling), silu, tied
  * embeddings, attention_bias. The caller adds its own fields. */
 sk_status sk__describe_llama_like(const cJSON *c, sk__decoder *d);
+/* The same without the grouped-query heads (num_key_value_heads, head_dim). */
+sk_status sk__describe_common(const cJSON *c, sk__decoder *d);
 /* The routed experts: num_experts (or transformers 5's num_local_experts),
  * num_experts_per_tok, the intermediate size under inter_key, and
  * norm_topk_prob (default renorm_default); every layer a MoE layer. */

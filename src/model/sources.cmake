@@ -5,6 +5,7 @@ list(APPEND SK_SOURCES
   model/family_qwen3_moe.c
   model/family_mixtral.c
   model/family_olmoe.c
+  model/family_deepseek.c
   model/graph_build.c
   model/attention_graph.c
   model/ffn_graph.c
