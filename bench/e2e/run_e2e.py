@@ -73,7 +73,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoint")
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--engines", default="fp32,eager,inductor,sk-experts,sk-optimize,sk-optimize-w8a8")
+    ap.add_argument("--engines", default="fp32,eager,inductor,sk-experts,sk-optimize,sk-optimize-w8a8,sk-whole")
     ap.add_argument("--llama-bench")
     ap.add_argument("--gguf", action="append", default=[], help="KIND=FILE (bf16=..., q8_0=...)")
     ap.add_argument("--prompt", type=int, default=512)
