@@ -302,15 +302,9 @@ sk_status skm_checkpoint_open(const char *dir, int layer, skm_checkpoint **out, 
   if (!dir || snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
     return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "checkpoint directory: %s",
                      dir ? "path too long" : "none");
-  char *text;
-  size_t len;
-  sk_status read = skm_read_text(path, MAX_CONFIG_BYTES, &text, &len, msg, msg_size);
-  if (read != SK_STATUS_OK) return read;
   skj_value root;
-  char why[256];
-  bool parsed = skj_parse(text, len, &root, why, sizeof why);
-  free(text);
-  if (!parsed) return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: %s", path, why);
+  sk_status read = skm_read_json(path, MAX_CONFIG_BYTES, &root, msg, msg_size);
+  if (read != SK_STATUS_OK) return read;
   skm_checkpoint *ck = calloc(1, sizeof *ck);
   if (!ck) {
     skj_free(&root);

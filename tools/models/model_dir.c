@@ -59,16 +59,10 @@ static void read_expert_counts(skm_model_dir *d) {
 static sk_status check_shards(const skm_model_dir *d, char *msg, size_t msg_size) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", d->dir, INDEX_NAME);
-  char *text;
-  size_t len;
-  sk_status st = skm_read_text(path, MAX_INDEX_BYTES, &text, &len, msg, msg_size);
+  skj_value root;
+  sk_status st = skm_read_json(path, MAX_INDEX_BYTES, &root, msg, msg_size);
   if (st == SK_STATUS_NOT_FOUND) return SK_STATUS_OK; /* one file, or shards without an index */
   if (st != SK_STATUS_OK) return st;
-  skj_value root;
-  char why[256];
-  bool parsed = skj_parse(text, len, &root, why, sizeof why);
-  free(text);
-  if (!parsed) return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: %s", path, why);
   const skj_value *map = skj_get(&root, "weight_map");
   if (!map || map->type != SKJ_OBJECT)
     st = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: expected an object \"weight_map\"", path);

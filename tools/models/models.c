@@ -20,6 +20,7 @@
  *   outputs:  routing = h of sk5 [64, 128] fp16, quantized [64, 64] int8
  */
 #include "models.h"
+#include "json.h"
 #include "model_builder.h"
 #include "attention_layer.h"
 #include "moe_layer.h"
@@ -97,6 +98,16 @@ sk_status skm_read_text(const char *path, size_t max_bytes, char **text, size_t 
   *text = buf;
   *len = n;
   return SK_STATUS_OK;
+}
+
+sk_status skm_read_json(const char *path, size_t max_bytes, skj_value *root, char *msg, size_t msg_size) {
+  char *text, why[256];
+  size_t len;
+  sk_status st = skm_read_text(path, max_bytes, &text, &len, msg, msg_size);
+  if (st != SK_STATUS_OK) return st;
+  bool parsed = skj_parse(text, len, root, why, sizeof why);
+  free(text);
+  return parsed ? SK_STATUS_OK : skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: %s", path, why);
 }
 
 static int64_t dsq_rows_of(int64_t t) { return t == 256 ? 48 : t * 8 / 128 + 32; }
