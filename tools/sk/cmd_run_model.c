@@ -108,8 +108,9 @@ static int generate(const run_model_args *a, cli_model *m) {
   if (rc == SK_EXIT_OK) {
     for (long i = 0; i < a->n; i++) printf("%s%d", i ? "," : "", out[i]);
     printf("\n");
-    fprintf(stderr, "prompt %lld tokens in %.2f ms; %ld generated (%ld decode steps) in %.2f ms", (long long)a->prompt.n,
-            prefill_us / 1e3, a->n, a->n - 1, decode_us / 1e3);
+    fprintf(stderr, "prompt %lld token%s in %.2f ms; %ld generated (%ld decode step%s) in %.2f ms",
+            (long long)a->prompt.n, a->prompt.n == 1 ? "" : "s", prefill_us / 1e3, a->n, a->n - 1, a->n == 2 ? "" : "s",
+            decode_us / 1e3);
     if (a->n > 1) fprintf(stderr, ", %.1f tokens/s", (double)(a->n - 1) / (decode_us / 1e6));
     fprintf(stderr, "\n");
   }
