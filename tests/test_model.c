@@ -12,140 +12,11 @@
 
 #include "harness.h"
 #include "superkernel_model.h"
+#include "tiny_model.h"
 
-#define MAX_WEIGHTS 256
 #define N_PROMPT 13
 
-typedef struct weight {
-  char name[96];
-  sk_model_tensor t;
-  uint16_t *data;
-} weight;
-
-typedef struct store {
-  weight w[MAX_WEIGHTS];
-  int n;
-  int per_expert;           /* hide the fused experts: the checkpoint layout */
-  const char *hide;         /* a name the lookup does not find */
-  const char *wrong_shape;  /* a name whose shape is off by one row */
-} store;
-
-static uint32_t rng = 12345;
-static float uniform(float scale) {
-  rng = rng * 1664525u + 1013904223u;
-  return ((float)(rng >> 8) / 16777216.0f * 2.0f - 1.0f) * scale;
-}
-
-static weight *add(store *s, const char *name, int rank, const int64_t *shape, float scale, float offset) {
-  weight *w = &s->w[s->n++];
-  snprintf(w->name, sizeof w->name, "%s", name);
-  int64_t numel = 1;
-  w->t.dtype = SK_BF16;
-  w->t.rank = rank;
-  for (int i = 0; i < rank; i++) numel *= (w->t.shape[i] = shape[i]);
-  w->data = malloc((size_t)numel * 2);
-  for (int64_t i = 0; i < numel; i++) w->data[i] = sk_fp32_to_bf16(offset + uniform(scale));
-  w->t.data = w->data;
-  return w;
-}
-
-static sk_status lookup(void *user, const char *name, sk_model_tensor *out) {
-  store *s = user;
-  if (s->hide && strcmp(name, s->hide) == 0) return SK_STATUS_NOT_FOUND;
-  if (s->per_expert && strstr(name, "experts.") && (strstr(name, "gate_up_proj") || strstr(name, "experts.down_proj")))
-    return SK_STATUS_NOT_FOUND;
-  for (int i = 0; i < s->n; i++)
-    if (strcmp(s->w[i].name, name) == 0) {
-      *out = s->w[i].t;
-      if (s->wrong_shape && strcmp(name, s->wrong_shape) == 0) out->shape[0] += 1;
-      return SK_STATUS_OK;
-    }
-  return SK_STATUS_NOT_FOUND;
-}
-
-static void free_store(store *s) {
-  for (int i = 0; i < s->n; i++) free(s->w[i].data);
-  s->n = 0;
-}
-
-enum { V = 96, H = 64, HEADS = 4, KV = 2, D = 16, INTER = 96, E = 4, MI = 32 };
-
-static const char *QWEN3_MOE =
-    "{\"model_type\": \"qwen3_moe\", \"vocab_size\": 96, \"hidden_size\": 64, \"num_hidden_layers\": 2,"
-    " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, \"intermediate_size\": 96,"
-    " \"moe_intermediate_size\": 32, \"num_local_experts\": 4, \"num_experts_per_tok\": 2, \"norm_topk_prob\": true,"
-    " \"mlp_only_layers\": [1], \"rms_norm_eps\": 1e-6, \"hidden_act\": \"silu\", \"max_position_embeddings\": 64,"
-    " \"rope_parameters\": {\"rope_theta\": 10000.0, \"rope_type\": \"default\"}, \"tie_word_embeddings\": false}";
-
-static const char *LLAMA =
-    "{\"model_type\": \"llama\", \"vocab_size\": 96, \"hidden_size\": 64, \"num_hidden_layers\": 2,"
-    " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 96, \"attention_bias\": true,"
-    " \"rms_norm_eps\": 1e-5, \"hidden_act\": \"silu\", \"max_position_embeddings\": 64, \"rope_theta\": 500000.0,"
-    " \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}, \"tie_word_embeddings\": true}";
-
-static void attention_weights(store *s, int l, int bias, int qk_norm) {
-  char n[96];
-  const char *proj[] = {"q", "k", "v", "o"};
-  const int64_t rows[] = {HEADS * D, KV * D, KV * D, H}, cols[] = {H, H, H, HEADS * D};
-  for (int i = 0; i < 4; i++) {
-    snprintf(n, sizeof n, "model.layers.%d.self_attn.%s_proj.weight", l, proj[i]);
-    add(s, n, 2, (int64_t[]){rows[i], cols[i]}, 0.25f, 0);
-    if (bias) {
-      snprintf(n, sizeof n, "model.layers.%d.self_attn.%s_proj.bias", l, proj[i]);
-      add(s, n, 1, (int64_t[]){rows[i]}, 0.1f, 0);
-    }
-  }
-  for (int i = 0; qk_norm && i < 2; i++) {
-    snprintf(n, sizeof n, "model.layers.%d.self_attn.%s_norm.weight", l, i ? "k" : "q");
-    add(s, n, 1, (int64_t[]){D}, 0.2f, 1.0f);
-  }
-  snprintf(n, sizeof n, "model.layers.%d.input_layernorm.weight", l);
-  add(s, n, 1, (int64_t[]){H}, 0.2f, 1.0f);
-  snprintf(n, sizeof n, "model.layers.%d.post_attention_layernorm.weight", l);
-  add(s, n, 1, (int64_t[]){H}, 0.2f, 1.0f);
-}
-
-static void dense_weights(store *s, int l) {
-  char n[96];
-  const char *proj[] = {"gate", "up", "down"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(n, sizeof n, "model.layers.%d.mlp.%s_proj.weight", l, proj[i]);
-    add(s, n, 2, i == 2 ? (int64_t[]){H, INTER} : (int64_t[]){INTER, H}, 0.2f, 0);
-  }
-}
-
-/* Per-expert tensors, and the fused ones holding the same numbers. */
-static void expert_weights(store *s, int l) {
-  char n[96];
-  snprintf(n, sizeof n, "model.layers.%d.mlp.gate.weight", l);
-  add(s, n, 2, (int64_t[]){E, H}, 0.5f, 0);
-  snprintf(n, sizeof n, "model.layers.%d.mlp.experts.gate_up_proj", l);
-  weight *gu = add(s, n, 3, (int64_t[]){E, 2 * MI, H}, 0, 0);
-  snprintf(n, sizeof n, "model.layers.%d.mlp.experts.down_proj", l);
-  weight *down = add(s, n, 3, (int64_t[]){E, H, MI}, 0, 0);
-  for (int j = 0; j < E; j++) {
-    const char *proj[] = {"gate", "up", "down"};
-    for (int i = 0; i < 3; i++) {
-      snprintf(n, sizeof n, "model.layers.%d.mlp.experts.%d.%s_proj.weight", l, j, proj[i]);
-      weight *w = add(s, n, 2, i == 2 ? (int64_t[]){H, MI} : (int64_t[]){MI, H}, 0.2f, 0);
-      uint16_t *dst = i == 2 ? down->data + (size_t)j * H * MI : gu->data + ((size_t)j * 2 + (size_t)i) * MI * H;
-      memcpy(dst, w->data, (size_t)MI * H * 2);
-    }
-  }
-}
-
-static void make_store(store *s, int moe) {
-  memset(s, 0, sizeof *s);
-  rng = moe ? 777 : 4242;
-  add(s, "model.embed_tokens.weight", 2, (int64_t[]){V, H}, 1.0f, 0);
-  for (int l = 0; l < 2; l++) {
-    attention_weights(s, l, !moe, moe);
-    if (moe && l == 0) expert_weights(s, l);
-    else dense_weights(s, l);
-  }
-  add(s, "model.norm.weight", 1, (int64_t[]){H}, 0.2f, 1.0f);
-  if (moe) add(s, "lm_head.weight", 2, (int64_t[]){V, H}, 0.25f, 0);
-}
+enum { V = TINY_V };
 
 static sk_team *team_of(int cores) {
   sk_team_config tc = {.struct_size = sizeof tc, .num_cores = cores};
@@ -154,8 +25,8 @@ static sk_team *team_of(int cores) {
   return t;
 }
 
-static sk_model *make(const char *json, store *s, int64_t max_tokens, sk_team *team, sk_executor ex) {
-  sk_model_config cfg = {.struct_size = sizeof cfg, .config_json = json, .weight = lookup, .weight_user = s,
+static sk_model *make(const char *json, tiny_store *s, int64_t max_tokens, sk_team *team, sk_executor ex) {
+  sk_model_config cfg = {.struct_size = sizeof cfg, .config_json = json, .weight = tiny_lookup, .weight_user = s,
                          .max_tokens = max_tokens, .max_context = 32, .team = team, .executor = ex};
   sk_model *m = NULL;
   CHECK_OK(sk_model_create(&cfg, &m));
@@ -182,7 +53,7 @@ static void logits_in_chunks(sk_model *m, sk_team *team, const int *sizes, float
 
 static int same_bits(const float *a, const float *b, int64_t n) { return memcmp(a, b, (size_t)n * sizeof *a) == 0; }
 
-static void check_invariance(const char *json, store *s) {
+static void check_invariance(const char *json, tiny_store *s) {
   for (int i = 0; i < N_PROMPT; i++) prompt[i] = (int32_t)((i * 37 + 5) % V);
   static float want[N_PROMPT * V], got[N_PROMPT * V];
   sk_team *one = team_of(1), *two = team_of(2);
@@ -235,30 +106,30 @@ done:
 }
 
 static void test_qwen3_moe_invariance(void) {
-  store s;
-  make_store(&s, 1);
-  check_invariance(QWEN3_MOE, &s);
-  free_store(&s);
+  tiny_store s;
+  tiny_make_store(&s, 1);
+  check_invariance(TINY_QWEN3_MOE, &s);
+  tiny_free_store(&s);
 }
 
 static void test_llama_invariance(void) {
-  store s;
-  make_store(&s, 0);
-  check_invariance(LLAMA, &s);
-  free_store(&s);
+  tiny_store s;
+  tiny_make_store(&s, 0);
+  check_invariance(TINY_LLAMA, &s);
+  tiny_free_store(&s);
 }
 
 /* Experts as one fused tensor or one tensor per expert: the same bits. */
 static void test_expert_layouts(void) {
-  store s;
-  make_store(&s, 1);
+  tiny_store s;
+  tiny_make_store(&s, 1);
   for (int i = 0; i < N_PROMPT; i++) prompt[i] = (int32_t)((i * 11 + 3) % V);
   static float fused[N_PROMPT * V], split[N_PROMPT * V];
-  sk_model *m = make(QWEN3_MOE, &s, 16, NULL, SK_EXECUTOR_DEFAULT);
+  sk_model *m = make(TINY_QWEN3_MOE, &s, 16, NULL, SK_EXECUTOR_DEFAULT);
   if (m) logits_in_chunks(m, NULL, (const int[]){0}, fused);
   sk_model_destroy(m);
   s.per_expert = 1;
-  m = make(QWEN3_MOE, &s, 16, NULL, SK_EXECUTOR_DEFAULT);
+  m = make(TINY_QWEN3_MOE, &s, 16, NULL, SK_EXECUTOR_DEFAULT);
   if (m) logits_in_chunks(m, NULL, (const int[]){0}, split);
   CHECK(m && same_bits(fused, split, N_PROMPT * V));
   sk_model_info info;
@@ -266,11 +137,11 @@ static void test_expert_layouts(void) {
   CHECK(info.vocab == V && info.layers == 2 && info.dtype == SK_BF16 && info.weight_bytes > 0);
   CHECK(strcmp(info.family, "qwen3_moe") == 0 && strstr(info.about, "4 experts"));
   sk_model_destroy(m);
-  free_store(&s);
+  tiny_free_store(&s);
 }
 
-static sk_status create(const char *json, store *s) {
-  sk_model_config cfg = {.config_json = json, .weight = lookup, .weight_user = s, .max_context = 8};
+static sk_status create(const char *json, tiny_store *s) {
+  sk_model_config cfg = {.config_json = json, .weight = tiny_lookup, .weight_user = s, .max_context = 8};
   sk_model *m = NULL;
   sk_status st = sk_model_create(&cfg, &m);
   sk_model_destroy(m);
@@ -278,29 +149,29 @@ static sk_status create(const char *json, store *s) {
 }
 
 static void test_errors(void) {
-  store s;
-  make_store(&s, 1);
+  tiny_store s;
+  tiny_make_store(&s, 1);
   CHECK_FAILS(create("{\"model_type\": ", &s), SK_STATUS_INVALID_ARGUMENT, "config.json", "not valid JSON");
   CHECK_FAILS(create("{\"model_type\": \"gpt2\"}", &s), SK_STATUS_UNSUPPORTED, "gpt2", "qwen3_moe");
   CHECK_FAILS(create("{\"hidden_size\": 8}", &s), SK_STATUS_INVALID_ARGUMENT, "model_type", "missing");
   CHECK_FAILS(create("{\"model_type\": \"qwen3_moe\", \"vocab_size\": 96}", &s), SK_STATUS_INVALID_ARGUMENT,
               "hidden_size", "missing");
   char json[2048];
-  snprintf(json, sizeof json, "%s", QWEN3_MOE);
+  snprintf(json, sizeof json, "%s", TINY_QWEN3_MOE);
   memcpy(strstr(json, "\"silu\""), "\"gelu\"", 6);
   CHECK_FAILS(create(json, &s), SK_STATUS_UNSUPPORTED, "hidden_act", "gelu");
-  snprintf(json, sizeof json, "%s", QWEN3_MOE);
+  snprintf(json, sizeof json, "%s", TINY_QWEN3_MOE);
   memcpy(strstr(json, "\"default\""), "\"dynamic\"", 9);
   CHECK_FAILS(create(json, &s), SK_STATUS_UNSUPPORTED, "rope type", "dynamic");
   s.hide = "model.layers.1.self_attn.k_norm.weight";
-  CHECK_FAILS(create(QWEN3_MOE, &s), SK_STATUS_NOT_FOUND, "model.layers.1.self_attn.k_norm.weight", "missing");
+  CHECK_FAILS(create(TINY_QWEN3_MOE, &s), SK_STATUS_NOT_FOUND, "model.layers.1.self_attn.k_norm.weight", "missing");
   s.hide = NULL;
   s.wrong_shape = "model.layers.0.mlp.experts.down_proj";
-  CHECK_FAILS(create(QWEN3_MOE, &s), SK_STATUS_INVALID_SHAPE, "model.layers.0.mlp.experts.down_proj", "[4, 64, 32]",
+  CHECK_FAILS(create(TINY_QWEN3_MOE, &s), SK_STATUS_INVALID_SHAPE, "model.layers.0.mlp.experts.down_proj", "[4, 64, 32]",
               "[5, 64, 32]");
   s.wrong_shape = NULL;
 
-  sk_model *m = make(QWEN3_MOE, &s, 4, NULL, SK_EXECUTOR_DEFAULT);
+  sk_model *m = make(TINY_QWEN3_MOE, &s, 4, NULL, SK_EXECUTOR_DEFAULT);
   sk_model_seq *seq = NULL;
   if (m) CHECK_OK(sk_model_seq_create(m, &seq));
   if (seq) {
@@ -319,7 +190,7 @@ static void test_errors(void) {
   }
   sk_model_destroy(m);
   CHECK_FAILS(sk_model_create(NULL, &m), SK_STATUS_INVALID_ARGUMENT, "cfg");
-  free_store(&s);
+  tiny_free_store(&s);
 }
 
 int main(void) {

@@ -404,3 +404,104 @@ sk_cli_test(sk_bench_tokens 0 -o "token buckets" -o "bitwise equal" -O "DIFFER"
             -- ${SK} bench moe-layer:tiny:tmax=64:int8 --tokens 1,5,64 --iters 5 --threads 1,2)
 sk_cli_test(sk_profile_tokens 0 -o "outputs bitwise equal"
             -- ${SK} profile moe-layer:tiny:tmax=64 --tokens 5 --out ${SK_CLI_DIR}/profile_tokens --iters 2 --threads 2)
+
+# ---- sk run model / sk bench model: a checkpoint directory as a whole model ------
+# tiny_checkpoint (tiny_checkpoint.c) writes tiny_model.h's Llama and Qwen3-MoE
+# as checkpoint directories (bf16, the experts one tensor each) and prints the
+# ids greedy decoding gives through the library directly (sk_model_forward on
+# the reference executor, the weights in memory, the experts fused): `sk run
+# model` on the directory must print the same ids, whatever its team, chunk
+# size, cache length, executor, shards or the files' alignment. Each bad
+# directory is its own, written just before sk runs on it (tests run in parallel).
+add_executable(tiny_checkpoint tiny_checkpoint.c tiny_model.c)
+target_link_libraries(tiny_checkpoint PRIVATE superkernel)
+set_target_properties(tiny_checkpoint PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin/tests)
+set(SK_TINY $<TARGET_FILE:tiny_checkpoint>)
+set(SK_MODEL_DIR ${CMAKE_CURRENT_BINARY_DIR}/sk_model)
+set(SK_IDS_RE "^[0-9]+(,[0-9]+)+$")
+# Prompts whose greedy ids change along the way (the tiny tied-embedding
+# Llama mostly repeats a token).
+set(SK_PROMPT_llama 40,41,42,43,44,3)
+set(SK_PROMPT_qwen3_moe 5,17,3,88,42,0,95)
+foreach(f llama qwen3_moe)
+  set(SK_PROMPT ${SK_PROMPT_${f}})
+  add_test(NAME sk_model_dir_${f} COMMAND ${SK_TINY} write ${SK_MODEL_DIR}/${f} ${f})
+  add_test(NAME sk_model_dir_${f}_shards COMMAND ${SK_TINY} write ${SK_MODEL_DIR}/${f}_shards ${f} --shards --odd-offset)
+  set_tests_properties(sk_model_dir_${f} sk_model_dir_${f}_shards PROPERTIES FIXTURES_SETUP sk_model_${f})
+  sk_cli_test(sk_run_model_${f} --same "${SK_IDS_RE}" -- ${SK_TINY} greedy ${f} ${SK_PROMPT} 16
+              -- ${SK} run model ${SK_MODEL_DIR}/${f} --tokens ${SK_PROMPT} -n 16)
+  sk_cli_test(sk_run_model_${f}_invariant --same "${SK_IDS_RE}" -- ${SK_TINY} greedy ${f} ${SK_PROMPT} 20
+              -- ${SK} run model ${SK_MODEL_DIR}/${f} --tokens ${SK_PROMPT} -n 20 --threads 2 --max-tokens 3
+                 --max-context 30 --executor interp)
+  sk_cli_test(sk_run_model_${f}_eager --same "${SK_IDS_RE}" -- ${SK_TINY} greedy ${f} 1,2 12
+              -- ${SK} run model ${SK_MODEL_DIR}/${f} --tokens 1,2 -n 12 -t 1 --executor eager)
+  # Two shards with an index, every tensor at an odd address (copied to aligned memory).
+  sk_cli_test(sk_run_model_${f}_shards --same "${SK_IDS_RE}" -- ${SK_TINY} greedy ${f} ${SK_PROMPT} 16
+              -- ${SK} run model ${SK_MODEL_DIR}/${f}_shards --tokens ${SK_PROMPT} -n 16 --threads 2)
+  sk_cli_test(sk_run_model_${f}_stderr 0 -E "model ${f}: 2 layers" -E "prompt 3 tokens in" -E "15 decode steps"
+              -- ${SK} run model ${SK_MODEL_DIR}/${f} --tokens 1,2,3 -n 16 --threads 1)
+  sk_cli_test(sk_bench_model_${f} 0 -o "| ${f}" -o "pp8 |" -o "tg5 |" -o " ± " -o "decode floor: " -o "tg5 step: "
+              -- ${SK} bench model ${SK_MODEL_DIR}/${f} -p 8 -n 5 -t 2 -r 2)
+  set_tests_properties(sk_run_model_${f} sk_run_model_${f}_invariant sk_run_model_${f}_eager sk_run_model_${f}_shards
+                       sk_run_model_${f}_stderr sk_bench_model_${f} PROPERTIES FIXTURES_REQUIRED sk_model_${f})
+endforeach()
+# The ids differ with the prompt (the test above can fail).
+sk_cli_test(sk_run_model_prompt_matters --differ "${SK_IDS_RE}"
+            -- ${SK} run model ${SK_MODEL_DIR}/qwen3_moe --tokens 5,17,3,88,42,0,95 -n 16
+            -- ${SK} run model ${SK_MODEL_DIR}/qwen3_moe --tokens 6,17,3,88,42,0,95 -n 16)
+sk_cli_test(sk_bench_model_moe_floor 0 -o "MoE: a token reads only its top 2 of the 4 experts" -o "experts-read floor"
+            -- ${SK} bench model ${SK_MODEL_DIR}/qwen3_moe -p 4 -n 3 -t 1 -r 1)
+# (no unbalanced '[' in a fragment: CMake's lists would not split there)
+sk_cli_test(sk_bench_model_json 0 -o "\"results\": " -o "\"test\": \"pp6\"" -o "\"test\": \"tg3\"" -o "\"avg_ts\": "
+            -o "\"stddev_ts\": " -o "\"samples_ns\": " -o "\"decode_floor\": null" -O "| llama"
+            -- ${SK} bench model ${SK_MODEL_DIR}/llama -p 6 -n 3 -t 1 -r 3 --json --no-floor)
+if(Python3_Interpreter_FOUND)
+  # (one Python expression: a ';' would split CMake's argument list)
+  sk_cli_test(sk_bench_model_json_parses 0 -o "parsed: pp4 tg2 floor"
+              -- sh -c "\"$0\" bench model \"$1\" -p 4 -n 2 -t 1 -r 2 --json | \"$2\" -c \"print('parsed:', *(lambda d: [r['test'] for r in d['results']] + (['floor'] if d['decode_floor']['us'] > 0 else []))(__import__('json').load(__import__('sys').stdin)))\""
+                 ${SK} ${SK_MODEL_DIR}/llama ${Python3_EXECUTABLE})
+  set_tests_properties(sk_bench_model_json_parses PROPERTIES FIXTURES_REQUIRED sk_model_llama)
+endif()
+set_tests_properties(sk_run_model_prompt_matters sk_bench_model_moe_floor sk_bench_model_json
+                     PROPERTIES FIXTURES_REQUIRED "sk_model_llama;sk_model_qwen3_moe")
+# Usage errors and invalid input exit 2, naming what is wrong.
+sk_cli_test(sk_run_model_help 0 -o "usage: sk run model DIR --tokens IDS" -o "comma-separated" -- ${SK} run model --help)
+sk_cli_test(sk_bench_model_help 0 -o "usage: sk bench model DIR [-p N] [-n N] [-t N] [-r N]" -o "llama-bench"
+            -- ${SK} bench model --help)
+sk_cli_test(sk_run_model_no_dir 2 -E "missing DIR" -- ${SK} run model --tokens 1)
+sk_cli_test(sk_run_model_no_tokens 2 -E "missing --tokens IDS" -- ${SK} run model ${SK_MODEL_DIR}/llama)
+sk_cli_test(sk_run_model_bad_tokens 2 -E "--tokens: expected comma-separated token ids" -- ${SK} run model x --tokens 1,,2)
+sk_cli_test(sk_bench_model_no_test 2 -E "-p 0 and -n 0" -- ${SK} bench model x -p 0 -n 0)
+sk_cli_test(sk_run_model_missing_dir 2 -E "sk run model: ${SK_MODEL_DIR}/nowhere: No such file or directory"
+            -- ${SK} run model ${SK_MODEL_DIR}/nowhere --tokens 1)
+sk_cli_test(sk_bench_model_missing_dir 2 -E "sk bench model: ${SK_MODEL_DIR}/nowhere: No such file or directory"
+            -- ${SK} bench model ${SK_MODEL_DIR}/nowhere)
+sk_cli_test(sk_run_model_id_outside_vocab 2 -E "ids[1] = 96: outside the vocabulary"
+            -- ${SK} run model ${SK_MODEL_DIR}/llama --tokens 1,96 -n 2)
+sk_cli_test(sk_run_model_past_context 2 -E "3 prompt ids and -n 4 need 6 positions: past max_context 5"
+            -- ${SK} run model ${SK_MODEL_DIR}/llama --tokens 1,2,3 -n 4 --max-context 5)
+set_tests_properties(sk_run_model_no_tokens sk_run_model_id_outside_vocab sk_run_model_past_context
+                     PROPERTIES FIXTURES_REQUIRED sk_model_llama)
+# sk_bad_model_test(NAME "FRAGMENT;..." WRITE-OPTIONS...): a qwen3_moe directory
+# written with the options, then `sk run model` on it: exit 2, stderr naming it.
+function(sk_bad_model_test name fragments)
+  set(checks)
+  foreach(frag ${fragments})
+    list(APPEND checks -E "${frag}")
+  endforeach()
+  sk_cli_test(sk_run_model_bad_${name} 2 ${checks}
+              -- ${SK_TINY} write ${SK_MODEL_DIR}/bad_${name} qwen3_moe ${ARGN}
+              -- ${SK} run model ${SK_MODEL_DIR}/bad_${name} --tokens 1,2 -n 2)
+endfunction()
+sk_bad_model_test(no_config "${SK_MODEL_DIR}/bad_no_config/config.json: No such file or directory" --no-config)
+sk_bad_model_test(lost_shard "${SK_MODEL_DIR}/bad_lost_shard/model-00002-of-00002.safetensors: missing (model.safetensors.index.json puts tensor" --lose-shard)
+sk_bad_model_test(cut "${SK_MODEL_DIR}/bad_cut/model.safetensors: tensor 'lm_head.weight': \"data_offsets\"" --cut 100)
+sk_bad_model_test(cut_header "${SK_MODEL_DIR}/bad_cut_header/model.safetensors: header length" --keep 100)
+sk_bad_model_test(missing_tensor "weight model.layers.1.self_attn.k_norm.weight: missing (the qwen3_moe config needs it): not among the 34 tensors of ${SK_MODEL_DIR}/bad_missing_tensor's 1 *.safetensors file"
+                  --drop model.layers.1.self_attn.k_norm.weight)
+sk_bad_model_test(wrong_shape "weight model.layers.0.mlp.experts.1.down_proj.weight: expected bf16 [64, 32], got bf16 [65, 32] (${SK_MODEL_DIR}/bad_wrong_shape/model.safetensors)"
+                  --grow model.layers.0.mlp.experts.1.down_proj.weight)
+sk_bad_model_test(fp8 "weight model.layers.0.self_attn.q_proj.weight: dtype F8_E4M3 in ${SK_MODEL_DIR}/bad_fp8/model.safetensors: not supported"
+                  --fp8 model.layers.0.self_attn.q_proj.weight)
+sk_bad_model_test(family "${SK_MODEL_DIR}/bad_family/config.json: model_type = \"gpt2\": not supported (supported: llama, mistral, qwen2, qwen3, qwen3_moe)"
+                  --model-type gpt2)

@@ -6,7 +6,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "checkpoint.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -303,24 +302,9 @@ sk_status skm_checkpoint_open(const char *dir, int layer, skm_checkpoint **out, 
   if (!dir || snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
     return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "checkpoint directory: %s",
                      dir ? "path too long" : "none");
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return skm_error(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_INVALID_ARGUMENT, "%s: %s", path,
-                     strerror(errno));
-  char *text = malloc(MAX_CONFIG_BYTES);
-  size_t len = text ? fread(text, 1, MAX_CONFIG_BYTES, f) : 0;
-  bool too_long = text && len == MAX_CONFIG_BYTES, failed = ferror(f);
-  fclose(f);
-  if (!text || too_long || failed) {
-    free(text);
-    return skm_error(msg, msg_size, text ? SK_STATUS_INVALID_ARGUMENT : SK_STATUS_OUT_OF_MEMORY, "%s: %s", path,
-                     !text ? "out of memory" : too_long ? "larger than 16 MiB" : "read error");
-  }
   skj_value root;
-  char why[256];
-  bool parsed = skj_parse(text, len, &root, why, sizeof why);
-  free(text);
-  if (!parsed) return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: %s", path, why);
+  sk_status read = skm_read_json(path, MAX_CONFIG_BYTES, &root, msg, msg_size);
+  if (read != SK_STATUS_OK) return read;
   skm_checkpoint *ck = calloc(1, sizeof *ck);
   if (!ck) {
     skj_free(&root);

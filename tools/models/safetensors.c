@@ -225,6 +225,8 @@ const skm_st_tensor *skm_st_find(const skm_st_dir *d, const char *name) {
   return bsearch(&key, d->tensors, d->n_tensors, sizeof key, cmp_tensor);
 }
 
+const skm_st_tensor *skm_st_at(const skm_st_dir *d, size_t i) { return d && i < d->n_tensors ? &d->tensors[i] : NULL; }
+
 size_t skm_st_count(const skm_st_dir *d) { return d ? d->n_tensors : 0; }
 size_t skm_st_files(const skm_st_dir *d) { return d ? d->n_files : 0; }
 

@@ -45,6 +45,9 @@ void skm_st_close(skm_st_dir *d);
 
 /* The tensor `name`, or NULL. */
 const skm_st_tensor *skm_st_find(const skm_st_dir *d, const char *name);
+/* Tensor i (0 <= i < skm_st_count) in name order; skm_st_find's result
+ * minus skm_st_at(d, 0) is its index. */
+const skm_st_tensor *skm_st_at(const skm_st_dir *d, size_t i);
 /* How many tensors and files the directory holds. */
 size_t skm_st_count(const skm_st_dir *d);
 size_t skm_st_files(const skm_st_dir *d);

@@ -46,8 +46,7 @@ void sk_bench_machine_print(const sk_bench_machine *m) {
   printf("floor %s: %s\n", line, verdict);
 }
 
-/* s as a JSON string, or null. */
-static void json_string(const char *s) {
+void sk_json_string(const char *s) {
   if (!s) {
     printf("null");
     return;
@@ -64,29 +63,29 @@ static const char *nonempty(const char *s) { return s && *s ? s : NULL; }
 
 void sk_bench_machine_json(const sk_bench_machine *m) {
   printf("{\"cores\": %d,\n    \"cpu\": {\"name\": ", m->cores);
-  json_string(nonempty(m->cpu.name));
+  sk_json_string(nonempty(m->cpu.name));
   printf(", \"vendor\": \"%s\", \"family\": %d, \"model\": %d, \"isa\": \"%s\"},\n    \"blas\": ",
          blas_vendor_name(m->cpu.vendor), m->cpu.family, m->cpu.model, blas_isa_name(m->cpu.isa));
   const blas_core_report *b = m->blas;
   if (b) {
     static const char *const set_by[] = {"openblas", "user", "sk"};
     printf("{\"name\": \"OpenBLAS\", \"version\": ");
-    json_string(nonempty(b->version));
+    sk_json_string(nonempty(b->version));
     printf(", \"config\": ");
-    json_string(nonempty(b->config));
+    sk_json_string(nonempty(b->config));
     printf(",\n             \"core\": ");
-    json_string(nonempty(b->core));
+    sk_json_string(nonempty(b->core));
     printf(", \"core_isa\": \"%s\", \"core_status\": \"%s\", \"core_matches\": %s,\n             \"coretype\": ",
            blas_isa_name(b->decision.core_isa), blas_core_status_name(b->decision.status),
            blas_core_ratio_ok(b) ? "true" : "false");
-    json_string(b->source == BLAS_CORETYPE_OPENBLAS ? NULL : b->coretype);
+    sk_json_string(b->source == BLAS_CORETYPE_OPENBLAS ? NULL : b->coretype);
     printf(", \"coretype_set_by\": \"%s\", \"openblas_chose\": ", set_by[b->source]);
-    json_string(b->source == BLAS_CORETYPE_SK ? b->chosen : b->source == BLAS_CORETYPE_OPENBLAS ? b->core : NULL);
+    sk_json_string(b->source == BLAS_CORETYPE_SK ? b->chosen : b->source == BLAS_CORETYPE_OPENBLAS ? b->core : NULL);
     printf("}");
   } else {
     printf("null");
   }
   printf(",\n    \"blas_why\": ");
-  json_string(m->blas_why);
+  sk_json_string(m->blas_why);
   printf("}");
 }

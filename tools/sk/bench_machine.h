@@ -19,6 +19,8 @@ typedef struct sk_bench_machine {
 void sk_bench_machine_read(sk_bench_machine *m, bool with_floor);
 /* Two lines of the table's header: the machine and the floor. */
 void sk_bench_machine_print(const sk_bench_machine *m);
+/* s as a JSON string (quoted, escaped) on stdout, or null. */
+void sk_json_string(const char *s);
 /* The JSON object, without a newline after it. */
 void sk_bench_machine_json(const sk_bench_machine *m);
 

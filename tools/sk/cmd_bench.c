@@ -62,7 +62,9 @@ static void usage(void) {
          "                     compiled for exactly T, for each T of LIST (JIT, interleaved,\n"
          "                     outputs checked bitwise equal): dynamic/exact per T\n"
          "  -h, --help         this help\n\n"
-         "Exit status 1 also when the modes' outputs differ (the times are still printed).\n",
+         "Exit status 1 also when the modes' outputs differ (the times are still printed).\n\n"
+         "A whole model from a checkpoint directory, llama-bench's pp and tg tests:\n"
+         "'sk bench model DIR -p 512 -n 128 -t N -r 5' (see 'sk bench model --help').\n",
          full_synopsis, BATCH, skm_model_list());
 }
 
@@ -464,6 +466,7 @@ static int bench(int argc, char **argv) {
 }
 
 int sk_cmd_bench(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "model") == 0) return sk_cmd_bench_model(argc - 1, argv + 1);
   int rc = bench(argc, argv);
   cli_weights_close();
   return rc;

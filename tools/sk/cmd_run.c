@@ -59,6 +59,8 @@ static void usage(void) {
          "  -h, --help           this help\n\n"
          "The summary line names the executor that ran and how many super kernels the JIT\n"
          "compiled; on a terminal a line 'compiling sk1 (1/2)' shows the JIT's progress.\n\n"
+         "A whole model from a checkpoint directory: 'sk run model DIR --tokens IDS -n N'\n"
+         "(see 'sk run model --help').\n\n"
          "Input names: gmm1_x_0 gmm1_x_1 gmm1_weight_0 gmm1_weight_1 gmm1_bias_0 gmm1_bias_1\n"
          "gmm2_weight_0 gmm2_weight_1 moe1_bias dsq_input_0 dsq_input_1 dsq_input_2 data1 data2\n"
          "scale; output: output (example02: inputs x w b dsq_x dsq_scale; outputs routing\n"
@@ -313,6 +315,7 @@ static int run(const run_args *a) {
 }
 
 int sk_cmd_run(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "model") == 0) return sk_cmd_run_model(argc - 1, argv + 1);
   run_args a;
   int rc = parse(argc, argv, &a);
   if (rc < 0) return SK_EXIT_OK; /* --help */

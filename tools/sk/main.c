@@ -10,6 +10,8 @@
  *   sk cache path|list|clear   the JIT cache
  *   sk profile MODEL ...   profile a model with super kernels off and on
  *   sk bench [SCENARIO...] time eager, interp and jit side by side: medians, p10/p90, ratios
+ *   sk run model DIR ...   a checkpoint directory as a whole model: greedy decoding
+ *   sk bench model DIR ... its prefill and decode tokens/s, as llama-bench, and the decode floor
  *
  * Every subcommand lives in its own file and is listed in the table below.
  */
@@ -40,6 +42,10 @@ static void print_usage(FILE *out) {
                "       sk --help | --version\n\n"
                "commands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++) fprintf(out, "  %-22s %s\n", commands[i].synopsis, commands[i].summary);
+  fprintf(out, "\nwhole models, from a Hugging Face checkpoint directory (config.json + *.safetensors):\n"
+               "  %-32s %s\n  %-32s %s\n",
+          "run model DIR --tokens IDS -n N", "the prompt, then N ids decoded greedily",
+          "bench model DIR -p N -n N -t N", "llama-bench's ppN and tgN tokens/s; the decode floor");
   fprintf(out, "\nmodels: %s\n"
                "Run 'sk COMMAND --help' for a command's options.\n"
                "Exit status: 0 success, 1 run failure, 2 usage error or invalid input.\n",

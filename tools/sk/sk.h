@@ -233,4 +233,55 @@ const char *sk_cli_executor_names(void);
  * 2 JIT-compiled)", "eager (super kernels off)" into buf. */
 const char *sk_compile_stats_format(const sk_compile_stats *stats, char *buf, size_t size);
 
+/* ---- sk run model / sk bench model: a checkpoint directory as a whole model (model_open.c) ---- */
+
+/* `sk run model ...` and `sk bench model ...` (argv[0] "model"). */
+int sk_cmd_run_model(int argc, char **argv);
+int sk_cmd_bench_model(int argc, char **argv);
+
+struct skm_model_dir;
+typedef struct cli_model {
+  const char *dir;
+  struct skm_model_dir *files;
+  sk_team *team;
+  struct sk_model *model;
+  /* sk_model_get_info's (family, about, sizes, weight and cache bytes) */
+  const char *family, *about;
+  int64_t vocab, max_context;
+  size_t weight_bytes, cache_bytes;
+} cli_model;
+
+/* What the model is made with; 0 / NULL: the library's default. */
+typedef struct cli_model_options {
+  long threads, max_context, max_tokens;
+  cli_executor exec;
+  const char *options;
+} cli_model_options;
+
+/* The options' table entries and help lines, shared by both commands. */
+#define CLI_MODEL_OPTS(o)                                                                                     \
+  CLI_OPT_INT("--threads", &(o)->threads, 1, 1024), CLI_OPT_INT("-t", &(o)->threads, 1, 1024),                \
+      CLI_OPT_INT("--max-context", &(o)->max_context, 1, 1 << 24),                                            \
+      CLI_OPT_INT("--max-tokens", &(o)->max_tokens, 1, 1 << 16), CLI_OPT_EXECUTOR("--executor", &(o)->exec),   \
+      CLI_OPT_STRING("--options", &(o)->options)
+#define CLI_MODEL_USAGE                                                                           \
+  "  -t, --threads N      team size (default: every available core, or $SK_NUM_THREADS)\n"       \
+  "  --max-tokens N       the most tokens one program run takes; longer forwards run in\n"       \
+  "                       chunks of it, the same bits (default 256)\n"                           \
+  "  --executor NAME      eager, interp, jit, auto or reference (default: $SK_EXECUTOR, else\n"  \
+  "                       auto: each layer one super kernel, JIT-compiled)\n"                    \
+  "  --options STRING     super-kernel options of every layer's scope (see 'sk options')\n"
+
+/* Opens DIR (model_dir.h), makes a team of o->threads cores and the model
+ * (max_context: o's, else dflt_context, else the library's). Errors are
+ * printed "sk CMD: ..." naming the directory, file, field or weight; the
+ * exit status is SK_EXIT_USAGE for invalid input (a missing or malformed
+ * file, an unsupported config, a missing weight or one of the wrong shape
+ * or dtype), SK_EXIT_FAIL otherwise. */
+int cli_model_open(const char *cmd, const char *dir, const cli_model_options *o, int64_t dflt_context, cli_model *m);
+void cli_model_close(cli_model *m);
+/* A library call that failed while running the model: printed, SK_EXIT_FAIL
+ * (SK_EXIT_USAGE for an invalid argument, e.g. an id outside the vocabulary). */
+int cli_model_failed(const char *cmd, const cli_model *m, const char *what, sk_status st);
+
 #endif /* SK_TOOL_SK_H */
