@@ -46,8 +46,37 @@ def _olmoe():
     return transformers.OlmoeForCausalLM(cfg)
 
 
+def _qwen2_moe():
+    cfg = transformers.Qwen2MoeConfig(**COMMON, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                                      shared_expert_intermediate_size=48, norm_topk_prob=True)
+    return transformers.Qwen2MoeForCausalLM(cfg)
+
+
+_MLA = dict(n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=32, n_shared_experts=1,
+            first_k_dense_replace=1, kv_lora_rank=32, qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=16)
+
+
+def _deepseek_v2():
+    cfg = transformers.DeepseekV2Config(**{**COMMON, "num_key_value_heads": 4}, **_MLA, q_lora_rank=None,
+                                        routed_scaling_factor=1.5, topk_method="greedy")
+    return transformers.DeepseekV2ForCausalLM(cfg)
+
+
+def _deepseek_v3():
+    cfg = transformers.DeepseekV3Config(**{**COMMON, "num_key_value_heads": 4}, **_MLA, q_lora_rank=48, n_group=4,
+                                        topk_group=2, routed_scaling_factor=2.5, norm_topk_prob=True,
+                                        rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                                      "original_max_position_embeddings": 16, "beta_fast": 32,
+                                                      "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0})
+    hf = transformers.DeepseekV3ForCausalLM(cfg)
+    with torch.no_grad():
+        for layer in hf.model.layers[1:]:
+            layer.mlp.gate.e_score_correction_bias.uniform_(-0.1, 0.1)
+    return hf
+
+
 FAMILIES = {"qwen3_moe": _qwen3_moe, "llama": _llama, "qwen3": _qwen3, "qwen2": _qwen2, "mixtral": _mixtral,
-            "olmoe": _olmoe}
+            "olmoe": _olmoe, "qwen2_moe": _qwen2_moe, "deepseek_v2": _deepseek_v2, "deepseek_v3": _deepseek_v3}
 
 
 def _model(family, dtype):
