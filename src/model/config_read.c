@@ -160,6 +160,7 @@ sk_status sk__describe_moe(const cJSON *c, sk__decoder *d, const char *inter_key
   SK_RETURN_IF_ERROR(sk__cfg_int(c, inter_key, SK__REQUIRED, 1, (int64_t)1 << 24, &d->moe.inter));
   SK_RETURN_IF_ERROR(sk__cfg_bool(c, "norm_topk_prob", renorm_default, &d->moe.renorm));
   d->moe.router = SK__ROUTER_SOFTMAX;
+  d->moe.weights_rounded = true; /* transformers' Qwen3-MoE router: router_top_value.to(logits' dtype) */
   d->moe.scaling = 1.0;
   for (int64_t i = 0; i < d->layers; i++) d->moe_layer[i] = true;
   return SK_STATUS_OK;

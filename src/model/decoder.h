@@ -36,6 +36,7 @@ typedef struct sk__moe {
   bool renorm;                     /* norm_topk_prob: the k weights divided by their sum */
   sk__router router;
   bool router_fp32;                /* the router's logits from fp32 x and weight (DeepSeek), else the model's dtype */
+  bool weights_rounded;            /* the k weights rounded to the model's dtype (Qwen, OLMoE), else kept fp32 */
   int64_t groups, topk_group;      /* SIGMOID_GROUPED: n_group, topk_group */
   double scaling;                  /* routed_scaling_factor (1: none) */
   int64_t shared_inter;            /* 0: no shared expert */

@@ -9,6 +9,7 @@ static sk_status describe(const cJSON *c, sk__decoder *d) {
   SK_RETURN_IF_ERROR(sk__describe_llama_like(c, d));
   SK_RETURN_IF_ERROR(sk__describe_moe(c, d, "intermediate_size", true));
   d->moe.renorm = true; /* Mixtral's router always renormalizes; it has no norm_topk_prob */
+  d->moe.weights_rounded = false; /* and keeps the weights in fp32 */
   return sk__cfg_int(c, "sliding_window", 0, 1, (int64_t)1 << 40, &d->sliding_window);
 }
 

@@ -106,6 +106,11 @@ static void route(sk__model_builder *b, int64_t l, sk_value h, sk_value gating[4
   }
   sk_attr at[] = {SK_ATTR_INT("k", m->top_k), SK_ATTR_INT("renorm", m->renorm)};
   sk__mb_node(b, "gating", "moe_gating_topk_softmax", gin, 1, at, 2, gating, 4);
+  if (m->weights_rounded && d->dtype != SK_FP32) {
+    sk_op_input cin[] = {{"x", &gating[0], 1}};
+    sk_attr to[] = {SK_ATTR_INT("dtype", d->dtype)};
+    gating[0] = sk__mb_one(b, "router_weights", "cast", cin, 1, to, 1);
+  }
   if (m->scaling != 1.0) { /* DeepSeek-V2: the k weights times routed_scaling_factor */
     sk_op_input min[] = {{"x", &gating[0], 1}};
     sk_attr sat[] = {SK_ATTR_FLOAT("scalar", m->scaling)};

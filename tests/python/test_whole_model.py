@@ -96,14 +96,11 @@ def test_refusals_name_what_to_do():
 
 
 def test_other_families_keep_the_per_block_path():
-    cfg = transformers.DeepseekV2Config(**{**COMMON, "num_key_value_heads": 4}, n_routed_experts=4,
-                                        num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
-                                        first_k_dense_replace=1, kv_lora_rank=32, q_lora_rank=None,
-                                        qk_rope_head_dim=16, qk_nope_head_dim=16, v_head_dim=16, n_group=1,
-                                        topk_group=1)
-    hf = transformers.DeepseekV2ForCausalLM(cfg).eval()
+    cfg = transformers.FlexOlmoConfig(**COMMON, num_experts=4, num_experts_per_tok=2, pad_token_id=0,
+                                      eos_token_id=1, bos_token_id=2)
+    hf = transformers.FlexOlmoForCausalLM(cfg).eval()
     report = superkernel.optimize(hf)
-    assert any(name == "(whole model)" and "deepseek_v2" in why for name, why in report.left), report
-    assert len(report.replaced) == 1  # its one MoE block (layer 0 is dense), fused as before
+    assert any(name == "(whole model)" and "flex_olmo" in why for name, why in report.left), report
+    assert len(report.replaced) == COMMON["num_hidden_layers"]  # its MoE blocks, fused as before
     w8a8 = superkernel.optimize(_model(), quantize="w8a8")
     assert any("w8a8" in why for name, why in w8a8.left)
