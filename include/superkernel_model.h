@@ -88,7 +88,10 @@ typedef struct sk_model_info {
   const char *about;       /* one line: layers, heads, experts, dtype */
   sk_dtype dtype;          /* activations, KV cache and logits' source */
   int64_t vocab, hidden, layers, max_tokens, max_context;
-  size_t weight_bytes;     /* the weights' bytes the programs read (borrowed or packed) */
+  /* The bytes of both programs' weights, each counted in each program
+   * that holds it: a tied embedding table twice (the body's embedding, of
+   * which a token reads one row, and the head). */
+  size_t weight_bytes;
   size_t cache_bytes;      /* one sequence's KV cache */
 } sk_model_info;
 SK_API sk_status sk_model_get_info(const sk_model *model, sk_model_info *info_out);
