@@ -54,6 +54,10 @@ typedef struct sk_model_tensor {
  * callback's sk_last_error message. The data is borrowed: it must stay
  * valid and unchanged until the model is destroyed. */
 typedef sk_status (*sk_model_weight_fn)(void *user, const char *name, sk_model_tensor *out);
+/* Called by a weight callback before it returns a failure: its own words
+ * for what went wrong, which sk_model_create reports as "weight NAME:
+ * MESSAGE" (without it, only the status is known). */
+SK_API void sk_model_weight_error(const char *message);
 
 typedef struct sk_model_config {
   size_t struct_size;       /* sizeof(sk_model_config) or 0 */

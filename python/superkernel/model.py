@@ -54,6 +54,7 @@ _PROTOTYPES = {
     "sk_model_create": (ctypes.c_int, [ctypes.POINTER(_Config), ctypes.POINTER(ctypes.c_void_p)]),
     "sk_model_destroy": (None, [ctypes.c_void_p]),
     "sk_model_families": (ctypes.c_char_p, []),
+    "sk_model_weight_error": (None, [ctypes.c_char_p]),
     "sk_model_get_info": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_Info)]),
     "sk_model_seq_create": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]),
     "sk_model_seq_destroy": (None, [ctypes.c_void_p]),
@@ -143,8 +144,10 @@ class Model(Owned):
         try:
             out[0].dtype = int(to_dtype(t.dtype))
         except TypeError:
+            _c().sk_model_weight_error(f"dtype {t.dtype}: the library takes fp32, fp16 or bf16 weights".encode())
             return _INVALID_ARGUMENT
         if t.dim() > _MAX_RANK:
+            _c().sk_model_weight_error(f"{t.dim()} dimensions: at most {_MAX_RANK}".encode())
             return _INVALID_ARGUMENT
         out[0].rank = t.dim()
         for i, d in enumerate(t.shape):

@@ -38,6 +38,11 @@ struct sk_model_seq {
 
 const char *sk_model_families(void) { return sk__family_names(); }
 
+void sk_model_weight_error(const char *message) {
+  /* the status is the callback's return; only the text is kept here */
+  (void)sk__fail(SK_STATUS_INTERNAL, "%s", message ? message : "(no message)");
+}
+
 static sk_status describe(const char *json, sk__decoder *d, char *family, size_t family_size) {
   cJSON *c = cJSON_Parse(json);
   if (!c) {

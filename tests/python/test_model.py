@@ -151,6 +151,10 @@ def test_errors_name_the_culprit():
     del sd["model.layers.1.mlp.up_proj.weight"]
     with pytest.raises(LookupError, match="model.layers.1.mlp.up_proj.weight"):
         superkernel.Model(hf.config, sd)
+    sd = hf.state_dict()
+    sd["model.norm.weight"] = sd["model.norm.weight"].to(torch.float64)
+    with pytest.raises(ValueError, match="model.norm.weight: dtype torch.float64"):
+        superkernel.Model(hf.config, sd)
     cfg = hf.config.to_dict()
     cfg["model_type"] = "gpt2"
     with pytest.raises(superkernel.UnsupportedError, match="gpt2"):
