@@ -73,6 +73,10 @@ typedef struct sk_model_config {
   const sk_team *team;      /* the team runs use (its size plans the super kernels); NULL: one core */
   sk_executor executor;     /* SK_EXECUTOR_DEFAULT: $SK_EXECUTOR, else auto */
   const char *options;      /* super-kernel options of every layer's scope (docs/options.md); NULL: none */
+  /* 1: the programs time every launch (sk_compile_config.profile), for
+   * sk_model_write_profile; with SK_EXECUTOR_EAGER every op is timed on
+   * its own. 0: no timing. */
+  int profile;
 } sk_model_config;
 
 /* Reads the config, looks up and checks every weight, builds and compiles
@@ -83,6 +87,12 @@ typedef struct sk_model_config {
 SK_API sk_status sk_model_create(const sk_model_config *cfg, sk_model **model_out);
 /* Destroy every sequence first. NULL is accepted. */
 SK_API void sk_model_destroy(sk_model *model);
+
+/* With cfg.profile: the body's and the head's profiles over the runs so
+ * far, as dir/body/ and dir/head/ (sk_program_write_profile's
+ * op_statistic.csv and trace.json each; the head has none before a
+ * forward asks for logits). */
+SK_API sk_status sk_model_write_profile(sk_model *model, const char *dir);
 
 /* "llama, mistral, qwen2, qwen3, qwen3_moe, ...": config.json model_types the builder takes. */
 SK_API const char *sk_model_families(void);

@@ -40,7 +40,8 @@ _LOOKUP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctype
 class _Config(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("config_json", ctypes.c_char_p), ("weight", _LOOKUP),
                 ("weight_user", ctypes.c_void_p), ("max_tokens", ctypes.c_int64), ("max_context", ctypes.c_int64),
-                ("team", ctypes.c_void_p), ("executor", ctypes.c_int), ("options", ctypes.c_char_p)]
+                ("team", ctypes.c_void_p), ("executor", ctypes.c_int), ("options", ctypes.c_char_p),
+                ("profile", ctypes.c_int)]
 
 
 class _Info(ctypes.Structure):
@@ -55,6 +56,7 @@ _PROTOTYPES = {
     "sk_model_destroy": (None, [ctypes.c_void_p]),
     "sk_model_families": (ctypes.c_char_p, []),
     "sk_model_weight_error": (None, [ctypes.c_char_p]),
+    "sk_model_write_profile": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
     "sk_model_get_info": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_Info)]),
     "sk_model_seq_create": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]),
     "sk_model_seq_destroy": (None, [ctypes.c_void_p]),
@@ -93,12 +95,13 @@ class Model(Owned):
     max_context   each sequence's KV cache rows (0: max_position_embeddings, at most 4096)
     num_threads   the team's cores (the package's shared team of that size)
     executor, options  as for Graph.compile
+    profile       True: every launch timed, for write_profile (executor="eager": every op on its own)
     """
 
     _noun = "model"
 
     def __init__(self, config, tensors, max_tokens=256, max_context=0, num_threads=1, executor="default",
-                 options=""):
+                 options="", profile=False):
         import torch
 
         if hasattr(config, "to_json_string"):
@@ -121,7 +124,8 @@ class Model(Owned):
             ctypes.sizeof(_Config), _lib.encode(config, "Model: config"), self._lookup, None,
             _lib.as_int(max_tokens, "Model: max_tokens", 0, 1 << 16),
             _lib.as_int(max_context, "Model: max_context", 0, 1 << 24),
-            None, parse_executor(executor), _lib.encode(options, "Model: options") if options else None)
+            None, parse_executor(executor), _lib.encode(options, "Model: options") if options else None,
+            1 if profile else 0)
         handle = ctypes.c_void_p()
         team = self._team._acquire()
         try:
@@ -160,6 +164,14 @@ class Model(Owned):
             _c().sk_model_seq_destroy(seq)
         self._seq_handles.clear()
         _c().sk_model_destroy(handle)
+
+    def write_profile(self, directory):
+        """With profile=True: directory/body/ and directory/head/, each an
+        op_statistic.csv and a trace.json of the runs so far."""
+        import os
+
+        _lib.check(_c().sk_model_write_profile(self.handle, _lib.encode(os.fsencode(directory), "directory")),
+                   "Model.write_profile")
 
     def sequence(self):
         """A new sequence (its KV cache: cache_bytes) of length 0."""

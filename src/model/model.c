@@ -1,8 +1,10 @@
 /* sk_model and sk_model_seq (superkernel_model.h): a decoder model's two
  * compiled programs, and per sequence its KV cache and run contexts. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -73,7 +75,8 @@ static sk_status compile(sk__model_builder *b, const sk_model_config *cfg, void 
   build(b);
   sk_status st = b->st;
   if (st == SK_STATUS_OK) {
-    sk_compile_config cc = {.struct_size = sizeof cc, .team = cfg->team, .executor = cfg->executor};
+    sk_compile_config cc = {.struct_size = sizeof cc, .team = cfg->team, .executor = cfg->executor,
+                            .profile = cfg->profile != 0};
     st = sk_compile(b->g, &cc, out);
   }
   sk_graph_destroy(b->g);
@@ -149,6 +152,23 @@ sk_status sk_model_create(const sk_model_config *cfg, sk_model **model_out) {
   }
   about(m);
   *model_out = m;
+  return SK_STATUS_OK;
+}
+
+sk_status sk_model_write_profile(sk_model *m, const char *dir) {
+  sk__clear_error();
+  if (!m || !dir) return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_write_profile: %s is NULL", m ? "dir" : "model");
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return sk__fail(SK_STATUS_SYSTEM_ERROR, "sk_model_write_profile: %s: %s", dir, strerror(errno));
+  const char *names[] = {"body", "head"};
+  sk_program *programs[] = {m->body, m->head};
+  for (int i = 0; i < 2; i++) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= (int)sizeof path)
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_write_profile: dir: too long");
+    sk_status st = sk_program_write_profile(programs[i], path);
+    if (st != SK_STATUS_OK) return sk__fail_within(st, "sk_model_write_profile: the %s", names[i]);
+  }
   return SK_STATUS_OK;
 }
 

@@ -178,3 +178,14 @@ def test_closing_the_model_closes_its_sequences():
     with pytest.raises(ValueError, match="closed"):
         seq.forward([3])
     seq.close()
+
+
+def test_profile_times_every_op(tmp_path):
+    hf = _model("qwen3_moe", torch.float32)
+    model = superkernel.Model(hf.config, hf.state_dict(), max_context=16, executor="eager", profile=True)
+    model.sequence().forward([1, 2, 3])
+    model.write_profile(tmp_path)
+    body = (tmp_path / "body" / "op_statistic.csv").read_text()
+    for op in ("embedding", "attention", "kv_cache_write", "grouped_matmul", "moe_finalize_routing", "rms_norm"):
+        assert op in body, (op, body[:400])
+    assert "linear" in (tmp_path / "head" / "op_statistic.csv").read_text()
