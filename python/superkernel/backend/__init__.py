@@ -99,7 +99,7 @@ class CompiledGraph:
             read_markers(gm.graph, backend.config.options, refusal)  # errors now, not at the first call
             self.plan = None
         else:
-            self.plan = Plan(gm, self.static_indices, backend.config.options, refusal)
+            self.plan = Plan(gm, self.static_indices, backend.config.options, refusal, backend.config.torch_bits)
 
     def __call__(self, args):
         if self.symbolic:
@@ -119,7 +119,8 @@ class CompiledGraph:
 
                 with torch.no_grad():
                     gm = make_fx(self.gm, tracing_mode="fake")(*args)
-                plan = Plan(gm, self.static_indices, self.backend.config.options)
+                plan = Plan(gm, self.static_indices, self.backend.config.options,
+                            torch_bits=self.backend.config.torch_bits)
                 label = f"{self.label}.s{next(self._signature_ids)}"
                 runner = plan.build(args, self.backend.team(), self.backend.config, label)
                 self.plan = plan

@@ -29,11 +29,11 @@ from .partition import classify, read_markers, stages
 
 
 class Plan:
-    def __init__(self, gm, static_indices, default_options="", refusal=None):
+    def __init__(self, gm, static_indices, default_options="", refusal=None, torch_bits=True):
         self.gm = gm
         graph = gm.graph
         self.where, self.scopes = read_markers(graph, default_options, refusal)
-        self.sk = classify(graph, self.where)
+        self.sk = classify(graph, self.where, torch_bits)
         self.stages = stages(graph, self.sk)
         self.placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         self.static = {self.placeholders[i]: i for i in static_indices if 0 <= i < len(self.placeholders)}
