@@ -18,6 +18,16 @@ fp32 -> bf16 conversion writes 0xffff for any NaN, its scalar one 0x7fc0;
 of two NaN operands its add keeps the second's payload, the library the
 first's). The superkernel ops' NaNs are the same bits eager and compiled.
 
+Opt-in, CompilerConfig(torch_bits=False): the backend also maps ATen ops
+to library ops whose exact contract is their own fixed-order arithmetic,
+within docs/ops.md's tolerance of torch but not its bits: softmax over the
+last dimension (translate.py) and F.scaled_dot_product_attention's cases
+the library's attention computes (rewritten before partitioning,
+attention.py; the layout changes around it copy in torch where a view is
+not dense, a head-major KV cache at every call). Those results are then
+the library's bits. With the default (True) nothing is mapped that is not
+torch's bits.
+
 Parameters and buffers (AOTAutograd's static inputs) that feed library ops
 become constants of the programs, copied when a program is built (at the
 first call): weights are packed once. They are treated as frozen; a change
