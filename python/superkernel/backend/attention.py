@@ -229,9 +229,9 @@ class _Rewriter:
         """Gives got's users (got: the flash node's getitem 0) the output
         with the traced strides (the module's docstring): token-major as
         traced (q was), or contiguous (_match)."""
-        dense = o4.meta["val"].stride()
+        o4_strides = o4.meta["val"].stride()
         for t in list(got.users):
-            if _transposes_heads_tokens(t) and _same_layout(t.meta["val"], dense):
+            if _transposes_heads_tokens(t) and _same_layout(t.meta["val"], o4_strides):
                 t.replace_all_uses_with(o4)  # back to [1, T, Hq, D], dense as traced: the library's output
                 self.graph.erase_node(t)
         if not got.users:
