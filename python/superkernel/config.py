@@ -24,6 +24,14 @@ class CompilerConfig:
                    a subdirectory, plus one op_statistic.csv of them all
     watchdog_ms    the library's watchdog, an int (0: its default,
                    $SK_WATCHDOG_MS or 60000; negative: wait forever)
+    torch_bits     a bool. True (the default): only ATen ops the library
+                   computes with exactly torch eager's bits run in it.
+                   False also maps ATen ops whose library contract is its
+                   own fixed-order arithmetic, within docs/ops.md's
+                   tolerance of torch but not its bits: softmax over the
+                   last dimension (the library's softmax) and
+                   scaled_dot_product_attention's cases the library's
+                   attention computes (backend/attention.py)
 
     Every setting is checked when the config is made and again by
     validate() (get_backend and export call it, so a setting changed
@@ -32,12 +40,15 @@ class CompilerConfig:
     model's first call.
     """
 
-    def __init__(self, executor="auto", num_threads=None, options="", profiling_dir=None, watchdog_ms=0):
+    def __init__(
+        self, executor="auto", num_threads=None, options="", profiling_dir=None, watchdog_ms=0, torch_bits=True
+    ):
         self.executor = executor
         self.num_threads = num_threads
         self.options = options
         self.profiling_dir = profiling_dir
         self.watchdog_ms = watchdog_ms
+        self.torch_bits = torch_bits
         self.validate()
 
     def validate(self):
@@ -63,10 +74,15 @@ class CompilerConfig:
             _lib.encode(os.fsencode(self.profiling_dir), "CompilerConfig.profiling_dir")
         what = "CompilerConfig.watchdog_ms (milliseconds; 0: the default, negative: none)"
         self.watchdog_ms = _lib.as_int(self.watchdog_ms, what)
+        if not isinstance(self.torch_bits, bool):
+            raise TypeError(
+                f"CompilerConfig.torch_bits: expected a bool (True: torch eager's bits only), got {self.torch_bits!r}"
+            )
         return self
 
     def __repr__(self):
         return (
             f"CompilerConfig(executor={self.executor!r}, num_threads={self.num_threads!r}, "
-            f"options={self.options!r}, profiling_dir={self.profiling_dir!r}, watchdog_ms={self.watchdog_ms!r})"
+            f"options={self.options!r}, profiling_dir={self.profiling_dir!r}, watchdog_ms={self.watchdog_ms!r}, "
+            f"torch_bits={self.torch_bits!r})"
         )

@@ -77,7 +77,7 @@ class ExportedModel:
         self._flat_call = self._in_spec == pytree.tree_flatten((tuple(range(n)), {}))[1]
         self._out_spec = ep.call_spec.out_spec
         self.team = shared_team(config.num_threads or torch.get_num_threads())
-        self.plan = Plan(gm, static_indices, config.options)
+        self.plan = Plan(gm, static_indices, config.options, torch_bits=config.torch_bits)
         example = [None] * len(specs)
         for i, value in zip(static_indices, self._static):
             example[i] = value

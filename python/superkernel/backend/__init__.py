@@ -18,6 +18,16 @@ fp32 -> bf16 conversion writes 0xffff for any NaN, its scalar one 0x7fc0;
 of two NaN operands its add keeps the second's payload, the library the
 first's). The superkernel ops' NaNs are the same bits eager and compiled.
 
+Opt-in, CompilerConfig(torch_bits=False): the backend also maps ATen ops
+to library ops whose exact contract is their own fixed-order arithmetic,
+within docs/ops.md's tolerance of torch but not its bits: softmax over the
+last dimension (translate.py) and F.scaled_dot_product_attention's cases
+the library's attention computes (rewritten before partitioning,
+attention.py; the layout changes around it copy in torch where a view is
+not dense, a head-major KV cache at every call). Those results are then
+the library's bits. With the default (True) nothing is mapped that is not
+torch's bits.
+
 Parameters and buffers (AOTAutograd's static inputs) that feed library ops
 become constants of the programs, copied when a program is built (at the
 first call): weights are packed once. They are treated as frozen; a change
@@ -99,7 +109,7 @@ class CompiledGraph:
             read_markers(gm.graph, backend.config.options, refusal)  # errors now, not at the first call
             self.plan = None
         else:
-            self.plan = Plan(gm, self.static_indices, backend.config.options, refusal)
+            self.plan = Plan(gm, self.static_indices, backend.config.options, refusal, backend.config.torch_bits)
 
     def __call__(self, args):
         if self.symbolic:
@@ -119,7 +129,8 @@ class CompiledGraph:
 
                 with torch.no_grad():
                     gm = make_fx(self.gm, tracing_mode="fake")(*args)
-                plan = Plan(gm, self.static_indices, self.backend.config.options)
+                plan = Plan(gm, self.static_indices, self.backend.config.options,
+                            torch_bits=self.backend.config.torch_bits)
                 label = f"{self.label}.s{next(self._signature_ids)}"
                 runner = plan.build(args, self.backend.team(), self.backend.config, label)
                 self.plan = plan

@@ -8,7 +8,8 @@
    scope). Checked here: options (a bad key or value raises naming it),
    pairing, nesting, at most one stream tag.
 2. Each call node is classified (translate.py): the library runs it
-   exactly as torch would, or it runs in torch. An op that runs in torch
+   exactly as torch would (with CompilerConfig(torch_bits=False) also the
+   opt-in ops of its own arithmetic), or it runs in torch. An op that runs in torch
    inside a scope splits the scope: a warning, or an error under the
    scope option strict-scope-check=abort; under bypass the whole scope runs
    without fusion.
@@ -229,21 +230,22 @@ def _error_like(etype, text):
     return error if isinstance(error, Exception) else ScopeError(text)
 
 
-def classify(graph, where):
+def classify(graph, where, torch_bits=True):
     """{node: SkNode} for the call nodes the library runs; warns about (or,
-    under strict-scope-check=abort, refuses) scopes split by torch ops."""
+    under strict-scope-check=abort, refuses) scopes split by torch ops.
+    torch_bits=False: also the opt-in ATen ops (translate.py)."""
     sk = {}
     for node in graph.nodes:
         if node.op != "call_function" or is_marker(node):
             continue
         try:
-            sk[node] = _classify_one(node, sk)
+            sk[node] = _classify_one(node, sk, torch_bits)
         except Unsupported as why:
             _torch_in_scope(node, where.get(node, (None, 0))[0], str(why))
     return sk
 
 
-def _classify_one(node, sk):
+def _classify_one(node, sk, torch_bits):
     if is_getitem(node):
         src = node.args[0]
         if src not in sk or not isinstance(node.args[1], int):
@@ -253,7 +255,7 @@ def _classify_one(node, sk):
         self_, dep = node.args[0], node.args[1]
         tensor_meta(self_)  # a tensor the library holds
         return SkNode(node, "wait", {"x": self_, "dependency": dep}, {})
-    op, slots, attrs = translate(node)
+    op, slots, attrs = translate(node, torch_bits)
     return SkNode(node, op, slots, attrs)
 
 

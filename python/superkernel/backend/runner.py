@@ -1,7 +1,9 @@
 """Plan and Runner: a partitioned graph, and the code that runs it.
 
 Plan (of a graph with static shapes): the markers read, every node
-classified and staged (partition.py). Building it into a Runner needs the
+classified and staged (partition.py); with CompilerConfig(torch_bits=False)
+the graph's scaled-dot-product attentions the library computes are first
+rewritten into its attention op (attention.py), on a copy of the graph. Building it into a Runner needs the
 real values of the constants (parameters, buffers, tensor attributes),
 so it happens at the first call: each sk stage becomes a Segment (a
 compiled program) and the whole becomes one FX GraphModule that calls the
@@ -24,16 +26,20 @@ import operator
 
 import torch
 
+from .attention import map_attention
 from .segment import Segment
 from .partition import classify, read_markers, stages
 
 
 class Plan:
-    def __init__(self, gm, static_indices, default_options="", refusal=None):
+    def __init__(self, gm, static_indices, default_options="", refusal=None, torch_bits=True):
+        if not torch_bits:
+            # the opt-in attention: gm itself when nothing matches, else a rewritten copy
+            gm = map_attention(gm)
         self.gm = gm
         graph = gm.graph
         self.where, self.scopes = read_markers(graph, default_options, refusal)
-        self.sk = classify(graph, self.where)
+        self.sk = classify(graph, self.where, torch_bits)
         self.stages = stages(graph, self.sk)
         self.placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         self.static = {self.placeholders[i]: i for i in static_indices if 0 <= i < len(self.placeholders)}

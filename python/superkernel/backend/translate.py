@@ -33,8 +33,22 @@ ATen ops mapped, and why they give torch's bits:
   embedding (float weight)          -> embedding  (a copy of rows;
         padding_idx changes only gradients; an id out of range fails the run
         with the library's error where torch raises IndexError)
-Not mapped: softmax (the library's exp and its fixed 16-lane sum are not
-torch's, so the bits differ: torch.ops.superkernel.softmax asks for it).
+
+Opt-in: ATen ops whose library op has its own exact contract, a fixed
+order of fp32 arithmetic within a documented tolerance of torch
+(docs/ops.md) but not torch's bits, are mapped only with
+CompilerConfig(torch_bits=False) (translate(node, torch_bits=False)):
+  _softmax (half_to_float False) / softmax.int (no other dtype), over the
+        last dimension              -> softmax    (the library's exp and its
+        fixed 16-lane sum are not torch's)
+  _scaled_dot_product_flash_attention_for_cpu (what AOTAutograd leaves of
+        F.scaled_dot_product_attention on the CPU), the cases the library's
+        attention computes          -> attention  (rewritten before
+        partitioning by backend/attention.py into torch.ops.superkernel.attention
+        and the layout changes around it)
+They are opt-in because the backend's promise is torch eager's bits: with
+torch_bits=True (the default) they run in torch, and a model asks for the
+library's arithmetic with torch.ops.superkernel.softmax / .attention.
 """
 
 import operator
@@ -241,6 +255,26 @@ _ATEN[aten.argmax.default] = _argmax
 _ATEN[aten.embedding.default] = _embedding
 
 
+def _softmax(node):
+    x, dim = node.args[0], node.args[1]
+    if node.target == aten._softmax.default:
+        if node.args[2]:
+            raise Unsupported("softmax with half_to_float (an fp32 result of a 16-bit input)")
+    else:
+        dtype = node.kwargs.get("dtype", node.args[2] if len(node.args) > 2 else None)
+        if dtype is not None and dtype != node_val(x).dtype:
+            raise Unsupported(f"softmax computed in {dtype}")
+    _, shape = tensor_meta(x)
+    if dim not in (-1, len(shape) - 1):
+        raise Unsupported(f"softmax over dim {dim} (only the last)")
+    return "softmax", {"x": x}, {}
+
+
+# ATen ops mapped to a library op whose contract is not torch's bits: only
+# with CompilerConfig(torch_bits=False) (the module's docstring).
+_ATEN_OWN_BITS = {aten._softmax.default: _softmax, aten.softmax.int: _softmax}
+
+
 def _metas(slots):
     metas = {}
     for name, value in slots.items():
@@ -265,15 +299,20 @@ def _traced_outputs(node):
     return out
 
 
-def translate(node):
+def translate(node, torch_bits=True):
     """(op, slots, attrs) of a call_function node the library runs exactly
-    as torch does; Unsupported (with the reason) otherwise. Slots map slot
-    names to fx Nodes or lists of them."""
+    as torch does (with torch_bits=False also the opt-in ATen ops of the
+    module's docstring); Unsupported (with the reason) otherwise. Slots map
+    slot names to fx Nodes or lists of them."""
     target = node.target
     if isinstance(target, torch._ops.OpOverload) and target.namespace == "superkernel":
         op, slots, attrs = _sk_custom(node)
     elif target in _ATEN:
         op, slots, attrs = _ATEN[target](node)
+    elif target in _ATEN_OWN_BITS and not torch_bits:
+        op, slots, attrs = _ATEN_OWN_BITS[target](node)
+    elif target in _ATEN_OWN_BITS:
+        raise Unsupported("the library's result is not torch's bits (CompilerConfig(torch_bits=False) maps it)")
     else:
         raise Unsupported("no library op computes it")
     metas = _metas(slots)
