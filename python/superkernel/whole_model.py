@@ -15,6 +15,10 @@ The model's forward is replaced (on the instance) by one that
     logits are bitwise those of the row run alone: the batch cannot change
     them), and returns fp32 logits [B, T', vocab] (T' = logits_to_keep, or
     T; a padding position's row is zero), with the cache object.
+The weights the programs pack (the projections, the experts, the LM head)
+move to file-backed memory first and go back to the file once packed
+(_file_weights.py): one copy of each stays resident, the packed one.
+
 Refused with an error naming what to do: inputs_embeds, labels (training),
 a mask with holes or right padding, a cache that does not match the
 sequences (another length), a sequence past max_context.
@@ -25,6 +29,7 @@ import weakref
 
 import torch
 
+from . import _file_weights
 from .model import Model
 
 
@@ -113,9 +118,24 @@ def _output(logits, cache):
     return CausalLMOutputWithPast(logits=logits, **{key: cache})
 
 
+def _to_files(hf_model):
+    """The weights the programs pack (every matrix but the embedding table,
+    which the embedding op reads in place) moved to file-backed memory
+    (_file_weights.py), so that once packed one copy stays resident."""
+    moved = []
+    for name, p in hf_model.named_parameters():  # a tied LM head is the embedding table: listed once
+        if p.dim() >= 2 and not name.endswith("embed_tokens.weight"):
+            p.data = _file_weights.to_file(p.data)
+            moved.append(p)
+    return moved
+
+
 def take_over(hf_model, max_context=0, num_threads=1, options=""):
     """Replaces hf_model.forward by the library's; returns the WholeModel."""
+    moved = _to_files(hf_model)
     whole = WholeModel(hf_model, max_context, num_threads, options)
+    for p in moved:  # packed now: torch's copy goes back to the file
+        _file_weights.page_out(p.data)
 
     def forward(self, input_ids=None, attention_mask=None, cache=None, past_key_values=None, inputs_embeds=None,
                 labels=None, use_cache=None, return_dict=None, logits_to_keep=0, position_ids=None,

@@ -58,6 +58,26 @@ def test_generate_matches_the_original(kind):
     assert torch.equal(again, want[:1])
 
 
+def test_one_copy_of_the_packed_weights_stays_resident():
+    from superkernel import _file_weights
+
+    torch.manual_seed(0)
+    cfg = transformers.Qwen3MoeConfig(**{**COMMON, "hidden_size": 256}, head_dim=64, moe_intermediate_size=512,
+                                      num_experts=8, num_experts_per_tok=2)
+    hf = transformers.Qwen3MoeForCausalLM(cfg).eval()
+    superkernel.optimize(hf, max_context=16)
+    experts = hf.model.layers[0].mlp.experts.gate_up_proj  # 8 x 1024 x 256 fp32: 8 MiB, packed by the program
+    import os
+    import tempfile
+
+    where = os.environ.get("SUPERKERNEL_WEIGHTS_DIR") or tempfile.gettempdir()
+    on_disk = _file_weights.enabled() and _file_weights.filesystem_type(where) not in ("tmpfs", "ramfs")
+    assert _file_weights.is_file_backed(experts) == on_disk
+    assert not _file_weights.is_file_backed(hf.model.embed_tokens.weight)  # read in place by the embedding op
+    ids = torch.tensor([[3, 1, 4, 1, 5]])
+    assert hf(ids).logits.shape == (1, 5, COMMON["vocab_size"])
+
+
 def test_sampling_runs_on_library_logits():
     hf = _model()
     superkernel.optimize(hf, max_context=32)
