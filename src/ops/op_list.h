@@ -35,6 +35,8 @@
   X(rotary_embedding)      \
   X(kv_cache_write)        \
   X(attention)             \
-  X(mla_attention)
+  X(mla_attention)         \
+  X(split)                 \
+  X(sigmoid)
 
 #endif

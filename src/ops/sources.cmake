@@ -9,6 +9,7 @@ list(APPEND SK_SOURCES
   ops/elementwise_kernel.c
   ops/cast.c
   ops/concat.c
+  ops/split.c
   ops/grouped_matmul.c
   ops/grouped_matmul_quant.c
   ops/grouped_matmul_tiling.c
@@ -28,6 +29,7 @@ list(APPEND SK_SOURCES
   ops/rms_norm.c
   ops/swiglu.c
   ops/gelu.c
+  ops/sigmoid.c
   ops/moe_init_routing.c
   ops/moe_finalize_routing.c
   ops/moe_gating_topk_softmax.c
