@@ -25,3 +25,5 @@ set_source_files_properties(test_decoder_ops.c PROPERTIES COMPILE_OPTIONS "-ffp-
 sk_add_test(NAME test_attention SOURCES test_attention.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512vnni avx512bf16 amx)
 # mla_attention: invariance with kv_cache_write of the latent cache (chunks, batch, executor, team); run-time errors; shape refusals
 sk_add_test(NAME test_mla_attention SOURCES test_mla_attention.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512vnni avx512bf16 amx)
+# split and sigmoid: sigmoid's edges and every fp16 / bf16 pattern, split's block footprints, build errors
+sk_add_test(NAME test_split_sigmoid SOURCES test_split_sigmoid.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512bf16 avx512vnni amx)

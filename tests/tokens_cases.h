@@ -417,6 +417,37 @@ static inline void tc_mla(sk_graph *g, int64_t t, sk_dtype dt) {
   CHECK_OK(sk_graph_mark_output(g, o, "o"));
 }
 
+/* DeepSeek MLA's latent split and Qwen2-MoE's gated shared expert: a
+ * projection of x split along its last dimension ([c_kv, k_pe]), q
+ * [T, 4, 24] split along dims 2 and 1, and one part scaled by the sigmoid
+ * of a one-column gate (a [T, 1] broadcast); the projection's sigmoid. */
+static inline void tc_split_gate(sk_graph *g, int64_t t, sk_dtype dt) {
+  const int64_t h = 48;
+  sk_value x = tc_tokens_input(g, "x", dt, t, h), q = input(g, "q", dt, 3, (int64_t[]){t, 4, 24});
+  sk_value w = tc_weight(g, "w_kv_a", dt, 2, (int64_t[]){h, 40}, 0.3f);
+  sk_value gw = tc_weight(g, "w_gate", dt, 2, (int64_t[]){h, 1}, 0.5f);
+  CHECK_OK(sk_graph_begin_scope(g, "split_gate", NULL));
+  sk_value kv, gate, parts[2], qparts[3], heads[2];
+  sk_op_input kin[] = {{"x", &x, 1}, {"weight", &w, 1}}, gin[] = {{"x", &x, 1}, {"weight", &gw, 1}};
+  op(g, "grouped_matmul", "kv_a", kin, 2, NULL, 0, &kv, 1);
+  op(g, "grouped_matmul", "gate", gin, 2, NULL, 0, &gate, 1);
+  sk_op_input sin[] = {{"x", &kv, 1}}, qin[] = {{"x", &q, 1}};
+  sk_attr sat[] = {SK_ATTR_INTS("sizes", ((const int64_t[]){32, 8}), 2)};
+  op(g, "split", "kv_split", sin, 1, sat, 1, parts, 2);
+  sk_attr qat[] = {SK_ATTR_INTS("sizes", ((const int64_t[]){16, 5, 3}), 3), SK_ATTR_INT("dim", 2)};
+  op(g, "split", "q_split", qin, 1, qat, 2, qparts, 3);
+  sk_attr hat[] = {SK_ATTR_INTS("sizes", ((const int64_t[]){1, 3}), 2), SK_ATTR_INT("dim", -2)};
+  op(g, "split", "head_split", qin, 1, hat, 2, heads, 2);
+  sk_value gated = binary(g, "mul", "gated", parts[0], unary(g, "sigmoid", "gate_sigmoid", gate));
+  sk_value kv_sig = unary(g, "sigmoid", "kv_sigmoid", kv);
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, gated, "gated"));
+  CHECK_OK(sk_graph_mark_output(g, parts[1], "k_pe"));
+  CHECK_OK(sk_graph_mark_output(g, qparts[1], "q_mid"));
+  CHECK_OK(sk_graph_mark_output(g, heads[0], "head0"));
+  CHECK_OK(sk_graph_mark_output(g, kv_sig, "kv_sigmoid"));
+}
+
 static const tokens_case TOKENS_CASES[] = {
     {"elementwise fp16", tc_elementwise, SK_FP16},     {"elementwise fp32", tc_elementwise, SK_FP32},
     {"norms bf16", tc_norms, SK_BF16},                 {"matmuls bf16", tc_matmuls, SK_BF16},
@@ -425,6 +456,7 @@ static const tokens_case TOKENS_CASES[] = {
     {"quant fp16", tc_quant, SK_FP16},                 {"quant bf16", tc_quant, SK_BF16},
     {"moe w8a8 bf16", tc_moe_w8a8, SK_BF16},     {"decoder bf16", tc_decoder, SK_BF16},
     {"decoder fp32", tc_decoder, SK_FP32},             {"mla bf16", tc_mla, SK_BF16},
+    {"split gate bf16", tc_split_gate, SK_BF16},
 };
 
 /* The case's graph: dynamic up to max (tokens = SK_DIM_DYNAMIC) or for

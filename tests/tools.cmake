@@ -61,6 +61,10 @@ sk_cli_test(sk_ops_all 0 -o "grouped_matmul(x[], weight[]" -o "gelu(x) -> y" -o 
 sk_cli_test(sk_ops_named 0 -o "linear(x, weight, bias?) -> y" -o "dtype of x" -O "reshape(" -- ${SK} ops linear)
 # A slot's rules are one column, comma-separated (concat's ran together as ", rank >= 1dtype of x").
 sk_cli_test(sk_ops_rules_separated 0 -o "rank >= 1, dtype of x" -O "1dtype" -- ${SK} ops concat)
+# A list output (one tensor per size) and a required ints attribute; a float-only op.
+sk_cli_test(sk_ops_split 0 -o "split(x" -o "sizes, dim) -> y[]" -o "ints, required" -o "int, default -1" -O "sigmoid("
+            -- ${SK} ops split)
+sk_cli_test(sk_ops_sigmoid 0 -o "sigmoid(x) -> y" -o "fp32|fp16|bf16" -O "split(" -- ${SK} ops sigmoid)
 sk_cli_test(sk_ops_unknown 2 -E "unknown op type 'frob'" -- ${SK} ops frob)
 sk_cli_test(sk_options_missing 2 -E "missing the options string" -- ${SK} options)
 sk_cli_test(sk_options_two 2 -E "expected one options string" -- ${SK} options "split-mode=4" "split-mode=2")
