@@ -6,8 +6,8 @@ each op gets an autograd formula (torch.library.register_autograd):
 
 - a real derivative where the maths is simple, written with torch ops (the
   backward runs in torch, as the derivatives of torch's own ops do):
-  the views (reshape, slice, squeeze, unsqueeze), concat, the elementwise
-  ops (add, mul, square, cast, gelu, swiglu), linear, rms_norm /
+  the views (reshape, slice, squeeze, unsqueeze), concat, split, the
+  elementwise ops (add, mul, square, cast, gelu, sigmoid, swiglu), linear, rms_norm /
   add_rms_norm, and grouped_matmul's plain float path (group_type -1, one
   product per list entry, no quantization parameters);
 - otherwise, as torch does for an op whose derivative is not implemented,
@@ -205,6 +205,19 @@ def _concat_grad(needs, grads, args, attrs):
     return (list(torch.split(grads[0], [t.shape[dim] for t in xs], dim)),)
 
 
+def _split_grad(needs, grads, args, attrs):
+    (x,) = args
+    dim = attrs.get("dim", -1) % len(x.shape)
+    parts = []
+    for g, size in zip(grads, attrs["sizes"]):
+        if g is None:  # an output that no loss reads
+            shape = list(x.shape)
+            shape[dim] = size
+            g = torch.zeros(shape, dtype=x.dtype)
+        parts.append(g)
+    return (torch.cat(parts, dim),)
+
+
 def _cast_grad(needs, grads, args, attrs):
     return (grads[0],)  # back in x's dtype (_in_dtype)
 
@@ -241,6 +254,11 @@ def _square_grad(needs, grads, args, attrs):
 
 def _gelu_grad(needs, grads, args, attrs):
     return (torch.ops.aten.gelu_backward(grads[0], args[0], approximate="tanh"),)
+
+
+def _sigmoid_grad(needs, grads, args, attrs):
+    s = torch.sigmoid(args[0].float())
+    return (grads[0].float() * s * (1 - s),)
 
 
 def _swiglu_grad(needs, grads, args, attrs):
@@ -348,11 +366,13 @@ _RULES = {
     "unsqueeze": _Rule(_reshape_back),
     "slice": _Rule(_slice_grad),
     "concat": _Rule(_concat_grad),
+    "split": _Rule(_split_grad),
     "cast": _Rule(_cast_grad),
     "add": _Rule(_binary_grad("add")),
     "mul": _Rule(_binary_grad("mul"), saves=_PRODUCT),  # x * scalar: nothing
     "square": _Rule(_square_grad, saves={0: (0,)}),
     "gelu": _Rule(_gelu_grad, saves={0: (0,)}),
+    "sigmoid": _Rule(_sigmoid_grad, saves={0: (0,)}),
     "swiglu": _Rule(_swiglu_grad, saves={0: (0,)}),
     "rms_norm": _Rule(_rms_norm_grad, saves={0: (0, 1), 1: (0, 1)}),
     "add_rms_norm": _Rule(_add_rms_norm_grad, saves={i: (0, 1, 2) for i in range(3)}),

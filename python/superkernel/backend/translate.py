@@ -49,6 +49,13 @@ CompilerConfig(torch_bits=False) (translate(node, torch_bits=False)):
 They are opt-in because the backend's promise is torch eager's bits: with
 torch_bits=True (the default) they run in torch, and a model asks for the
 library's arithmetic with torch.ops.superkernel.softmax / .attention.
+
+Not mapped, whatever torch_bits says: sigmoid (the library's exp is not
+torch's, and below x = -88.72 torch gives 0 where the library keeps a
+subnormal: torch.ops.superkernel.sigmoid asks for the library's);
+split / split_with_sizes (torch's parts are views, non-contiguous along
+any dimension but the first, where the library's are dense copies:
+torch.ops.superkernel.split asks for those).
 """
 
 import operator
