@@ -324,6 +324,9 @@ typedef struct sk_attr {
  *                  window -> o (causal, grouped-query, against the cache)
  *   mla_attention  q_nope, q_pe, latent_cache, positions, kv_b_weight;
  *                  scale -> o (DeepSeek latent attention, absorbed form)
+ *   split          x; sizes (ints, each >= 1, summing to x's dim), dim (int,
+ *                  default -1) -> y (list: one dense copy per size)
+ *   sigmoid        x                        -> 1 / (1 + e^-x) (fp32, the library's exp)
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */
