@@ -114,8 +114,9 @@ static const char *const GEN_STAT_NAMES[] = {"reshape", "square", "add", "mul", 
                                              /* ops only the schema-driven generator adds */
                                              "slice", "squeeze", "unsqueeze", "rms_norm", "add_rms_norm", "swiglu",
                                              "moe_init_routing", "moe_finalize_routing", "moe_gating_topk_softmax",
-                                             "linear"};
-enum { GEN_STAT_SCOPES = 14, GEN_STAT_JIT = 15, GEN_STAT_GRAPHS = 16, GEN_N_STATS = 36 };
+                                             "linear", "split", "sigmoid"};
+enum { GEN_STAT_SCOPES = 14, GEN_STAT_JIT = 15, GEN_STAT_GRAPHS = 16,
+       GEN_N_STATS = sizeof GEN_STAT_NAMES / sizeof GEN_STAT_NAMES[0] };
 static unsigned long GEN_STATS[GEN_N_STATS];
 
 static void gen_stats_print(void) {

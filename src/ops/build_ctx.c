@@ -26,6 +26,15 @@ sk_status sk__ctx_single(sk__build_ctx *ctx, int i, const sk__tensor **t) {
   return SK_STATUS_OK;
 }
 
+sk_status sk__build_like_x(sk__build_ctx *ctx) {
+  const sk__tensor *x = NULL;
+  SK_RETURN_IF_ERROR(sk__ctx_single(ctx, 0, &x));
+  sk__tensor *out = NULL;
+  SK_RETURN_IF_ERROR(sk__ctx_set_outputs(ctx, 1, &out));
+  sk__tensor_init(out, x->dtype, x->rank, x->shape);
+  return SK_STATUS_OK;
+}
+
 static const sk_attr *given_attr(const sk__build_ctx *ctx, const char *name) {
   for (size_t i = 0; i < ctx->desc->n_attrs; i++)
     if (strcmp(ctx->desc->attrs[i].name, name) == 0) return &ctx->desc->attrs[i];

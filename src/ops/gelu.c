@@ -21,15 +21,6 @@ static const sk_op_output_info outputs[] = {SK__OUT("y", "x's dtype and shape")}
 #define GELU_SCALE 1.5957691216057308f
 #define GELU_CUBIC 0.044715f
 
-static sk_status build(sk__build_ctx *ctx) {
-  const sk__tensor *x;
-  SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_X, &x));
-  sk__tensor *out;
-  SK_RETURN_IF_ERROR(sk__ctx_set_outputs(ctx, 1, &out));
-  sk__tensor_init(out, x->dtype, x->rank, x->shape);
-  return SK_STATUS_OK;
-}
-
 /* The sigmoid's argument for x, in the order docs/ops.md fixes. */
 static inline float gelu_arg(float x) {
   float c = x * x * x;
@@ -84,7 +75,7 @@ const sk__op_def sk__op_gelu = {
     SK__SCHEMA_OUTPUTS(outputs),
     .doc = "y = x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)): GELU, tanh form",
     .kind = SK_KERNEL_VECTOR,
-    .build = build,
+    .build = sk__build_like_x,
     .tile = tile,
     .run_block = run_block,
     .kernel_name = kernel_name,

@@ -189,6 +189,10 @@ const sk__slot *sk__ctx_slot(const sk__build_ctx *ctx, int i);
  * returns its only tensor otherwise. */
 sk_status sk__ctx_single(sk__build_ctx *ctx, int i, const sk__tensor **t);
 
+/* The whole build of an elementwise op of one input whose schema says
+ * everything (gelu, sigmoid): one output of slot 0's dtype and shape. */
+sk_status sk__build_like_x(sk__build_ctx *ctx);
+
 /* Attribute getters. sk_graph_add_op has already checked every given
  * attribute against the schema (known name, kind, range, required ones
  * present), so a getter only reads: the given value, else the schema's

@@ -20,15 +20,6 @@ enum { SLOT_X };
 static const sk_op_slot_info inputs[] = {SK__IN("x", "fp32, fp16 or bf16, any shape", .dtypes = SK__FLOATS)};
 static const sk_op_output_info outputs[] = {SK__OUT("y", "x's dtype and shape")};
 
-static sk_status build(sk__build_ctx *ctx) {
-  const sk__tensor *x;
-  SK_RETURN_IF_ERROR(sk__ctx_single(ctx, SLOT_X, &x));
-  sk__tensor *out;
-  SK_RETURN_IF_ERROR(sk__ctx_set_outputs(ctx, 1, &out));
-  sk__tensor_init(out, x->dtype, x->rank, x->shape);
-  return SK_STATUS_OK;
-}
-
 /* The library's sigmoid, its NaN made the canonical one (which NaN
  * sk__sigmoidf returns is x's, quieted: an input's payload would leak). */
 static inline float sigmoid_value(float s) { return s == s ? s : sk__canonical_nan(); }
@@ -85,7 +76,7 @@ const sk__op_def sk__op_sigmoid = {
     SK__SCHEMA_OUTPUTS(outputs),
     .doc = "y = 1 / (1 + e^-x), fp32 with the library's exp, rounded once to x's dtype",
     .kind = SK_KERNEL_VECTOR,
-    .build = build,
+    .build = sk__build_like_x,
     .tile = tile,
     .run_block = run_block,
     .kernel_name = kernel_name,
