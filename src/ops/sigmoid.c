@@ -3,14 +3,13 @@
  *
  * Per element, in fp32 (x widened exactly; docs/ops.md):
  *   y = round(sk__sigmoidf(x))                        (kernels/activation)
- * sk__sigmoidf is the library's sigmoid on its own exp (the one swiglu,
- * gelu and moe_gating_topk use): e = sk__expf(-|x|), then (x >= 0 ? 1 : e)
- * / (1 + e) with the rounding of 1 + e taken back; a NaN x gives the
- * canonical quiet NaN; one rounding to x's dtype (to nearest even). The
- * kernel runs the array form of the same sigmoid (bitwise the scalar one
- * on every ISA), so it matches the reference bit for bit, and each element
- * depends on its own x alone. */
-#include "core/error.h"
+ * sk__sigmoidf is the library's sigmoid (gelu's and moe_gating_topk's) on
+ * its own exp (sk__expf, swiglu's and softmax's): e = sk__expf(-|x|), then
+ * (x >= 0 ? 1 : e) / (1 + e) with the rounding of 1 + e taken back; a NaN
+ * x gives the canonical quiet NaN; one rounding to x's dtype (to nearest
+ * even). The kernel runs the array form of the same sigmoid (bitwise the
+ * scalar one on every ISA), so it matches the reference bit for bit, and
+ * each element depends on its own x alone. */
 #include "kernels/activation/activation.h"
 #include "kernels/convert/convert.h"
 #include "ops/op_util.h"

@@ -1,4 +1,4 @@
-/* split(x; dim, sizes): torch.split(x, sizes, dim) with a list of sizes,
+/* split(x; sizes, dim = -1): torch.split(x, sizes, dim) with a list of sizes,
  * each part a dense copy. x viewed as [outer, D, inner] around dim (outer
  * the product of the dimensions before it, inner of those after): output i
  * is [outer, sizes[i], inner], row o of it x's row o from offset
