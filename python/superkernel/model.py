@@ -11,7 +11,7 @@ The C builder reads the config and looks every weight up by its
 state_dict name (this module only hands the tensors over: they are
 borrowed, not copied, and kept alive by the Model; the experts packed at
 compile are the one copy the programs read). Families: sk_model_families()
-(Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE, Mixtral, OLMoE). A token's logits are bitwise
+(Llama, Mistral, Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE, Mixtral, OLMoE, DeepSeek-V2/V3). A token's logits are bitwise
 the same whether its prompt ran in one forward, in chunks or token by
 token (the library's contracts, docs/ops.md); against transformers' own
 forward they agree within the ops' documented tolerances.

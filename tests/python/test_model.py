@@ -63,8 +63,8 @@ def _deepseek_v2():
 
 
 def _deepseek_v3():
-    cfg = transformers.DeepseekV3Config(**{**COMMON, "num_key_value_heads": 4}, **_MLA, q_lora_rank=48, n_group=4,
-                                        topk_group=2, routed_scaling_factor=2.5, norm_topk_prob=True,
+    cfg = transformers.DeepseekV3Config(**{**COMMON, "num_key_value_heads": 4}, **_MLA, q_lora_rank=48, n_group=2,
+                                        topk_group=1, routed_scaling_factor=2.5, norm_topk_prob=True,
                                         rope_scaling={"rope_type": "yarn", "factor": 4.0,
                                                       "original_max_position_embeddings": 16, "beta_fast": 32,
                                                       "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0})
@@ -117,7 +117,7 @@ def test_logits_match_transformers(family, dtype):
         assert (got.argmax(-1) == want.argmax(-1)).float().mean() >= 0.75
 
 
-@pytest.mark.parametrize("family", ["qwen3_moe", "llama"])
+@pytest.mark.parametrize("family", ["qwen3_moe", "llama", "deepseek_v3", "qwen2_moe"])
 def test_chunking_is_invisible(family):
     hf = _model(family, torch.bfloat16)
     model = superkernel.Model(hf.config, hf.state_dict(), max_tokens=16, max_context=32)
