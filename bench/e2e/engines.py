@@ -11,7 +11,8 @@ model in the library, superkernel.Model; its MoE share is not measured:
 the blocks are inside the library's programs), fp32 (eager in fp32: the
 reference of the logits).
 
-Measured: prefill of a P-token prompt from an empty cache (tokens/s) and
+Measured: prefill of a P-token prompt from an empty cache, the last
+token's logits only (logits_to_keep=1, as generate asks; tokens/s), and
 greedy decode of G tokens from a one-token context, one token a step
 (tokens/s), as llama-bench's pp and tg; R repetitions each. Then, with
 forward hooks timing each MoE block, one more prefill and decode: the share
@@ -78,7 +79,8 @@ class MoETimer:
 def prefill(model, ids):
     cache = transformers.DynamicCache(config=model.config)
     t0 = time.perf_counter()
-    logits = model(input_ids=ids, cache=cache, use_cache=True).logits[0, -1]
+    # logits_to_keep=1: the last token's logits only, as generate() and llama-bench's pp do
+    logits = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1).logits[0, -1]
     return time.perf_counter() - t0, logits.float()
 
 
