@@ -24,8 +24,7 @@ struct sk_model {
   size_t weight_bytes;
   sk_program *body, *head;
   size_t body_ids, body_positions, body_hidden, head_hidden, head_logits; /* io indices */
-  sk__model_cache *caches; /* the body's cache inputs (names, one sequence's bytes) */
-  size_t *cache_index;     /* their input indices */
+  sk__model_cache *caches; /* the body's cache inputs (name, one sequence's bytes, input index) */
   int n_caches;
 };
 
@@ -57,10 +56,11 @@ static sk_status describe(const char *json, sk__decoder *d, char *family, size_t
   if (!cJSON_IsObject(c)) st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "config.json: expected an object");
   if (st == SK_STATUS_OK) st = sk__cfg_string(c, "model_type", &type);
   const sk__family *f = type ? sk__family_find(type) : NULL;
-  if (st == SK_STATUS_OK && !f)
-    st = sk__fail(type ? SK_STATUS_UNSUPPORTED : SK_STATUS_INVALID_ARGUMENT,
-                  "config.json: model_type%s%s%s: %s (supported: %s)", type ? " = \"" : "", type ? type : "",
-                  type ? "\"" : "", type ? "not supported" : "missing", sk__family_names());
+  if (st == SK_STATUS_OK && !type)
+    st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "config.json: model_type: missing (supported: %s)", sk__family_names());
+  else if (st == SK_STATUS_OK && !f)
+    st = sk__fail(SK_STATUS_UNSUPPORTED, "config.json: model_type = \"%s\": not supported (supported: %s)", type,
+                  sk__family_names());
   if (st == SK_STATUS_OK) {
     snprintf(family, family_size, "%s", type);
     d->family = family;
@@ -84,20 +84,14 @@ static sk_status compile(sk__model_builder *b, const sk_model_config *cfg, void 
   return st;
 }
 
-static sk_status find(const sk_program *p, sk_io_kind kind, const char *name, size_t *out) {
-  return sk_program_find(p, kind, name, out);
-}
-
 static sk_status index_io(sk_model *m) {
-  SK_RETURN_IF_ERROR(find(m->body, SK_IO_INPUT, "ids", &m->body_ids));
-  SK_RETURN_IF_ERROR(find(m->body, SK_IO_INPUT, "positions", &m->body_positions));
-  SK_RETURN_IF_ERROR(find(m->body, SK_IO_OUTPUT, "hidden", &m->body_hidden));
-  SK_RETURN_IF_ERROR(find(m->head, SK_IO_INPUT, "hidden", &m->head_hidden));
-  SK_RETURN_IF_ERROR(find(m->head, SK_IO_OUTPUT, "logits", &m->head_logits));
-  m->cache_index = calloc((size_t)m->n_caches + 1, sizeof *m->cache_index);
-  if (!m->cache_index) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_create: out of memory");
+  SK_RETURN_IF_ERROR(sk_program_find(m->body, SK_IO_INPUT, "ids", &m->body_ids));
+  SK_RETURN_IF_ERROR(sk_program_find(m->body, SK_IO_INPUT, "positions", &m->body_positions));
+  SK_RETURN_IF_ERROR(sk_program_find(m->body, SK_IO_OUTPUT, "hidden", &m->body_hidden));
+  SK_RETURN_IF_ERROR(sk_program_find(m->head, SK_IO_INPUT, "hidden", &m->head_hidden));
+  SK_RETURN_IF_ERROR(sk_program_find(m->head, SK_IO_OUTPUT, "logits", &m->head_logits));
   for (int i = 0; i < m->n_caches; i++)
-    SK_RETURN_IF_ERROR(find(m->body, SK_IO_INPUT, m->caches[i].name, &m->cache_index[i]));
+    SK_RETURN_IF_ERROR(sk_program_find(m->body, SK_IO_INPUT, m->caches[i].name, &m->caches[i].input));
   return SK_STATUS_OK;
 }
 
@@ -177,7 +171,6 @@ void sk_model_destroy(sk_model *m) {
   sk_program_destroy(m->body);
   sk_program_destroy(m->head);
   free(m->caches);
-  free(m->cache_index);
   free(m);
 }
 
@@ -193,10 +186,6 @@ sk_status sk_model_get_info(const sk_model *m, sk_model_info *info) {
 }
 
 /* ---- sequences ---- */
-
-static sk_status bind(sk_run_context *ctx, sk_io_kind kind, size_t i, void *data, size_t bytes) {
-  return sk_run_context_bind(ctx, kind, i, data, bytes);
-}
 
 sk_status sk_model_seq_create(sk_model *m, sk_model_seq **seq_out) {
   sk__clear_error();
@@ -222,7 +211,7 @@ sk_status sk_model_seq_create(sk_model *m, sk_model_seq **seq_out) {
   if (st == SK_STATUS_OK) st = sk_run_context_create(m->body, &s->body);
   if (st == SK_STATUS_OK) st = sk_run_context_create(m->head, &s->head);
   for (int i = 0; st == SK_STATUS_OK && i < m->n_caches; i++)
-    st = bind(s->body, SK_IO_INPUT, m->cache_index[i], s->caches[i], m->caches[i].bytes);
+    st = sk_run_context_bind(s->body, SK_IO_INPUT, m->caches[i].input, s->caches[i], m->caches[i].bytes);
   if (st != SK_STATUS_OK) {
     sk_model_seq_destroy(s);
     return st;
@@ -261,15 +250,16 @@ static sk_status run_chunk(sk_model_seq *s, sk_team *team, const int32_t *ids, i
   const size_t row = (size_t)m->d.hidden * sk_dtype_size(m->d.dtype);
   memcpy(s->ids, ids, (size_t)c * sizeof *ids);
   for (int64_t t = 0; t < c; t++) s->positions[t] = (int32_t)(s->length + t);
-  SK_RETURN_IF_ERROR(bind(s->body, SK_IO_INPUT, m->body_ids, s->ids, (size_t)c * sizeof *s->ids));
-  SK_RETURN_IF_ERROR(bind(s->body, SK_IO_INPUT, m->body_positions, s->positions, (size_t)c * sizeof *s->positions));
-  SK_RETURN_IF_ERROR(bind(s->body, SK_IO_OUTPUT, m->body_hidden, s->hidden, (size_t)c * row));
+  SK_RETURN_IF_ERROR(sk_run_context_bind(s->body, SK_IO_INPUT, m->body_ids, s->ids, (size_t)c * sizeof *s->ids));
+  SK_RETURN_IF_ERROR(
+      sk_run_context_bind(s->body, SK_IO_INPUT, m->body_positions, s->positions, (size_t)c * sizeof *s->positions));
+  SK_RETURN_IF_ERROR(sk_run_context_bind(s->body, SK_IO_OUTPUT, m->body_hidden, s->hidden, (size_t)c * row));
   SK_RETURN_IF_ERROR(sk_run_context_run(s->body, team));
   s->length += c;
   if (from >= c) return SK_STATUS_OK;
-  SK_RETURN_IF_ERROR(bind(s->head, SK_IO_INPUT, m->head_hidden, (char *)s->hidden + (size_t)from * row,
+  SK_RETURN_IF_ERROR(sk_run_context_bind(s->head, SK_IO_INPUT, m->head_hidden, (char *)s->hidden + (size_t)from * row,
                           (size_t)(c - from) * row));
-  SK_RETURN_IF_ERROR(bind(s->head, SK_IO_OUTPUT, m->head_logits, out,
+  SK_RETURN_IF_ERROR(sk_run_context_bind(s->head, SK_IO_OUTPUT, m->head_logits, out,
                           (size_t)((c - from) * m->d.vocab) * sizeof(float)));
   return sk_run_context_run(s->head, team);
 }

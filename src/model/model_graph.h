@@ -25,6 +25,7 @@
 typedef struct sk__model_cache {
   char name[48];  /* the body's input */
   size_t bytes;   /* one sequence's */
+  size_t input;   /* its index among the body's inputs (set once compiled) */
 } sk__model_cache;
 
 typedef struct sk__model_builder {
