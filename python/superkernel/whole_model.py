@@ -51,22 +51,27 @@ class WholeModel:
         self._free = []  # sequences no live cache holds
 
     def _sequences(self, n):
-        held = {id(s) for st in self._states.values() for s in st.seqs}
-        self._free = [s for s in self._free if id(s) not in held]
-        seqs = []
-        while len(seqs) < n:
-            seq = self._free.pop() if self._free else self.model.sequence()
+        """n empty sequences: the cache-less runs' (self._free) first; a
+        cache's own go when the cache does."""
+        seqs = [self._free.pop() if self._free else self.model.sequence() for _ in range(n)]
+        for seq in seqs:
             seq.truncate(0)
-            seqs.append(seq)
         return seqs
-
-    def _release(self, seqs):
-        self._free.extend(seqs)
 
     def forward(self, input_ids, attention_mask, cache, logits_to_keep):
         if input_ids is None or input_ids.dim() != 2:
             raise ValueError("superkernel.optimize: the model takes input_ids [batch, tokens]")
         b, t = input_ids.shape
+        mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
+        if mask.dim() != 2 or mask.shape[0] != b:
+            raise ValueError("superkernel.optimize: attention_mask must be [batch, positions] of 0 and 1")
+        full = mask.bool()
+        for row in full:  # every row checked before anything runs: an error appends nothing
+            # left padding only: once a row has a token, it has no more holes
+            first = int(row.nonzero()[0]) if row.any() else row.numel()
+            if not bool(row[first:].all()):
+                raise ValueError("superkernel.optimize: attention_mask has holes or right padding; pad on the left "
+                                 "(tokenizer.padding_side = 'left')")
         if cache is not None:
             state = self._states.get(cache)
             if state is None:
@@ -75,7 +80,6 @@ class WholeModel:
                 raise ValueError(f"superkernel.optimize: the cache holds {len(state.seqs)} sequences, the input {b} rows")
         else:
             state = _State(self._sequences(b))
-        mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         if attention_mask is not None and mask.shape[1] != state.total + t:
             raise ValueError(
                 f"superkernel.optimize: attention_mask covers {mask.shape[1]} positions, the cache {state.total} "
@@ -83,31 +87,26 @@ class WholeModel:
         keep = t if not logits_to_keep else min(int(logits_to_keep), t)
         logits = torch.zeros((b, keep, self.model.vocab), dtype=torch.float32)
         try:
-            for row in range(b):
-                self._row(state.seqs[row], input_ids[row], mask[row], t, keep, logits[row])
+            for r in range(b):
+                self._row(state.seqs[r], input_ids[r], full[r, -t:], keep, logits[r])
         finally:
             if cache is None:
-                self._release(state.seqs)
+                self._free.extend(state.seqs)
         state.total += t
         return logits
 
-    def _row(self, seq, ids, mask, t, keep, out):
-        full = mask.bool()
-        if full.dim() != 1:
-            raise ValueError("superkernel.optimize: attention_mask must be [batch, positions] of 0 and 1")
-        # left padding only: once a row has a token, it has no more holes
-        first = int(full.nonzero()[0]) if full.any() else full.numel()
-        if not bool(full[first:].all()):
-            raise ValueError("superkernel.optimize: attention_mask has holes or right padding; pad on the left "
-                             "(tokenizer.padding_side = 'left')")
-        new = full[-t:]
+    @staticmethod
+    def _row(seq, ids, new, keep, out):
+        """A row's tokens where new (its mask's last t columns) is set; the
+        logits of its last `keep` positions into out."""
         real = ids[new]
         if real.numel() == 0:
             return
-        n_logits = int(new[t - keep:].sum())
+        wanted = new[new.numel() - keep:]
+        n_logits = int(wanted.sum())
         got = seq.forward(real, logits=n_logits)
         if n_logits:
-            out[new[t - keep:]] = got
+            out[wanted] = got
 
 
 def _output(logits, cache):

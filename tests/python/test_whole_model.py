@@ -103,8 +103,10 @@ def test_refusals_name_what_to_do():
     hf = _model()
     superkernel.optimize(hf, max_context=16)
     ids, _ = _prompts()
+    cache = transformers.DynamicCache(config=hf.config)
     with pytest.raises(ValueError, match="padding_side"):
-        hf(ids, attention_mask=torch.tensor([[1, 1, 1, 1, 1, 1, 1], [1, 1, 0, 1, 1, 1, 1]]))
+        hf(ids, attention_mask=torch.tensor([[1, 1, 1, 1, 1, 1, 1], [1, 1, 0, 1, 1, 1, 1]]), cache=cache)
+    assert cache not in hf._superkernel_whole._states  # nothing ran, not even the good first row
     with pytest.raises(NotImplementedError, match="inputs_embeds"):
         hf(inputs_embeds=torch.zeros(1, 3, 64))
     with pytest.raises(NotImplementedError, match="labels"):
