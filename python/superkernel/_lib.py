@@ -189,6 +189,29 @@ class CompileConfig(_C.Structure):
     ]
 
 
+# superkernel_model.h's structs
+MODEL_MAX_RANK = 8
+
+
+class ModelTensor(_C.Structure):
+    _fields_ = [("dtype", c_int), ("rank", c_int), ("shape", int64 * MODEL_MAX_RANK), ("data", c_void_p)]
+
+
+MODEL_WEIGHT_FN = _C.CFUNCTYPE(c_int, c_void_p, c_char_p, _C.POINTER(ModelTensor))
+
+
+class ModelConfig(_C.Structure):
+    _fields_ = [("struct_size", size_t), ("config_json", c_char_p), ("weight", MODEL_WEIGHT_FN),
+                ("weight_user", c_void_p), ("max_tokens", int64), ("max_context", int64), ("team", c_void_p),
+                ("executor", c_int), ("options", c_char_p), ("profile", c_int)]
+
+
+class ModelInfo(_C.Structure):
+    _fields_ = [("family", c_char_p), ("about", c_char_p), ("dtype", c_int), ("vocab", int64), ("hidden", int64),
+                ("layers", int64), ("max_tokens", int64), ("max_context", int64), ("weight_bytes", size_t),
+                ("cache_bytes", size_t)]
+
+
 class Buffer(_C.Structure):
     _fields_ = [("name", c_char_p), ("data", c_void_p), ("bytes", size_t)]
 
@@ -336,6 +359,17 @@ _PROTOTYPES = {
     "sk_program_output_info": (_STATUS, [c_void_p, size_t, P(c_char_p), P(c_int), P(c_int), P(int64)]),
     "sk_program_get_stats": (_STATUS, [c_void_p, P(ProgramStats)]),
     "sk_kernel_register": (_STATUS, [P(KernelDesc), P(c_void_p)]),
+    "sk_model_create": (_STATUS, [P(ModelConfig), P(c_void_p)]),
+    "sk_model_destroy": (None, [c_void_p]),
+    "sk_model_families": (c_char_p, []),
+    "sk_model_weight_error": (None, [c_char_p]),
+    "sk_model_write_profile": (_STATUS, [c_void_p, c_char_p]),
+    "sk_model_get_info": (_STATUS, [c_void_p, P(ModelInfo)]),
+    "sk_model_seq_create": (_STATUS, [c_void_p, P(c_void_p)]),
+    "sk_model_seq_destroy": (None, [c_void_p]),
+    "sk_model_seq_length": (int64, [c_void_p]),
+    "sk_model_seq_truncate": (_STATUS, [c_void_p, int64]),
+    "sk_model_forward": (_STATUS, [c_void_p, c_void_p, P(_C.c_int32), int64, c_void_p, int64]),
 }
 
 _lock = _fork.lock(sys.modules[__name__], "_lock")

@@ -24,65 +24,16 @@ from . import _lib
 from ._owned import Owned
 from .dtypes import to_dtype
 from .program import parse_executor
+from .errors import STATUS_NAMES
 from .team import shared_team
-
-_MAX_RANK = 8
-
-
-class _Tensor(ctypes.Structure):
-    _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_int), ("shape", ctypes.c_int64 * _MAX_RANK),
-                ("data", ctypes.c_void_p)]
-
-
-_LOOKUP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(_Tensor))
-
-
-class _Config(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("config_json", ctypes.c_char_p), ("weight", _LOOKUP),
-                ("weight_user", ctypes.c_void_p), ("max_tokens", ctypes.c_int64), ("max_context", ctypes.c_int64),
-                ("team", ctypes.c_void_p), ("executor", ctypes.c_int), ("options", ctypes.c_char_p),
-                ("profile", ctypes.c_int)]
-
-
-class _Info(ctypes.Structure):
-    _fields_ = [("family", ctypes.c_char_p), ("about", ctypes.c_char_p), ("dtype", ctypes.c_int),
-                ("vocab", ctypes.c_int64), ("hidden", ctypes.c_int64), ("layers", ctypes.c_int64),
-                ("max_tokens", ctypes.c_int64), ("max_context", ctypes.c_int64), ("weight_bytes", ctypes.c_size_t),
-                ("cache_bytes", ctypes.c_size_t)]
-
-
-_PROTOTYPES = {
-    "sk_model_create": (ctypes.c_int, [ctypes.POINTER(_Config), ctypes.POINTER(ctypes.c_void_p)]),
-    "sk_model_destroy": (None, [ctypes.c_void_p]),
-    "sk_model_families": (ctypes.c_char_p, []),
-    "sk_model_weight_error": (None, [ctypes.c_char_p]),
-    "sk_model_write_profile": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
-    "sk_model_get_info": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_Info)]),
-    "sk_model_seq_create": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]),
-    "sk_model_seq_destroy": (None, [ctypes.c_void_p]),
-    "sk_model_seq_length": (ctypes.c_int64, [ctypes.c_void_p]),
-    "sk_model_seq_truncate": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64]),
-    "sk_model_forward": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32),
-                                        ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]),
-}
-
-
-def _c():
-    lib = _lib.lib()
-    if not getattr(lib, "_sk_model_declared", False):
-        for name, (restype, argtypes) in _PROTOTYPES.items():
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = restype, argtypes
-        lib._sk_model_declared = True
-    return lib
 
 
 def families():
     """The config.json model_types the library builds."""
-    return _c().sk_model_families().decode()
+    return _lib.lib().sk_model_families().decode()
 
 
-_NOT_FOUND, _INVALID_ARGUMENT = 6, 1  # sk_status values (superkernel.h)
+_NOT_FOUND, _INVALID_ARGUMENT = STATUS_NAMES.index("NOT_FOUND"), STATUS_NAMES.index("INVALID_ARGUMENT")
 
 
 class Model(Owned):
@@ -119,9 +70,9 @@ class Model(Owned):
                 raise TypeError(f"Model: tensor {name!r}: expected a CPU torch.Tensor")
             self._tensors[name] = t.detach().contiguous()
         self._team = shared_team(num_threads)
-        self._lookup = _LOOKUP(self._find)  # kept: C calls it during create only
-        cfg = _Config(
-            ctypes.sizeof(_Config), _lib.encode(config, "Model: config"), self._lookup, None,
+        self._lookup = _lib.MODEL_WEIGHT_FN(self._find)  # kept: C calls it during create only
+        cfg = _lib.ModelConfig(
+            ctypes.sizeof(_lib.ModelConfig), _lib.encode(config, "Model: config"), self._lookup, None,
             _lib.as_int(max_tokens, "Model: max_tokens", 0, 1 << 16),
             _lib.as_int(max_context, "Model: max_context", 0, 1 << 24),
             None, parse_executor(executor), _lib.encode(options, "Model: options") if options else None,
@@ -130,12 +81,12 @@ class Model(Owned):
         team = self._team._acquire()
         try:
             cfg.team = team
-            _lib.check(_c().sk_model_create(ctypes.byref(cfg), ctypes.byref(handle)), "superkernel.Model")
+            _lib.check(_lib.lib().sk_model_create(ctypes.byref(cfg), ctypes.byref(handle)), "superkernel.Model")
         finally:
             self._team._release()
         self._handle = handle
-        info = _Info()
-        _lib.check(_c().sk_model_get_info(handle, ctypes.byref(info)))
+        info = _lib.ModelInfo()
+        _lib.check(_lib.lib().sk_model_get_info(handle, ctypes.byref(info)))
         self.family, self.about = info.family.decode(), info.about.decode()
         self.vocab, self.hidden, self.layers = info.vocab, info.hidden, info.layers
         self.max_tokens, self.max_context = info.max_tokens, info.max_context
@@ -148,10 +99,10 @@ class Model(Owned):
         try:
             out[0].dtype = int(to_dtype(t.dtype))
         except TypeError:
-            _c().sk_model_weight_error(f"dtype {t.dtype}: the library takes fp32, fp16 or bf16 weights".encode())
+            _lib.lib().sk_model_weight_error(f"dtype {t.dtype}: the library takes fp32, fp16 or bf16 weights".encode())
             return _INVALID_ARGUMENT
-        if t.dim() > _MAX_RANK:
-            _c().sk_model_weight_error(f"{t.dim()} dimensions: at most {_MAX_RANK}".encode())
+        if t.dim() > _lib.MODEL_MAX_RANK:
+            _lib.lib().sk_model_weight_error(f"{t.dim()} dimensions: at most {_lib.MODEL_MAX_RANK}".encode())
             return _INVALID_ARGUMENT
         out[0].rank = t.dim()
         for i, d in enumerate(t.shape):
@@ -161,16 +112,16 @@ class Model(Owned):
 
     def _destroy(self, handle):
         for seq in list(self._seq_handles):
-            _c().sk_model_seq_destroy(seq)
+            _lib.lib().sk_model_seq_destroy(seq)
         self._seq_handles.clear()
-        _c().sk_model_destroy(handle)
+        _lib.lib().sk_model_destroy(handle)
 
     def write_profile(self, directory):
         """With profile=True: directory/body/ and directory/head/, each an
         op_statistic.csv and a trace.json of the runs so far."""
         import os
 
-        _lib.check(_c().sk_model_write_profile(self.handle, _lib.encode(os.fsencode(directory), "directory")),
+        _lib.check(_lib.lib().sk_model_write_profile(self.handle, _lib.encode(os.fsencode(directory), "directory")),
                    "Model.write_profile")
 
     def sequence(self):
@@ -189,7 +140,7 @@ class Sequence(Owned):
     def __init__(self, model):
         self._model = model  # destroyed after its sequences
         handle = ctypes.c_void_p()
-        _lib.check(_c().sk_model_seq_create(model.handle, ctypes.byref(handle)), "Model.sequence")
+        _lib.check(_lib.lib().sk_model_seq_create(model.handle, ctypes.byref(handle)), "Model.sequence")
         self._handle = handle
         model._seq_handles.add(handle.value)
 
@@ -202,14 +153,14 @@ class Sequence(Owned):
     def _destroy(self, handle):
         if handle.value in self._model._seq_handles:  # else the model went first and took it along
             self._model._seq_handles.discard(handle.value)
-            _c().sk_model_seq_destroy(handle)
+            _lib.lib().sk_model_seq_destroy(handle)
 
     def __len__(self):
-        return _c().sk_model_seq_length(self.handle)
+        return _lib.lib().sk_model_seq_length(self.handle)
 
     def truncate(self, length=0):
         """Forgets the tokens from `length` on."""
-        _lib.check(_c().sk_model_seq_truncate(self.handle, _lib.as_int(length, "Sequence.truncate: length")))
+        _lib.check(_lib.lib().sk_model_seq_truncate(self.handle, _lib.as_int(length, "Sequence.truncate: length")))
 
     def forward(self, ids, logits=1):
         """Appends ids (ints) and returns the logits of the last `logits`
@@ -228,7 +179,7 @@ class Sequence(Owned):
         out = torch.empty((n_logits, self._model.vocab), dtype=torch.float32) if n_logits else None
         team = self._model._team._acquire()
         try:
-            _lib.check(_c().sk_model_forward(
+            _lib.check(_lib.lib().sk_model_forward(
                 self.handle, team, ctypes.cast(ids32.data_ptr(), ctypes.POINTER(ctypes.c_int32)), n,
                 out.data_ptr() if out is not None else None, n_logits), "Sequence.forward")
         finally:
