@@ -283,6 +283,9 @@ C_STRUCTS = {
     ProgramStats: "sk_program_stats",
     OpStatistic: "sk_op_statistic",
     KernelDesc: "sk_kernel_desc",
+    ModelTensor: "sk_model_tensor",
+    ModelConfig: "sk_model_config",
+    ModelInfo: "sk_model_info",
 }
 
 

@@ -18,6 +18,7 @@ from superkernel import _lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = os.path.join(ROOT, "include", "superkernel.h")
+HEADERS = (HEADER, os.path.join(ROOT, "include", "superkernel_model.h"))
 
 
 def test_every_mirror_is_listed():
@@ -29,7 +30,8 @@ def _c_layout(tmp_path):
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
     if not cc:
         pytest.skip("SKIPPED: no C compiler to lay out the header's structs")
-    lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "superkernel.h"', "int main(void) {"]
+    lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "superkernel.h"',
+             '#include "superkernel_model.h"', "int main(void) {"]
     for cls, cname in _lib.C_STRUCTS.items():
         lines.append(f'  printf("{cname} %zu\\n", sizeof({cname}));')
         for field, _ in cls._fields_:
@@ -58,7 +60,7 @@ def test_struct_layouts_match_the_header(tmp_path):
 
 
 def _header_prototypes():
-    text = re.sub(r"/\*.*?\*/", "", open(HEADER).read(), flags=re.S)
+    text = re.sub(r"/\*.*?\*/", "", "".join(open(h).read() for h in HEADERS), flags=re.S)
     protos = {}
     for m in re.finditer(r"SK_API\s+[^;{]*?\b(sk_\w+)\s*\(([^)]*)\)\s*;", text, re.S):
         params = m.group(2).strip()
@@ -72,7 +74,7 @@ def test_prototypes_match_the_header():
     wrong = []
     for name, (_restype, argtypes) in _lib._PROTOTYPES.items():
         if name not in header:
-            wrong.append(f"{name} is not declared in superkernel.h")
+            wrong.append(f"{name} is not declared in superkernel.h or superkernel_model.h")
         elif header[name] != len(argtypes):
             wrong.append(f"{name} takes {header[name]} parameters in C, {len(argtypes)} in Python")
     assert not wrong, "; ".join(wrong)
