@@ -37,6 +37,7 @@
   X(attention)             \
   X(mla_attention)         \
   X(split)                 \
-  X(sigmoid)
+  X(sigmoid)               \
+  X(dynamic_quant)
 
 #endif

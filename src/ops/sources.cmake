@@ -10,6 +10,7 @@ list(APPEND SK_SOURCES
   ops/cast.c
   ops/concat.c
   ops/split.c
+  ops/dynamic_quant.c
   ops/grouped_matmul.c
   ops/grouped_matmul_quant.c
   ops/grouped_matmul_tiling.c
