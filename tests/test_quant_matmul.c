@@ -391,8 +391,9 @@ static void test_errors(void) {
   CHECK_FAILS(TRY(SK_INT32, x1, {"x2", SK_INT8, 2, {8, 70000}, NULL}), SK_STATUS_INVALID_SHAPE, "input x2", "70000",
               "65535");
   CHECK_OK(TRY(SK_INT32, {"x1", SK_INT8, 2, {1, 65535}, NULL}, {"x2", SK_INT8, 2, {65535, 65535}, NULL}));
-  CHECK_FAILS(TRY(SK_FP32, x1, x2, sc), SK_STATUS_INVALID_ATTRIBUTE, "output_dtype", "fp16, bf16, int8 or int32",
-              "got fp32");
+  CHECK_OK(TRY(SK_FP32, x1, x2, sc));
+  CHECK_FAILS(TRY(SK_INT64, x1, x2, sc), SK_STATUS_INVALID_ATTRIBUTE, "output_dtype",
+              "fp16, bf16, fp32, int8 or int32", "got int64");
   CHECK_FAILS(TRY(99, x1, x2, sc), SK_STATUS_INVALID_ATTRIBUTE, "output_dtype", "got 99");
   CHECK_FAILS(TRY(SK_FP16, x1, x2), SK_STATUS_INVALID_ARGUMENT, "input scale", "required for fp16");
   CHECK_FAILS(TRY(-1, x1, x2), SK_STATUS_INVALID_ARGUMENT, "input scale", "required for int8"); /* default output */

@@ -4,7 +4,7 @@
  *   batch dims broadcast numpy-style; output [batch..., m, n].
  *
  * The epilogue, in this exact fp32 order (kernel and reference alike):
- *   fp16 / bf16: v = (float)(acc + bias_i32)      int32 add, wrapping
+ *   fp16 / bf16 / fp32: v = (float)(acc + bias_i32)   int32 add, wrapping
  *                v = v * scale[j]
  *                v = v * pertoken_scale[i]        when given
  *                v = v + bias_f[j]                float bias, when given
@@ -31,11 +31,11 @@ static const sk_op_slot_info inputs[] = {
     SK__IN_OPT("scale", "[n] or [1]: int64 packed (sk_trans_quant_param), fp32 or bf16; required unless int32 out",
                .dtypes = SK_DTYPE_BIT(SK_FP32) | SK_DTYPE_BIT(SK_BF16) | SK_DTYPE_BIT(SK_INT64)),
     SK__IN_OPT("offset", "fp32 [n] or [1]; int8 output only", .dtypes = SK__DTYPES1(SK_FP32)),
-    SK__IN_OPT("pertoken_scale", "fp32 [m]; fp16 / bf16 output only", .dtypes = SK__DTYPES1(SK_FP32)),
+    SK__IN_OPT("pertoken_scale", "fp32 [m]; fp16 / bf16 / fp32 output only", .dtypes = SK__DTYPES1(SK_FP32)),
     SK__IN_OPT("bias", "int32 [n], or bf16 / fp32 [n] with a float output"),
 };
 static const sk_op_attr_info attrs[] = {
-    SK__ATTR_INT("output_dtype", SK_INT8, SK__DTYPE_MIN, SK__DTYPE_MAX, "fp16, bf16, int8 or int32"),
+    SK__ATTR_INT("output_dtype", SK_INT8, SK__DTYPE_MIN, SK__DTYPE_MAX, "fp16, bf16, fp32, int8 or int32"),
 };
 static const sk_op_output_info outputs[] = {SK__OUT("y", "[broadcast batch..., m, n] in output_dtype")};
 
@@ -114,15 +114,15 @@ static sk_status build_quant_inputs(sk__build_ctx *ctx, qmm_params *p) {
     p->offset_per_col = per_col;
   }
   if (pt) {
-    if (out != SK_FP16 && out != SK_BF16)
+    if (out != SK_FP16 && out != SK_BF16 && out != SK_FP32)
       return sk__fail(SK_STATUS_INVALID_ARGUMENT,
-                      "%s: input pertoken_scale: only fp16 / bf16 output takes it, output_dtype is %s", op,
+                      "%s: input pertoken_scale: only fp16 / bf16 / fp32 output takes it, output_dtype is %s", op,
                       sk_dtype_name(out));
     SK_RETURN_IF_ERROR(check_vector(op, "pertoken_scale", pt, p->m, false, &per_col));
     p->has_pertoken = true;
   }
   if (bias) {
-    bool float_out = out == SK_FP16 || out == SK_BF16;
+    bool float_out = out == SK_FP16 || out == SK_BF16 || out == SK_FP32;
     if (bias->dtype != SK_INT32 && !(float_out && sk__is_float(bias->dtype)))
       return sk__fail(SK_STATUS_INVALID_DTYPE, "%s: input bias: expected dtype %s with %s output, got %s", op,
                       float_out ? "int32, fp32, fp16 or bf16" : "int32", sk_dtype_name(out), sk_dtype_name(bias->dtype));
@@ -162,8 +162,10 @@ static sk_status build(sk__build_ctx *ctx) {
   SK_RETURN_IF_ERROR(broadcast_batches(op, x1, x2, p));
   int64_t out_dtype;
   SK_RETURN_IF_ERROR(sk__ctx_attr_int(ctx, "output_dtype", &out_dtype));
-  if (out_dtype != SK_FP16 && out_dtype != SK_BF16 && out_dtype != SK_INT8 && out_dtype != SK_INT32)
-    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE, "%s: attribute output_dtype: expected fp16, bf16, int8 or int32, got %s",
+  if (out_dtype != SK_FP16 && out_dtype != SK_BF16 && out_dtype != SK_FP32 && out_dtype != SK_INT8 &&
+      out_dtype != SK_INT32)
+    return sk__fail(SK_STATUS_INVALID_ATTRIBUTE,
+                    "%s: attribute output_dtype: expected fp16, bf16, fp32, int8 or int32, got %s",
                     op, sk_dtype_name((sk_dtype)out_dtype)); /* the schema's range made it an sk_dtype */
   p->out_dtype = (sk_dtype)out_dtype;
   SK_RETURN_IF_ERROR(build_quant_inputs(ctx, p));
