@@ -297,7 +297,7 @@ typedef struct sk_attr {
  *                  quant_scale, quant_offset, group_index; activate_left,
  *                  quant_mode                    -> y (int8), scale (fp32)
  *   quant_matmul   x1, x2, scale, offset, pertoken_scale, bias;
- *                  output_dtype (default int8)
+ *                  output_dtype (default int8; fp16, bf16, fp32, int32)
  *   rms_norm       x, gamma; epsilon (float)    -> y, rstd (fp32 [..., 1])
  *   add_rms_norm   x1, x2, gamma; epsilon      -> y, rstd, x (x1 + x2)
  *   swiglu         x; dim (int, default -1)     silu(first half) * second
@@ -327,6 +327,7 @@ typedef struct sk_attr {
  *   split          x; sizes (ints, each >= 1, summing to x's dim), dim (int,
  *                  default -1) -> y (list: one dense copy per size)
  *   sigmoid        x                        -> 1 / (1 + e^-x) (fp32, the library's exp)
+ *   dynamic_quant  x, smooth_scales         -> y (int8), scale (fp32 [...]: a row's max |x| / 127)
  */
 typedef struct sk_op_desc {
   size_t struct_size;        /* sizeof(sk_op_desc) or 0: the struct_size rule */
