@@ -77,6 +77,13 @@ typedef struct sk_model_config {
    * sk_model_write_profile; with SK_EXECUTOR_EAGER every op is timed on
    * its own. 0: no timing. */
   int profile;
+  /* NULL or "": the weights as they are. "w8a8": every linear layer (the
+   * attention's and MLPs' projections, the routed and shared experts, the
+   * LM head; not the routers, and not the weights latent attention folds
+   * in) quantized at create, per output channel to int8 (max |w| / 127),
+   * and its input per row at run time (docs/models.md). The int8 copies
+   * live in file-backed memory that is paged out once packed. */
+  const char *quantize;
 } sk_model_config;
 
 /* Reads the config, looks up and checks every weight, builds and compiles

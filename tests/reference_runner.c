@@ -119,7 +119,10 @@ static void **reference_values(sk_program *p, rr_buffers *b) {
     for (int s = 0; s < SK__MAX_SLOTS; s++) io.in[s].tensors = ins + (n->io.in[s].tensors - n->in_tensors);
     for (size_t j = 0; j < n->io.n_out; j++) {
       outs[j] = n->io.out[j];
-      outs[j].data = calloc(1, sk__tensor_bytes(&outs[j]) + 1);
+      /* poisoned unlike the program's outputs (rr_alloc's zeros): an op
+       * that leaves an output unwritten cannot match itself */
+      outs[j].data = malloc(sk__tensor_bytes(&outs[j]) + 1);
+      if (outs[j].data) memset(outs[j].data, 0xA5, sk__tensor_bytes(&outs[j]) + 1);
       values[n->out_values[j]] = outs[j].data;
     }
     io.out = outs;

@@ -4,8 +4,9 @@
  * (the reference executor, each op's oracle, included) and team size;
  * the experts fused or one tensor each give the same bits; a truncated
  * sequence recomputes the same logits; bad configs, weights, ids and
- * lengths fail naming the culprit. (Logits against transformers' own
- * forward: tests/python/test_model.py.) */
+ * lengths fail naming the culprit. w8a8 (every linear layer int8) keeps
+ * all of that, and stays near the bf16 logits. (Logits against
+ * transformers' own forward: tests/python/test_model.py.) */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -25,9 +26,12 @@ static sk_team *team_of(int cores) {
   return t;
 }
 
+static const char *quantize; /* every model's sk_model_config.quantize */
+
 static sk_model *make(const char *json, tiny_store *s, int64_t max_tokens, sk_team *team, sk_executor ex) {
   sk_model_config cfg = {.struct_size = sizeof cfg, .config_json = json, .weight = tiny_lookup, .weight_user = s,
-                         .max_tokens = max_tokens, .max_context = 32, .team = team, .executor = ex};
+                         .max_tokens = max_tokens, .max_context = 32, .team = team, .executor = ex,
+                         .quantize = quantize};
   sk_model *m = NULL;
   CHECK_OK(sk_model_create(&cfg, &m));
   return m;
@@ -140,6 +144,57 @@ static void test_expert_layouts(void) {
   tiny_free_store(&s);
 }
 
+static void test_w8a8_invariance(void) {
+  tiny_store s;
+  quantize = "w8a8";
+  tiny_make_store(&s, 1);
+  check_invariance(TINY_QWEN3_MOE, &s);
+  tiny_free_store(&s);
+  tiny_make_store(&s, 0);
+  check_invariance(TINY_LLAMA, &s);
+  tiny_free_store(&s);
+  quantize = NULL;
+}
+
+/* w8a8's logits near the bf16 model's (every linear layer's int8 rounding,
+ * not another model), not equal to them (it did quantize); its experts
+ * fused or one tensor each the same bits; half the weight bytes. */
+static void test_w8a8_near_bf16(void) {
+  tiny_store s;
+  tiny_make_store(&s, 1);
+  for (int i = 0; i < N_PROMPT; i++) prompt[i] = (int32_t)((i * 7 + 1) % V);
+  static float bf16[N_PROMPT * V], w8a8[N_PROMPT * V], split[N_PROMPT * V];
+  sk_model_info bf16_info, info;
+  char bf16_about[256] = "", about[256] = ""; /* info.about lives as long as its model */
+  sk_model *m = make(TINY_QWEN3_MOE, &s, 16, NULL, SK_EXECUTOR_DEFAULT);
+  if (m) logits_in_chunks(m, NULL, (const int[]){0}, bf16);
+  CHECK_OK(sk_model_get_info(m, &bf16_info));
+  snprintf(bf16_about, sizeof bf16_about, "%s", m ? bf16_info.about : "");
+  sk_model_destroy(m);
+  quantize = "w8a8";
+  m = make(TINY_QWEN3_MOE, &s, 16, NULL, SK_EXECUTOR_DEFAULT);
+  if (m) logits_in_chunks(m, NULL, (const int[]){0}, w8a8);
+  CHECK_OK(sk_model_get_info(m, &info));
+  snprintf(about, sizeof about, "%s", m ? info.about : "");
+  sk_model_destroy(m);
+  s.per_expert = 1;
+  m = make(TINY_QWEN3_MOE, &s, 16, NULL, SK_EXECUTOR_DEFAULT);
+  if (m) logits_in_chunks(m, NULL, (const int[]){0}, split);
+  CHECK(m && same_bits(w8a8, split, N_PROMPT * V));
+  sk_model_destroy(m);
+  quantize = NULL;
+  double err = 0, norm = 0;
+  for (int i = 0; i < N_PROMPT * V; i++) {
+    err = fmax(err, fabs((double)w8a8[i] - bf16[i]));
+    norm = fmax(norm, fabs((double)bf16[i]));
+  }
+  CHECK_MSG(err > 0 && err < 0.1 * norm, "w8a8 against bf16: max |diff| %g, max |logit| %g", err, norm);
+  CHECK_MSG(strstr(about, ", w8a8") && !strstr(bf16_about, "w8a8"), "%s | %s", about, bf16_about);
+  CHECK_MSG(info.weight_bytes < bf16_info.weight_bytes * 3 / 4, "w8a8 %zu bytes, bf16 %zu", info.weight_bytes,
+            bf16_info.weight_bytes);
+  tiny_free_store(&s);
+}
+
 static sk_status create(const char *json, tiny_store *s) {
   sk_model_config cfg = {.config_json = json, .weight = tiny_lookup, .weight_user = s, .max_context = 8};
   sk_model *m = NULL;
@@ -190,11 +245,21 @@ static void test_errors(void) {
   }
   sk_model_destroy(m);
   CHECK_FAILS(sk_model_create(NULL, &m), SK_STATUS_INVALID_ARGUMENT, "cfg");
+  sk_model_config cfg = {.config_json = TINY_QWEN3_MOE, .weight = tiny_lookup, .weight_user = &s, .quantize = "int4"};
+  CHECK_FAILS(sk_model_create(&cfg, &m), SK_STATUS_INVALID_ARGUMENT, "quantize \"int4\"", "\"w8a8\"");
+  cfg.quantize = "w8a8";
+  s.wrong_shape = "model.layers.0.mlp.experts.gate_up_proj"; /* the fused experts, quantized */
+  CHECK_FAILS(sk_model_create(&cfg, &m), SK_STATUS_INVALID_SHAPE, "model.layers.0.mlp.experts.gate_up_proj");
+  s.wrong_shape = NULL;
+  s.hide = "lm_head.weight";
+  CHECK_FAILS(sk_model_create(&cfg, &m), SK_STATUS_NOT_FOUND, "lm_head.weight", "missing");
+  s.hide = NULL;
   tiny_free_store(&s);
 }
 
 int main(void) {
   static const harness_case cases[] = {TEST_CASE(test_qwen3_moe_invariance), TEST_CASE(test_llama_invariance),
-                                       TEST_CASE(test_expert_layouts), TEST_CASE(test_errors)};
+                                       TEST_CASE(test_expert_layouts), TEST_CASE(test_w8a8_invariance),
+                                       TEST_CASE(test_w8a8_near_bf16), TEST_CASE(test_errors)};
   return harness_run(cases, sizeof cases / sizeof cases[0]);
 }

@@ -10,15 +10,14 @@
 #define GAMMA(n, ...) sk__mb_weight(b, SK_DTYPE_INVALID, 1, (int64_t[]){n}, __VA_ARGS__)
 #define L (long long)l
 
-/* self_attn.<what>_proj's weight [rows, cols] and, with a bias, its bias. */
+/* self_attn.<what>_proj (its weight [rows, cols] and, with a bias, its bias) of h. */
 static sk_value projection(sk__model_builder *b, int64_t l, const char *what, int64_t rows, int64_t cols,
                            bool bias, sk_value h) {
   const sk__decoder *d = b->d;
-  sk_value w = W(2, (int64_t[]){rows, cols}, "model.layers.%lld.self_attn.%s_proj.weight", L, what);
   sk_value bv = bias ? W(1, (int64_t[]){rows}, "model.layers.%lld.self_attn.%s_proj.bias", L, what) : NONE;
   char name[16];
   snprintf(name, sizeof name, "%s_proj", what);
-  return sk__mb_linear(b, name, h, w, bv);
+  return sk__mb_proj(b, name, h, rows, cols, bv, "model.layers.%lld.self_attn.%s_proj.weight", L, what);
 }
 
 static sk_value cache_write(sk__model_builder *b, int64_t l, const char *kind, sk_value fresh, sk_value positions,
@@ -77,9 +76,8 @@ sk_value sk__mb_mla(sk__model_builder *b, int64_t l, sk_value h, sk_value positi
   }
   sk_value q_nope, q_pe, latent, k_pe;
   sk__mb_split(b, "q_split", sk__mb_reshape(b, "q_heads", q, nh, qk), m->nope, m->rope, &q_nope, &q_pe);
-  sk_value ckv = sk__mb_linear(
-      b, "kv_a_proj", h, W(2, (int64_t[]){r + m->rope, d->hidden}, "model.layers.%lld.self_attn.kv_a_proj_with_mqa.weight", L),
-      NONE);
+  sk_value ckv = sk__mb_proj(b, "kv_a_proj", h, r + m->rope, d->hidden, NONE,
+                             "model.layers.%lld.self_attn.kv_a_proj_with_mqa.weight", L);
   sk__mb_split(b, "kv_split", ckv, r, m->rope, &latent, &k_pe);
   latent = sk__mb_norm(b, "kv_a_layernorm", latent, NONE,
                        GAMMA(r, "model.layers.%lld.self_attn.kv_a_layernorm.weight", L), NULL);

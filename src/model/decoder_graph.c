@@ -71,8 +71,7 @@ void sk__build_head(sk__model_builder *b) {
   begin(b);
   sk_value h = input(b, "hidden", d->dtype, d->hidden);
   const char *name = d->tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
-  sk_value w = sk__mb_weight(b, d->dtype, 2, (int64_t[]){d->vocab, d->hidden}, "%s", name);
-  sk_value logits = sk__mb_linear(b, "lm_head", h, w, NONE);
+  sk_value logits = sk__mb_proj(b, "lm_head", h, d->vocab, d->hidden, NONE, "%s", name);
   sk_op_input cin[] = {{"x", &logits, 1}};
   sk_attr to32[] = {SK_ATTR_INT("dtype", SK_FP32)};
   output(b, sk__mb_one(b, "logits_fp32", "cast", cin, 1, to32, 1), "logits");

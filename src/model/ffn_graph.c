@@ -24,10 +24,10 @@ sk_value sk__mb_mlp(sk__model_builder *b, int64_t l, const char *prefix, int64_t
   const sk__decoder *d = b->d;
   const int64_t hid = d->hidden;
   const char *fmt = "model.layers.%lld.%s.%s_proj.weight";
-  sk_value g = sk__mb_linear(b, "gate_proj", h, W(2, (int64_t[]){inter, hid}, fmt, L, prefix, "gate"), NONE);
-  sk_value u = sk__mb_linear(b, "up_proj", h, W(2, (int64_t[]){inter, hid}, fmt, L, prefix, "up"), NONE);
+  sk_value g = sk__mb_proj(b, "gate_proj", h, inter, hid, NONE, fmt, L, prefix, "gate");
+  sk_value u = sk__mb_proj(b, "up_proj", h, inter, hid, NONE, fmt, L, prefix, "up");
   sk_value a = swiglu_of(b, "mlp_act", g, u);
-  return sk__mb_linear(b, "down_proj", a, W(2, (int64_t[]){hid, inter}, fmt, L, prefix, "down"), NONE);
+  return sk__mb_proj(b, "down_proj", a, hid, inter, NONE, fmt, L, prefix, "down");
 }
 
 /* grouped_matmul of the routed rows by one [E, N, K] weight or E [N, K] ones (torch's layout). */
@@ -138,11 +138,15 @@ sk_value sk__mb_moe(sk__model_builder *b, int64_t l, sk_value h, sk_value resid)
   sk_value gating[4] = {NONE, NONE, NONE, NONE};
   route(b, l, h, gating);
   sk_value s = shared(b, l, h);
-  sk_value routing[4] = {NONE, NONE, NONE, NONE};
-  sk_op_input rin[] = {{"x", &h, 1}, {"expert_idx", &gating[1], 1}};
-  sk_attr rat[] = {SK_ATTR_INT("expert_num", b->d->moe.experts)};
-  sk__mb_node(b, "dispatch", "moe_init_routing", rin, 2, rat, 1, routing, 4);
-  sk_value rows = experts(b, l, routing[0], routing[2]);
+  sk_value routing[4] = {NONE, NONE, NONE, NONE}, rows;
+  if (b->w8a8) {
+    rows = sk__mb_experts_w8a8(b, l, h, gating[1], routing);
+  } else {
+    sk_op_input rin[] = {{"x", &h, 1}, {"expert_idx", &gating[1], 1}};
+    sk_attr rat[] = {SK_ATTR_INT("expert_num", b->d->moe.experts)};
+    sk__mb_node(b, "dispatch", "moe_init_routing", rin, 2, rat, 1, routing, 4);
+    rows = experts(b, l, routing[0], routing[2]);
+  }
   sk_op_input fin[] = {{"expanded_permuted_rows", &rows, 1}, {"expanded_src_to_dst_row", &routing[1], 1},
                        {"scales", &gating[0], 1}, {"export_for_source_row", &gating[1], 1},
                        {"skip1", &resid, 1}, {"skip2", &s, 1}};

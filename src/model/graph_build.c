@@ -23,9 +23,7 @@ static void dims(char *buf, size_t size, int rank, const int64_t *shape) {
     n += snprintf(buf + n, size - (size_t)n, "%s%lld", i ? ", " : "", (long long)shape[i]);
 }
 
-/* The caller's tensor `name` checked against rank and shape (and dtype,
- * unless SK_DTYPE_INVALID: then any float). */
-static sk_status lookup(sk__model_builder *b, const char *name, sk_dtype want, int rank, const int64_t *shape,
+sk_status sk__mb_try_lookup(sk__model_builder *b, const char *name, sk_dtype want, int rank, const int64_t *shape,
                         sk_model_tensor *t) {
   memset(t, 0, sizeof *t);
   sk_status st = b->weight(b->weight_user, name, t);
@@ -49,6 +47,18 @@ static sk_status lookup(sk__model_builder *b, const char *name, sk_dtype want, i
   return SK_STATUS_OK;
 }
 
+static void missing(sk__model_builder *b, const char *name) {
+  sk__mb_failed(b, sk__fail(SK_STATUS_NOT_FOUND, "weight %s: missing (the %s config needs it)", name, b->d->family));
+}
+
+bool sk__mb_lookup(sk__model_builder *b, const char *name, sk_dtype dtype, int rank, const int64_t *shape,
+                   sk_model_tensor *t) {
+  if (!sk__mb_ok(b)) return false;
+  sk_status st = sk__mb_try_lookup(b, name, dtype, rank, shape, t);
+  if (st == SK_STATUS_NOT_FOUND) missing(b, name);
+  return st == SK_STATUS_OK;
+}
+
 static size_t numel(int rank, const int64_t *shape) {
   size_t n = 1;
   for (int i = 0; i < rank; i++) n *= (size_t)shape[i];
@@ -60,7 +70,7 @@ sk_status sk__mb_try_weight(sk__model_builder *b, const char *name, sk_dtype dty
   *out = NONE;
   if (!sk__mb_ok(b)) return b->st;
   sk_model_tensor t;
-  sk_status st = lookup(b, name, dtype, rank, shape, &t);
+  sk_status st = sk__mb_try_lookup(b, name, dtype, rank, shape, &t);
   if (st != SK_STATUS_OK) return st;
   st = sk_graph_add_constant(b->g, name, t.dtype, rank, shape, t.data, SK_CONSTANT_BORROW, out);
   if (st != SK_STATUS_OK) {
@@ -69,10 +79,6 @@ sk_status sk__mb_try_weight(sk__model_builder *b, const char *name, sk_dtype dty
   }
   b->weight_bytes += numel(rank, shape) * sk_dtype_size(t.dtype);
   return SK_STATUS_OK;
-}
-
-static void missing(sk__model_builder *b, const char *name) {
-  sk__mb_failed(b, sk__fail(SK_STATUS_NOT_FOUND, "weight %s: missing (the %s config needs it)", name, b->d->family));
 }
 
 sk_value sk__mb_weight(sk__model_builder *b, sk_dtype dtype, int rank, const int64_t *shape, const char *fmt, ...) {
@@ -101,7 +107,7 @@ sk_value sk__mb_weight_fp32(sk__model_builder *b, int rank, const int64_t *shape
   sk_value v = NONE;
   sk_model_tensor t;
   if (!sk__mb_ok(b)) return v;
-  sk_status st = lookup(b, name, SK_DTYPE_INVALID, rank, shape, &t);
+  sk_status st = sk__mb_try_lookup(b, name, SK_DTYPE_INVALID, rank, shape, &t);
   if (st == SK_STATUS_NOT_FOUND) missing(b, name);
   if (st != SK_STATUS_OK) return v;
   const size_t n = numel(rank, shape);

@@ -26,6 +26,8 @@ struct sk_model {
   size_t body_ids, body_positions, body_hidden, head_hidden, head_logits; /* io indices */
   sk__model_cache *caches; /* the body's cache inputs (name, one sequence's bytes, input index) */
   int n_caches;
+  bool w8a8;
+  sk__weight_store store;  /* the weights the model made (w8a8's int8 copies) */
 };
 
 struct sk_model_seq {
@@ -104,7 +106,8 @@ static void about(sk_model *m) {
     n += snprintf(m->about + n, sizeof m->about - n, ", %lld experts (top %lld, intermediate %lld)",
                   (long long)d->moe.experts, (long long)d->moe.top_k, (long long)d->moe.inter);
   if (n > 0 && (size_t)n < sizeof m->about)
-    snprintf(m->about + n, sizeof m->about - n, ", vocab %lld, %s", (long long)d->vocab, sk_dtype_name(d->dtype));
+    snprintf(m->about + n, sizeof m->about - n, ", vocab %lld, %s%s", (long long)d->vocab, sk_dtype_name(d->dtype),
+             m->w8a8 ? ", w8a8" : "");
 }
 
 sk_status sk_model_create(const sk_model_config *cfg, sk_model **model_out) {
@@ -121,8 +124,13 @@ sk_status sk_model_create(const sk_model_config *cfg, sk_model **model_out) {
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_create: max_tokens %lld / max_context %lld: expected "
                     "0 (the default) or in [1, 65536] / [1, 16777216]", (long long)cfg->max_tokens,
                     (long long)cfg->max_context);
+  const bool w8a8 = cfg->quantize && strcmp(cfg->quantize, "w8a8") == 0;
+  if (cfg->quantize && *cfg->quantize && !w8a8)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_create: quantize \"%s\": expected NULL, \"\" or \"w8a8\"",
+                    cfg->quantize);
   sk_model *m = calloc(1, sizeof *m);
   if (!m) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_create: out of memory");
+  m->w8a8 = w8a8;
   sk_status st = describe(cfg->config_json, &m->d, m->family, sizeof m->family);
   if (st == SK_STATUS_OK) st = sk__model_weight_dtype(cfg->weight, cfg->weight_user, &m->d.dtype);
   if (st == SK_STATUS_OK) {
@@ -133,11 +141,13 @@ sk_status sk_model_create(const sk_model_config *cfg, sk_model **model_out) {
     if (!m->caches) st = sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_create: out of memory");
     sk__model_builder b = {.d = &m->d, .weight = cfg->weight, .weight_user = cfg->weight_user,
                            .max_tokens = m->max_tokens, .max_context = m->max_context, .options = cfg->options,
-                           .caches = m->caches};
+                           .caches = m->caches, .w8a8 = w8a8, .store = &m->store};
     if (st == SK_STATUS_OK) st = compile(&b, cfg, sk__build_body, &m->body);
     m->n_caches = b.n_caches;
     if (st == SK_STATUS_OK) st = compile(&b, cfg, sk__build_head, &m->head);
     m->weight_bytes = b.weight_bytes;
+    free(b.scratch);
+    sk__weight_store_page_out(&m->store); /* packed now: one copy stays resident */
   }
   if (st == SK_STATUS_OK) st = index_io(m);
   if (st != SK_STATUS_OK) {
@@ -170,6 +180,7 @@ void sk_model_destroy(sk_model *m) {
   if (!m) return;
   sk_program_destroy(m->body);
   sk_program_destroy(m->head);
+  sk__weight_store_release(&m->store);
   free(m->caches);
   free(m);
 }

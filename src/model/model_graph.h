@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "model/decoder.h"
+#include "model/weight_store.h"
 
 #define SK__MB_NAME_MAX 256
 #define SK__MB_NONE SK_VALUE_NONE
@@ -39,6 +40,10 @@ typedef struct sk__model_builder {
   size_t weight_bytes;      /* of the weights taken (borrowed or converted) */
   sk__model_cache *caches;  /* room for 2 per layer; the body fills n_caches */
   int n_caches;
+  bool w8a8;                /* quantize = "w8a8" (w8a8_graph.c) */
+  sk__weight_store *store;  /* the model's: where quantized weights go */
+  float *scratch;           /* w8a8: rows widened for quantizing (scratch_k deep) */
+  int64_t scratch_k;
 } sk__model_builder;
 
 /* Builds the body or the head into b->g (a new graph); b->st says how it went. */
@@ -56,6 +61,14 @@ void sk__mb_failed(sk__model_builder *b, sk_status st);
  * has none. */
 sk_status sk__mb_try_weight(sk__model_builder *b, const char *name, sk_dtype dtype, int rank, const int64_t *shape,
                             sk_value *out);
+/* The caller's tensor `name` checked against dtype (SK_DTYPE_INVALID: any
+ * float), rank and shape, not added to the graph: SK_STATUS_NOT_FOUND (no
+ * error kept) when the caller has none. sk__mb_lookup: one the model must
+ * have (false after any error, a missing one included). */
+sk_status sk__mb_try_lookup(sk__model_builder *b, const char *name, sk_dtype dtype, int rank, const int64_t *shape,
+                            sk_model_tensor *t);
+bool sk__mb_lookup(sk__model_builder *b, const char *name, sk_dtype dtype, int rank, const int64_t *shape,
+                   sk_model_tensor *t);
 /* A weight the model must have (printf-style name). */
 sk_value sk__mb_weight(sk__model_builder *b, sk_dtype dtype, int rank, const int64_t *shape, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -69,6 +82,11 @@ void sk__mb_node(sk__model_builder *b, const char *name, const char *op, const s
 sk_value sk__mb_one(sk__model_builder *b, const char *name, const char *op, const sk_op_input *in, size_t n_in,
                     const sk_attr *attrs, size_t n_attrs);
 sk_value sk__mb_linear(sk__model_builder *b, const char *name, sk_value x, sk_value w, sk_value bias);
+/* A linear layer of the model, x @ W^T (+ bias), W its weight [rows, cols]
+ * (printf-style name): `linear` on the borrowed weight, or with w8a8 its
+ * int8 copy (w8a8_graph.c). */
+sk_value sk__mb_proj(sk__model_builder *b, const char *name, sk_value x, int64_t rows, int64_t cols, sk_value bias,
+                     const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 /* x as [-1, d1, d2] (d2 0: [-1, d1]). */
 sk_value sk__mb_reshape(sk__model_builder *b, const char *name, sk_value x, int64_t d1, int64_t d2);
 /* x RMS-normed by gamma; with delta, (x + delta) normed and *sum the new x. */
@@ -89,6 +107,9 @@ sk_value sk__mb_attention(sk__model_builder *b, int64_t l, sk_value h, sk_value 
 sk_value sk__mb_mla(sk__model_builder *b, int64_t l, sk_value h, sk_value positions);
 /* The SwiGLU MLP of layer l under "model.layers.L.<prefix>." (ffn_graph.c). */
 sk_value sk__mb_mlp(sk__model_builder *b, int64_t l, const char *prefix, int64_t inter, sk_value h);
+/* w8a8's routed experts of layer l: the dispatch of h by expert_idx into
+ * routing[4] (moe_init_routing's outputs) and the experts' bf16 rows. */
+sk_value sk__mb_experts_w8a8(sk__model_builder *b, int64_t l, sk_value h, sk_value expert_idx, sk_value routing[4]);
 /* The MoE block of layer l on h; resid + the block (the combine adds the residual). */
 sk_value sk__mb_moe(sk__model_builder *b, int64_t l, sk_value h, sk_value resid);
 

@@ -9,5 +9,7 @@ list(APPEND SK_SOURCES
   model/graph_build.c
   model/attention_graph.c
   model/ffn_graph.c
+  model/w8a8_graph.c
+  model/weight_store.c
   model/decoder_graph.c
   model/model.c)

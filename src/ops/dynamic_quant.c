@@ -145,5 +145,6 @@ const sk__op_def sk__op_dynamic_quant = {
     .run_block = run_block,
     .kernel_name = kernel_name,
     .reference = reference,
+    .params_size = sizeof(dynamic_quant_params),
     .dynamic_rows = true, /* a block quantizes its live rows only */
 };
