@@ -24,7 +24,8 @@ static const char synopsis[] = "bench model DIR [-p N] [-n N] [-t N] [-r N] [opt
 
 static void usage(void) {
   printf("usage: sk bench model DIR [-p N] [-n N] [-t N] [-r N] [--max-context N]\n"
-         "              [--max-tokens N] [--executor NAME] [--options STRING] [--json] [--no-floor]\n\n"
+         "              [--max-tokens N] [--executor NAME] [--options STRING] [--quantize w8a8]\n"
+         "              [--json] [--no-floor]\n\n"
          "Times a Hugging Face checkpoint directory as a whole model (as 'sk run model'),\n"
          "with llama-bench's tests and flags: ppN, a prefill of N prompt tokens in one\n"
          "forward, and tgN, N tokens decoded one forward each (the LM head included);\n"
@@ -118,7 +119,9 @@ static void decode_floor(const bench_model_args *a, const cli_model *m, const te
   f->bytes = f->weight_bytes - f->embedding_bytes + row + f->kv_bytes;
   f->us = f->has ? f->bytes / (gbs * 1e3) : 0;
   if (u.experts > 0 && u.top_k > 0 && u.top_k < u.experts) {
-    f->expert_unread = (double)u.expert_bytes * (double)(u.experts - u.top_k) / (double)u.experts;
+    /* w8a8: the experts are read as int8 (their scales, 4 bytes a channel, left out) */
+    const double expert_bytes = (double)u.expert_bytes / (m->w8a8 ? (double)sk_dtype_size(m->dtype) : 1.0);
+    f->expert_unread = expert_bytes * (double)(u.experts - u.top_k) / (double)u.experts;
     f->moe_us = f->has ? (f->bytes - f->expert_unread) / (gbs * 1e3) : 0;
   }
 }

@@ -16,7 +16,7 @@ static const char synopsis[] = "run model DIR --tokens IDS [-n N] [options]";
 
 static void usage(void) {
   printf("usage: sk run model DIR --tokens IDS [-n N] [--threads N] [--max-context N]\n"
-         "              [--max-tokens N] [--executor NAME] [--options STRING]\n\n"
+         "              [--max-tokens N] [--executor NAME] [--options STRING] [--quantize w8a8]\n\n"
          "Runs a Hugging Face checkpoint directory as a whole model in the library\n"
          "(docs/models.md): DIR/config.json and DIR's *.safetensors files (F32, F16 or\n"
          "BF16; memory-mapped, borrowed). The prompt IDS runs in one forward, then N\n"

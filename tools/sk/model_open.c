@@ -27,6 +27,10 @@ int cli_model_open(const char *cmd, const char *dir, const cli_model_options *o,
   m->dir = dir;
   char msg[2048];
   sk_status st = SK_STATUS_OK;
+  if (o->quantize && strcmp(o->quantize, "w8a8") != 0) {
+    fprintf(stderr, "sk %s: --quantize %s: expected w8a8\n", cmd, o->quantize);
+    return SK_EXIT_USAGE;
+  }
   if (o->options && sk_options_validate(o->options) != SK_STATUS_OK) {
     fprintf(stderr, "sk %s: invalid --options: %s\n", cmd, sk_last_error());
     return SK_EXIT_USAGE;
@@ -47,7 +51,8 @@ int cli_model_open(const char *cmd, const char *dir, const cli_model_options *o,
   }
   sk_model_config cfg = {.struct_size = sizeof cfg, .max_tokens = o->max_tokens,
                          .max_context = o->max_context ? o->max_context : dflt_context, .team = m->team,
-                         .executor = o->exec.given ? o->exec.executor : SK_EXECUTOR_DEFAULT, .options = o->options};
+                         .executor = o->exec.given ? o->exec.executor : SK_EXECUTOR_DEFAULT, .options = o->options,
+                         .quantize = o->quantize};
   st = skm_model_dir_create(m->files, &cfg, &m->model, msg, sizeof msg);
   sk_model_info info;
   if (st == SK_STATUS_OK && sk_model_get_info(m->model, &info) != SK_STATUS_OK) {
@@ -59,7 +64,7 @@ int cli_model_open(const char *cmd, const char *dir, const cli_model_options *o,
     cli_model_close(m);
     return exit_for(st);
   }
-  m->family = info.family, m->about = info.about;
+  m->family = info.family, m->about = info.about, m->dtype = info.dtype, m->w8a8 = o->quantize != NULL;
   m->vocab = info.vocab, m->max_context = info.max_context;
   m->weight_bytes = info.weight_bytes, m->cache_bytes = info.cache_bytes;
   return SK_EXIT_OK;

@@ -247,6 +247,8 @@ typedef struct cli_model {
   struct sk_model *model;
   /* sk_model_get_info's (family, about, sizes, weight and cache bytes) */
   const char *family, *about;
+  sk_dtype dtype;           /* the checkpoint's (activations, caches) */
+  bool w8a8;
   int64_t vocab, max_context;
   size_t weight_bytes, cache_bytes;
 } cli_model;
@@ -256,6 +258,7 @@ typedef struct cli_model_options {
   long threads, max_context, max_tokens;
   cli_executor exec;
   const char *options;
+  const char *quantize;     /* --quantize: NULL or "w8a8" */
 } cli_model_options;
 
 /* The options' table entries and help lines, shared by both commands. */
@@ -263,14 +266,16 @@ typedef struct cli_model_options {
   CLI_OPT_INT("--threads", &(o)->threads, 1, 1024), CLI_OPT_INT("-t", &(o)->threads, 1, 1024),                \
       CLI_OPT_INT("--max-context", &(o)->max_context, 1, 1 << 24),                                            \
       CLI_OPT_INT("--max-tokens", &(o)->max_tokens, 1, 1 << 16), CLI_OPT_EXECUTOR("--executor", &(o)->exec),   \
-      CLI_OPT_STRING("--options", &(o)->options)
+      CLI_OPT_STRING("--options", &(o)->options), CLI_OPT_STRING("--quantize", &(o)->quantize)
 #define CLI_MODEL_USAGE                                                                           \
   "  -t, --threads N      team size (default: every available core, or $SK_NUM_THREADS)\n"       \
   "  --max-tokens N       the most tokens one program run takes; longer forwards run in\n"       \
   "                       chunks of it, the same bits (default 256)\n"                           \
   "  --executor NAME      eager, interp, jit, auto or reference (default: $SK_EXECUTOR, else\n"  \
   "                       auto: each layer one super kernel, JIT-compiled)\n"                    \
-  "  --options STRING     super-kernel options of every layer's scope (see 'sk options')\n"
+  "  --options STRING     super-kernel options of every layer's scope (see 'sk options')\n"       \
+  "  --quantize w8a8      every linear layer int8: weights per output channel at load,\n"       \
+  "                       inputs per row at run time (docs/models.md)\n"
 
 /* Opens DIR (model_dir.h), makes a team of o->threads cores and the model
  * (max_context: o's, else dflt_context, else the library's). Errors are
