@@ -203,7 +203,7 @@ MODEL_WEIGHT_FN = _C.CFUNCTYPE(c_int, c_void_p, c_char_p, _C.POINTER(ModelTensor
 class ModelConfig(_C.Structure):
     _fields_ = [("struct_size", size_t), ("config_json", c_char_p), ("weight", MODEL_WEIGHT_FN),
                 ("weight_user", c_void_p), ("max_tokens", int64), ("max_context", int64), ("team", c_void_p),
-                ("executor", c_int), ("options", c_char_p), ("profile", c_int)]
+                ("executor", c_int), ("options", c_char_p), ("profile", c_int), ("quantize", c_char_p)]
 
 
 class ModelInfo(_C.Structure):

@@ -47,14 +47,18 @@ class Model(Owned):
     num_threads   the team's cores (the package's shared team of that size)
     executor, options  as for Graph.compile
     profile       True: every launch timed, for write_profile (executor="eager": every op on its own)
+    quantize      None, or "w8a8": every linear layer int8 (weights per output channel at
+                  create, inputs per row at run time; docs/models.md)
     """
 
     _noun = "model"
 
     def __init__(self, config, tensors, max_tokens=256, max_context=0, num_threads=1, executor="default",
-                 options="", profile=False):
+                 options="", profile=False, quantize=None):
         import torch
 
+        if quantize not in (None, "w8a8"):
+            raise ValueError(f"Model: quantize={quantize!r}; expected None or 'w8a8'")
         if hasattr(config, "to_json_string"):
             config = config.to_json_string()
         elif isinstance(config, dict):
@@ -76,7 +80,7 @@ class Model(Owned):
             _lib.as_int(max_tokens, "Model: max_tokens", 0, 1 << 16),
             _lib.as_int(max_context, "Model: max_context", 0, 1 << 24),
             None, parse_executor(executor), _lib.encode(options, "Model: options") if options else None,
-            1 if profile else 0)
+            1 if profile else 0, quantize.encode() if quantize else None)
         handle = ctypes.c_void_p()
         team = self._team._acquire()
         try:

@@ -3,6 +3,10 @@
     report = superkernel.optimize(model, quantize=None | "w8a8", options="")
     print(report)            # what was replaced, what was left and why
 
+A model of a family the library builds whole (superkernel.model.families())
+runs whole in the library instead (whole_model.py), w8a8 included; what
+follows is the per-block path, for the others and with whole_model=False.
+
 Every block that hf_moe_blocks.describe recognizes (its router, its experts
 and its shared experts are maths the library has) is replaced by an
 `OptimizedMoE` module whose forward is one torch op,
@@ -59,13 +63,11 @@ def _take_over(model, quantize, options, max_context, num_threads, report):
         return "not a transformers causal LM"
     if family not in [f.strip() for f in _model.families().split(",")]:
         return f"model_type {family!r}: the library builds {_model.families()} whole; its MoE blocks run fused"
-    if quantize:
-        return "quantize='w8a8' runs per MoE block (the whole-model engine has no w8a8 yet)"
     if getattr(model, "_superkernel_whole", None) is not None:
         report.left.append(("(whole model)", "already optimized"))
         return None
     try:
-        whole = _whole.take_over(model, max_context, num_threads or torch.get_num_threads(), options)
+        whole = _whole.take_over(model, max_context, num_threads or torch.get_num_threads(), options, quantize)
     except Exception as exc:  # whatever the library refuses: the model stays as it was
         return f"the library refused it: {exc}"
     report.replaced.append(("(whole model)", whole.about))
@@ -305,9 +307,10 @@ def optimize(model, quantize=None, options="", whole_model=True, max_context=0, 
     whole (whole_model.py: its forward runs in the library, generate()
     unchanged; max_context: each sequence's KV cache rows, 0: the config's
     max_position_embeddings up to 4096; num_threads: the team, None:
-    torch.get_num_threads()); otherwise, or with whole_model=False or
-    quantize="w8a8", replaces each MoE block the library can run by an
-    OptimizedMoE (in place). Returns a Report of what it replaced and left."""
+    torch.get_num_threads(); quantize="w8a8": every linear layer int8, the
+    LM head included); otherwise, or with whole_model=False, replaces each
+    MoE block the library can run by an OptimizedMoE (in place; w8a8: its
+    routed experts int8). Returns a Report of what it replaced and left."""
     from .schema import validate_options
 
     if quantize not in QUANTIZE:

@@ -17,7 +17,8 @@ The model's forward is replaced (on the instance) by one that
     T; a padding position's row is zero), with the cache object.
 The weights the programs pack (the projections, the experts, the LM head)
 move to file-backed memory first and go back to the file once packed
-(_file_weights.py): one copy of each stays resident, the packed one.
+(_file_weights.py): one copy of each stays resident, the packed one (with
+quantize="w8a8" the int8 one: half the bytes).
 
 Refused with an error naming what to do: inputs_embeds, labels (training),
 a mask with holes or right padding, a cache that does not match the
@@ -43,9 +44,9 @@ class _State:
 class WholeModel:
     """The library model behind a taken-over transformers model."""
 
-    def __init__(self, hf_model, max_context, num_threads, options):
+    def __init__(self, hf_model, max_context, num_threads, options, quantize=None):
         self.model = Model(hf_model.config, hf_model.state_dict(), max_context=max_context,
-                           num_threads=num_threads, options=options)
+                           num_threads=num_threads, options=options, quantize=quantize)
         self.about = f"whole decoder in the library ({self.model.about}; max_context {self.model.max_context})"
         self._states = weakref.WeakKeyDictionary()  # cache object -> _State
         self._free = []  # sequences no live cache holds
@@ -129,10 +130,10 @@ def _to_files(hf_model):
     return moved
 
 
-def take_over(hf_model, max_context=0, num_threads=1, options=""):
+def take_over(hf_model, max_context=0, num_threads=1, options="", quantize=None):
     """Replaces hf_model.forward by the library's; returns the WholeModel."""
     moved = _to_files(hf_model)
-    whole = WholeModel(hf_model, max_context, num_threads, options)
+    whole = WholeModel(hf_model, max_context, num_threads, options, quantize)
     for p in moved:  # packed now: torch's copy goes back to the file
         _file_weights.page_out(p.data)
 

@@ -3,7 +3,9 @@ random transformers models of each family the builder takes, their logits
 against transformers' own forward (fp32: close; bf16: within bf16's
 tolerance), a token's logits bitwise the same prefilled in one pass, in
 chunks or decoded token by token, greedy decoding equal to transformers'
-generate, and errors that name the culprit."""
+generate, and errors that name the culprit. quantize="w8a8" (every linear
+layer int8): logits near transformers' within w8a8's tolerance, chunking
+still invisible, an LM head wider than one int8 GEMM."""
 
 import pytest
 import torch
@@ -130,6 +132,48 @@ def test_chunking_is_invisible(family):
             at += c
         assert torch.equal(torch.cat(parts).view(torch.int32), whole.view(torch.int32)), sizes
         assert len(seq) == 15
+
+
+def _near(got, want, median, most):
+    """w8a8's tolerance: the median token's error within median x the
+    largest logit, 75% of them within most x, 75% of the argmaxes equal
+    (a router near a tie may pick another expert: that token jumps)."""
+    scale = want.abs().max().item()
+    err = (got - want).abs().amax(-1)
+    assert err.median() <= median * scale and (err <= most * scale).float().mean() >= 0.75, (err / scale)
+    assert (got.argmax(-1) == want.argmax(-1)).float().mean() >= 0.75
+    assert err.max() > 0  # it did quantize
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_w8a8_logits_near_transformers(family):
+    hf = _model(family, torch.bfloat16)
+    ids = _prompt()
+    with torch.no_grad():
+        want = hf(ids[None]).logits[0].float()
+    model = superkernel.Model(hf.config, hf.state_dict(), max_tokens=8, max_context=32, quantize="w8a8")
+    assert model.about.endswith(", w8a8")
+    whole = model.sequence().forward(ids, logits="all")
+    _near(whole, want, 0.05, 0.1)
+    seq = model.sequence()
+    parts = [seq.forward(ids[:5], logits="all"), seq.forward(ids[5:6], logits="all"), seq.forward(ids[6:], logits="all")]
+    assert torch.equal(torch.cat(parts).view(torch.int32), whole.view(torch.int32))
+
+
+def test_w8a8_head_wider_than_one_int8_gemm():
+    """A vocabulary past quant_matmul's 65535 columns: the head runs in parts."""
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(**{**COMMON, "vocab_size": 70000, "num_hidden_layers": 1})
+    hf = transformers.LlamaForCausalLM(cfg).eval()
+    with torch.no_grad():
+        hf.lm_head.weight.mul_(4.0)
+    ids = torch.tensor([5, 69999, 40000, 66000, 123])
+    with torch.no_grad():
+        want = hf(ids[None]).logits[0]
+    got = superkernel.Model(cfg, hf.state_dict(), max_context=8, quantize="w8a8").sequence().forward(ids, logits="all")
+    _near(got, want, 0.05, 0.1)
+    with pytest.raises(ValueError, match="quantize='int4'"):
+        superkernel.Model(cfg, hf.state_dict(), quantize="int4")
 
 
 def test_greedy_decode_matches_generate():

@@ -124,5 +124,18 @@ def test_other_families_keep_the_per_block_path():
     report = superkernel.optimize(hf)
     assert any(name == "(whole model)" and "flex_olmo" in why for name, why in report.left), report
     assert len(report.replaced) == COMMON["num_hidden_layers"]  # its MoE blocks, fused as before
-    w8a8 = superkernel.optimize(_model(), quantize="w8a8")
-    assert any("w8a8" in why for name, why in w8a8.left)
+    w8a8 = superkernel.optimize(transformers.FlexOlmoForCausalLM(cfg).eval(), quantize="w8a8")
+    assert len(w8a8.replaced) == COMMON["num_hidden_layers"] and "w8a8" in str(w8a8), w8a8
+
+
+@pytest.mark.parametrize("kind", ["qwen3_moe", "llama"])
+def test_w8a8_runs_whole_and_a_row_is_its_own(kind):
+    hf = _model(kind, torch.bfloat16)
+    ids, mask = _prompts()
+    report = superkernel.optimize(hf, quantize="w8a8", max_context=32)
+    assert [name for name, _ in report.replaced] == ["(whole model)"] and "w8a8" in str(report), report
+    got = hf.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False)
+    alone = hf.generate(ids[1:, 3:], max_new_tokens=8, do_sample=False)  # the padded row, unpadded and alone
+    assert torch.equal(got[1, 3:], alone[0])
+    again = hf.generate(ids[:1], max_new_tokens=8, do_sample=False)  # a second generate on the same model
+    assert torch.equal(again, got[:1])
