@@ -8,7 +8,10 @@
  *       Options make it a bad one (or an odd one):
  *         --drop NAME       leave tensor NAME out
  *         --grow NAME       NAME with one more row than the config says
- *         --fp8 NAME        NAME stored as F8_E4M3
+ *         --fp8 NAME        NAME stored as F8_E4M3 (no scales: refused)
+ *         --fp8-all         every *_proj.weight as block-scaled FP8 (16 x 16
+ *                           blocks, "<name>_scale_inv" F32; config.json's
+ *                           quantization_config says so), DeepSeek-V3's format
  *         --cut N           the safetensors file cut short by N bytes
  *         --keep N          ... cut to its first N bytes
  *         --no-config       no config.json
@@ -17,13 +20,17 @@
  *         --lose-shard      ... without the second file
  *         --odd-offset      every tensor's data at an odd address (the
  *                           reader must copy them to aligned memory)
- *   tiny_checkpoint greedy llama|qwen3_moe IDS N
+ *   tiny_checkpoint greedy llama|qwen3_moe IDS N [--fp8-all] [--w8a8]
  *       the N ids greedy decoding of prompt IDS gives through the library
  *       directly (sk_model_forward, the reference executor, the weights in
- *       memory with the experts fused), as `sk run model` prints them.
+ *       memory with the experts fused), as `sk run model` prints them;
+ *       --fp8-all: with the weights --fp8-all writes, dequantized here
+ *       (fp8 * scale in fp32, rounded once to bf16) as the reader must;
+ *       --w8a8: the model made with quantize = "w8a8".
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +47,79 @@ static int fail(const char *fmt, const char *arg) {
   return 2;
 }
 
+/* ---- block-scaled FP8 (--fp8-all) ---- */
+
+#define FP8_BLOCK 16
+#define FP8_MAX 448.0f /* E4M3's largest finite value */
+
+/* The value of an E4M3 byte ("e4m3fn": bias 7, no infinities, 0x7F/0xFF NaN). */
+static float e4m3_value(uint8_t b) {
+  const int e = (b >> 3) & 15, m = b & 7;
+  const float v = e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10);
+  return b & 0x80 ? -v : v;
+}
+
+/* The E4M3 byte nearest x (|x| <= 448), by search: the test's own encoder. */
+static uint8_t e4m3_nearest(float x) {
+  uint8_t best = 0;
+  for (uint8_t c = 1; c < 0x7F; c++)
+    if (fabsf(e4m3_value(c) - fabsf(x)) < fabsf(e4m3_value(best) - fabsf(x))) best = c;
+  return (uint8_t)(best | (x < 0 ? 0x80 : 0));
+}
+
+static bool fp8_eligible(const tiny_weight *w) {
+  const size_t n = strlen(w->name), suffix = strlen("_proj.weight");
+  return w->t.rank == 2 && n > suffix && strcmp(w->name + n - suffix, "_proj.weight") == 0;
+}
+
+/* Weight w as FP8 codes [rows, cols] and block scales (malloc'd), its
+ * bf16 values replaced by what they dequantize to. */
+static void fp8_quantize(tiny_weight *w, uint8_t **codes, float **scales, int64_t *sr, int64_t *sc) {
+  const int64_t rows = w->t.shape[0], cols = w->t.shape[1];
+  *sr = (rows + FP8_BLOCK - 1) / FP8_BLOCK, *sc = (cols + FP8_BLOCK - 1) / FP8_BLOCK;
+  *codes = malloc((size_t)(rows * cols));
+  *scales = malloc((size_t)(*sr * *sc) * sizeof **scales);
+  for (int64_t br = 0; br < *sr; br++)
+    for (int64_t bc = 0; bc < *sc; bc++) {
+      /* blocks 4x apart in size (1/4 .. 4: exact in bf16), so that a scale
+       * read from another block would change the model */
+      const float spread = ldexpf(1.0f, (int)((br * 3 + bc) % 5) - 2);
+      for (int64_t r = br * FP8_BLOCK; r < rows && r < (br + 1) * FP8_BLOCK; r++)
+        for (int64_t c = bc * FP8_BLOCK; c < cols && c < (bc + 1) * FP8_BLOCK; c++)
+          w->data[r * cols + c] = sk_fp32_to_bf16(sk_bf16_to_fp32(w->data[r * cols + c]) * spread);
+      float amax = 0;
+      for (int64_t r = br * FP8_BLOCK; r < rows && r < (br + 1) * FP8_BLOCK; r++)
+        for (int64_t c = bc * FP8_BLOCK; c < cols && c < (bc + 1) * FP8_BLOCK; c++)
+          amax = fmaxf(amax, fabsf(sk_bf16_to_fp32(w->data[r * cols + c])));
+      const float scale = amax > 0 ? amax / FP8_MAX : 1.0f;
+      (*scales)[br * *sc + bc] = scale;
+      for (int64_t r = br * FP8_BLOCK; r < rows && r < (br + 1) * FP8_BLOCK; r++)
+        for (int64_t c = bc * FP8_BLOCK; c < cols && c < (bc + 1) * FP8_BLOCK; c++) {
+          const uint8_t q = e4m3_nearest(sk_bf16_to_fp32(w->data[r * cols + c]) / scale);
+          (*codes)[r * cols + c] = q;
+          w->data[r * cols + c] = sk_fp32_to_bf16(e4m3_value(q) * scale);
+        }
+    }
+}
+
+/* --fp8-all for greedy: the store's values as the FP8 checkpoint holds them,
+ * the experts read one tensor each (the fused copies are not quantized). */
+static void fp8_store(tiny_store *s) {
+  for (int i = 0; i < s->n; i++)
+    if (fp8_eligible(&s->w[i])) {
+      uint8_t *codes;
+      float *scales;
+      int64_t sr, sc;
+      fp8_quantize(&s->w[i], &codes, &scales, &sr, &sc);
+      free(codes);
+      free(scales);
+    }
+  s->per_expert = 1;
+}
+
 /* ---- greedy decoding through the library ---- */
 
-static int greedy(const char *json, tiny_store *s, const char *ids_text, long n) {
+static int greedy(const char *json, tiny_store *s, const char *ids_text, long n, const char *quantize) {
   int32_t prompt[256], next;
   int64_t n_prompt = 0;
   for (const char *p = ids_text; *p && n_prompt < 256; n_prompt++) {
@@ -51,7 +128,7 @@ static int greedy(const char *json, tiny_store *s, const char *ids_text, long n)
     p = *end == ',' ? end + 1 : end;
   }
   sk_model_config cfg = {.struct_size = sizeof cfg, .config_json = json, .weight = tiny_lookup, .weight_user = s,
-                         .executor = SK_EXECUTOR_REFERENCE};
+                         .executor = SK_EXECUTOR_REFERENCE, .quantize = quantize};
   sk_model *m = NULL;
   sk_model_seq *seq = NULL;
   float logits[TINY_V];
@@ -76,12 +153,13 @@ static int greedy(const char *json, tiny_store *s, const char *ids_text, long n)
 typedef struct options {
   const char *drop, *grow, *fp8, *model_type;
   long cut, keep;
-  bool no_config, shards, lose_shard, odd_offset;
+  bool no_config, shards, lose_shard, odd_offset, fp8_all;
 } options;
 
 /* One tensor as written. */
 typedef struct entry {
   const char *name, *dtype;
+  char own_name[128];
   int rank;
   int64_t shape[SK_MODEL_MAX_RANK];
   const void *data;
@@ -124,6 +202,19 @@ static int entries_of(const tiny_store *s, const options *o, entry *out) {
       e->owned = malloc(numel);
       memset(e->owned, 0x38, numel);
       e->dtype = "F8_E4M3", e->data = e->owned;
+    }
+    if (o->fp8_all && fp8_eligible(w)) { /* codes, and their scales as the next entry */
+      uint8_t *codes;
+      float *scales;
+      int64_t sr, sc;
+      fp8_quantize((tiny_weight *)w, &codes, &scales, &sr, &sc);
+      e->bytes = numel, e->owned = codes, e->dtype = "F8_E4M3", e->data = codes;
+      entry *se = &out[n++];
+      *se = (entry){.dtype = "F32", .rank = 2, .shape = {sr, sc}, .data = scales, .bytes = (size_t)(sr * sc) * 4,
+                    .owned = scales};
+      snprintf(se->own_name, sizeof se->own_name, "%s_scale_inv", w->name);
+      se->name = se->own_name;
+      if (o->drop && strcmp(se->name, o->drop) == 0) free(scales), n--; /* --drop a scale tensor */
     }
   }
   return n;
@@ -185,10 +276,13 @@ static int write_dir(const char *dir, const char *json, tiny_store *s, const opt
       snprintf(rest, sizeof rest, "%s", end);
       snprintf(at, sizeof text - (size_t)(at - text), "%s%s", o->model_type, rest);
     }
+    if (o->fp8_all) /* ..."} -> ..., "quantization_config": {...}} */
+      snprintf(strrchr(text, '}'), 160, ", \"quantization_config\": {\"quant_method\": \"fp8\", \"fmt\": \"e4m3\", "
+               "\"activation_scheme\": \"dynamic\", \"weight_block_size\": [%d, %d]}}", FP8_BLOCK, FP8_BLOCK);
     snprintf(path, sizeof path, "%s/config.json", dir);
     rc = write_text(path, text);
   }
-  entry *e = calloc(TINY_MAX_WEIGHTS, sizeof *e);
+  entry *e = calloc(2 * TINY_MAX_WEIGHTS, sizeof *e); /* --fp8-all: a scale tensor each */
   const int n = entries_of(s, o, e);
   if (rc == 0 && !o->shards) {
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -217,7 +311,7 @@ static int write_dir(const char *dir, const char *json, tiny_store *s, const opt
 
 static int usage(void) {
   fprintf(stderr, "usage: tiny_checkpoint write DIR llama|qwen3_moe [OPTION...] [-- CMD ARGS...]\n"
-                  "       tiny_checkpoint greedy llama|qwen3_moe IDS N\n");
+                  "       tiny_checkpoint greedy llama|qwen3_moe IDS N [--fp8-all] [--w8a8]\n");
   return 2;
 }
 
@@ -233,7 +327,13 @@ int main(int argc, char **argv) {
   const char *json = moe ? TINY_QWEN3_MOE : TINY_LLAMA;
   int rc = 0;
   if (!write) {
-    rc = argc == 5 ? greedy(json, s, argv[3], strtol(argv[4], NULL, 10)) : usage();
+    const char *quantize = NULL;
+    for (int i = 5; rc == 0 && i < argc; i++) {
+      if (strcmp(argv[i], "--fp8-all") == 0) fp8_store(s);
+      else if (strcmp(argv[i], "--w8a8") == 0) quantize = "w8a8";
+      else rc = usage();
+    }
+    if (rc == 0) rc = argc >= 5 ? greedy(json, s, argv[3], strtol(argv[4], NULL, 10), quantize) : usage();
   } else {
     options o = {0};
     int i = 4;
@@ -243,6 +343,7 @@ int main(int argc, char **argv) {
       else if (strcmp(a, "--shards") == 0) o.shards = true;
       else if (strcmp(a, "--lose-shard") == 0) o.shards = o.lose_shard = true;
       else if (strcmp(a, "--odd-offset") == 0) o.odd_offset = true;
+      else if (strcmp(a, "--fp8-all") == 0) o.fp8_all = true;
       else if (v && strcmp(a, "--drop") == 0) o.drop = v, i++;
       else if (v && strcmp(a, "--grow") == 0) o.grow = v, i++;
       else if (v && strcmp(a, "--fp8") == 0) o.fp8 = v, i++;

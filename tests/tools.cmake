@@ -418,7 +418,7 @@ sk_cli_test(sk_profile_tokens 0 -o "outputs bitwise equal"
 # size, cache length, executor, shards or the files' alignment. Each bad
 # directory is its own, written just before sk runs on it (tests run in parallel).
 add_executable(tiny_checkpoint tiny_checkpoint.c tiny_model.c)
-target_link_libraries(tiny_checkpoint PRIVATE superkernel)
+target_link_libraries(tiny_checkpoint PRIVATE superkernel m)
 set_target_properties(tiny_checkpoint PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin/tests)
 set(SK_TINY $<TARGET_FILE:tiny_checkpoint>)
 set(SK_MODEL_DIR ${CMAKE_CURRENT_BINARY_DIR}/sk_model)
@@ -442,12 +442,21 @@ foreach(f llama qwen3_moe)
   # Two shards with an index, every tensor at an odd address (copied to aligned memory).
   sk_cli_test(sk_run_model_${f}_shards --same "${SK_IDS_RE}" -- ${SK_TINY} greedy ${f} ${SK_PROMPT} 16
               -- ${SK} run model ${SK_MODEL_DIR}/${f}_shards --tokens ${SK_PROMPT} -n 16 --threads 2)
+  # Block-scaled FP8 weights (DeepSeek-V3's format), dequantized on loading as
+  # tiny_checkpoint dequantizes them in memory.
+  sk_cli_test(sk_run_model_${f}_fp8 --same "${SK_IDS_RE}" -- ${SK_TINY} greedy ${f} ${SK_PROMPT} 16 --fp8-all
+              -- ${SK_TINY} write ${SK_MODEL_DIR}/${f}_fp8 ${f} --fp8-all
+              -- ${SK} run model ${SK_MODEL_DIR}/${f}_fp8 --tokens ${SK_PROMPT} -n 16 --threads 2)
+  # w8a8: --quantize gives the library's w8a8 model (the reference executor in tiny_checkpoint).
+  sk_cli_test(sk_run_model_${f}_w8a8 --same "${SK_IDS_RE}" -- ${SK_TINY} greedy ${f} ${SK_PROMPT} 16 --w8a8
+              -- ${SK} run model ${SK_MODEL_DIR}/${f} --tokens ${SK_PROMPT} -n 16 --threads 2 --quantize w8a8)
   sk_cli_test(sk_run_model_${f}_stderr 0 -E "model ${f}: 2 layers" -E "prompt 3 tokens in" -E "15 decode steps"
               -- ${SK} run model ${SK_MODEL_DIR}/${f} --tokens 1,2,3 -n 16 --threads 1)
   sk_cli_test(sk_bench_model_${f} 0 -o "| ${f}" -o "pp8 |" -o "tg5 |" -o " ± " -o "decode floor: " -o "tg5 step: "
               -- ${SK} bench model ${SK_MODEL_DIR}/${f} -p 8 -n 5 -t 2 -r 2)
   set_tests_properties(sk_run_model_${f} sk_run_model_${f}_invariant sk_run_model_${f}_eager sk_run_model_${f}_shards
-                       sk_run_model_${f}_stderr sk_bench_model_${f} PROPERTIES FIXTURES_REQUIRED sk_model_${f})
+                       sk_run_model_${f}_stderr sk_bench_model_${f} sk_run_model_${f}_w8a8
+                       PROPERTIES FIXTURES_REQUIRED sk_model_${f})
 endforeach()
 # The ids differ with the prompt (the test above can fail).
 sk_cli_test(sk_run_model_prompt_matters --differ "${SK_IDS_RE}"
@@ -474,6 +483,7 @@ sk_cli_test(sk_bench_model_help 0 -o "usage: sk bench model DIR [-p N] [-n N] [-
             -- ${SK} bench model --help)
 sk_cli_test(sk_run_model_no_dir 2 -E "missing DIR" -- ${SK} run model --tokens 1)
 sk_cli_test(sk_run_model_no_tokens 2 -E "missing --tokens IDS" -- ${SK} run model ${SK_MODEL_DIR}/llama)
+sk_cli_test(sk_run_model_bad_quantize 2 -E "--quantize int4: expected w8a8" -- ${SK} run model x --tokens 1 --quantize int4)
 sk_cli_test(sk_run_model_bad_tokens 2 -E "--tokens: expected comma-separated token ids" -- ${SK} run model x --tokens 1,,2)
 sk_cli_test(sk_bench_model_no_test 2 -E "-p 0 and -n 0" -- ${SK} bench model x -p 0 -n 0)
 sk_cli_test(sk_run_model_missing_dir 2 -E "sk run model: ${SK_MODEL_DIR}/nowhere: No such file or directory"
@@ -505,7 +515,9 @@ sk_bad_model_test(missing_tensor "weight model.layers.1.self_attn.k_norm.weight:
                   --drop model.layers.1.self_attn.k_norm.weight)
 sk_bad_model_test(wrong_shape "weight model.layers.0.mlp.experts.1.down_proj.weight: expected bf16 [64, 32], got bf16 [65, 32] (${SK_MODEL_DIR}/bad_wrong_shape/model.safetensors)"
                   --grow model.layers.0.mlp.experts.1.down_proj.weight)
-sk_bad_model_test(fp8 "weight model.layers.0.self_attn.q_proj.weight: dtype F8_E4M3 in ${SK_MODEL_DIR}/bad_fp8/model.safetensors: not supported"
+sk_bad_model_test(fp8 "weight model.layers.0.self_attn.q_proj.weight: dtype F8_E4M3 in ${SK_MODEL_DIR}/bad_fp8/model.safetensors: config.json has no block-scaled FP8 quantization_config"
                   --fp8 model.layers.0.self_attn.q_proj.weight)
+sk_bad_model_test(fp8_scales "weight model.layers.1.mlp.down_proj.weight: F8_E4M3 in ${SK_MODEL_DIR}/bad_fp8_scales/model.safetensors without its block scales model.layers.1.mlp.down_proj.weight_scale_inv"
+                  --fp8-all --drop model.layers.1.mlp.down_proj.weight_scale_inv)
 sk_bad_model_test(family "${SK_MODEL_DIR}/bad_family/config.json: model_type = \"gpt2\": not supported (supported: llama, mistral"
                   --model-type gpt2)

@@ -6,9 +6,10 @@
 Engines: eager (transformers' grouped_mm experts, bf16), inductor (the same
 under torch.compile), sk-experts (experts_implementation="superkernel"),
 sk-optimize and sk-optimize-w8a8 (superkernel.optimize(whole_model=False):
-each MoE block one super kernel), sk-whole (superkernel.optimize: the whole
-model in the library, superkernel.Model; its MoE share is not measured:
-the blocks are inside the library's programs), fp32 (eager in fp32: the
+each MoE block one super kernel), sk-whole and sk-whole-w8a8
+(superkernel.optimize: the whole model in the library, superkernel.Model,
+w8a8: every linear layer int8; its MoE share is not measured: the blocks
+are inside the library's programs), fp32 (eager in fp32: the
 reference of the logits).
 
 Measured: prefill of a P-token prompt from an empty cache, the last
@@ -29,7 +30,7 @@ import time
 import torch
 import transformers
 
-ENGINES = ("eager", "inductor", "sk-experts", "sk-optimize", "sk-optimize-w8a8", "sk-whole", "fp32")
+ENGINES = ("eager", "inductor", "sk-experts", "sk-optimize", "sk-optimize-w8a8", "sk-whole", "sk-whole-w8a8", "fp32")
 
 
 def load(checkpoint, engine):
@@ -42,8 +43,8 @@ def load(checkpoint, engine):
     report = None
     if engine.startswith("sk-optimize"):  # the per-block path: each MoE block one super kernel
         report = superkernel.optimize(model, quantize="w8a8" if engine.endswith("w8a8") else None, whole_model=False)
-    if engine == "sk-whole":  # the whole model in the library (superkernel.Model)
-        report = superkernel.optimize(model, max_context=1024)
+    if engine.startswith("sk-whole"):  # the whole model in the library (superkernel.Model)
+        report = superkernel.optimize(model, max_context=1024, quantize="w8a8" if engine.endswith("w8a8") else None)
     if engine == "inductor":
         model.forward = torch.compile(model.forward, dynamic=True)
     return model, report

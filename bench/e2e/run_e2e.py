@@ -39,7 +39,7 @@ def run_engine(checkpoint, engine, threads, a):
 
 def run_llama(path, gguf, kind, threads, a):
     cmd = [path, "-m", gguf, "-p", str(a.prompt), "-n", str(a.gen), "-t", str(threads), "-r", str(a.reps),
-           "-o", "json"]
+           "-o", "json"] + a.llama_args.split()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return {"engine": f"llama.cpp {kind}", "threads": threads, "error": p.stderr.strip()[-200:]}
@@ -73,9 +73,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoint")
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--engines", default="fp32,eager,inductor,sk-experts,sk-optimize,sk-optimize-w8a8,sk-whole")
+    ap.add_argument("--engines",
+                    default="fp32,eager,inductor,sk-experts,sk-optimize,sk-optimize-w8a8,sk-whole,sk-whole-w8a8")
     ap.add_argument("--llama-bench")
     ap.add_argument("--gguf", action="append", default=[], help="KIND=FILE (bf16=..., q8_0=...)")
+    ap.add_argument("--llama-args", default="", help="more llama-bench flags: '--repack 0' on Intel, where "
+                    "llama-bench 0c1e570 crashes (SIGSEGV) repacking Q8_0 weights")
     ap.add_argument("--prompt", type=int, default=512)
     ap.add_argument("--gen", type=int, default=64)
     ap.add_argument("--reps", type=int, default=3)

@@ -166,10 +166,11 @@ class Sequence(Owned):
         """Forgets the tokens from `length` on."""
         _lib.check(_lib.lib().sk_model_seq_truncate(self.handle, _lib.as_int(length, "Sequence.truncate: length")))
 
-    def forward(self, ids, logits=1):
+    def forward(self, ids, logits=1, out=None):
         """Appends ids (ints) and returns the logits of the last `logits`
         of them, fp32 [logits, vocab] (logits="all": every token's; 0: none,
-        None is returned)."""
+        None is returned); out: a contiguous fp32 tensor of that shape to
+        write them into (returned), else a new one."""
         import torch
 
         ids = torch.as_tensor(ids).reshape(-1)
@@ -180,7 +181,12 @@ class Sequence(Owned):
             raise ValueError("Sequence.forward: ids: outside int32")
         ids32 = ids.to(torch.int32).contiguous()
         n_logits = n if logits == "all" else _lib.as_int(logits, "Sequence.forward: logits", 0, n)
-        out = torch.empty((n_logits, self._model.vocab), dtype=torch.float32) if n_logits else None
+        if out is not None and (out.dtype != torch.float32 or tuple(out.shape) != (n_logits, self._model.vocab)
+                                or not out.is_contiguous() or out.device.type != "cpu"):
+            raise ValueError(f"Sequence.forward: out: expected a contiguous CPU float32 tensor "
+                             f"[{n_logits}, {self._model.vocab}], got {out.dtype} {list(out.shape)}")
+        if out is None and n_logits:
+            out = torch.empty((n_logits, self._model.vocab), dtype=torch.float32)
         team = self._model._team._acquire()
         try:
             _lib.check(_lib.lib().sk_model_forward(

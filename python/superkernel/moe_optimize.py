@@ -53,7 +53,7 @@ _next_id = [0]
 _lock = _fork.lock(sys.modules[__name__], "_lock")
 
 
-def _take_over(model, quantize, options, max_context, num_threads, report):
+def _take_over(model, quantize, options, max_context, num_threads, torch_threads, report):
     """None when the whole model now runs in the library, else why not."""
     from . import model as _model, whole_model as _whole
 
@@ -71,6 +71,14 @@ def _take_over(model, quantize, options, max_context, num_threads, report):
     except Exception as exc:  # whatever the library refuses: the model stays as it was
         return f"the library refused it: {exc}"
     report.replaced.append(("(whole model)", whole.about))
+    # The model now runs on the library's team. torch still runs generate's
+    # sampling between steps, and after each of its parallel ops libgomp's
+    # workers spin for milliseconds on the cores the next step needs
+    # (measured: 18 against 25 tokens/s decoding a Qwen3-MoE at 2 threads).
+    if torch_threads is not None and torch.get_num_threads() != torch_threads:
+        report.notes.append(f"torch.set_num_threads({torch_threads}) (was {torch.get_num_threads()}): the model runs "
+                            "on the library's team; torch's OpenMP workers would spin on its cores")
+        torch.set_num_threads(torch_threads)
     return None
 
 
@@ -78,7 +86,7 @@ class Report:
     """What optimize replaced (name, description) and left (name, reason)."""
 
     def __init__(self):
-        self.replaced, self.left = [], []
+        self.replaced, self.left, self.notes = [], [], []
 
     def __repr__(self):
         whole = any(name == "(whole model)" for name, _ in self.replaced)
@@ -86,6 +94,7 @@ class Report:
         lines = [f"superkernel.optimize: {what} replaced, {len(self.left)} left"]
         lines += [f"  replaced {name}: {about}" for name, about in self.replaced]
         lines += [f"  left     {name}: {why}" for name, why in self.left]
+        lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
@@ -302,13 +311,15 @@ def _blocks(model):
             yield name, mod
 
 
-def optimize(model, quantize=None, options="", whole_model=True, max_context=0, num_threads=None):
+def optimize(model, quantize=None, options="", whole_model=True, max_context=0, num_threads=None, torch_threads=1):
     """Takes a transformers causal LM of a family the library builds over
     whole (whole_model.py: its forward runs in the library, generate()
     unchanged; max_context: each sequence's KV cache rows, 0: the config's
     max_position_embeddings up to 4096; num_threads: the team, None:
     torch.get_num_threads(); quantize="w8a8": every linear layer int8, the
-    LM head included); otherwise, or with whole_model=False, replaces each
+    LM head included; torch_threads: torch's intra-op threads once the
+    model runs in the library, 1 by default so that torch's OpenMP workers
+    do not spin on the team's cores, None: left as they are); otherwise, or with whole_model=False, replaces each
     MoE block the library can run by an OptimizedMoE (in place; w8a8: its
     routed experts int8). Returns a Report of what it replaced and left."""
     from .schema import validate_options
@@ -321,7 +332,7 @@ def optimize(model, quantize=None, options="", whole_model=True, max_context=0, 
         validate_options(options)
     report = Report()
     if whole_model:
-        why = _take_over(model, quantize, options, max_context, num_threads, report)
+        why = _take_over(model, quantize, options, max_context, num_threads, torch_threads, report)
         if why is None:
             return report
         report.left.append(("(whole model)", why))

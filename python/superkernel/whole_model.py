@@ -86,7 +86,9 @@ class WholeModel:
                 f"superkernel.optimize: attention_mask covers {mask.shape[1]} positions, the cache {state.total} "
                 f"+ {t} new: pass the cache generate returned, or none for a new sequence")
         keep = t if not logits_to_keep else min(int(logits_to_keep), t)
-        logits = torch.zeros((b, keep, self.model.vocab), dtype=torch.float32)
+        padded = not bool(full[:, -t:].all())
+        # a padding position's row is zero; without padding every row is written
+        logits = (torch.zeros if padded else torch.empty)((b, keep, self.model.vocab), dtype=torch.float32)
         try:
             for r in range(b):
                 self._row(state.seqs[r], input_ids[r], full[r, -t:], keep, logits[r])
@@ -105,6 +107,9 @@ class WholeModel:
             return
         wanted = new[new.numel() - keep:]
         n_logits = int(wanted.sum())
+        if n_logits == keep:  # no padding among them: straight into the output
+            seq.forward(real, logits=n_logits, out=out)
+            return
         got = seq.forward(real, logits=n_logits)
         if n_logits:
             out[wanted] = got

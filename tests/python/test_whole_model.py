@@ -139,3 +139,16 @@ def test_w8a8_runs_whole_and_a_row_is_its_own(kind):
     assert torch.equal(got[1, 3:], alone[0])
     again = hf.generate(ids[:1], max_new_tokens=8, do_sample=False)  # a second generate on the same model
     assert torch.equal(again, got[:1])
+
+
+def test_torch_threads_leave_the_cores_to_the_team():
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        report = superkernel.optimize(_model(), max_context=16)
+        assert torch.get_num_threads() == 1 and "torch.set_num_threads(1) (was 2)" in str(report), report
+        torch.set_num_threads(2)
+        report = superkernel.optimize(_model(), max_context=16, torch_threads=None)
+        assert torch.get_num_threads() == 2 and "set_num_threads" not in str(report), report
+    finally:
+        torch.set_num_threads(before)

@@ -6,9 +6,15 @@
  * config.json's text goes to sk_model_create as it is; the weight callback
  * finds each name in the directory's memory-mapped safetensors files
  * (safetensors.h) and hands the mapping out borrowed: nothing is copied
- * but a tensor whose data is not aligned to its element size. Only F32,
- * F16 and BF16 tensors are taken; another dtype (FP8, integers) is an
- * error naming the tensor, its dtype and its file.
+ * but a tensor whose data is not aligned to its element size. F32, F16
+ * and BF16 tensors are taken as they are; an F8_E4M3 weight of a
+ * block-scaled FP8 checkpoint (config.json's quantization_config
+ * "quant_method": "fp8" with "weight_block_size" [rows, cols], and a
+ * float "<name>_scale_inv" of one scale a block: DeepSeek-V3's) is
+ * dequantized into the model's dtype (the embedding table's), w = fp8 *
+ * scale in fp32 rounded once, in file-backed memory that is paged out once
+ * the model has packed it. Another dtype (integers, FP8 without its
+ * scales) is an error naming the tensor, its dtype and its file.
  *
  * Errors name the directory and file: a missing directory, config.json or
  * shard (a file model.safetensors.index.json names that is not there), a
