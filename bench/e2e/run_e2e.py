@@ -116,7 +116,7 @@ def main():
         ratio = lambda key, base: f"{r[key]['median'] / same[base][key]['median']:.2f}" if base in same else "-"
         share = (f"{r['moe_share_prefill']:.0%} / {r['moe_share_decode']:.0%}" if "moe_share_decode" in r else "-")
         floor = "-"
-        if "moe_decode_ms_per_step" in r:
+        if r.get("moe_decode_ms_per_step"):  # not for sk-whole: its blocks are inside the library
             w8 = r["engine"].endswith("w8a8")
             floor_ms = floor_bytes * (0.5 if w8 else 1.0) / (r["bandwidth_gbs"] * 1e9) * 1e3
             floor = f"{r['moe_decode_ms_per_step']:.2f} / {floor_ms:.2f} = {r['moe_decode_ms_per_step'] / floor_ms:.2f}"
