@@ -649,7 +649,7 @@ static sk_status at_dsq_static_no_scale(void) { return dsq_with(SK_ATTR_INT("qua
 static sk_status at_qmm_output_dtype(void) {
   sk_value x1 = in("x1", SK_INT8, 2, SH(4, 8)), x2 = in("x2", SK_INT8, 2, SH(8, 4)), s = in("s", SK_FP32, 1, SH(4));
   sk_op_input i[] = {{"x1", &x1, 1}, {"x2", &x2, 1}, {"scale", &s, 1}};
-  sk_attr a[] = {SK_ATTR_INT("output_dtype", SK_FP32)};
+  sk_attr a[] = {SK_ATTR_INT("output_dtype", SK_BOOL)};
   return op("quant_matmul", i, 3, a, 1);
 }
 static sk_status gmm_with(const sk_attr *a, size_t n, int moe) {
@@ -1188,7 +1188,7 @@ static const row ROWS[] = {
     R("attr", at_dsq_quant_mode, ATTR, "dequant_swiglu_quant", "quant_mode", "got 2"),
     R("attr", at_dsq_activate_left, ATTR, "dequant_swiglu_quant", "activate_left", "got 2"),
     R("attr", at_dsq_static_no_scale, ARG, "dequant_swiglu_quant", "quant_scale"),
-    R("attr", at_qmm_output_dtype, ATTR, "quant_matmul", "output_dtype", "fp32"),
+    R("attr", at_qmm_output_dtype, ATTR, "quant_matmul", "output_dtype", "got bool"),
     R("attr", at_gmm_group_type, ATTR, "grouped_matmul", "group_type", "got -2"),
     R("attr", at_gmm_split_item, ATTR, "grouped_matmul", "split_item", "got 4"),
     R("attr", at_gmm_split_item_2_no_groups, ATTR, "grouped_matmul", "split_item", "2"),
