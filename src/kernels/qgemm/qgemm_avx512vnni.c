@@ -87,8 +87,12 @@ void UKERNEL(size_t mr, size_t nr, size_t kcp, const void *a, size_t a_stride, c
 /* The k loop over the first `rows` rows of A. */
 SK_ALWAYS_INLINE void k_loop(size_t rows, size_t kcp, const char *const a[MR], const char *wp, __m512i acc[MR][NV]) {
   for (size_t p = 0; p < kcp; p += 4, wp += 4 * NR) {
-    if (rows > 4 || !sk__stream_nta) _mm_prefetch(wp + FEW_ROWS_PREFETCH_BYTES, _MM_HINT_T0);
-    else _mm_prefetch(wp + FEW_ROWS_PREFETCH_BYTES, _MM_HINT_NTA);
+    /* a step reads NV lines of the panel: every one is prefetched */
+#pragma GCC unroll 4
+    for (size_t v = 0; v < NV; v++) {
+      if (rows > 4 || !sk__stream_nta) _mm_prefetch(wp + 64 * v + FEW_ROWS_PREFETCH_BYTES, _MM_HINT_T0);
+      else _mm_prefetch(wp + 64 * v + FEW_ROWS_PREFETCH_BYTES, _MM_HINT_NTA);
+    }
     __m512i bv[NV];
 #pragma GCC unroll 4
     for (size_t v = 0; v < NV; v++) bv[v] = _mm512_load_si512(wp + 64 * v);
