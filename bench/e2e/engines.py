@@ -25,10 +25,13 @@ first 8 decoded tokens go into the JSON for the comparison against fp32.
 import argparse
 import json
 import statistics
+import sys
 import time
 
-import torch
-import transformers
+if any(a.startswith("sk-") for a in sys.argv):
+    import superkernel  # noqa: F401  (before torch: its OpenMP workers then wait passively, superkernel/_omp.py)
+import torch  # noqa: E402
+import transformers  # noqa: E402
 
 ENGINES = ("eager", "inductor", "sk-experts", "sk-optimize", "sk-optimize-w8a8", "sk-whole", "sk-whole-w8a8", "fp32")
 

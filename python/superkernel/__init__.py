@@ -13,8 +13,12 @@ numpy is enough for the low-level API; torch is imported only by the torch
 parts (import superkernel.torch_ops, or use the backend).
 """
 
-from . import _lib
-from .dtypes import DType
+from . import _omp
+
+_omp.prefer_passive()  # before torch loads its OpenMP runtime (_omp.py says why)
+
+from . import _lib  # noqa: E402
+from .dtypes import DType  # noqa: E402
 from .errors import (
     InvalidArgumentError,
     InvalidAttributeError,

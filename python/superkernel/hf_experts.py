@@ -297,6 +297,9 @@ def experts_forward(self, hidden_states, top_k_index, top_k_weights):
         return _fallback(self, reason, hidden_states, top_k_index, top_k_weights)
     if hidden_states.shape[0] == 0:
         return torch.zeros_like(hidden_states)
+    from . import _omp
+
+    _omp.warn_if_spinning('experts_implementation="superkernel"')
     try:
         prog = _program_for(self, hidden_states, top_k_index, top_k_weights)
     except Exception as e:  # whatever the library refuses: never an exception in the middle of generate

@@ -353,4 +353,8 @@ def optimize(model, quantize=None, options="", whole_model=True, max_context=0, 
         parent_name, _, child = name.rpartition(".")
         setattr(model.get_submodule(parent_name) if parent_name else model, child, new)
         report.replaced.append((name, new.about))
+    if report.replaced:
+        from . import _omp
+
+        _omp.warn_if_spinning("optimize's per-block path")
     return report
