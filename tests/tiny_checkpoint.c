@@ -276,8 +276,9 @@ static int write_dir(const char *dir, const char *json, tiny_store *s, const opt
       snprintf(rest, sizeof rest, "%s", end);
       snprintf(at, sizeof text - (size_t)(at - text), "%s%s", o->model_type, rest);
     }
+    char *end = strrchr(text, '}');
     if (o->fp8_all) /* ..."} -> ..., "quantization_config": {...}} */
-      snprintf(strrchr(text, '}'), 160, ", \"quantization_config\": {\"quant_method\": \"fp8\", \"fmt\": \"e4m3\", "
+      snprintf(end, sizeof text - (size_t)(end - text), ", \"quantization_config\": {\"quant_method\": \"fp8\", \"fmt\": \"e4m3\", "
                "\"activation_scheme\": \"dynamic\", \"weight_block_size\": [%d, %d]}}", FP8_BLOCK, FP8_BLOCK);
     snprintf(path, sizeof path, "%s/config.json", dir);
     rc = write_text(path, text);

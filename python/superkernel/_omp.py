@@ -23,6 +23,25 @@ import warnings
 
 _RUNTIMES = ("libgomp", "libiomp", "libomp")
 _warned = []
+_torch_threads_before = []  # torch's intra-op threads before optimize lowered them (once)
+
+
+def lower_torch_threads(n):
+    """torch.set_num_threads(n) for a whole model in the library; the
+    library's default teams keep the count torch had before (team_threads)."""
+    import torch
+
+    if not _torch_threads_before:
+        _torch_threads_before.append(torch.get_num_threads())
+    torch.set_num_threads(n)
+
+
+def team_threads():
+    """The default size of the library's teams: torch's intra-op threads,
+    or the count they had before optimize lowered them for a whole model."""
+    import torch
+
+    return max([torch.get_num_threads()] + _torch_threads_before)
 
 
 def _loaded():
@@ -49,7 +68,7 @@ def warn_if_spinning(what):
     """Once: the per-block paths share the cores with spinning workers."""
     import torch
 
-    if _warned or not spinning() or torch.get_num_threads() < 2:
+    if _warned or not spinning() or torch.get_num_threads() < 2:  # one torch thread: no workers to spin
         return
     _warned.append(True)
     warnings.warn(f"superkernel: {what} runs between torch ops whose OpenMP workers spin on the cores the "

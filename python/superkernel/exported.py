@@ -31,6 +31,7 @@ import itertools
 import torch
 import torch.utils._pytree as pytree
 
+from . import _omp
 from . import scope as _scope  # noqa: F401  (the ops an exported program names exist before pickle loads one)
 from .backend.runner import Plan
 from .config import CompilerConfig
@@ -76,7 +77,7 @@ class ExportedModel:
         n = len(self._expected)
         self._flat_call = self._in_spec == pytree.tree_flatten((tuple(range(n)), {}))[1]
         self._out_spec = ep.call_spec.out_spec
-        self.team = shared_team(config.num_threads or torch.get_num_threads())
+        self.team = shared_team(config.num_threads or _omp.team_threads())
         self.plan = Plan(gm, static_indices, config.options, torch_bits=config.torch_bits)
         example = [None] * len(specs)
         for i, value in zip(static_indices, self._static):

@@ -32,7 +32,7 @@ import sys
 import warnings
 import weakref
 
-from . import _fork
+from . import _fork, _omp
 
 KEY = "superkernel"
 # The largest token count one program runs at once; a call with more
@@ -242,7 +242,7 @@ class _ExpertsProgram:
                 {"drop_pad_mode": 2},
             )
         g.mark_output(y, "y")
-        self.program = g.compile(shared_team(torch.get_num_threads()))
+        self.program = g.compile(shared_team(_omp.team_threads()))
         for weight in self.keep[:2]:
             _file_weights.page_out(weight)
         self.torch_dtype = module.gate_up_proj.dtype
@@ -297,8 +297,6 @@ def experts_forward(self, hidden_states, top_k_index, top_k_weights):
         return _fallback(self, reason, hidden_states, top_k_index, top_k_weights)
     if hidden_states.shape[0] == 0:
         return torch.zeros_like(hidden_states)
-    from . import _omp
-
     _omp.warn_if_spinning('experts_implementation="superkernel"')
     try:
         prog = _program_for(self, hidden_states, top_k_index, top_k_weights)

@@ -41,7 +41,7 @@ import weakref
 
 import torch
 
-from . import _file_weights, _fork, hf_experts, hf_moe_blocks
+from . import _file_weights, _fork, _omp, hf_experts, hf_moe_blocks
 from . import torch_ops  # noqa: F401  (superkernel::not_differentiable; the namespace is defined first)
 from .graph import Graph
 from .team import shared_team
@@ -67,7 +67,7 @@ def _take_over(model, quantize, options, max_context, num_threads, torch_threads
         report.left.append(("(whole model)", "already optimized"))
         return None
     try:
-        whole = _whole.take_over(model, max_context, num_threads or torch.get_num_threads(), options, quantize)
+        whole = _whole.take_over(model, max_context, num_threads or _omp.team_threads(), options, quantize)
     except Exception as exc:  # whatever the library refuses: the model stays as it was
         return f"the library refused it: {exc}"
     report.replaced.append(("(whole model)", whole.about))
@@ -78,7 +78,7 @@ def _take_over(model, quantize, options, max_context, num_threads, torch_threads
     if torch_threads is not None and torch.get_num_threads() != torch_threads:
         report.notes.append(f"torch.set_num_threads({torch_threads}) (was {torch.get_num_threads()}): the model runs "
                             "on the library's team; torch's OpenMP workers would spin on its cores")
-        torch.set_num_threads(torch_threads)
+        _omp.lower_torch_threads(torch_threads)
     return None
 
 
@@ -293,7 +293,7 @@ def _build(m, t):
         (y,) = g.add_op("moe_finalize_routing", {"expanded_permuted_rows": out, "expanded_src_to_dst_row": row_map,
                                                  "skip2": shared, "scales": weights}, {"drop_pad_mode": 2})
     g.mark_output(y, "y")
-    program = g.compile(shared_team(torch.get_num_threads()))
+    program = g.compile(shared_team(_omp.team_threads()))
     program._keep = keep
     return program
 
@@ -319,13 +319,17 @@ def optimize(model, quantize=None, options="", whole_model=True, max_context=0, 
     torch.get_num_threads(); quantize="w8a8": every linear layer int8, the
     LM head included; torch_threads: torch's intra-op threads once the
     model runs in the library, 1 by default so that torch's OpenMP workers
-    do not spin on the team's cores, None: left as they are); otherwise, or with whole_model=False, replaces each
+    do not spin on the team's cores, None: left as they are; the library's
+    later default teams keep the count torch had before); otherwise, or with whole_model=False, replaces each
     MoE block the library can run by an OptimizedMoE (in place; w8a8: its
     routed experts int8). Returns a Report of what it replaced and left."""
     from .schema import validate_options
 
     if quantize not in QUANTIZE:
         raise ValueError(f"superkernel.optimize: quantize={quantize!r}; expected None or 'w8a8'")
+    if torch_threads is not None and (not isinstance(torch_threads, int) or isinstance(torch_threads, bool)
+                                      or torch_threads < 1):
+        raise ValueError(f"superkernel.optimize: torch_threads={torch_threads!r}; expected None or an int >= 1")
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"superkernel.optimize: expected a torch.nn.Module, got {type(model).__name__}")
     if options:
@@ -354,7 +358,5 @@ def optimize(model, quantize=None, options="", whole_model=True, max_context=0, 
         setattr(model.get_submodule(parent_name) if parent_name else model, child, new)
         report.replaced.append((name, new.about))
     if report.replaced:
-        from . import _omp
-
         _omp.warn_if_spinning("optimize's per-block path")
     return report

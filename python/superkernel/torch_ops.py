@@ -33,7 +33,7 @@ from collections import OrderedDict
 
 import torch
 
-from . import _fork, _lib, schema, torch_grads
+from . import _fork, _lib, _omp, schema, torch_grads
 from .buffers import buffer_info
 from .dtypes import DType, to_dtype, to_torch
 from .graph import Graph
@@ -130,7 +130,7 @@ class _EagerCache:
 
     def team(self):
         if self._team is None:
-            self._team = shared_team(torch.get_num_threads())
+            self._team = shared_team(_omp.team_threads())
         return self._team
 
     def program(self, spec, slots, attrs):

@@ -78,8 +78,8 @@ static bool quantized_constants(sk__model_builder *b, const char *name, int rank
   for (int i = 0; i < rank; i++) numel *= (size_t)q_shape[i];
   *q = sk__weight_store_alloc(b->store, numel);
   *scale = sk__weight_store_alloc(b->store, (size_t)n_scales * sizeof(float));
-  if (!*q || !*scale) {
-    sk__mb_failed(b, sk__fail(SK_STATUS_OUT_OF_MEMORY, "weight %s: out of memory quantizing it", name));
+  if (!*q || !*scale) { /* (not "weight NAME": name may be the model's own, no checkpoint tensor) */
+    sk__mb_failed(b, sk__fail(SK_STATUS_OUT_OF_MEMORY, "w8a8: %s: out of memory (%zu bytes of int8)", name, numel));
     return false;
   }
   char sname[SK__MB_NAME_MAX + 32];
@@ -159,6 +159,18 @@ static bool expert_weights(sk__model_builder *b, int64_t l, sk_value up[2], sk_v
   sk_model_tensor gu, dn;
   sk_status st = sk__mb_try_lookup(b, fused, d->dtype, 3, (int64_t[]){e, 2 * in, hid}, &gu);
   if (st != SK_STATUS_OK && st != SK_STATUS_NOT_FOUND) return false;
+  /* every weight looked up (and checked) before gigabytes are allocated for their int8 copies */
+  snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.down_proj", (long long)l);
+  if (st == SK_STATUS_OK && !sk__mb_lookup(b, name, d->dtype, 3, (int64_t[]){e, hid, in}, &dn)) return false;
+  for (int64_t j = 0; st != SK_STATUS_OK && j < e; j++) {
+    const char *fmt = "model.layers.%lld.mlp.experts.%lld.%s_proj.weight";
+    const char *proj[] = {"gate", "up", "down"};
+    for (int k = 0; k < 3; k++) {
+      sk_model_tensor t;
+      snprintf(name, sizeof name, fmt, (long long)l, (long long)j, proj[k]);
+      if (!sk__mb_lookup(b, name, d->dtype, 2, k == 2 ? (int64_t[]){hid, in} : (int64_t[]){in, hid}, &t)) return false;
+    }
+  }
   int8_t *qu, *qd;
   float *su, *sd, *tmp = scratch_rows(b, in > hid ? in : hid);
   snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.up_int8", (long long)l);
@@ -168,8 +180,6 @@ static bool expert_weights(sk__model_builder *b, int64_t l, sk_value up[2], sk_v
   if (!quantized_constants(b, name, 3, (int64_t[]){e, in, hid}, e * hid, &qd, &sd, &down[0], &down[1])) return false;
   const size_t es = sk_dtype_size(d->dtype);
   if (st == SK_STATUS_OK) {
-    snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.down_proj", (long long)l);
-    if (!sk__mb_lookup(b, name, d->dtype, 3, (int64_t[]){e, hid, in}, &dn)) return false;
     for (int64_t j = 0; j < e; j++) {
       quantize_channels((const char *)gu.data + (size_t)(j * 2 * in * hid) * es, d->dtype, 2 * in, hid,
                             qu + j * hid * 2 * in, 2 * in, su + j * 2 * in, tmp);

@@ -13,8 +13,8 @@
  * _file_weights.py does the same for torch's copy of the checkpoint.
  * Where no file can be made (no space: the file is allocated first, so a
  * full disk never becomes a SIGBUS later) or the directory is in memory
- * (tmpfs: nothing would be saved), and with
- * SUPERKERNEL_WEIGHTS_IN_MEMORY=1, buffers are plain memory (logged once).
+ * (tmpfs: nothing would be saved), buffers are plain memory (a warning,
+ * once a model); with SUPERKERNEL_WEIGHTS_IN_MEMORY=1 they are, silently.
  */
 #ifndef SK_MODEL_WEIGHT_STORE_H
 #define SK_MODEL_WEIGHT_STORE_H

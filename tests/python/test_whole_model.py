@@ -147,6 +147,13 @@ def test_torch_threads_leave_the_cores_to_the_team():
         torch.set_num_threads(2)
         report = superkernel.optimize(_model(), max_context=16)
         assert torch.get_num_threads() == 1 and "torch.set_num_threads(1) (was 2)" in str(report), report
+        from superkernel import _omp
+
+        assert _omp.team_threads() >= 2  # the library's later default teams keep torch's former count
+        hf = _model()
+        with pytest.raises(ValueError, match="torch_threads=0"):
+            superkernel.optimize(hf, torch_threads=0)
+        assert getattr(hf, "_superkernel_whole", None) is None  # refused before anything changed
         torch.set_num_threads(2)
         report = superkernel.optimize(_model(), max_context=16, torch_threads=None)
         assert torch.get_num_threads() == 2 and "set_num_threads" not in str(report), report

@@ -72,8 +72,9 @@ static void read_expert_counts(skm_model_dir *d) {
   if (method && method->type == SKJ_STRING && strcmp(method->string, "fp8") == 0 && block &&
       block->type == SKJ_ARRAY && block->n == 2)
     for (int i = 0; i < 2; i++)
-      d->fp8_block[i] = block->items[i].type == SKJ_NUMBER && block->items[i].is_integer && block->items[i].integer > 0
-                            ? block->items[i].integer : 0;
+      d->fp8_block[i] = block->items[i].type == SKJ_NUMBER && block->items[i].is_integer &&
+                            block->items[i].integer > 0 && block->items[i].integer <= (1 << 20)
+                            ? block->items[i].integer : 0; /* (no overflow in the block counts) */
   if (!d->fp8_block[0] || !d->fp8_block[1]) d->fp8_block[0] = d->fp8_block[1] = 0;
   skj_free(&root);
 }
@@ -209,7 +210,7 @@ static sk_status dequantize_fp8(skm_model_dir *d, const skm_st_tensor *t, size_t
   const int64_t rows = t->shape[0], cols = t->shape[1], br = d->fp8_block[0], bc = d->fp8_block[1];
   const int64_t sr = (rows + br - 1) / br, sc = (cols + bc - 1) / bc;
   if (!s)
-    return callback_fail(d, SK_STATUS_NOT_FOUND, "weight %s: F8_E4M3 in %s/%s without its block scales %s", t->name,
+    return callback_fail(d, SK_STATUS_INVALID_ARGUMENT, "weight %s: F8_E4M3 in %s/%s without its block scales %s", t->name,
                          d->dir, t->file, sname);
   if (!skm_st_is_float(s) || s->rank != 2 || s->shape[0] != sr || s->shape[1] != sc)
     return callback_fail(d, SK_STATUS_INVALID_SHAPE, "weight %s: %s in %s/%s: expected a float [%lld, %lld] (blocks "

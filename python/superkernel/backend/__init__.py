@@ -68,7 +68,7 @@ import torch
 from .runner import Plan
 from ..config import CompilerConfig
 from .partition import ScopeError, read_markers
-from .. import _fork
+from .. import _fork, _omp
 from . import moe as _backend_moe  # the fused MoE blocks (backend/moe.py)
 from .profiles import write_program_profiles
 from ..program import shared_team
@@ -176,7 +176,7 @@ class Backend:
 
     def team(self):
         if self._team is None:
-            self._team = shared_team(self.config.num_threads or torch.get_num_threads())
+            self._team = shared_team(self.config.num_threads or _omp.team_threads())
         return self._team
 
     def __call__(self, gm, example_inputs):
