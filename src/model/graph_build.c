@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/convert/convert.h"
 #include "model/model_graph.h"
 
 #define NONE SK__MB_NONE
@@ -92,12 +93,6 @@ sk_value sk__mb_weight(sk__model_builder *b, sk_dtype dtype, int rank, const int
   return v;
 }
 
-static float element(const sk_model_tensor *t, size_t i) {
-  if (t->dtype == SK_FP32) return ((const float *)t->data)[i];
-  const uint16_t h = ((const uint16_t *)t->data)[i];
-  return t->dtype == SK_BF16 ? sk_bf16_to_fp32(h) : sk_fp16_to_fp32(h);
-}
-
 sk_value sk__mb_weight_fp32(sk__model_builder *b, int rank, const int64_t *shape, const char *fmt, ...) {
   char name[SK__MB_NAME_MAX];
   va_list ap;
@@ -116,7 +111,7 @@ sk_value sk__mb_weight_fp32(sk__model_builder *b, int rank, const int64_t *shape
     sk__mb_failed(b, sk__fail(SK_STATUS_OUT_OF_MEMORY, "weight %s: out of memory widening it to fp32", name));
     return v;
   }
-  for (size_t i = 0; i < n; i++) f[i] = element(&t, i); /* exact: fp16 and bf16 widen without rounding */
+  for (size_t i = 0; i < n; i++) f[i] = sk__load_f32(t.data, t.dtype, i); /* exact: fp16 and bf16 widen without rounding */
   st = sk_graph_add_constant(b->g, name, SK_FP32, rank, shape, f, SK_CONSTANT_COPY, &v);
   free(f);
   if (st != SK_STATUS_OK) sk__mb_failed(b, st);

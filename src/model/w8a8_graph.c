@@ -15,22 +15,18 @@
  * the row's scale; SwiGLU; requantized per row), grouped_matmul's int8 path
  * to the model's dtype. Every step keeps its op's per-row contract, so a
  * token's logits stay the same bits in any batch, chunking, team or ISA. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/convert/convert.h"
 #include "model/model_graph.h"
 
 #define NONE SK__MB_NONE
 #define ROWS 8 /* output channels quantized together: their rows widened once, stores of 8 bytes */
-
-static float widen(const void *w, sk_dtype dt, size_t i) {
-  if (dt == SK_FP32) return ((const float *)w)[i];
-  const uint16_t h = ((const uint16_t *)w)[i];
-  return dt == SK_BF16 ? sk_bf16_to_fp32(h) : sk_fp16_to_fp32(h);
-}
 
 static int8_t quantize_value(float v, float s) {
   float t = v / s;
@@ -48,8 +44,8 @@ static void quantize_channels(const void *w, sk_dtype dt, int64_t n, int64_t k, 
     for (int64_t i = 0; i < nb; i++) {
       float amax = 0.0f, *r = rows + i * k;
       for (int64_t c = 0; c < k; c++) {
-        r[c] = widen(w, dt, (size_t)((n0 + i) * k + c));
-        amax = (r[c] < 0 ? -r[c] : r[c]) > amax ? (r[c] < 0 ? -r[c] : r[c]) : amax;
+        r[c] = sk__load_f32(w, dt, (size_t)((n0 + i) * k + c)); /* exact */
+        amax = fmaxf(amax, fabsf(r[c]));
       }
       s[i] = amax > 0.0f ? amax / 127.0f : 1.0f;
       scale[n0 + i] = s[i];
