@@ -19,6 +19,10 @@ set_source_files_properties(bf16_amx_tile.c PROPERTIES COMPILE_OPTIONS "-mamx-ti
 set_source_files_properties(test_bf16_amx.c bf16_amx_tile_emulated.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
 sk_add_test(NAME test_convert SOURCES test_convert.c ISA_VARIANTS_WITHOUT avx512bf16 avx512vnni)
 sk_add_test(NAME test_qgemm SOURCES test_qgemm.c qgemm_amx_emulated.c ISA_VARIANTS_WITHOUT avx512bf16)
+# The AMX kernel's tiles across calls and launches (emulated everywhere,
+# the instructions where the CPU has AMX; the helper file gets the flag).
+sk_add_test(NAME test_amx_tile_state SOURCES test_amx_tile_state.c qgemm_amx_emulated.c amx_tile_state_hw.c)
+set_source_files_properties(amx_tile_state_hw.c PROPERTIES COMPILE_OPTIONS "-mamx-tile")
 sk_add_test(NAME test_activation SOURCES test_activation.c ISA_VARIANTS_WITHOUT avx512bf16 avx512vnni)
 sk_add_test(NAME test_moe_select SOURCES test_moe_select.c ISA_VARIANTS_WITHOUT avx512bf16 avx512vnni)
 # Kernel-level tests run on one thread: ThreadSanitizer has nothing to check.

@@ -8,3 +8,7 @@
 #include "qgemm_amx_emulated.h"
 
 long sk__qgemm_amx_emulator_faults(void) { return sk__amx_emulator_faults(); }
+
+void sk__qgemm_amx_emulator_load(const sk__amx_config *cfg) { TILE_CONFIG(cfg); }
+void sk__qgemm_amx_emulator_read(sk__amx_config *cfg) { TILE_STORE_CONFIG(cfg); }
+void sk__qgemm_amx_emulator_release(void) { TILE_RELEASE(); }

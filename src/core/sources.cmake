@@ -1,5 +1,6 @@
 list(APPEND SK_SOURCES
   core/alloc.c
+  core/amx_state.c
   core/cpu.c
   core/dtype.c
   core/fsize_guard.c
@@ -13,3 +14,5 @@ list(APPEND SK_SOURCES
   core/text.c
   core/version.c
 )
+# TILERELEASE: run only on a thread whose tiles the AMX kernel configured.
+set_source_files_properties(core/amx_state.c PROPERTIES COMPILE_OPTIONS "-mamx-tile")

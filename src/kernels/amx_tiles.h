@@ -48,6 +48,12 @@ typedef struct sk__amx_config {
 #define TILE_DPBSSD(c, a, b) _tile_dpbssd(c, a, b)
 #define TILE_DPBF16PS(c, a, b) _tile_dpbf16ps(c, a, b)
 #define TILE_RELEASE() _tile_release()
+/* STTILECFG: the thread's configuration, all zero when none is loaded. */
+#define TILE_STORE_CONFIG(cfg) \
+  do {                         \
+    _tile_storeconfig(cfg);    \
+    TILE_BARRIER();            \
+  } while (0)
 
 #else
 
@@ -170,6 +176,7 @@ static inline void emu_dpbf16ps(int c, int a, int b) {
 #define TILE_DPBSSD(c, a, b) emu_dpbssd(c, a, b)
 #define TILE_DPBF16PS(c, a, b) emu_dpbf16ps(c, a, b)
 #define TILE_RELEASE() memset(&emu, 0, sizeof emu)
+#define TILE_STORE_CONFIG(dst) memcpy(dst, &emu.cfg, sizeof emu.cfg)
 
 #endif
 #endif

@@ -85,9 +85,10 @@ sk__gemm_problem sk__gmm_float_problem(const gmm_group *q);
  * output dtype against the groups (after the shapes are known). */
 sk_status sk__gmm_check_quant(sk__build_ctx *ctx, const gmm_params *p);
 /* int8 path: writes y[m0:m1, n0:n1] from the int32 accumulators acc (tile
- * origin at (m0, n0), leading dimension ldacc). */
+ * origin at (m0, n0), leading dimension ldacc), converting rows on isa's
+ * path (the node's io->isa). */
 void sk__gmm_quant_epilogue(const gmm_group *q, const int32_t *acc, int64_t ldacc, int64_t m0, int64_t m1,
-                            int64_t n0, int64_t n1);
+                            int64_t n0, int64_t n1, sk__isa isa);
 /* int8 path: the plain reference of one group. */
 void sk__gmm_quant_reference(const gmm_group *q);
 

@@ -24,7 +24,7 @@ static void compute(const sk__node_io *io, const gmm_group *q, int64_t m0, int64
     sk__qgemm_problem qp = {.m = q->m, .n = q->n, .k = q->k, .a = q->x, .lda = q->k, .b = q->w, .ldb = q->n,
                             .b_packed = q->w_packed};
     sk__qgemm_tile(&qp, m0, m1, n0, n1, acc, tn, panels, io->isa);
-    sk__gmm_quant_epilogue(q, acc, tn, m0, m1, n0, n1);
+    sk__gmm_quant_epilogue(q, acc, tn, m0, m1, n0, n1, io->isa);
     return;
   }
   sk__gemm_problem f = sk__gmm_float_problem(q);

@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/amx_state.h"
 #include "core/error.h"
 #include "core/struct_size.h"
 #include "core/fork.h"
@@ -142,13 +143,16 @@ int sk_team_num_cores(const sk_team *team) { return team ? team->num_cores : 0; 
 /* Workers                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* A core's blocks of one launch; the AMX tiles its kernels configured are
+ * released after them (core/amx_state.h). */
 static void run_blocks(sk_team *team, int core, sk_block_fn fn, void *arg, int64_t n_blocks) {
   if (team->claimed) { /* relaxed: the epoch's acquire and remaining's release order the blocks' data */
     for (int64_t b; (b = atomic_fetch_add_explicit(&team->next, 1, memory_order_relaxed)) < n_blocks;) fn(arg, b, core);
-    return;
+  } else {
+    int64_t stride = team->num_cores;
+    for (int64_t b = core; b < n_blocks; b += stride) fn(arg, b, core);
   }
-  int64_t stride = team->num_cores;
-  for (int64_t b = core; b < n_blocks; b += stride) fn(arg, b, core);
+  sk__amx_release_thread();
 }
 
 static void *worker_main(void *p) {

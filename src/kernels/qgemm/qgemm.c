@@ -81,8 +81,10 @@ size_t sk__qgemm_workspace_size(int64_t tile_m, int64_t tile_n, int64_t k) {
                                     &sk__qs8_gemm_config_amx};
   size_t best = 0;
   for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
-    ws_layout l = layout_for(cfgs[i], (size_t)tile_m, (size_t)tile_n, (size_t)k);
-    if (l.total > best) best = l.total;
+    size_t size = cfgs[i]->workspace_size
+                      ? cfgs[i]->workspace_size(cfgs[i], (size_t)tile_m, (size_t)tile_n, (size_t)k)
+                      : layout_for(cfgs[i], (size_t)tile_m, (size_t)tile_n, (size_t)k).total;
+    if (size > best) best = size;
   }
   return best;
 }
@@ -115,8 +117,8 @@ static size_t group_bytes(const sk__qgemm_config *cfg, size_t k, size_t panels) 
 /* Where panel j's K block starting at row pc lies in the packed layout
  * (bytes from its start), and where that block's column sums for panel j
  * begin. */
-static void packed_at(const sk__qgemm_config *cfg, size_t k, size_t n, size_t j, size_t pc, size_t *panel,
-                      size_t *sums) {
+void sk__qgemm_packed_at(const sk__qgemm_config *cfg, size_t k, size_t n, size_t j, size_t pc, size_t *panel,
+                         size_t *sums) {
   const size_t nr = (size_t)cfg->nr, group = GROUP_COLUMNS / nr, n_panels = (n + nr - 1) / nr;
   const size_t g = j / group, r = j % group, kc_full = (size_t)cfg->kc;
   const size_t in_group = n_panels - g * group < group ? n_panels - g * group : group;
@@ -148,7 +150,7 @@ void sk__qgemm_pack_b_config(const sk__qgemm_config *cfg, const int8_t *b, int64
     for (size_t pc = 0; pc < kk; pc += (size_t)cfg->kc) {
       const size_t kc = kk - pc < (size_t)cfg->kc ? kk - pc : (size_t)cfg->kc;
       size_t panel, sums;
-      packed_at(cfg, kk, (size_t)n, j0 / nr, pc, &panel, &sums);
+      sk__qgemm_packed_at(cfg, kk, (size_t)n, j0 / nr, pc, &panel, &sums);
       cfg->pack_b(kc, cols, b + pc * (size_t)ldb + j0, (size_t)ldb, (char *)dst + panel,
                   (int32_t *)(void *)((char *)dst + sums));
     }
@@ -158,6 +160,10 @@ void sk__qgemm_pack_b_config(const sk__qgemm_config *cfg, const int8_t *b, int64
 void sk__qgemm_tile_config(const sk__qgemm_config *cfg, const sk__qgemm_problem *p, int64_t m0, int64_t m1,
                            int64_t n0, int64_t n1, int32_t *c, int64_t ldc, void *workspace) {
   if (m1 <= m0 || n1 <= n0) return;
+  if (cfg->tile) {
+    cfg->tile(cfg, p, m0, m1, n0, n1, c, ldc, workspace);
+    return;
+  }
   const size_t m = (size_t)(m1 - m0), n = (size_t)(n1 - n0), k = (size_t)p->k;
   const size_t ldcu = (size_t)ldc, lda = (size_t)p->lda, ldb = (size_t)p->ldb;
   if (k == 0) { /* an empty sum: no K block runs to store the zeros */
@@ -186,7 +192,7 @@ void sk__qgemm_tile_config(const sk__qgemm_config *cfg, const sk__qgemm_problem 
       const int32_t *sums = colsum;
       if (whole) {
         size_t panel_at, sums_at;
-        packed_at(cfg, k, (size_t)p->n, ((size_t)n0 + jc) / nr_max, pc, &panel_at, &sums_at);
+        sk__qgemm_packed_at(cfg, k, (size_t)p->n, ((size_t)n0 + jc) / nr_max, pc, &panel_at, &sums_at);
         panels = whole + panel_at;
         sums = (const int32_t *)(const void *)(whole + sums_at);
       } else {
@@ -203,7 +209,6 @@ void sk__qgemm_tile_config(const sk__qgemm_config *cfg, const sk__qgemm_problem 
       }
     }
   }
-  if (cfg->tile_end) cfg->tile_end();
 }
 
 void sk__qgemm_tile(const sk__qgemm_problem *p, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int32_t *c,

@@ -2,19 +2,27 @@
  * int8 tile to a 16 x 16 int32 tile in one instruction, signed by signed
  * (so, unlike VNNI, no +128 on A and no column sums).
  *
- * Tile 32 x 32: C in tmm0-3 (2 x 2 tiles of 16 x 16 int32), A in tmm4-5
- * (16 rows x 64 k each), B in tmm6-7 (64 k x 16 columns each). The tile
- * shapes are those of the block in hand (rows of A and C, column bytes of B
- * and C), so an edge loads and stores only what exists and C is read and
- * written in place. The shapes are loaded (LDTILECFG) when they change and
- * released when the GEMM tile ends (tile_end): no tile state outlives a
- * call, whatever else in the process uses AMX.
+ * Block 32 x 32: C in tmm0-3 (2 x 2 tiles of 16 x 16 int32), A in tmm4-5
+ * (16 rows x 64 k each), B in tmm6-7 (64 k x 16 columns each). The loop
+ * nest is this file's own (the driver's keeps C in memory between K
+ * blocks and copies A; on an Intel Xeon, family 6 model 167, that ran at
+ * 1.4x VNNI where the instructions allow 8x):
+ *   - one K block over all of k: a block's C stays in the tiles from the
+ *     first k to the last and is stored once;
+ *   - A is read where it lies (row stride lda) by whole 16-row tiles of
+ *     whole 64-byte k groups; only a last block of fewer rows (copied once
+ *     per tile, zero rows below it) or a k with a tail (copied per chunk)
+ *     is packed;
+ *   - every block's tiles have one shape, 16 rows x 64 bytes: the thread
+ *     keeps that configuration across calls (use_full_tiles); a block at
+ *     an edge of C goes through a 32 x 32 scratch, of which only the part
+ *     in C is copied out;
+ *   - the panels are read in order, one stream, prefetched ahead.
  *
  * Panels (pack_b): NR = 32 columns; per group of 4 k values, 32 dwords,
  * dword j holding B[4g..4g+3, j], lowest k first (VNNI's order), K padded
  * with zero rows to a multiple of 64. A B tile is 16 such 128-byte rows,
- * their first (columns 0-15) or second (16-31) 64 bytes. A rows are int8 as
- * they are, their K tail zeroed to the multiple of 64.
+ * their first (columns 0-15) or second (16-31) 64 bytes.
  *
  * Built twice: into the library with the AMX instructions (-mamx-tile
  * -mamx-int8; run only when sk__cpu_isa() is SK_ISA_AMX, so the OS granted
@@ -23,11 +31,19 @@
 #include <string.h>
 
 #include "kernels/amx_tiles.h"
+#include "kernels/packed_groups.h"
 #include "kernels/qgemm/qgemm_internal.h"
+#ifndef SK_AMX_EMULATE
+#include "core/amx_state.h"
+#endif
 
 #define MR 32
 #define NR 32
-#define KGROUP 64 /* one A tile's row of k values */
+#define KGROUP 64              /* one A tile's row of k values */
+#define KC (SK_QGEMM_MAX_K + 1) /* one K block for every k: a multiple of KGROUP */
+/* Packed B per chunk when the weights are not packed already, about half
+ * an L2 (2 MiB on the Xeons with AMX). */
+#define B_CHUNK_BYTES (1u << 20)
 
 #ifdef SK_AMX_EMULATE
 #define CONFIG_NAME sk__qs8_gemm_config_amx_emulated
@@ -37,108 +53,198 @@
 
 #define SK_ALWAYS_INLINE static inline __attribute__((always_inline))
 
-static void pack_a_amx(size_t mr, size_t kc, const int8_t *a, size_t lda, void *dst, size_t a_stride) {
-  const size_t kcp = sk__qgemm_round_up(kc, KGROUP);
-  for (size_t i = 0; i < mr; i++) {
-    memcpy((char *)dst + i * a_stride, a + i * lda, kc);
-    memset((char *)dst + i * a_stride + kc, 0, kcp - kc);
-  }
-}
-
+/* Panels of NR columns, K zero-padded to a multiple of 64; VNNI's packing
+ * (vectorized, its panels padded to a multiple of 4) where the CPU runs
+ * it, 6x faster than the byte loop, whose layout it is. */
 static void pack_b_amx(size_t kc, size_t nc, const int8_t *b, size_t ldb, void *dst, int32_t *colsum) {
-  const size_t kcp = sk__qgemm_round_up(kc, KGROUP);
+  const size_t kcp = sk__qgemm_round_up(kc, KGROUP), kcp4 = sk__qgemm_round_up(kc, 4);
+  const int vnni = sk__cpu_isa() >= SK_ISA_AVX512VNNI;
   for (size_t j0 = 0; j0 < nc; j0 += NR) {
     int8_t *panel = (int8_t *)dst + j0 * kcp;
     const size_t cols = nc - j0 < NR ? nc - j0 : NR;
+    if (vnni) {
+      int32_t sums[NR];
+      sk__qgemm_pack_b_vnni(kc, cols, b + j0, ldb, panel, sums);
+      memset(panel + kcp4 * NR, 0, (kcp - kcp4) * NR);
+      continue;
+    }
     memset(panel, 0, kcp * NR);
     for (size_t p = 0; p < kc; p++)
       for (size_t j = 0; j < cols; j++) panel[(p / 4) * 4 * NR + 4 * j + p % 4] = b[p * ldb + j0 + j];
   }
-  memset(colsum, 0, sk__qgemm_round_up(nc, NR) * sizeof(int32_t)); /* unused: kept defined */
+  if (colsum) memset(colsum, 0, sk__qgemm_round_up(nc, NR) * sizeof(int32_t)); /* unused: kept defined */
 }
 
-/* The shapes loaded on this thread within the current GEMM tile (rows 0: none). */
-static _Thread_local int loaded_mr, loaded_nr;
+/* Every tile 16 rows x 64 bytes: one configuration for every block. */
+static const sk__amx_config full_tiles = {
+    .palette_id = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
 
-static void set_tile(sk__amx_config *cfg, int t, int rows, int colsb) {
-  cfg->rows[t] = (uint8_t)rows;
-  cfg->colsb[t] = (uint16_t)colsb;
+/* Loads full_tiles unless this thread has it loaded already: STTILECFG
+ * (about 5 ns) tells, also after another library's kernels reconfigured
+ * the thread; LDTILECFG costs about 50. Noted in use either way (a new
+ * thread inherits its creator's tiles), so the team releases them after
+ * the launch (core/amx_state.h). */
+static void use_full_tiles(void) {
+#ifndef SK_AMX_EMULATE
+  sk__amx_note_configured();
+#endif
+  sk__amx_config now;
+  TILE_STORE_CONFIG(&now);
+  if (memcmp(&now, &full_tiles, sizeof now) != 0) TILE_CONFIG(&full_tiles);
 }
 
-/* Tile shapes for an mr x nr block: C tiles (0-3) and A tiles (4-5) have
- * the block's rows, C and B tiles (6-7) its column bytes; a second row or
- * column of tiles only where the block reaches it. */
-static void load_shapes(size_t mr, size_t nr) {
-  if ((int)mr == loaded_mr && (int)nr == loaded_nr) return;
-  sk__amx_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette_id = 1;
-  const int rows0 = mr < 16 ? (int)mr : 16, rows1 = mr > 16 ? (int)mr - 16 : 0;
-  const int cols0 = nr < 16 ? (int)nr : 16, cols1 = nr > 16 ? (int)nr - 16 : 0;
-  set_tile(&cfg, 0, rows0, 4 * cols0);
-  set_tile(&cfg, 4, rows0, 64);
-  set_tile(&cfg, 6, 16, 4 * cols0);
-  if (cols1) set_tile(&cfg, 1, rows0, 4 * cols1), set_tile(&cfg, 7, 16, 4 * cols1);
-  if (rows1) set_tile(&cfg, 2, rows1, 4 * cols0), set_tile(&cfg, 5, rows1, 64);
-  if (rows1 && cols1) set_tile(&cfg, 3, rows1, 4 * cols1);
-  TILE_CONFIG(&cfg);
-  loaded_mr = (int)mr;
-  loaded_nr = (int)nr;
-}
+/* A packed for the tile: row block after row block (MR rows), in each
+ * its k steps, each MR rows x 64 bytes (2 KiB: the two A tiles, rows
+ * 16 apart, stride 64); the k tail and the rows past m are zero, so the
+ * tiles never load stale bytes. */
+#define A_STEP_BYTES (MR * KGROUP)
 
-static void tile_end_amx(void) {
-  if (!loaded_mr) return;
-  TILE_RELEASE();
-  loaded_mr = loaded_nr = 0;
-}
-
-/* C (+)= A W over kcp k values for the tiles the block has: two_rows and
- * two_cols are constants after inlining, so each form is straight code. */
-SK_ALWAYS_INLINE void block(int two_rows, int two_cols, size_t kcp, const int8_t *a, size_t a_stride,
-                            const int8_t *w, int32_t *c, size_t ldc, int accumulate) {
-  const size_t cs = ldc * sizeof(int32_t);
-  int32_t *c1 = c + 16 * ldc;
-  if (accumulate) {
-    TILE_LOAD(0, c, cs);
-    if (two_cols) TILE_LOAD(1, c + 16, cs);
-    if (two_rows) TILE_LOAD(2, c1, cs);
-    if (two_rows && two_cols) TILE_LOAD(3, c1 + 16, cs);
-  } else {
-    TILE_ZERO(0);
-    if (two_cols) TILE_ZERO(1);
-    if (two_rows) TILE_ZERO(2);
-    if (two_rows && two_cols) TILE_ZERO(3);
+static void pack_a_tile(size_t m, size_t k, const int8_t *a, size_t lda, int8_t *dst) {
+  const size_t steps = sk__qgemm_round_up(k, KGROUP) / KGROUP;
+  for (size_t ir = 0; ir < m; ir += MR) {
+    int8_t *blk = dst + ir / MR * steps * A_STEP_BYTES;
+    const size_t rows = m - ir < MR ? m - ir : MR;
+    for (size_t s = 0; s < steps; s++) {
+      int8_t *step = blk + s * A_STEP_BYTES;
+      const size_t have = k - s * KGROUP < KGROUP ? k - s * KGROUP : KGROUP;
+      for (size_t i = 0; i < rows; i++) {
+        memcpy(step + i * KGROUP, a + (ir + i) * lda + s * KGROUP, have);
+        if (have < KGROUP) memset(step + i * KGROUP + have, 0, KGROUP - have);
+      }
+      if (rows < MR) memset(step + rows * KGROUP, 0, (sk__qgemm_round_up(rows, 16) - rows) * KGROUP);
+    }
   }
-  for (size_t p = 0; p < kcp; p += KGROUP) {
-    const int8_t *wp = w + p * NR; /* 64 k values: 16 rows of 4 * NR bytes */
-    TILE_LOAD(4, a + p, a_stride);
-    if (two_rows) TILE_LOAD(5, a + 16 * a_stride + p, a_stride);
+}
+
+/* One block's C = A W over n_steps k steps, for the tiles it has
+ * (two_rows and two_cols are constants after inlining, so each form is
+ * straight code), stored at c_out with row stride ld_out. a: the row
+ * block's packed A steps; w: the panel. */
+SK_ALWAYS_INLINE void block(int two_rows, int two_cols, size_t n_steps, const int8_t *a, const int8_t *w,
+                            int32_t *c_out, size_t ld_out) {
+  TILE_BARRIER(); /* the tiles read memory the compiler cannot see them read */
+  TILE_ZERO(0);
+  if (two_cols) TILE_ZERO(1);
+  if (two_rows) TILE_ZERO(2);
+  if (two_rows && two_cols) TILE_ZERO(3);
+  for (size_t st = 0; st < n_steps; st++) {
+    const int8_t *ap = a + st * A_STEP_BYTES, *wp = w + st * KGROUP * NR; /* 16 rows of 4 * NR bytes */
+    TILE_LOAD(4, ap, KGROUP);
     TILE_LOAD(6, wp, 4 * NR);
     if (two_cols) TILE_LOAD(7, wp + 64, 4 * NR);
     TILE_DPBSSD(0, 4, 6);
     if (two_cols) TILE_DPBSSD(1, 4, 7);
-    if (two_rows) TILE_DPBSSD(2, 5, 6);
-    if (two_rows && two_cols) TILE_DPBSSD(3, 5, 7);
+    if (two_rows) {
+      TILE_LOAD(5, ap + 16 * KGROUP, KGROUP);
+      TILE_DPBSSD(2, 5, 6);
+      if (two_cols) TILE_DPBSSD(3, 5, 7);
+    }
   }
-  TILE_STORE(0, c, cs);
-  if (two_cols) TILE_STORE(1, c + 16, cs);
-  if (two_rows) TILE_STORE(2, c1, cs);
-  if (two_rows && two_cols) TILE_STORE(3, c1 + 16, cs);
+  const size_t s = ld_out * sizeof(int32_t);
+  TILE_STORE(0, c_out, s);
+  if (two_cols) TILE_STORE(1, c_out + 16, s);
+  if (two_rows) TILE_STORE(2, c_out + 16 * ld_out, s);
+  if (two_rows && two_cols) TILE_STORE(3, c_out + 16 * ld_out + 16, s);
+  TILE_BARRIER(); /* and wrote memory it cannot see them write */
 }
 
-static void ukernel_amx(size_t mr, size_t nr, size_t kcp, const void *a, size_t a_stride, const void *w,
-                        const int32_t *colsum, int32_t *c, size_t ldc, int accumulate) {
-  (void)colsum;
-  load_shapes(mr, nr);
-  TILE_BARRIER(); /* the tiles read memory the compiler cannot see them read */
-  const int8_t *a8 = a, *w8 = w;
-  if (mr > 16 && nr > 16) block(1, 1, kcp, a8, a_stride, w8, c, ldc, accumulate);
-  else if (mr > 16) block(1, 0, kcp, a8, a_stride, w8, c, ldc, accumulate);
-  else if (nr > 16) block(0, 1, kcp, a8, a_stride, w8, c, ldc, accumulate);
-  else block(0, 0, kcp, a8, a_stride, w8, c, ldc, accumulate);
+/* C[0:mr, 0:nr] = A W for one block: the tiles it reaches. A block at an
+ * edge of C (rows or columns not whole tiles) is stored into `edge` (MR x
+ * NR int32) and its part in C copied out. */
+static void block_any(size_t mr, size_t nr, size_t n_steps, const int8_t *a, const int8_t *w, int32_t *c,
+                      size_t ldc, int32_t *edge) {
+  const int whole = (mr == 16 || mr == MR) && (nr == 16 || nr == NR);
+  int32_t *out = whole ? c : edge;
+  const size_t ld = whole ? ldc : NR;
+  if (mr > 16 && nr > 16) block(1, 1, n_steps, a, w, out, ld);
+  else if (mr > 16) block(1, 0, n_steps, a, w, out, ld);
+  else if (nr > 16) block(0, 1, n_steps, a, w, out, ld);
+  else block(0, 0, n_steps, a, w, out, ld);
+  if (!whole)
+    for (size_t i = 0; i < mr; i++) memcpy(c + i * ldc, edge + i * NR, nr * sizeof(int32_t));
 }
 
-/* K blocks of 512 as VNNI's (an untuned choice: no AMX machine has timed it). */
+/* Workspace: [packed B chunk][packed A of the tile][an edge block: MR x
+ * NR int32]. */
+typedef struct amx_layout {
+  size_t kcp, nc, a_offset, edge_offset, total;
+} amx_layout;
+
+static amx_layout layout_amx(size_t tile_m, size_t tile_n, size_t k) {
+  amx_layout l;
+  l.kcp = sk__qgemm_round_up(k ? k : 1, KGROUP);
+  size_t nc = B_CHUNK_BYTES / l.kcp / NR * NR;
+  if (nc < NR) nc = NR;
+  if (nc > sk__qgemm_round_up(tile_n, NR)) nc = sk__qgemm_round_up(tile_n, NR);
+  l.nc = nc;
+  l.a_offset = nc * l.kcp; /* a multiple of 64 */
+  l.edge_offset = l.a_offset + (tile_m + MR - 1) / MR * (l.kcp / KGROUP) * A_STEP_BYTES;
+  l.total = l.edge_offset + MR * NR * sizeof(int32_t);
+  return l;
+}
+
+static size_t workspace_amx(const sk__qgemm_config *cfg, size_t tile_m, size_t tile_n, size_t k) {
+  (void)cfg;
+  return layout_amx(tile_m, tile_n, k).total;
+}
+
+/* Loop nest of a tile: A packed once; per chunk of panels (B in L2), per
+ * row block, per panel: a block's C over all of k, stored once. (K blocks
+ * keeping a row block's A in L1, their C between them in contiguous
+ * memory, and prefetching the next panel were all slower on an Intel
+ * Xeon, family 6 model 167: 256 x 4096 x 1024 in 0.91 ms so, 1.0-1.2 ms
+ * with them.) */
+static void tile_amx(const sk__qgemm_config *cfg, const sk__qgemm_problem *p, int64_t m0, int64_t m1, int64_t n0,
+                     int64_t n1, int32_t *c, int64_t ldc, void *workspace) {
+  const size_t m = (size_t)(m1 - m0), n = (size_t)(n1 - n0), k = (size_t)p->k, ldcu = (size_t)ldc;
+  if (k == 0) { /* an empty sum */
+    for (size_t i = 0; i < m; i++) memset(c + i * ldcu, 0, n * sizeof(int32_t));
+    return;
+  }
+  const amx_layout l = layout_amx(m, n, k);
+  char *b_chunk = workspace;
+  int8_t *a_packed = (int8_t *)workspace + l.a_offset;
+  int32_t *edge = (int32_t *)(void *)((char *)workspace + l.edge_offset);
+  const size_t steps = l.kcp / KGROUP;
+  pack_a_tile(m, k, p->a + (size_t)m0 * (size_t)p->lda, (size_t)p->lda, a_packed);
+  use_full_tiles();
+
+  /* B packed once at compile: usable when the tile starts on a panel
+   * boundary, as tilings make it; a panel is all of k (one K block). */
+  const char *whole = p->b_packed && (size_t)n0 % NR == 0 ? p->b_packed : NULL;
+  for (size_t jc = 0, nc; jc < n; jc += nc) {
+    nc = n - jc < l.nc ? n - jc : l.nc;
+    if (!whole) pack_b_amx(k, nc, p->b + (size_t)n0 + jc, (size_t)p->ldb, b_chunk, NULL);
+    for (size_t ir = 0; ir < m; ir += MR) {
+      const size_t mr = m - ir < MR ? m - ir : MR;
+      const int8_t *a_blk = a_packed + ir / MR * steps * A_STEP_BYTES;
+      for (size_t jr = 0; jr < nc; jr += NR) {
+        const size_t nr = nc - jr < NR ? nc - jr : NR;
+        size_t at = jr * l.kcp, sums;
+        if (whole) sk__qgemm_packed_at(cfg, k, (size_t)p->n, ((size_t)n0 + jc + jr) / NR, 0, &at, &sums);
+        block_any(mr, nr, steps, a_blk, (const int8_t *)(whole ? whole : b_chunk) + at, c + ir * ldcu + jc + jr,
+                  ldcu, edge);
+      }
+    }
+  }
+}
+
+/* The driver's pack_a and ukernel are not used: tile_amx is the loop
+ * nest. pack_b packs constant weights in one K block (KC). */
 const sk__qgemm_config CONFIG_NAME = {
-    "amx", MR, NR, KGROUP, 1, 512, pack_a_amx, pack_b_amx, ukernel_amx, 1, tile_end_amx,
+    .name = "amx",
+    .mr = MR,
+    .nr = NR,
+    .kgroup = KGROUP,
+    .elem_bytes = 1,
+    .kc = KC,
+    .pack_a = NULL,
+    .pack_b = pack_b_amx,
+    .ukernel = NULL,
+    .b_elem_bytes = 1,
+    .tile = tile_amx,
+    .workspace_size = workspace_amx,
 };

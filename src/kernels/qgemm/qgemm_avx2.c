@@ -111,5 +111,5 @@ void sk__qs8_gemm_ukernel_6x16c2__avx2(size_t mr, size_t nr, size_t kcp, const v
 }
 
 const sk__qgemm_config sk__qs8_gemm_config_avx2 = {
-    "avx2", MR, NR, 2, 2, 512, pack_a_avx2, pack_b_avx2, sk__qs8_gemm_ukernel_6x16c2__avx2, 1, NULL,
+    "avx2", MR, NR, 2, 2, 512, pack_a_avx2, pack_b_avx2, sk__qs8_gemm_ukernel_6x16c2__avx2, 1, NULL, NULL,
 };

@@ -100,5 +100,5 @@ void sk__qs8_gemm_ukernel_8x32c2__avx512(size_t mr, size_t nr, size_t kcp, const
 }
 
 const sk__qgemm_config sk__qs8_gemm_config_avx512 = {
-    "avx512", MR, NR, 2, 2, 256, pack_a_avx512, pack_b_avx512, sk__qs8_gemm_ukernel_8x32c2__avx512, 2, NULL,
+    "avx512", MR, NR, 2, 2, 256, pack_a_avx512, pack_b_avx512, sk__qs8_gemm_ukernel_8x32c2__avx512, 2, NULL, NULL,
 };

@@ -49,7 +49,7 @@ static void pack_a_vnni(size_t mr, size_t kc, const int8_t *a, size_t lda, void 
 
 /* Panel layout: for each group of 4 k values, NR dwords, dword j holding
  * B[4g..4g+3, j] in its 4 bytes (lowest k first), as vpdpbusd consumes. */
-static void pack_b_vnni(size_t kc, size_t nc, const int8_t *b, size_t ldb, void *dst, int32_t *colsum) {
+void sk__qgemm_pack_b_vnni(size_t kc, size_t nc, const int8_t *b, size_t ldb, void *dst, int32_t *colsum) {
   const size_t kcp = sk__qgemm_round_up(kc, 4);
   for (size_t j0 = 0; j0 < nc; j0 += NR) {
     int8_t *panel = (int8_t *)dst + j0 * kcp;
@@ -150,5 +150,5 @@ void UKERNEL(size_t mr, size_t nr, size_t kcp, const void *a, size_t a_stride, c
 }
 
 const sk__qgemm_config sk__qs8_gemm_config_avx512vnni = {
-    "avx512vnni", MR, NR, 4, 1, 512, pack_a_vnni, pack_b_vnni, UKERNEL, 1, NULL,
+    "avx512vnni", MR, NR, 4, 1, 512, pack_a_vnni, sk__qgemm_pack_b_vnni, UKERNEL, 1, NULL, NULL,
 };

@@ -51,7 +51,12 @@ typedef struct sk__qgemm_config {
   sk__qgemm_pack_b_fn pack_b;
   sk__qgemm_ukernel_fn ukernel;
   int b_elem_bytes; /* bytes per packed B element: what a decode step streams */
-  void (*tile_end)(void); /* NULL, or called when a GEMM tile is done (AMX: release the tile state) */
+  /* NULL, or the ISA's own loop nest in place of the driver's (AMX: C
+   * stays in the tiles over all of k, A is read where it lies), with the
+   * workspace it needs (NULL: the driver's). */
+  void (*tile)(const struct sk__qgemm_config *cfg, const sk__qgemm_problem *p, int64_t m0, int64_t m1, int64_t n0,
+               int64_t n1, int32_t *c, int64_t ldc, void *workspace);
+  size_t (*workspace_size)(const struct sk__qgemm_config *cfg, size_t tile_m, size_t tile_n, size_t k);
 } sk__qgemm_config;
 
 /* One configuration per ISA file. */
@@ -60,6 +65,10 @@ extern const sk__qgemm_config sk__qs8_gemm_config_avx2;
 extern const sk__qgemm_config sk__qs8_gemm_config_avx512;
 extern const sk__qgemm_config sk__qs8_gemm_config_avx512vnni;
 extern const sk__qgemm_config sk__qs8_gemm_config_amx;
+
+/* The VNNI configuration's pack_b (VNNI's panels are AMX's but for the K
+ * padding: qgemm_amx.c packs with it where the CPU has VNNI). */
+void sk__qgemm_pack_b_vnni(size_t kc, size_t nc, const int8_t *b, size_t ldb, void *dst, int32_t *colsum);
 
 /* The configuration sk__qgemm_tile uses for an ISA on this CPU. */
 const sk__qgemm_config *sk__qgemm_config_for(sk__isa isa);
@@ -84,5 +93,11 @@ static inline size_t sk__qgemm_round_up(size_t x, size_t to) { return (x + to - 
 size_t sk__qgemm_packed_b_size_config(const sk__qgemm_config *cfg, int64_t k, int64_t n);
 void sk__qgemm_pack_b_config(const sk__qgemm_config *cfg, const int8_t *b, int64_t ldb, int64_t k, int64_t n,
                              void *dst);
+
+/* Where panel j's K block starting at row pc lies in B packed whole for a
+ * k x n matrix (bytes from its start), and where that block's column sums
+ * for panel j begin. */
+void sk__qgemm_packed_at(const sk__qgemm_config *cfg, size_t k, size_t n, size_t j, size_t pc, size_t *panel,
+                         size_t *sums);
 
 #endif

@@ -42,5 +42,5 @@ void sk__qs8_gemm_ukernel_4x8__scalar(size_t mr, size_t nr, size_t kcp, const vo
 }
 
 const sk__qgemm_config sk__qs8_gemm_config_scalar = {
-    "scalar", MR, NR, 1, 1, 256, pack_a_scalar, pack_b_scalar, sk__qs8_gemm_ukernel_4x8__scalar, 1, NULL,
+    "scalar", MR, NR, 1, 1, 256, pack_a_scalar, pack_b_scalar, sk__qs8_gemm_ukernel_4x8__scalar, 1, NULL, NULL,
 };
