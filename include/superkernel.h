@@ -801,6 +801,20 @@ SK_API const char *sk_executor_name(sk_executor executor);
  * SK_STATUS_INVALID_ARGUMENT naming the accepted names otherwise. */
 SK_API sk_status sk_executor_parse(const char *name, sk_executor *executor_out);
 
+/* How a program's bf16 products are summed (docs/ops.md, "Numerics").
+ * Every promise (the reference executor computes the same bits, every
+ * executor, team size and ISA agree, fused = unfused, batch invariance)
+ * holds within each. */
+typedef enum sk_numerics {
+  SK_NUMERICS_UNSET = 0,   /* $SK_NUMERICS when set ("default" or "amx"), else SK_NUMERICS_DEFAULT */
+  SK_NUMERICS_DEFAULT = 1, /* the library's contract: one chain per output, the same bits on every CPU */
+  SK_NUMERICS_AMX = 2,     /* bf16 x bf16 GEMMs summed as AMX-BF16's TDPBF16PS sums them, 32 k values an
+                              instruction: its rate where the CPU has AMX-BF16, the same bits emulated elsewhere */
+} sk_numerics;
+
+/* The contract's name ("default", "amx"); "unknown" for other values. */
+SK_API const char *sk_numerics_name(sk_numerics numerics);
+
 typedef struct sk_compile_config {
   size_t struct_size; /* sizeof(sk_compile_config) or 0: the struct_size rule */
   /* The team the program will run on: kernels are tiled and super kernels
@@ -826,6 +840,9 @@ typedef struct sk_compile_config {
    * that never reaches its barrier would otherwise hang the run). 0: the
    * default, $SK_WATCHDOG_MS or else 60000 ms; negative: wait forever. */
   int64_t watchdog_ms;
+  /* The numerics contract of the program's bf16 products (sk_numerics;
+   * sk_program_get_stats and sk_program_describe name the one in use). */
+  sk_numerics numerics;
 } sk_compile_config;
 
 /* Compiles a graph into a program. The graph may be destroyed afterwards.
@@ -1032,6 +1049,7 @@ typedef struct sk_program_stats {
   size_t workspace_bytes;   /* scratch per core, per run context */
   int64_t max_tokens;       /* the run-time token count's maximum; 0: static shapes */
   size_t n_token_buckets;   /* token counts planned for (the rest above is the largest's) */
+  sk_numerics numerics;     /* the contract its bf16 products follow (never SK_NUMERICS_UNSET) */
 } sk_program_stats;
 
 SK_API sk_status sk_program_get_stats(const sk_program *program, sk_program_stats *stats_out);

@@ -1,6 +1,14 @@
 # tests of the kernels area
 # GEMM: every ISA path against the reference, bit for bit.
 sk_add_test(NAME test_gemm SOURCES test_gemm.c ISA_VARIANTS_WITHOUT avx512vnni)
+# The same cases under the AMX contract: on this CPU's ISA (TDPBF16PS where
+# it has AMX-BF16) and emulated (SK_ISA=avx2, which every CI CPU has).
+add_test(NAME test_gemm_numerics_amx COMMAND test_gemm)
+add_test(NAME test_gemm_numerics_amx_emulated COMMAND test_gemm)
+set_tests_properties(test_gemm_numerics_amx PROPERTIES ENVIRONMENT "SK_NUMERICS=amx" LABELS single_thread
+                     SKIP_RETURN_CODE 77 TIMEOUT 600)
+set_tests_properties(test_gemm_numerics_amx_emulated PROPERTIES ENVIRONMENT "SK_NUMERICS=amx;SK_ISA=avx2"
+                     LABELS "single_thread;lower_isa" SKIP_RETURN_CODE 77 TIMEOUT 600)
 # The bf16 contract: the instruction, the FMA way and the kernels against it.
 sk_add_test(NAME test_bf16_dot SOURCES test_bf16_dot.c)
 # SK_ISA=avx512bf16 runs the dot kernel even where the FMAs are faster.

@@ -27,3 +27,6 @@ sk_add_test(NAME test_attention SOURCES test_attention.c LIBS sk_reference_runne
 sk_add_test(NAME test_mla_attention SOURCES test_mla_attention.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512vnni avx512bf16 amx)
 # split and sigmoid: sigmoid's edges and every fp16 / bf16 pattern, split's block footprints, build errors
 sk_add_test(NAME test_split_sigmoid SOURCES test_split_sigmoid.c LIBS sk_reference_runner ISA_VARIANTS_WITHOUT avx512bf16 avx512vnni amx)
+# The numerics option: the AMX contract through the API, every executor,
+# on every ISA path (below amx, its emulation).
+sk_add_test(NAME test_numerics SOURCES test_numerics.c ISA_VARIANTS_WITHOUT avx512bf16 avx512vnni)

@@ -109,9 +109,9 @@ static void run_gemm(sk__isa isa, int packed, const uint16_t *a, const void *b, 
   void *pb = NULL;
   if (packed) {
     pb = sk__aligned_alloc(sk__gemm_packed_b_size(isa, SK_BF16, k, n));
-    sk__gemm_pack_b(isa, b, SK_BF16, n, k, n, pb);
+    sk__gemm_pack_b(isa, SK_NUMERICS_DEFAULT, b, SK_BF16, n, k, n, pb);
   }
-  sk__gemm_problem p = {m, n, k, a, a_dtype, k, b, SK_BF16, n, bias, SK_BF16, out, SK_FP32, n, pb};
+  sk__gemm_problem p = {m, n, k, a, a_dtype, k, b, SK_BF16, n, bias, SK_BF16, out, SK_FP32, n, pb, SK_NUMERICS_DEFAULT};
   void *ws = sk__aligned_alloc(sk__gemm_workspace_size(m, n, k));
   sk__gemm_tile(&p, 0, m, 0, n, ws, isa);
   sk__aligned_free(ws);
@@ -134,9 +134,9 @@ static void test_dot_kernel_equals_fma_kernels(void) {
     for (int64_t i = 0; i < k * n; i++) b[i] = (uint16_t)(bits(random_f32(i % 5 ? 110 : 0, i % 5 ? 130 : 70)) >> 16);
     for (int64_t i = 0; i < n; i++) bias[i] = (uint16_t)(bits(random_f32(0, 130)) >> 16);
     float *want = malloc((size_t)(m * n) * 4), *want32 = malloc((size_t)(m * n) * 4), *got = malloc((size_t)(m * n) * 4);
-    sk__gemm_problem p = {m, n, k, a, SK_BF16, k, b, SK_BF16, n, bias, SK_BF16, want, SK_FP32, n, NULL};
+    sk__gemm_problem p = {m, n, k, a, SK_BF16, k, b, SK_BF16, n, bias, SK_BF16, want, SK_FP32, n, NULL, SK_NUMERICS_DEFAULT};
     sk__gemm_reference(&p);
-    sk__gemm_problem p32 = {m, n, k, a32, SK_FP32, k, b, SK_BF16, n, bias, SK_BF16, want32, SK_FP32, n, NULL};
+    sk__gemm_problem p32 = {m, n, k, a32, SK_FP32, k, b, SK_BF16, n, bias, SK_BF16, want32, SK_FP32, n, NULL, SK_NUMERICS_DEFAULT};
     sk__gemm_reference(&p32);
     for (int packed = 0; packed < 2; packed++) {
       const sk__isa isas[] = {SK_ISA_AVX512BF16, SK_ISA_AVX512, SK_ISA_AVX2, SK_ISA_SCALAR};

@@ -84,7 +84,7 @@ static void test_constants_match_inputs_on_every_executor(void) {
       /* The kernel the node runs, and the ISA, are named (the reference
        * executor runs no kernel). */
       char kernel[128];
-      snprintf(kernel, sizeof kernel, ", kernel %s", sk__gemm_kernel_name(sk__cpu_isa(), SK_FP16, SK_FP16));
+      snprintf(kernel, sizeof kernel, ", kernel %s", sk__gemm_kernel_name(sk__cpu_isa(), SK_NUMERICS_DEFAULT, SK_FP16, SK_FP16));
       CHECK_MSG(text && (executors[e] == SK_EXECUTOR_REFERENCE || strstr(text, kernel)) &&
                     strstr(text, sk__isa_name(sk__cpu_isa())),
                 "describe lacks \"%s\": %s", kernel, text ? text : "(null)");

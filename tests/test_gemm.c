@@ -1,7 +1,9 @@
 /* GEMM kernels: every ISA path (the ctest variants set $SK_ISA) must give the
  * bits of sk__gemm_reference for every dtype combination, shape, tiling,
  * leading dimension and special value; the reference itself is checked
- * against hand-computed results. */
+ * against hand-computed results. Registered again with $SK_NUMERICS=amx:
+ * the same cases under the AMX contract (bf16 x bf16 on the AMX kernel:
+ * TDPBF16PS where the CPU has AMX-BF16, its emulation elsewhere). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +48,13 @@ static const uint16_t special_bf16[] = {0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 
                                         0xFFD5, 0x0001, 0x807F, 0x0040, 0x7F7F, 0x0080};
 
 typedef enum fill_mode { FILL_RANDOM, FILL_SPECIAL } fill_mode;
+
+/* The contract the cases run under ($SK_NUMERICS: default or amx). */
+static sk_numerics numerics_under_test = SK_NUMERICS_DEFAULT;
+__attribute__((constructor)) static void read_numerics(void) {
+  const char *env = getenv("SK_NUMERICS");
+  if (env && strcmp(env, "amx") == 0) numerics_under_test = SK_NUMERICS_AMX;
+}
 
 /* Writes value index i of a buffer of dtype: a random value of the given
  * scale (rounded to dtype) or, in FILL_SPECIAL mode, sometimes a special. */
@@ -131,14 +140,14 @@ static int check_case(const case_desc *d) {
   memset(want, 0x5A, c_bytes);
 
   sk__gemm_problem p = {d->m, d->n, d->k, a, d->a, lda, b, d->b, ldb, bias, d->bias,
-                        want, d->c, ldc, NULL};
+                        want, d->c, ldc, NULL, numerics_under_test};
   sk__gemm_reference(&p);
   p.c = got;
   /* B packed once (constant weights): every tiling runs from it as well;
    * tiles that start off a panel boundary pack for themselves. */
   size_t packed_bytes = sk__gemm_packed_b_size(sk__cpu_isa(), d->b, d->k, d->n);
   void *packed = packed_bytes ? sk__aligned_alloc(packed_bytes) : NULL; /* panels are 64-byte aligned */
-  if (packed) sk__gemm_pack_b(sk__cpu_isa(), b, d->b, ldb, d->k, d->n, packed);
+  if (packed) sk__gemm_pack_b(sk__cpu_isa(), numerics_under_test, b, d->b, ldb, d->k, d->n, packed);
   int ok = 1;
   for (int run = 0; run < 2 * d->tilings && ok; run++) {
     int t = run / 2;
@@ -161,9 +170,9 @@ static int check_case(const case_desc *d) {
       memcpy(&w, want + at * es, es);
       memcpy(&g, got + at * es, es);
       harness_failures++;
-      fprintf(stderr, "mismatch: %s a=%s b=%s bias=%s c=%s m=%lld n=%lld k=%lld lda=%lld ldb=%lld "
+      fprintf(stderr, "mismatch: %s, numerics %s, a=%s b=%s bias=%s c=%s m=%lld n=%lld k=%lld lda=%lld ldb=%lld "
                 "ldc=%lld tiling %d%s: element %zu (row %lld col %lld) want 0x%x got 0x%x\n",
-                sk__isa_name(sk__cpu_isa()), dn(d->a), dn(d->b),
+                sk__isa_name(sk__cpu_isa()), sk_numerics_name(numerics_under_test), dn(d->a), dn(d->b),
                 d->bias ? dn(d->bias) : "none", dn(d->c), (long long)d->m, (long long)d->n,
                 (long long)d->k, (long long)lda, (long long)ldb, (long long)ldc, t,
                 p.b_packed ? " (B packed once)" : "", at,
@@ -191,7 +200,7 @@ static void test_reference_hand(void) {
   const float bias[3] = {0.5f, -1.0f, 2.0f};
   const float want[6] = {21.5f, 23.0f, 29.0f, 47.5f, 53.0f, 63.0f};
   float c[6];
-  sk__gemm_problem p = {2, 3, 2, a, SK_FP32, 2, b, SK_FP32, 3, bias, SK_FP32, c, SK_FP32, 3, NULL};
+  sk__gemm_problem p = {2, 3, 2, a, SK_FP32, 2, b, SK_FP32, 3, bias, SK_FP32, c, SK_FP32, 3, NULL, SK_NUMERICS_DEFAULT};
   sk__gemm_reference(&p);
   CHECK(memcmp(c, want, sizeof c) == 0);
 
@@ -208,7 +217,7 @@ static void test_reference_hand(void) {
   const float a2[2] = {x, x}, b2[2] = {x, -x};
   float c2;
   sk__gemm_problem q = {1, 1, 2, a2, SK_FP32, 2, b2, SK_FP32, 1, NULL, SK_DTYPE_INVALID,
-                        &c2, SK_FP32, 1, NULL};
+                        &c2, SK_FP32, 1, NULL, SK_NUMERICS_DEFAULT};
   sk__gemm_reference(&q);
   CHECK(c2 == -0x1p-24f);
   uint16_t h;
@@ -221,7 +230,7 @@ static void test_reference_hand(void) {
   const float nan_in[1] = {bits_f32(0xFFA00001u)}, one[1] = {1.0f};
   float cn;
   sk__gemm_problem r = {1, 1, 1, nan_in, SK_FP32, 1, one, SK_FP32, 1, NULL,
-                        SK_DTYPE_INVALID, &cn, SK_FP32, 1, NULL};
+                        SK_DTYPE_INVALID, &cn, SK_FP32, 1, NULL, SK_NUMERICS_DEFAULT};
   sk__gemm_reference(&r);
   uint32_t u;
   memcpy(&u, &cn, sizeof u);
@@ -308,7 +317,7 @@ static void test_k_zero(void) {
   float c[6] = {9, 9, 9, 9, 9, 9};
   const float dummy[1] = {0};
   sk__gemm_problem p = {3, 2, 0, dummy, SK_FP32, 1, dummy, SK_FP32, 2, bias, SK_FP32,
-                        c, SK_FP32, 2, NULL};
+                        c, SK_FP32, 2, NULL, SK_NUMERICS_DEFAULT};
   void *ws = sk__aligned_alloc(sk__gemm_workspace_size(3, 2, 0));
   sk__gemm_tile(&p, 0, 3, 0, 2, ws, sk__cpu_isa());
   sk__aligned_free(ws);
@@ -359,7 +368,43 @@ static void test_k_blocks(void) {
     }
 }
 
-TEST_MAIN(TEST_CASE(test_reference_hand), TEST_CASE(test_all_dtype_combos),
+/* The AMX contract by hand (bf16_contract.h, "AMX"), where it and the
+ * default contract differ, through the reference and the kernel:
+ *  - pair sums: A = [2^24, 1, 0, 1], B = ones. Default (one chain, odd step
+ *    first): 1, then 2^24 + 1 -> 2^24, + 1 -> 2^24, + 0: 2^24. AMX: even
+ *    2^24 + 0, odd 1 + 1 = 2, added: 2^24 + 2, exact.
+ *  - blocks of 32: A[0] = 1, A[32] = 2^24, A[33] = 1, the rest 0, k 34.
+ *    Default: 1, ..., 1 + 1 = 2, 2 + 2^24: 2^24 + 2. AMX: block 0 gives 1;
+ *    block 1's even 2^24 + odd 1 rounds to 2^24 (the tie to even), and
+ *    1 + 2^24 again to 2^24. */
+static void test_amx_contract_by_hand(void) {
+  uint16_t a1[4] = {sk_fp32_to_bf16(0x1p24f), sk_fp32_to_bf16(1.0f), 0, sk_fp32_to_bf16(1.0f)};
+  uint16_t a2[34] = {0}, ones[34];
+  a2[0] = sk_fp32_to_bf16(1.0f), a2[32] = sk_fp32_to_bf16(0x1p24f), a2[33] = sk_fp32_to_bf16(1.0f);
+  for (int i = 0; i < 34; i++) ones[i] = sk_fp32_to_bf16(1.0f);
+  const struct {
+    const uint16_t *a;
+    int64_t k;
+    float want_default, want_amx;
+  } cases[] = {{a1, 4, 0x1p24f, 0x1p24f + 2.0f}, {a2, 34, 0x1p24f + 2.0f, 0x1p24f}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (int amx = 0; amx < 2; amx++) {
+      float got = -1.0f, want = amx ? cases[c].want_amx : cases[c].want_default;
+      sk__gemm_problem p = {1, 1, cases[c].k, cases[c].a, SK_BF16, cases[c].k, ones, SK_BF16, 1, NULL,
+                            SK_DTYPE_INVALID, &got, SK_FP32, 1, NULL, amx ? SK_NUMERICS_AMX : SK_NUMERICS_DEFAULT};
+      sk__gemm_reference(&p);
+      CHECK_MSG(got == want, "case %zu, %s contract: reference gives %.1f, want %.1f", c, amx ? "AMX" : "default",
+                (double)got, (double)want);
+      got = -1.0f;
+      void *ws = sk__aligned_alloc(sk__gemm_workspace_size(1, 1, cases[c].k));
+      sk__gemm_tile(&p, 0, 1, 0, 1, ws, sk__cpu_isa());
+      sk__aligned_free(ws);
+      CHECK_MSG(got == want, "case %zu, %s contract: the kernel (%s) gives %.1f, want %.1f", c, amx ? "AMX" : "default",
+                sk__gemm_kernel_name(sk__cpu_isa(), p.numerics, SK_BF16, SK_BF16), (double)got, (double)want);
+    }
+}
+
+TEST_MAIN(TEST_CASE(test_reference_hand), TEST_CASE(test_amx_contract_by_hand), TEST_CASE(test_all_dtype_combos),
           TEST_CASE(test_shape_sweep), TEST_CASE(test_special_values),
           TEST_CASE(test_tiny_and_huge), TEST_CASE(test_k_zero),
           TEST_CASE(test_long_k_and_micro_tile), TEST_CASE(test_k_blocks))

@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/executor.h"
+#include "core/numerics.h"
 #include "core/struct_size.h"
 #include "program/program.h"
 #include "compile/compile.h"
@@ -105,6 +106,7 @@ static sk_status prepare_node(const sk_graph *g, sk_program *p, const sk__node *
   dst->io.params = dst->params;
   dst->io.name = dst->name;
   dst->io.isa = p->isa;
+  dst->io.numerics = p->numerics;
   dst->io.run_error = NULL; /* each run context points it at its own */
   if (src->def->is_view) return SK_STATUS_OK;
   /* No output element: nothing to compute, so no blocks and no workspace
@@ -224,6 +226,8 @@ sk_status sk__compile_graph(const sk_graph *g, const sk_compile_config *cfg, int
   if (executor < SK_EXECUTOR_DEFAULT || executor >= SK_EXECUTOR_COUNT_)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_compile: cfg->executor = %d: expected an sk_executor", (int)executor);
   SK_RETURN_IF_ERROR(sk__executor_resolve(executor, "sk_compile", &executor));
+  sk_numerics numerics;
+  SK_RETURN_IF_ERROR(sk__numerics_resolve(HAS(numerics) ? cfg->numerics : SK_NUMERICS_UNSET, "sk_compile", &numerics));
   /* Checked here, not only where a scope reads them: a bad string must fail
    * whatever the executor and whether or not any scope uses it. */
   if (HAS(default_options) && cfg->default_options) {
@@ -237,6 +241,7 @@ sk_status sk__compile_graph(const sk_graph *g, const sk_compile_config *cfg, int
   p->executor = executor;
   p->planned_tokens = planned_tokens;
   p->isa = sk__cpu_isa(); /* once: every node tiles, packs and runs for it */
+  p->numerics = numerics;
   if (HAS(profile)) p->profile_launches = cfg->profile != 0;
   p->watchdog_ms = sk__watchdog_resolve_ms(HAS(watchdog_ms) ? cfg->watchdog_ms : 0);
   p->tiled_cores = cfg && cfg->team ? sk_team_num_cores(cfg->team) : 1;

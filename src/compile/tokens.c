@@ -89,6 +89,8 @@ static sk_status fill_front(sk_program *p, const sk_program *largest) {
   p->executor = largest->executor;
   p->watchdog_ms = largest->watchdog_ms;
   p->tiled_cores = largest->tiled_cores;
+  p->isa = largest->isa;
+  p->numerics = largest->numerics;
   p->profile_launches = largest->profile_launches;
   p->profile_subkernels = largest->profile_subkernels;
   SK_RETURN_IF_ERROR(copy_io(largest->inputs, largest->n_inputs, &p->inputs));

@@ -7,6 +7,7 @@ list(APPEND SK_SOURCES
   core/executor.c
   core/fork.c
   core/log.c
+  core/numerics.c
   core/run_error.c
   core/status.c
   core/struct_size.c

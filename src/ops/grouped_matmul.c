@@ -235,7 +235,7 @@ sk_status sk__gmm_pack(const sk__node_io *io, void **packed, size_t *bytes) {
     mats[g] = (sk__weight_matrix){q.w, q.w_dtype, q.k, q.n, q.n, q.w_trans};
   }
   sk_status st = sk__pack_weights(p->quant ? SK_PACK_INT8 : SK_PACK_FLOAT, mats, p->n_groups, "grouped_matmul",
-                                  io->isa, packed, bytes);
+                                  io->isa, io->numerics, packed, bytes);
   free(mats);
   return st;
 }
@@ -286,7 +286,8 @@ static gmm_group group_common(const sk__node_io *io, int64_t g) {
   q.scale = group_vec(&io->in[GMM_SCALE], g);
   q.offset = group_vec(&io->in[GMM_OFFSET], g);
   q.y_dtype = p->out_dtype;
-  q.w_packed = sk__packed_weight(io->packed, p->quant ? SK_PACK_INT8 : SK_PACK_FLOAT, io->isa, g);
+  q.w_packed = sk__packed_weight(io->packed, p->quant ? SK_PACK_INT8 : SK_PACK_FLOAT, io->isa, io->numerics, g);
+  q.numerics = io->numerics;
   q.w_trans = p->trans_w;
   return q;
 }
@@ -343,7 +344,8 @@ sk__gemm_problem sk__gmm_float_problem(const gmm_group *q) {
                             .a = q->x, .a_dtype = q->x_dtype, .lda = q->k,
                             .b = q->w, .b_dtype = q->w_dtype, .ldb = q->n,
                             .bias = q->bias.data, .bias_dtype = q->bias.dtype,
-                            .c = q->y, .c_dtype = q->y_dtype, .ldc = q->n, .b_packed = q->w_packed};
+                            .c = q->y, .c_dtype = q->y_dtype, .ldc = q->n, .b_packed = q->w_packed,
+                            .numerics = q->numerics};
 }
 
 /* Reference: every group through the plain GEMM, then the zero tail. */
@@ -386,7 +388,7 @@ static void reference(const sk__node_io *io) {
 /* The micro-kernels (op.h: kernel_name). */
 static const char *kernel_name(const sk__node_io *io) {
   if (((const gmm_params *)io->params)->quant) return sk__qgemm_kernel_name(io->isa);
-  return sk__gemm_kernel_name(io->isa, io->in[0].tensors[0].dtype, io->in[1].tensors[0].dtype);
+  return sk__gemm_kernel_name(io->isa, io->numerics, io->in[0].tensors[0].dtype, io->in[1].tensors[0].dtype);
 }
 
 const sk__op_def sk__op_grouped_matmul = {

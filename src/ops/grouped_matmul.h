@@ -50,6 +50,7 @@ typedef struct gmm_group {
   gmm_vec bias, scale, offset, per_token_scale; /* per_token_scale: [m] */
   const void *w_packed; /* w packed at compile (packed_weights.h), or NULL */
   bool w_trans;         /* w is [n, k] (transpose_weight): read transposed */
+  sk_numerics numerics; /* the program's contract (the float path's GEMM) */
 } gmm_group;
 
 /* Columns [n0, n1) of a transposed weight (q->w_trans: [n, k]) as a

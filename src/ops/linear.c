@@ -87,7 +87,8 @@ static void reference(const sk__node_io *io) {
   transpose(io->in[SLOT_WEIGHT].tensors[0].data, es, p->k, 0, p->n, bt);
   sk__gemm_problem g = {.m = p->m, .n = p->n, .k = p->k, .a = io->in[SLOT_X].tensors[0].data, .a_dtype = p->dtype,
                         .lda = p->k, .b = bt, .b_dtype = p->dtype, .ldb = p->n, .bias = bias_of(io),
-                        .bias_dtype = p->dtype, .c = io->out[0].data, .c_dtype = p->dtype, .ldc = p->n};
+                        .bias_dtype = p->dtype, .c = io->out[0].data, .c_dtype = p->dtype, .ldc = p->n,
+                        .numerics = io->numerics};
   sk__gemm_reference(&g);
   free(bt);
 }
@@ -124,7 +125,7 @@ static sk_status pack(const sk__node_io *io, void **packed, size_t *bytes) {
   if (!bt) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "linear: out of memory packing the weight");
   transpose(w, es, p->k, 0, p->n, bt);
   sk__weight_matrix mat = {bt, p->dtype, p->k, p->n, p->n, false};
-  sk_status st = sk__pack_weights(SK_PACK_FLOAT, &mat, 1, "linear", io->isa, packed, bytes);
+  sk_status st = sk__pack_weights(SK_PACK_FLOAT, &mat, 1, "linear", io->isa, io->numerics, packed, bytes);
   free(bt);
   return st;
 }
@@ -152,10 +153,11 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   int64_t nr;
   sk__gemm_micro_tile(isa, NULL, &nr);
   /* Packed panels serve a tile that starts on a panel (the tiling's are). */
-  const void *packed = n0 % nr == 0 ? sk__packed_weight(io->packed, SK_PACK_FLOAT, io->isa, 0) : NULL;
+  const void *packed = n0 % nr == 0 ? sk__packed_weight(io->packed, SK_PACK_FLOAT, io->isa, io->numerics, 0) : NULL;
   sk__gemm_problem g = {.m = rows, .n = p->n, .k = p->k, .a = io->in[SLOT_X].tensors[0].data, .a_dtype = p->dtype,
                         .lda = p->k, .b_dtype = p->dtype, .ldb = p->n, .bias = bias_of(io), .bias_dtype = p->dtype,
-                        .c = io->out[0].data, .c_dtype = p->dtype, .ldc = p->n, .b_packed = packed};
+                        .c = io->out[0].data, .c_dtype = p->dtype, .ldc = p->n, .b_packed = packed,
+                        .numerics = io->numerics};
   char *gemm_ws = workspace;
   if (!packed) {
     /* This block's columns of B, as a [K, n1 - n0] matrix starting at n0 = 0. */
@@ -183,7 +185,7 @@ static void footprint(const sk__node_io *io, int64_t block, sk__span *reads, sk_
 
 /* The micro-kernels (op.h: kernel_name). */
 static const char *kernel_name(const sk__node_io *io) {
-  return sk__gemm_kernel_name(io->isa, io->in[0].tensors[0].dtype, io->in[1].tensors[0].dtype);
+  return sk__gemm_kernel_name(io->isa, io->numerics, io->in[0].tensors[0].dtype, io->in[1].tensors[0].dtype);
 }
 
 const sk__op_def sk__op_linear = {

@@ -68,6 +68,10 @@ typedef struct sk__node_io {
    * and micro-kernels always agree. An io made outside a program leaves
    * it 0, the scalar path: slower, the same bits. */
   sk__isa isa;
+  /* The program's numerics contract (sk_numerics, resolved: DEFAULT or
+   * AMX), read like isa: by packing, the kernels and the references. An io
+   * made outside a program leaves it 0, which reads as DEFAULT. */
+  sk_numerics numerics;
 } sk__node_io;
 
 typedef struct sk__build_ctx sk__build_ctx;

@@ -13,6 +13,7 @@
  * offset from the block's start (0: an empty matrix), then the panels. */
 typedef struct packed_block {
   sk__isa isa;
+  sk_numerics numerics;
   sk__pack_kind kind;
   int64_t n;
   size_t offset[];
@@ -36,7 +37,7 @@ static void *transposed_copy(const sk__weight_matrix *m) {
 }
 
 sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, int64_t n, const char *op,
-                           sk__isa isa, void **packed, size_t *bytes) {
+                           sk__isa isa, sk_numerics numerics, void **packed, size_t *bytes) {
   *packed = NULL;
   *bytes = 0;
   size_t header = sk__align_up(sizeof(packed_block) + (size_t)n * sizeof(size_t)), total = header;
@@ -47,7 +48,7 @@ sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, in
   }
   packed_block *block = sk__alloc_streamed(total); /* decode streams it: huge pages */
   if (!block) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory packing %zu bytes of weights", op, total);
-  *block = (packed_block){.isa = isa, .kind = kind, .n = n};
+  *block = (packed_block){.isa = isa, .numerics = numerics, .kind = kind, .n = n};
   size_t at = header;
   for (int64_t i = 0; i < n; i++) {
     const sk__weight_matrix *m = &mats[i];
@@ -59,10 +60,10 @@ sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, in
         sk__aligned_free(block);
         return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: out of memory transposing a weight", op);
       }
-      sk__gemm_pack_b(isa, b, m->dtype, m->n, m->k, m->n, (char *)block + at);
+      sk__gemm_pack_b(isa, numerics, b, m->dtype, m->n, m->k, m->n, (char *)block + at);
       free(b);
     } else if (size && kind == SK_PACK_FLOAT)
-      sk__gemm_pack_b(isa, m->data, m->dtype, m->ldb, m->k, m->n, (char *)block + at);
+      sk__gemm_pack_b(isa, numerics, m->data, m->dtype, m->ldb, m->k, m->n, (char *)block + at);
     else if (size)
       sk__qgemm_pack_b(isa, m->data, m->ldb, m->k, m->n, (char *)block + at);
     at += sk__align_up(size);
@@ -72,12 +73,12 @@ sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, in
   return SK_STATUS_OK;
 }
 
-const void *sk__packed_weight(const void *packed, sk__pack_kind kind, sk__isa isa, int64_t i) {
+const void *sk__packed_weight(const void *packed, sk__pack_kind kind, sk__isa isa, sk_numerics numerics, int64_t i) {
   const packed_block *block = packed;
   /* Panels of another path's width would be read wrongly. A node packs and
    * runs for its program's ISA, so this holds; the check keeps a mismatch
    * merely slower. */
-  if (!block || block->isa != isa || block->kind != kind || i < 0 || i >= block->n || !block->offset[i])
+  if (!block || block->isa != isa || block->numerics != numerics || block->kind != kind || i < 0 || i >= block->n || !block->offset[i])
     return NULL;
   return (const char *)block + block->offset[i];
 }

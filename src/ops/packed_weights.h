@@ -25,14 +25,16 @@ typedef struct sk__weight_matrix {
   bool transposed;
 } sk__weight_matrix;
 
-/* Packs mats[0..n) for the kernels of isa (the node's io->isa) into one
- * aligned block (*packed, *bytes; both NULL / 0 when some matrix is not a
- * constant). `op` names the node in errors. */
+/* Packs mats[0..n) for the kernels of isa and numerics (the node's
+ * io->isa, io->numerics: bf16 panels take the AMX contract's layout) into
+ * one aligned block (*packed, *bytes; both NULL / 0 when some matrix is
+ * not a constant). `op` names the node in errors. */
 sk_status sk__pack_weights(sk__pack_kind kind, const sk__weight_matrix *mats, int64_t n, const char *op,
-                           sk__isa isa, void **packed, size_t *bytes);
+                           sk__isa isa, sk_numerics numerics, void **packed, size_t *bytes);
 
-/* Matrix i's packed B in a node's io->packed for the kernels of isa and of
- * kind, or NULL (not packed, or packed for another path or kind). */
-const void *sk__packed_weight(const void *packed, sk__pack_kind kind, sk__isa isa, int64_t i);
+/* Matrix i's packed B in a node's io->packed for the kernels of isa,
+ * numerics and kind, or NULL (not packed, or packed for another path or
+ * kind). */
+const void *sk__packed_weight(const void *packed, sk__pack_kind kind, sk__isa isa, sk_numerics numerics, int64_t i);
 
 #endif

@@ -83,7 +83,7 @@ void sk__qmm_run_block(const sk__node_io *io, int64_t block, void *workspace) {
   sk__qmm_batch_index(p, b, &i1, &i2);
   sk__qgemm_problem q = {live_m, p->n, p->k, (const int8_t *)io->in[QMM_X1].tensors[0].data + i1 * p->m * p->k, p->k,
                          (const int8_t *)io->in[QMM_X2].tensors[0].data + i2 * p->k * p->n, p->n,
-                         sk__packed_weight(io->packed, SK_PACK_INT8, io->isa, i2)};
+                         sk__packed_weight(io->packed, SK_PACK_INT8, io->isa, io->numerics, i2)};
   const sk__tensor *bias = io->in[QMM_BIAS].count ? &io->in[QMM_BIAS].tensors[0] : NULL;
   const int64_t bias_at = (p->bias_batched ? b * p->n : 0) + n0;
   const bool int_bias = bias && p->bias_dtype == SK_INT32;

@@ -71,7 +71,7 @@ sk_status sk__qmm_pack(const sk__node_io *io, void **packed, size_t *bytes) {
   for (int64_t i = 0; i < n_mats; i++)
     mats[i] = (sk__weight_matrix){x2->data ? (const int8_t *)x2->data + i * p->k * p->n : NULL, SK_INT8, p->k, p->n,
                                   p->n, false};
-  sk_status st = sk__pack_weights(SK_PACK_INT8, mats, n_mats, "quant_matmul", io->isa, packed, bytes);
+  sk_status st = sk__pack_weights(SK_PACK_INT8, mats, n_mats, "quant_matmul", io->isa, io->numerics, packed, bytes);
   free(mats);
   return st;
 }

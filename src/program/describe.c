@@ -40,8 +40,9 @@ sk_status sk_program_describe(const sk_program *p, char **text_out) {
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_program_describe: %s is NULL", !p ? "program" : "text_out");
   if (p->tokens) return describe_tokens(p, text_out);
   sk__text t = {0};
-  sk__text_put(&t, "program: %zu steps, executor %s, planned for %d cores, kernels for ISA %s\n", p->n_steps,
-               executor_summary(p->executor), p->tiled_cores, sk__isa_name(p->isa));
+  sk__text_put(&t, "program: %zu steps, executor %s, planned for %d cores, kernels for ISA %s, numerics %s\n",
+               p->n_steps, executor_summary(p->executor), p->tiled_cores, sk__isa_name(p->isa),
+               sk_numerics_name(p->numerics));
   if (p->n_constants)
     sk__text_put(&t, "constants: %zu (%zu bytes); packed at compile: %zu bytes\n", p->n_constants, p->constant_bytes,
                  p->packed_bytes);

@@ -123,6 +123,7 @@ sk_status sk_program_get_stats(const sk_program *p, sk_program_stats *out) {
                         .arena_bytes = p->arena_bytes, .workspace_bytes = p->workspace_bytes};
   s.max_tokens = front->max_tokens;
   s.n_token_buckets = front->tokens ? front->tokens->n : 0;
+  s.numerics = p->numerics;
   for (size_t i = 0; i < p->n_steps; i++) {
     s.n_super_kernels += p->steps[i].plan != NULL;
     s.n_jit_compiled += p->steps[i].exec->kind == SK_EXECUTOR_JIT;

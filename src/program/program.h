@@ -116,6 +116,8 @@ struct sk_program {
   int64_t planned_tokens;
   /* The ISA every node's kernels were chosen for (sk__node_io.isa). */
   sk__isa isa;
+  /* The numerics contract, resolved (sk__node_io.numerics). */
+  sk_numerics numerics;
   int64_t max_tokens;
   struct sk__token_buckets *tokens;
 };

@@ -56,4 +56,33 @@ static inline float sk__bf16_step(float a, float b, float c) {
   return scaled * 0x1p-64f; /* exact: a normal fp32 value */
 }
 
+/* The AMX contract (SK_NUMERICS_AMX, bf16 A times bf16 B; docs/ops.md,
+ * "Numerics"): what TDPBF16PS computes (the Intel SDM's definition,
+ * amx_tiles.h's emulation; tests/test_bf16_amx.c holds the instruction to
+ * it), with k cut into blocks of 32 values from 0, one instruction's, and
+ * zero-padded to a whole block:
+ *
+ *   acc = +0.0f
+ *   for each block of 32 k values, in order:
+ *     even = +0.0f, odd = +0.0f
+ *     for i = 0 .. 15:  even = step(A[2i],   B[2i],   even)      (the block's 2i-th value)
+ *                       odd  = step(A[2i+1], B[2i+1], odd)
+ *     acc = step(1, acc, step(1, even, odd))
+ *   y = bias ? step(1, bias, acc) : acc
+ *
+ * with step as above (DAZ, FTZ; past k, A and B are +0). */
+#define SK__AMX_BF16_K 32
+
+/* One block of the AMX contract: a (k values) and b (stride b_step) over
+ * [q0, q0 + 32), added to acc. */
+static inline float sk__bf16_amx_block(const float *a, const float *b, size_t b_step, size_t k, size_t q0,
+                                       float acc) {
+  float even = 0.0f, odd = 0.0f;
+  for (size_t q = q0; q < q0 + SK__AMX_BF16_K; q += 2) {
+    even = q < k ? sk__bf16_step(a[q], b[q * b_step], even) : sk__bf16_step(0.0f, 0.0f, even);
+    odd = q + 1 < k ? sk__bf16_step(a[q + 1], b[(q + 1) * b_step], odd) : sk__bf16_step(0.0f, 0.0f, odd);
+  }
+  return sk__bf16_step(1.0f, acc, sk__bf16_step(1.0f, even, odd));
+}
+
 #endif

@@ -48,11 +48,13 @@ SK_ALWAYS_INLINE void dot_loop_rows(size_t mr, size_t kp, const uint32_t *const 
 #define SK__UKERNEL_NAME(prefix, mr, nr) SK__CAT5(prefix, mr, x, nr, __avx512bf16)
 #define UKERNEL SK__UKERNEL_NAME(sk__bf16_gemm_ukernel_, SK_GEMM_AVX512_MR, SK_GEMM_AVX512_NR)
 
-void UKERNEL(size_t mr, size_t nr, size_t kp, const uint32_t *a, size_t a_stride, const uint32_t *w,
+void UKERNEL(size_t mr, size_t nr, size_t kp, const uint32_t *a, size_t a_stride, const uint32_t *w, size_t w_lanes,
              const float *acc_in, float *acc_out, const float *bias, void *c, size_t ldc, sk_dtype c_dtype);
 
-void UKERNEL(size_t mr, size_t nr, size_t kp, const uint32_t *a, size_t a_stride, const uint32_t *w,
+/* w_lanes is NR here: the AVX-512 panels' width. */
+void UKERNEL(size_t mr, size_t nr, size_t kp, const uint32_t *a, size_t a_stride, const uint32_t *w, size_t w_lanes,
              const float *acc_in, float *acc_out, const float *bias, void *c, size_t ldc, sk_dtype c_dtype) {
+  (void)w_lanes;
   const uint32_t *rows[MR];
   __m512 acc[MR][NV];
 #pragma GCC unroll 16
@@ -62,4 +64,4 @@ void UKERNEL(size_t mr, size_t nr, size_t kp, const uint32_t *a, size_t a_stride
   tile_finish(mr, nr, acc, acc_out, bias, c, ldc, c_dtype);
 }
 
-const sk__gemm_dot_config sk__bf16_gemm_config_avx512bf16 = {MR, NR, UKERNEL};
+const sk__gemm_dot_config sk__bf16_gemm_config_avx512bf16 = {MR, NR, UKERNEL, 0, NULL, NULL};

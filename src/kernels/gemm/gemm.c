@@ -42,7 +42,19 @@ void sk__gemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr) {
   if (nr) *nr = cfg->nr;
 }
 
-const char *sk__gemm_kernel_name(sk__isa isa, sk_dtype a_dtype, sk_dtype b_dtype) {
+int sk__gemm_pair_layout(sk__isa isa, sk_numerics numerics) {
+  return numerics == SK_NUMERICS_AMX || sk__gemm_bf16_dot_usable(isa);
+}
+
+/* The AMX contract's kernel for isa: the instructions, or their emulation. */
+static const sk__gemm_dot_config *amx_bf16_kernel(sk__isa isa) {
+  return isa == SK_ISA_AMX && sk__cpu_has_amx_bf16() ? &sk__bf16_gemm_config_amx : &sk__bf16_gemm_config_amx_emulated;
+}
+
+const char *sk__gemm_kernel_name(sk__isa isa, sk_numerics numerics, sk_dtype a_dtype, sk_dtype b_dtype) {
+  if (numerics == SK_NUMERICS_AMX && a_dtype == SK_BF16 && b_dtype == SK_BF16)
+    return amx_bf16_kernel(isa) == &sk__bf16_gemm_config_amx ? "bf16 AMX tiles 32x32, AMX contract (amx)"
+                                                              : "bf16 AMX tiles 32x32, AMX contract (emulated)";
   if (b_dtype == SK_BF16 && a_dtype == SK_BF16 && sk__gemm_bf16_dot_usable(isa))
     return "bf16 dot products 8x32 (avx512bf16)";
   const sk__gemm_config *cfg = sk__gemm_config_for(isa);
@@ -90,7 +102,7 @@ typedef struct ws_layout {
   size_t total;        /* bytes */
 } ws_layout;
 
-static ws_layout layout_for(size_t mr, size_t nr, size_t tile_m, size_t tile_n, size_t ks) {
+static ws_layout layout_for(size_t mr, size_t nr, size_t acc_nr, size_t tile_m, size_t tile_n, size_t ks) {
   ws_layout l;
   l.kc = sk__gemm_kc_for(ks);
   size_t nc = nc_for(nr, l.kc);
@@ -98,9 +110,14 @@ static ws_layout layout_for(size_t mr, size_t nr, size_t tile_m, size_t tile_n, 
   l.nc = nc;
   l.bias_offset = align64(nc * l.kc * sizeof(float));
   l.a_offset = l.bias_offset + align64(nc * sizeof(float));
-  l.acc_offset = l.a_offset + align64((tile_m < mr ? tile_m : mr) * sk__gemm_a_stride(l.kc) * sizeof(float));
+  /* Rows of A: the AMX kernel's tiles load 16 at a time. */
+  size_t rows = tile_m < mr ? tile_m : mr;
+  if (mr >= 16) rows = round_up(rows, 16);
+  l.acc_offset = l.a_offset + align64(rows * sk__gemm_a_stride(l.kc) * sizeof(float));
   l.total = l.acc_offset;
-  if (l.kc < ks) l.total += align64(round_up(tile_m, mr) * nc * sizeof(float));
+  /* acc: per micro-tile, mr x acc_nr sums (the kernel's block: acc_nr is
+   * the dot kernel's NR, wider than the panels below AVX-512) */
+  if (l.kc < ks) l.total += align64(round_up(tile_m, mr) * (nc / nr) * acc_nr * sizeof(float));
   return l;
 }
 
@@ -112,11 +129,18 @@ size_t sk__gemm_workspace_size(int64_t tile_m, int64_t tile_n, int64_t k) {
                                    &sk__f32_gemm_config_avx512};
   const size_t ks = sk__gemm_k_steps(SK_BF16, (size_t)k);
   size_t best = 0;
-  for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
-    ws_layout l = layout_for((size_t)cfgs[i]->mr, (size_t)cfgs[i]->nr, (size_t)tile_m, (size_t)tile_n, ks);
-    if (l.total > best) best = l.total;
-  }
-  return best;
+  /* Each FMA configuration's panels, alone or under a dot kernel's blocks
+   * (the AMX contract's 32 x 32 also where the panels are narrower). */
+  const sk__gemm_dot_config *dots[] = {NULL, &sk__bf16_gemm_config_avx512bf16, &sk__bf16_gemm_config_amx};
+  for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
+    for (size_t d = 0; d < sizeof dots / sizeof dots[0]; d++) {
+      const size_t nr = (size_t)cfgs[i]->nr, mr = (size_t)(dots[d] ? dots[d]->mr : cfgs[i]->mr);
+      const size_t acc_nr = dots[d] && (size_t)dots[d]->nr > nr ? (size_t)dots[d]->nr : nr;
+      ws_layout l = layout_for(mr, nr, acc_nr, (size_t)tile_m, (size_t)tile_n, ks);
+      if (l.total > best) best = l.total;
+    }
+  const size_t whole_k = sk__bf16_gemm_config_amx.whole_k_workspace((size_t)tile_m, (size_t)k);
+  return whole_k > best ? whole_k : best;
 }
 
 /* How a tile multiplies, fixed before its loops. */
@@ -151,7 +175,10 @@ static void tile_loops(const sk__gemm_problem *p, const tile_plan *t, size_t m0,
   const sk__gemm_config *cfg = t->cfg;
   const size_t m = m1 - m0, n = n1 - n0, k = t->k, ks = t->ks;
   const size_t mr_max = (size_t)(t->dot ? t->dot->mr : cfg->mr), nr_max = (size_t)cfg->nr;
-  const ws_layout l = layout_for(mr_max, nr_max, m, n, ks);
+  /* The sums carried between K blocks: the kernel's block (a dot kernel's
+   * may be wider than the panels). */
+  const size_t acc_nr = t->dot && (size_t)t->dot->nr > nr_max ? (size_t)t->dot->nr : nr_max;
+  const ws_layout l = layout_for(mr_max, nr_max, acc_nr, m, n, ks);
   float *pack_buf = (float *)workspace;
   float *bias_f32 = (float *)((char *)workspace + l.bias_offset);
   float *a_rows = (float *)((char *)workspace + l.a_offset);
@@ -224,11 +251,18 @@ static void tile_loops(const sk__gemm_problem *p, const tile_plan *t, size_t m0,
       const size_t w_size = t->dot ? 2 : !in_place ? sizeof(float) : b_size_packed; /* of the panels read */
       for (size_t ir = 0; ir < m; ir += mr_max) {
         const size_t mr = m - ir < mr_max ? m - ir : mr_max;
-        const size_t a_stride = pack_a_rows(t, mr, real, kc, a_tile + (ir * lda + pc) * a_size, lda, p->a_dtype, a_rows);
-        float *acc_row = acc ? acc + (ir / mr_max) * panels * mr_max * nr_max : NULL;
+        /* A in place for a dot kernel that reads it so (whole pairs in
+         * whole tiles), else its rows copied. */
+        const bool a_in_place = t->dot && t->dot->a_in_place_rows && mr % (size_t)t->dot->a_in_place_rows == 0 &&
+                                k % 2 == 0 && lda % 2 == 0;
+        const void *a_at = a_in_place ? (const void *)(a_tile + (ir * lda + pc) * a_size) : (const void *)a_rows;
+        const size_t a_stride = a_in_place ? lda / 2
+                                           : pack_a_rows(t, mr, real, kc, a_tile + (ir * lda + pc) * a_size, lda,
+                                                         p->a_dtype, a_rows);
+        float *acc_row = acc ? acc + (ir / mr_max) * panels * mr_max * acc_nr : NULL;
         for (size_t jr = 0, j = 0; jr < nc; jr += nr_max, j++) {
           const size_t nr = nc - jr < nr_max ? nc - jr : nr_max;
-          float *carry = acc_row ? acc_row + j * mr_max * nr_max : NULL;
+          float *carry = acc_row ? acc_row + j * mr_max * acc_nr : NULL;
           void *c_at = c_tile + (ir * ldc + jc + jr) * c_size;
           const void *w = !b_prepacked || !in_place ? (const void *)((const char *)pack_buf + j * kc * nr_max * w_size)
                           : run ? (const void *)(run + j * kc * nr_max * w_size)
@@ -237,8 +271,8 @@ static void tile_loops(const sk__gemm_problem *p, const tile_plan *t, size_t m0,
           const float *acc_in = first ? NULL : carry, *bias_at = bias ? bias + jr : NULL;
           float *acc_out = last ? NULL : carry;
           if (t->dot)
-            t->dot->ukernel(mr, nr, kc / 2, (const uint32_t *)(const void *)a_rows, a_stride, w, acc_in, acc_out,
-                            bias_at, c_at, ldc, p->c_dtype);
+            t->dot->ukernel(mr, nr, kc / 2, (const uint32_t *)a_at, a_stride, w, nr_max, acc_in,
+                            acc_out, bias_at, c_at, ldc, p->c_dtype);
           else if (direct16)
             cfg->ukernel16(mr, nr, kc, a_rows, a_stride, w, p->b_dtype, acc_in, acc_out, bias_at, c_at, ldc,
                            p->c_dtype);
@@ -259,13 +293,21 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1, int64_t n0
     return;
   }
   t.ks = sk__gemm_k_steps(SK_BF16, t.k);
-  t.pair_layout = sk__gemm_bf16_dot_usable(isa);
-  if (t.pair_layout && p->a_dtype == SK_BF16) t.dot = &sk__bf16_gemm_config_avx512bf16;
+  t.pair_layout = sk__gemm_pair_layout(isa, p->numerics);
+  if (p->numerics == SK_NUMERICS_AMX && p->a_dtype == SK_BF16) t.dot = amx_bf16_kernel(isa);
+  else if (t.pair_layout && p->a_dtype == SK_BF16 && sk__gemm_bf16_dot_usable(isa))
+    t.dot = &sk__bf16_gemm_config_avx512bf16;
   t.pairs = t.dot == NULL;
   /* The contract's flushing, for the FMAs, the dot products' bias add and
    * nothing of the caller's. */
   const unsigned int mxcsr = _mm_getcsr();
   _mm_setcsr(mxcsr | SK__MXCSR_FTZ_DAZ);
-  tile_loops(p, &t, (size_t)m0, (size_t)m1, (size_t)n0, (size_t)n1, workspace);
+  /* The dot kernel's own whole-k loop where it has one and the weights
+   * and A allow it (the AMX contract's: 1.5-2x the K-blocked loop's speed
+   * at 512 x 2048 x 768, whose sums left the tiles every 256 k). */
+  const bool whole_k =
+      t.dot && t.dot->whole_k && p->b_packed && n0 % t.dot->nr == 0 && (size_t)t.cfg->nr == (size_t)t.dot->nr;
+  if (whole_k) t.dot->whole_k(p, (size_t)m0, (size_t)m1, (size_t)n0, (size_t)n1, workspace);
+  else tile_loops(p, &t, (size_t)m0, (size_t)m1, (size_t)n0, (size_t)n1, workspace);
   _mm_setcsr(mxcsr);
 }

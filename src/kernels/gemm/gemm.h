@@ -32,10 +32,14 @@ typedef struct sk__gemm_problem {
   const void *b; sk_dtype b_dtype; int64_t ldb;   /* B [k, n] */
   const void *bias; sk_dtype bias_dtype;          /* [n], or NULL */
   void *c; sk_dtype c_dtype; int64_t ldc;         /* C [m, n] */
-  /* B already packed whole by sk__gemm_pack_b for the ISA the tile runs
-   * with (in b_dtype's panels), or NULL: the tile then packs its columns
-   * itself. */
+  /* B already packed whole by sk__gemm_pack_b for the ISA and numerics the
+   * tile runs with (in b_dtype's panels), or NULL: the tile then packs its
+   * columns itself. */
   const void *b_packed;
+  /* The contract (0 reads as SK_NUMERICS_DEFAULT). SK_NUMERICS_AMX
+   * changes bf16 A times bf16 B only (bf16_contract.h, "AMX"): every other
+   * pair of dtypes keeps the contract above. */
+  sk_numerics numerics;
 } sk__gemm_problem;
 
 /* Packing B once (constant weights, at compile): B [k, n] in the
@@ -49,8 +53,11 @@ typedef struct sk__gemm_problem {
  * gives the bytes. A tile reading the panels computes the same bits as one
  * packing itself. */
 size_t sk__gemm_packed_b_size(sk__isa isa, sk_dtype b_dtype, int64_t k, int64_t n);
-/* dst: sk__gemm_packed_b_size bytes, 64-byte aligned. */
-void sk__gemm_pack_b(sk__isa isa, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k, int64_t n, void *dst);
+/* dst: sk__gemm_packed_b_size bytes, 64-byte aligned. bf16 weights take
+ * the pair layout for the AMX contract (numerics) and on a CPU whose bf16
+ * dot products are used. */
+void sk__gemm_pack_b(sk__isa isa, sk_numerics numerics, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k,
+                     int64_t n, void *dst);
 
 /* Bytes of workspace sk__gemm_tile needs for a tile of at most tile_m rows
  * and tile_n columns with this k (packed panels); 64-byte aligned. */
@@ -70,13 +77,14 @@ void sk__gemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr);
 /* The micro-kernel a tile of these dtypes runs with isa, e.g. "bf16 dot
  * products 8x32 (avx512bf16)" or "fp32 FMA 8x32 (avx512)": sk plan and
  * sk_program_describe print it. */
-const char *sk__gemm_kernel_name(sk__isa isa, sk_dtype a_dtype, sk_dtype b_dtype);
+const char *sk__gemm_kernel_name(sk__isa isa, sk_numerics numerics, sk_dtype a_dtype, sk_dtype b_dtype);
 
 /* Steps of k one micro-kernel call covers: k itself up to a limit, else a
  * fixed block, the sums carried across blocks (tests aim at the edges). */
 int64_t sk__gemm_k_block(int64_t k);
 
-/* The plain reference (the test oracle): the contract above as three loops. */
+/* The plain reference (the test oracle): the contract above (or p's
+ * numerics') as loops. */
 void sk__gemm_reference(const sk__gemm_problem *p);
 
 #endif

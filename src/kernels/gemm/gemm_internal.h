@@ -81,19 +81,40 @@ extern const sk__gemm_config sk__f32_gemm_config_avx512;
 
 /* The bf16 dot-product micro-kernel (bf16 A, bf16 weights): a holds mr rows
  * of kp bf16 pairs (32 bits each, stride a_stride pairs), w one panel's
- * K block in the pair layout (kp rows of NR 32-bit lanes, lane j holding
- * B[2q][j] low and B[2q+1][j] high). acc_in, acc_out, bias and the store as
+ * K block in the pair layout (kp rows of w_lanes 32-bit lanes, lane j
+ * holding B[2q][j] low and B[2q+1][j] high; w_lanes is the ISA's panel
+ * width, the kernel's nr except for the AMX contract emulated below
+ * AVX-512). acc_in, acc_out (MR x the kernel's NR), bias and the store as
  * for sk__gemm_ukernel_fn; the driver holds MXCSR.FTZ/DAZ. */
 typedef void (*sk__gemm_dot_ukernel_fn)(size_t mr, size_t nr, size_t kp, const uint32_t *a, size_t a_stride,
-                                        const uint32_t *w, const float *acc_in, float *acc_out, const float *bias,
-                                        void *c, size_t ldc, sk_dtype c_dtype);
+                                        const uint32_t *w, size_t w_lanes, const float *acc_in, float *acc_out,
+                                        const float *bias, void *c, size_t ldc, sk_dtype c_dtype);
 
 typedef struct sk__gemm_dot_config {
   int mr, nr; /* nr equals the AVX-512 FMA config's: the two share packed layouts' panel widths */
   sk__gemm_dot_ukernel_fn ukernel;
+  /* > 0: A is read where it lies (bf16 rows of even k and lda, blocks of
+   * a multiple of this many rows) instead of copied; 0: always copied. */
+  int a_in_place_rows;
+  /* NULL, or the kernel's own loop over a tile of C[m0:m1, n0:n1] for
+   * weights packed whole (p->b_packed, panels of nr lanes, n0 on a
+   * panel): each block's sums over all of k at once, no carries between
+   * K blocks. Called under the driver's MXCSR with the tile's workspace,
+   * of which it uses whole_k_workspace(tile rows, k) bytes. */
+  void (*whole_k)(const sk__gemm_problem *p, size_t m0, size_t m1, size_t n0, size_t n1, void *workspace);
+  size_t (*whole_k_workspace)(size_t tile_m, size_t k);
 } sk__gemm_dot_config;
 
 extern const sk__gemm_dot_config sk__bf16_gemm_config_avx512bf16;
+/* The AMX contract's kernel (bf16_gemm_amx.c): TDPBF16PS where the CPU has
+ * AMX-BF16, the same tiles emulated (amx_tiles.h) elsewhere. 32 x 32. */
+extern const sk__gemm_dot_config sk__bf16_gemm_config_amx;
+extern const sk__gemm_dot_config sk__bf16_gemm_config_amx_emulated;
+
+/* Whether packed bf16 weights for isa and numerics are in the pair layout
+ * (the dot kernels'): always for the AMX contract, else where VDPBF16PS is
+ * used. */
+int sk__gemm_pair_layout(sk__isa isa, sk_numerics numerics);
 
 /* The FMA configuration for isa (AMX and AVX512_BF16 add no fp32 kernel:
  * theirs is AVX-512's). */

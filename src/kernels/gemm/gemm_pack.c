@@ -55,13 +55,14 @@ void sk__gemm_widen_pairs(size_t kc, size_t nr, const uint16_t *pairs, float *ou
     }
 }
 
-void sk__gemm_pack_b(sk__isa isa, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k, int64_t n, void *dst) {
+void sk__gemm_pack_b(sk__isa isa, sk_numerics numerics, const void *b, sk_dtype b_dtype, int64_t ldb, int64_t k,
+                     int64_t n, void *dst) {
   if (k <= 0 || n <= 0) return;
   const sk__gemm_config *cfg = sk__gemm_config_for(isa);
   const size_t nr = (size_t)cfg->nr, kk = (size_t)k, ks = sk__gemm_k_steps(b_dtype, kk);
   const size_t n_panels = ((size_t)n + nr - 1) / nr, kb = sk__gemm_kc_for(ks);
   const size_t es = sk_dtype_size(b_dtype), packed_es = sk__gemm_is_16bit(b_dtype) ? 2 : sizeof(float);
-  const int dot = b_dtype == SK_BF16 && sk__gemm_bf16_dot_usable(isa);
+  const int dot = b_dtype == SK_BF16 && sk__gemm_pair_layout(isa, numerics);
   for (size_t j = 0; j < n_panels; j++) {
     const size_t j0 = j * nr, cols = (size_t)n - j0 < nr ? (size_t)n - j0 : nr;
     for (size_t pc = 0; pc < ks; pc += kb) {

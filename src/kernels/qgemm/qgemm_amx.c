@@ -14,7 +14,7 @@
  *     per tile, zero rows below it) or a k with a tail (copied per chunk)
  *     is packed;
  *   - every block's tiles have one shape, 16 rows x 64 bytes: the thread
- *     keeps that configuration across calls (use_full_tiles); a block at
+ *     keeps that configuration across calls (amx_full_tiles.h); a block at
  *     an edge of C goes through a 32 x 32 scratch, of which only the part
  *     in C is copied out;
  *   - the panels are read in order, one stream, prefetched ahead.
@@ -30,12 +30,10 @@
  * (amx_tiles.h), as sk__qs8_gemm_config_amx_emulated. */
 #include <string.h>
 
+#include "kernels/amx_full_tiles.h"
 #include "kernels/amx_tiles.h"
 #include "kernels/packed_groups.h"
 #include "kernels/qgemm/qgemm_internal.h"
-#ifndef SK_AMX_EMULATE
-#include "core/amx_state.h"
-#endif
 
 #define MR 32
 #define NR 32
@@ -75,27 +73,6 @@ static void pack_b_amx(size_t kc, size_t nc, const int8_t *b, size_t ldb, void *
   if (colsum) memset(colsum, 0, sk__qgemm_round_up(nc, NR) * sizeof(int32_t)); /* unused: kept defined */
 }
 
-/* Every tile 16 rows x 64 bytes: one configuration for every block. */
-static const sk__amx_config full_tiles = {
-    .palette_id = 1,
-    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
-    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
-};
-
-/* Loads full_tiles unless this thread has it loaded already: STTILECFG
- * (about 5 ns) tells, also after another library's kernels reconfigured
- * the thread; LDTILECFG costs about 50. Noted in use either way (a new
- * thread inherits its creator's tiles), so the team releases them after
- * the launch (core/amx_state.h). */
-static void use_full_tiles(void) {
-#ifndef SK_AMX_EMULATE
-  sk__amx_note_configured();
-#endif
-  sk__amx_config now;
-  TILE_STORE_CONFIG(&now);
-  if (memcmp(&now, &full_tiles, sizeof now) != 0) TILE_CONFIG(&full_tiles);
-}
-
 /* A packed for the tile: row block after row block (MR rows), in each
  * its k steps, each MR rows x 64 bytes (2 KiB: the two A tiles, rows
  * 16 apart, stride 64); the k tail and the rows past m are zero, so the
@@ -111,8 +88,12 @@ static void pack_a_tile(size_t m, size_t k, const int8_t *a, size_t lda, int8_t 
       int8_t *step = blk + s * A_STEP_BYTES;
       const size_t have = k - s * KGROUP < KGROUP ? k - s * KGROUP : KGROUP;
       for (size_t i = 0; i < rows; i++) {
+        if (have == KGROUP) { /* a constant size: plain moves, not rep movs (3x slower here) */
+          memcpy(step + i * KGROUP, a + (ir + i) * lda + s * KGROUP, KGROUP);
+          continue;
+        }
         memcpy(step + i * KGROUP, a + (ir + i) * lda + s * KGROUP, have);
-        if (have < KGROUP) memset(step + i * KGROUP + have, 0, KGROUP - have);
+        memset(step + i * KGROUP + have, 0, KGROUP - have);
       }
       if (rows < MR) memset(step + rows * KGROUP, 0, (sk__qgemm_round_up(rows, 16) - rows) * KGROUP);
     }
@@ -210,7 +191,7 @@ static void tile_amx(const sk__qgemm_config *cfg, const sk__qgemm_problem *p, in
   int32_t *edge = (int32_t *)(void *)((char *)workspace + l.edge_offset);
   const size_t steps = l.kcp / KGROUP;
   pack_a_tile(m, k, p->a + (size_t)m0 * (size_t)p->lda, (size_t)p->lda, a_packed);
-  use_full_tiles();
+  sk__amx_use_full_tiles();
 
   /* B packed once at compile: usable when the tile starts on a panel
    * boundary, as tilings make it; a panel is all of k (one K block). */

@@ -1,0 +1,177 @@
+/* The numerics option (sk_compile_config.numerics, $SK_NUMERICS): a
+ * program compiled with SK_NUMERICS_AMX sums its bf16 x bf16 products as
+ * TDPBF16PS does (docs/ops.md, "Numerics"), on every executor alike (the
+ * reference executor computes the same contract), whether its weights are
+ * constants packed at compile or inputs, fused in a super kernel or not;
+ * stats and describe name the contract; bad values are refused with a
+ * message naming them. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "superkernel.h"
+
+static sk_team *team;
+
+static uint16_t bf(float x) { return sk_fp32_to_bf16(x); }
+
+/* y = linear(x, w) in bf16, optionally inside a scope, w a constant or an
+ * input; returns the program (NULL when compile failed: checked). */
+static sk_program *linear_program(int64_t m, int64_t k, int64_t n, const uint16_t *w, int w_constant, int scoped,
+                                  sk_executor executor, sk_numerics numerics) {
+  sk_graph *g = NULL;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x, wv, y;
+  CHECK_OK(sk_graph_add_input(g, "x", SK_BF16, 2, (int64_t[]){m, k}, &x));
+  if (w_constant) CHECK_OK(sk_graph_add_constant(g, "w", SK_BF16, 2, (int64_t[]){n, k}, w, SK_CONSTANT_COPY, &wv));
+  else CHECK_OK(sk_graph_add_input(g, "w", SK_BF16, 2, (int64_t[]){n, k}, &wv));
+  if (scoped) CHECK_OK(sk_graph_begin_scope(g, "sk1", NULL));
+  sk_op_input in[] = {{"x", &x, 1}, {"weight", &wv, 1}};
+  sk_op_desc d = {.op = "linear", .inputs = in, .n_inputs = 2};
+  CHECK_OK(sk_graph_add_op(g, &d, &y, 1, NULL));
+  if (scoped) CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, y, "y"));
+  sk_compile_config cc = {.team = team, .executor = executor, .numerics = numerics};
+  sk_program *p = NULL;
+  CHECK_OK(sk_compile(g, &cc, &p));
+  sk_graph_destroy(g);
+  return p;
+}
+
+static void run(sk_program *p, const uint16_t *x, size_t x_bytes, const uint16_t *w, size_t w_bytes, int w_input,
+                uint16_t *y, size_t y_bytes) {
+  sk_buffer ins[] = {{"x", (void *)x, x_bytes}, {"w", (void *)w, w_bytes}};
+  sk_buffer outs[] = {{"y", y, y_bytes}};
+  CHECK_OK(sk_program_run(p, team, ins, w_input ? 2 : 1, outs, 1));
+}
+
+/* x = [2^24, 1, -2^24, 1], w = ones. Default (one chain, each pair's odd
+ * step first): 1, 2^24 + 1 -> 2^24, + 1 -> 2^24, - 2^24: 0. AMX: even
+ * 2^24 - 2^24 = 0, odd 1 + 1 = 2: 2. */
+static void test_contracts_differ_as_defined(void) {
+  const uint16_t x[4] = {bf(0x1p24f), bf(1.0f), bf(-0x1p24f), bf(1.0f)};
+  const uint16_t w[4] = {bf(1.0f), bf(1.0f), bf(1.0f), bf(1.0f)};
+  const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_REFERENCE, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
+  for (int amx = 0; amx < 2; amx++)
+    for (size_t e = 0; e < sizeof executors / sizeof executors[0]; e++)
+      for (int w_constant = 0; w_constant < 2; w_constant++) {
+        sk_program *p = linear_program(1, 4, 1, w, w_constant, 1, executors[e],
+                                       amx ? SK_NUMERICS_AMX : SK_NUMERICS_DEFAULT);
+        if (!p) continue;
+        uint16_t y = 0xFFFF;
+        run(p, x, sizeof x, w, sizeof w, !w_constant, &y, sizeof y);
+        const float want = amx ? 2.0f : 0.0f;
+        CHECK_MSG(sk_bf16_to_fp32(y) == want, "%s contract, executor %s, weight %s: got %g, want %g",
+                  amx ? "amx" : "default", sk_executor_name(executors[e]), w_constant ? "constant" : "input",
+                  (double)sk_bf16_to_fp32(y), (double)want);
+        sk_program_stats st = {.struct_size = sizeof st};
+        CHECK_OK(sk_program_get_stats(p, &st));
+        CHECK(st.numerics == (amx ? SK_NUMERICS_AMX : SK_NUMERICS_DEFAULT));
+        char *text = NULL;
+        CHECK_OK(sk_program_describe(p, &text));
+        CHECK_MSG(text && strstr(text, amx ? "numerics amx" : "numerics default"), "describe: %s", text ? text : "");
+        sk_free(text);
+        sk_program_destroy(p);
+      }
+}
+
+/* bf16 products (k with a tail past whole blocks of 32, edges in m and
+ * n): under the AMX contract every executor gives the same bits, and
+ * they differ from the default contract's somewhere (the option is in
+ * effect). */
+static void test_executors_agree_under_amx(void) {
+  enum { M = 37, K = 200, N = 70 };
+  uint16_t *x = malloc(sizeof(uint16_t) * M * K), *w = malloc(sizeof(uint16_t) * N * K);
+  /* x: +-2^24 at even k (they cancel in pairs), small values at odd k,
+   * which the default chain adds to 2^24 (losing their low bits) and the
+   * AMX contract's odd chain sums on their own. */
+  uint32_t seed = 7;
+  for (int i = 0; i < M * K; i++) {
+    const float r = (float)((seed = seed * 1664525u + 1013904223u) >> 9) * 0x1p-23f + 0.5f;
+    x[i] = bf(i % 4 == 0 ? 0x1p24f : i % 4 == 2 ? -0x1p24f : r);
+  }
+  for (int i = 0; i < N * K; i++) /* w is [N, K]: ones where x is +-2^24, so those cancel exactly */
+    w[i] = bf(i % 2 == 0 ? 1.0f : (float)((seed = seed * 1664525u + 1013904223u) >> 9) * 0x1p-22f + 0.5f);
+  uint16_t *want = malloc(sizeof(uint16_t) * M * N), *got = malloc(sizeof(uint16_t) * M * N);
+  sk_program *ref = linear_program(M, K, N, w, 1, 0, SK_EXECUTOR_REFERENCE, SK_NUMERICS_AMX);
+  if (ref) run(ref, x, sizeof(uint16_t) * M * K, w, sizeof(uint16_t) * N * K, 0, want, sizeof(uint16_t) * M * N);
+  sk_program_destroy(ref);
+  const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
+  for (size_t e = 0; e < sizeof executors / sizeof executors[0]; e++)
+    for (int w_constant = 0; w_constant < 2; w_constant++) {
+      sk_program *p = linear_program(M, K, N, w, w_constant, e > 0, executors[e], SK_NUMERICS_AMX);
+      if (!p) continue;
+      memset(got, 0xA5, sizeof(uint16_t) * M * N);
+      run(p, x, sizeof(uint16_t) * M * K, w, sizeof(uint16_t) * N * K, !w_constant, got, sizeof(uint16_t) * M * N);
+      CHECK_MSG(memcmp(want, got, sizeof(uint16_t) * M * N) == 0, "executor %s, weight %s: not the reference's bits",
+                sk_executor_name(executors[e]), w_constant ? "constant" : "input");
+      sk_program_destroy(p);
+    }
+  sk_program *def = linear_program(M, K, N, w, 1, 0, SK_EXECUTOR_EAGER, SK_NUMERICS_DEFAULT);
+  if (def) {
+    run(def, x, sizeof(uint16_t) * M * K, w, sizeof(uint16_t) * N * K, 0, got, sizeof(uint16_t) * M * N);
+    int differ = 0;
+    for (int i = 0; i < M * N; i++) differ += want[i] != got[i];
+    CHECK_MSG(differ > 0, "no element differs between the contracts: the AMX one is not in effect");
+    printf("%d of %d bf16 outputs differ between the default and AMX contracts\n", differ, M * N);
+  }
+  sk_program_destroy(def);
+  free(x), free(w), free(want), free(got);
+}
+
+static void test_env_and_bad_values(void) {
+  const uint16_t w[4] = {bf(1.0f), bf(1.0f), bf(1.0f), bf(1.0f)};
+  CHECK(strcmp(sk_numerics_name(SK_NUMERICS_AMX), "amx") == 0);
+  CHECK(strcmp(sk_numerics_name(SK_NUMERICS_DEFAULT), "default") == 0);
+  CHECK(strcmp(sk_numerics_name((sk_numerics)9), "unknown") == 0);
+  sk_graph *g = NULL;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value x, wv, y;
+  CHECK_OK(sk_graph_add_input(g, "x", SK_BF16, 2, (int64_t[]){1, 4}, &x));
+  CHECK_OK(sk_graph_add_constant(g, "w", SK_BF16, 2, (int64_t[]){1, 4}, w, SK_CONSTANT_COPY, &wv));
+  sk_op_input in[] = {{"x", &x, 1}, {"weight", &wv, 1}};
+  sk_op_desc d = {.op = "linear", .inputs = in, .n_inputs = 2};
+  CHECK_OK(sk_graph_add_op(g, &d, &y, 1, NULL));
+  CHECK_OK(sk_graph_mark_output(g, y, "y"));
+  sk_program *p = NULL;
+  sk_compile_config bad = {.numerics = (sk_numerics)7};
+  CHECK_FAILS(sk_compile(g, &bad, &p), SK_STATUS_INVALID_ARGUMENT, "numerics = 7");
+  CHECK(p == NULL);
+  /* Unset: $SK_NUMERICS decides. */
+  const char *old = getenv("SK_NUMERICS");
+  char *saved = old ? strdup(old) : NULL;
+  setenv("SK_NUMERICS", "fast", 1);
+  CHECK_FAILS(sk_compile(g, NULL, &p), SK_STATUS_INVALID_ARGUMENT, "SK_NUMERICS=fast", "default or amx");
+  setenv("SK_NUMERICS", "amx", 1);
+  CHECK_OK(sk_compile(g, NULL, &p));
+  sk_program_stats st = {.struct_size = sizeof st};
+  if (p) CHECK_OK(sk_program_get_stats(p, &st));
+  CHECK(st.numerics == SK_NUMERICS_AMX);
+  sk_program_destroy(p);
+  p = NULL;
+  /* An explicit choice wins over the environment. */
+  sk_compile_config def = {.numerics = SK_NUMERICS_DEFAULT};
+  CHECK_OK(sk_compile(g, &def, &p));
+  if (p) CHECK_OK(sk_program_get_stats(p, &st));
+  CHECK(st.numerics == SK_NUMERICS_DEFAULT);
+  sk_program_destroy(p);
+  if (saved) setenv("SK_NUMERICS", saved, 1);
+  else unsetenv("SK_NUMERICS");
+  free(saved);
+  sk_graph_destroy(g);
+}
+
+int main(void) {
+  sk_team_config tc = {.num_cores = 2};
+  if (sk_team_create(&tc, &team) != SK_STATUS_OK) return 1;
+  const harness_case cases[] = {
+      TEST_CASE(test_contracts_differ_as_defined),
+      TEST_CASE(test_executors_agree_under_amx),
+      TEST_CASE(test_env_and_bad_values),
+  };
+  int rc = harness_run(cases, sizeof cases / sizeof cases[0]);
+  sk_team_destroy(team);
+  return rc;
+}
