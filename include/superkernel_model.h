@@ -84,6 +84,10 @@ typedef struct sk_model_config {
    * and its input per row at run time (docs/models.md). The int8 copies
    * live in file-backed memory that is paged out once packed. */
   const char *quantize;
+  /* The programs' numerics contract (sk_numerics, superkernel.h):
+   * SK_NUMERICS_AMX sums their bf16 products as AMX-BF16 does (its rate on
+   * CPUs that have it); SK_NUMERICS_UNSET: $SK_NUMERICS, else default. */
+  sk_numerics numerics;
 } sk_model_config;
 
 /* Reads the config, looks up and checks every weight, builds and compiles

@@ -114,6 +114,15 @@ sk_cli_test(sk_plan_seed 0 -o "super kernel sk1" -o "super kernel sk2" -o "sub 0
             -o "op concat" -- ${SK} plan seed)
 sk_cli_test(sk_plan_options 0 -o "early-start=0" -o "team of 1 cores" -- ${SK} plan decode --threads 1 --options early-start=0)
 sk_cli_test(sk_plan_unknown_model 2 -E "unknown model 'nosuch'" -- ${SK} plan nosuch)
+# --numerics: the contract named in the plan, a bad name refused, and the
+# bench's modes (eager, interp, JIT) bitwise equal under the AMX contract
+# (TDPBF16PS where the CPU has AMX-BF16, its emulation elsewhere).
+sk_cli_test(sk_plan_numerics_amx 0 -o "numerics amx" -- ${SK} plan moe-layer:tiny:bf16 --threads 2 --numerics amx)
+sk_cli_test(sk_plan_numerics_default 0 -o "numerics default" -- ${SK} plan moe-layer:tiny:bf16 --threads 2)
+sk_cli_test(sk_plan_numerics_bad 2 -E "--numerics: expected default or amx, got 'fast'"
+            -- ${SK} plan moe-layer:tiny:bf16 --numerics fast)
+sk_cli_test(sk_bench_numerics_amx 0 -o "moe-layer:tiny:t9:bf16" -o "bitwise equal" -O "DIFFER"
+            -- ${SK} bench moe-layer:tiny:t9:bf16 --numerics amx --iters 10 --threads 2 --no-floor)
 
 # .npy exchange: decode's inputs and outputs saved once (fixture), then read.
 add_test(NAME sk_files_setup COMMAND ${CMAKE_COMMAND} -E remove_directory ${SK_CLI_DIR})
@@ -450,12 +459,16 @@ foreach(f llama qwen3_moe)
   # w8a8: --quantize gives the library's w8a8 model (the reference executor in tiny_checkpoint).
   sk_cli_test(sk_run_model_${f}_w8a8 --same "${SK_IDS_RE}" -- ${SK_TINY} greedy ${f} ${SK_PROMPT} 16 --w8a8
               -- ${SK} run model ${SK_MODEL_DIR}/${f} --tokens ${SK_PROMPT} -n 16 --threads 2 --quantize w8a8)
+  # The AMX contract: the JIT's ids are the reference executor's (the same contract).
+  sk_cli_test(sk_run_model_${f}_amx --same "${SK_IDS_RE}"
+              -- ${SK} run model ${SK_MODEL_DIR}/${f} --tokens ${SK_PROMPT} -n 8 -t 1 --numerics amx --executor reference
+              -- ${SK} run model ${SK_MODEL_DIR}/${f} --tokens ${SK_PROMPT} -n 8 --threads 2 --numerics amx)
   sk_cli_test(sk_run_model_${f}_stderr 0 -E "model ${f}: 2 layers" -E "prompt 3 tokens in" -E "15 decode steps"
               -- ${SK} run model ${SK_MODEL_DIR}/${f} --tokens 1,2,3 -n 16 --threads 1)
   sk_cli_test(sk_bench_model_${f} 0 -o "| ${f}" -o "pp8 |" -o "tg5 |" -o " ± " -o "decode floor: " -o "tg5 step: "
               -- ${SK} bench model ${SK_MODEL_DIR}/${f} -p 8 -n 5 -t 2 -r 2)
   set_tests_properties(sk_run_model_${f} sk_run_model_${f}_invariant sk_run_model_${f}_eager sk_run_model_${f}_shards
-                       sk_run_model_${f}_stderr sk_bench_model_${f} sk_run_model_${f}_w8a8
+                       sk_run_model_${f}_stderr sk_bench_model_${f} sk_run_model_${f}_w8a8 sk_run_model_${f}_amx
                        PROPERTIES FIXTURES_REQUIRED sk_model_${f})
 endforeach()
 # The ids differ with the prompt (the test above can fail).

@@ -186,6 +186,7 @@ class CompileConfig(_C.Structure):
         ("on_jit", ON_JIT),
         ("on_jit_user", c_void_p),
         ("watchdog_ms", int64),
+        ("numerics", c_int),
     ]
 
 
@@ -203,7 +204,8 @@ MODEL_WEIGHT_FN = _C.CFUNCTYPE(c_int, c_void_p, c_char_p, _C.POINTER(ModelTensor
 class ModelConfig(_C.Structure):
     _fields_ = [("struct_size", size_t), ("config_json", c_char_p), ("weight", MODEL_WEIGHT_FN),
                 ("weight_user", c_void_p), ("max_tokens", int64), ("max_context", int64), ("team", c_void_p),
-                ("executor", c_int), ("options", c_char_p), ("profile", c_int), ("quantize", c_char_p)]
+                ("executor", c_int), ("options", c_char_p), ("profile", c_int), ("quantize", c_char_p),
+                ("numerics", c_int)]
 
 
 class ModelInfo(_C.Structure):
@@ -231,7 +233,7 @@ class ProgramStats(_C.Structure):
             "arena_bytes",
             "workspace_bytes",
         )
-    ] + [("max_tokens", int64), ("n_token_buckets", size_t)]
+    ] + [("max_tokens", int64), ("n_token_buckets", size_t), ("numerics", c_int)]
 
 
 SK_OP_TYPE_MAX = 64
@@ -334,6 +336,7 @@ _PROTOTYPES = {
     "sk_options_render": (_STATUS, [c_char_p, c_char_p, size_t, P(size_t)]),
     "sk_options_render_layered": (_STATUS, [c_char_p, c_char_p, c_char_p, size_t, P(size_t)]),
     "sk_executor_name": (c_char_p, [c_int]),
+    "sk_numerics_name": (c_char_p, [c_int]),
     "sk_executor_parse": (_STATUS, [c_char_p, P(c_int)]),
     "sk_compile": (_STATUS, [c_void_p, P(CompileConfig), P(c_void_p)]),
     "sk_program_destroy": (None, [c_void_p]),

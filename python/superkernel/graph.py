@@ -179,8 +179,11 @@ class Graph(Owned):
         event = _lib.as_int(event, "wait_event: event", 0, _lib.UINT32_MAX)  # an sk_event: uint32_t
         _lib.check(self._lib.sk_graph_wait_event(self.handle, event))
 
-    def compile(self, team=None, executor="default", default_options=None, profile=False, watchdog_ms=0):
-        """Compiles into a Program for team (None: one core)."""
+    def compile(self, team=None, executor="default", default_options=None, profile=False, watchdog_ms=0,
+                numerics=None):
+        """Compiles into a Program for team (None: one core). numerics:
+        None ($SK_NUMERICS, else "default"), "default" or "amx" (bf16
+        products summed as AMX-BF16 does; docs/ops.md, "Numerics")."""
         from .program import Program
 
-        return Program(self, team, executor, default_options, profile, watchdog_ms)
+        return Program(self, team, executor, default_options, profile, watchdog_ms, numerics)

@@ -23,7 +23,7 @@ import json
 from . import _lib
 from ._owned import Owned
 from .dtypes import to_dtype
-from .program import parse_executor
+from .program import parse_executor, parse_numerics
 from .errors import STATUS_NAMES
 from .team import shared_team
 
@@ -49,12 +49,14 @@ class Model(Owned):
     profile       True: every launch timed, for write_profile (executor="eager": every op on its own)
     quantize      None, or "w8a8": every linear layer int8 (weights per output channel at
                   create, inputs per row at run time; docs/models.md)
+    numerics      None ($SK_NUMERICS, else "default"), "default" or "amx": the bf16 products'
+                  contract (docs/ops.md, "Numerics"; "amx": AMX-BF16's rate where the CPU has it)
     """
 
     _noun = "model"
 
     def __init__(self, config, tensors, max_tokens=256, max_context=0, num_threads=1, executor="default",
-                 options="", profile=False, quantize=None):
+                 options="", profile=False, quantize=None, numerics=None):
         import torch
 
         if quantize not in (None, "w8a8"):
@@ -80,7 +82,7 @@ class Model(Owned):
             _lib.as_int(max_tokens, "Model: max_tokens", 0, 1 << 16),
             _lib.as_int(max_context, "Model: max_context", 0, 1 << 24),
             None, parse_executor(executor), _lib.encode(options, "Model: options") if options else None,
-            1 if profile else 0, quantize.encode() if quantize else None)
+            1 if profile else 0, quantize.encode() if quantize else None, parse_numerics(numerics, "Model"))
         handle = ctypes.c_void_p()
         team = self._team._acquire()
         try:

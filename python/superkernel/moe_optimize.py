@@ -53,7 +53,7 @@ _next_id = [0]
 _lock = _fork.lock(sys.modules[__name__], "_lock")
 
 
-def _take_over(model, quantize, options, max_context, num_threads, torch_threads, report):
+def _take_over(model, quantize, options, max_context, num_threads, torch_threads, report, numerics=None):
     """None when the whole model now runs in the library, else why not."""
     from . import model as _model, whole_model as _whole
 
@@ -67,7 +67,7 @@ def _take_over(model, quantize, options, max_context, num_threads, torch_threads
         report.left.append(("(whole model)", "already optimized"))
         return None
     try:
-        whole = _whole.take_over(model, max_context, num_threads or _omp.team_threads(), options, quantize)
+        whole = _whole.take_over(model, max_context, num_threads or _omp.team_threads(), options, quantize, numerics)
     except Exception as exc:  # whatever the library refuses: the model stays as it was
         return f"the library refused it: {exc}"
     report.replaced.append(("(whole model)", whole.about))
@@ -129,13 +129,14 @@ moe_block.register_autograd(_no_backward, setup_context=lambda ctx, inputs, outp
 class OptimizedMoE(torch.nn.Module):
     """A MoE block run as one super kernel (made by superkernel.optimize)."""
 
-    def __init__(self, spec, quantize, options):
+    def __init__(self, spec, quantize, options, numerics=None):
         super().__init__()
+        self.numerics = numerics
         self.gate = spec.router_module
         if spec.shared:
             self.shared_experts = spec.block.shared_experts
         self.hidden, self.quantize, self.options = spec.hidden, quantize, options or ""
-        self.about = spec.about() + (", w8a8 experts" if quantize else "")
+        self.about = spec.about() + (", w8a8 experts" if quantize else "") + (f", numerics {numerics}" if numerics else "")
         self._spec = spec
         self._dtype = spec.dtype  # x's and y's (w8a8: the dtype the block had)
         if quantize:
@@ -293,7 +294,7 @@ def _build(m, t):
         (y,) = g.add_op("moe_finalize_routing", {"expanded_permuted_rows": out, "expanded_src_to_dst_row": row_map,
                                                  "skip2": shared, "scales": weights}, {"drop_pad_mode": 2})
     g.mark_output(y, "y")
-    program = g.compile(shared_team(_omp.team_threads()))
+    program = g.compile(shared_team(_omp.team_threads()), numerics=getattr(m, "numerics", None))
     program._keep = keep
     return program
 
@@ -311,7 +312,8 @@ def _blocks(model):
             yield name, mod
 
 
-def optimize(model, quantize=None, options="", whole_model=True, max_context=0, num_threads=None, torch_threads=1):
+def optimize(model, quantize=None, options="", whole_model=True, max_context=0, num_threads=None, torch_threads=1,
+             numerics=None):
     """Takes a transformers causal LM of a family the library builds over
     whole (whole_model.py: its forward runs in the library, generate()
     unchanged; max_context: each sequence's KV cache rows, 0: the config's
@@ -322,9 +324,14 @@ def optimize(model, quantize=None, options="", whole_model=True, max_context=0, 
     do not spin on the team's cores, None: left as they are; the library's
     later default teams keep the count torch had before); otherwise, or with whole_model=False, replaces each
     MoE block the library can run by an OptimizedMoE (in place; w8a8: its
-    routed experts int8). Returns a Report of what it replaced and left."""
+    routed experts int8). numerics: the programs' bf16 contract, None
+    ($SK_NUMERICS, else "default"), "default" or "amx" (AMX-BF16's sums:
+    its rate on CPUs that have it; docs/ops.md, "Numerics"). Returns a
+    Report of what it replaced and left."""
+    from .program import parse_numerics
     from .schema import validate_options
 
+    parse_numerics(numerics, "superkernel.optimize")
     if quantize not in QUANTIZE:
         raise ValueError(f"superkernel.optimize: quantize={quantize!r}; expected None or 'w8a8'")
     if torch_threads is not None and (not isinstance(torch_threads, int) or isinstance(torch_threads, bool)
@@ -336,7 +343,7 @@ def optimize(model, quantize=None, options="", whole_model=True, max_context=0, 
         validate_options(options)
     report = Report()
     if whole_model:
-        why = _take_over(model, quantize, options, max_context, num_threads, torch_threads, report)
+        why = _take_over(model, quantize, options, max_context, num_threads, torch_threads, report, numerics)
         if why is None:
             return report
         report.left.append(("(whole model)", why))
@@ -350,7 +357,7 @@ def optimize(model, quantize=None, options="", whole_model=True, max_context=0, 
             continue
         spec.router_module = block.gate
         try:
-            new = OptimizedMoE(spec, quantize, options)
+            new = OptimizedMoE(spec, quantize, options, numerics)
         except Exception as exc:  # whatever the library refuses: the block stays as it was
             report.left.append((name, f"the library refused it: {exc}"))
             continue

@@ -15,7 +15,7 @@ from . import _fork, _lib
 from .buffers import check_buffer
 from .dtypes import DType, to_numpy, to_torch
 from ._owned import Owned
-from .errors import InvalidStateError
+from .errors import InvalidArgumentError, InvalidStateError
 from .team import Team, shared_team  # noqa: F401  (Team is part of this module's API)
 
 IOInfo = namedtuple("IOInfo", "name dtype shape")
@@ -42,6 +42,19 @@ def parse_executor(name):
     value = ctypes.c_int()
     _lib.check(_lib.lib().sk_executor_parse(_lib.encode(name, "executor"), ctypes.byref(value)))
     return value.value
+
+
+NUMERICS = {None: 0, "default": 1, "amx": 2}
+NUMERICS_NAMES = {1: "default", 2: "amx"}
+
+
+def parse_numerics(numerics, where):
+    """sk_numerics of None (unset: $SK_NUMERICS, else default), "default"
+    or "amx"; InvalidArgumentError naming the accepted ones otherwise."""
+    if isinstance(numerics, str) or numerics is None:
+        if numerics in NUMERICS:
+            return NUMERICS[numerics]
+    raise InvalidArgumentError(f"{where}: numerics {numerics!r}: expected None, 'default' or 'amx'")
 
 
 def _io_info(lib, handle, fn, n):
@@ -107,7 +120,8 @@ class Program(Owned):
     """A compiled graph (sk_compile). Immutable; runs change only a run
     context (the program's own, or a RunContext per thread)."""
 
-    def __init__(self, graph, team=None, executor="default", default_options=None, profile=False, watchdog_ms=0):
+    def __init__(self, graph, team=None, executor="default", default_options=None, profile=False, watchdog_ms=0,
+                 numerics=None):
         self._lib = _lib.lib()
         self.team = _team_arg(team, "Program")
         self._on_jit = _lib.ON_JIT()  # kept alive with the config
@@ -121,6 +135,7 @@ class Program(Owned):
             self._on_jit,
             None,
             _lib.as_int(watchdog_ms, "Program: watchdog_ms"),
+            parse_numerics(numerics, "Program"),
         )
         handle = ctypes.c_void_p()
         _lib.check(self._lib.sk_compile(graph.handle, ctypes.byref(cfg), ctypes.byref(handle)))
@@ -315,7 +330,13 @@ class Program(Owned):
         _lib.check(self._lib.sk_program_get_stats(self.handle, ctypes.byref(s)))
         out = {name: getattr(s, name) for name, _ in _lib.ProgramStats._fields_[2:]}
         out["executor"] = self._lib.sk_executor_name(s.executor).decode()
+        out["numerics"] = NUMERICS_NAMES.get(s.numerics, str(s.numerics))
         return out
+
+    @property
+    def numerics(self):
+        """The contract its bf16 products follow: "default" or "amx"."""
+        return self.stats["numerics"]
 
     def write_profile(self, directory):
         """Writes op_statistic.csv and trace.json of the runs so far

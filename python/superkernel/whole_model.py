@@ -44,9 +44,9 @@ class _State:
 class WholeModel:
     """The library model behind a taken-over transformers model."""
 
-    def __init__(self, hf_model, max_context, num_threads, options, quantize=None):
+    def __init__(self, hf_model, max_context, num_threads, options, quantize=None, numerics=None):
         self.model = Model(hf_model.config, hf_model.state_dict(), max_context=max_context,
-                           num_threads=num_threads, options=options, quantize=quantize)
+                           num_threads=num_threads, options=options, quantize=quantize, numerics=numerics)
         self.about = f"whole decoder in the library ({self.model.about}; max_context {self.model.max_context})"
         self._states = weakref.WeakKeyDictionary()  # cache object -> _State
         self._free = []  # sequences no live cache holds
@@ -135,10 +135,10 @@ def _to_files(hf_model):
     return moved
 
 
-def take_over(hf_model, max_context=0, num_threads=1, options="", quantize=None):
+def take_over(hf_model, max_context=0, num_threads=1, options="", quantize=None, numerics=None):
     """Replaces hf_model.forward by the library's; returns the WholeModel."""
     moved = _to_files(hf_model)
-    whole = WholeModel(hf_model, max_context, num_threads, options, quantize)
+    whole = WholeModel(hf_model, max_context, num_threads, options, quantize, numerics)
     for p in moved:  # packed now: torch's copy goes back to the file
         _file_weights.page_out(p.data)
 

@@ -78,7 +78,7 @@ static sk_status compile(sk__model_builder *b, const sk_model_config *cfg, void 
   sk_status st = b->st;
   if (st == SK_STATUS_OK) {
     sk_compile_config cc = {.struct_size = sizeof cc, .team = cfg->team, .executor = cfg->executor,
-                            .profile = cfg->profile != 0};
+                            .profile = cfg->profile != 0, .numerics = cfg->numerics};
     st = sk_compile(b->g, &cc, out);
   }
   sk_graph_destroy(b->g);

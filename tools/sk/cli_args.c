@@ -2,6 +2,8 @@
  * arguments: each command lists its options as a table (cli_args.h) and
  * gets the same forms (--name VALUE, --name=VALUE), the same checks and the
  * same messages. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sk.h"
@@ -90,4 +92,16 @@ int cli_parse_args(const char *cmd, const char *synopsis, void (*usage)(void), i
     if (!take_positional(cmd, synopsis, pos, arg)) return SK_EXIT_USAGE;
   }
   return SK_EXIT_OK;
+}
+
+char cli_numerics_unused;
+
+bool cli_parse_numerics(const char *cmd, const char *synopsis, const char *value, void *dest) {
+  (void)dest;
+  if (strcmp(value, "default") != 0 && strcmp(value, "amx") != 0)
+    return cli_usage_error(cmd, synopsis, "--numerics: expected default or amx, got '%s'", value), false;
+  /* Every compile of this process reads it (sk_numerics' unset value). */
+  if (setenv("SK_NUMERICS", value, 1) != 0)
+    return cli_usage_error(cmd, synopsis, "--numerics: could not set SK_NUMERICS"), false;
+  return true;
 }

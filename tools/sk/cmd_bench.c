@@ -53,6 +53,7 @@ static void usage(void) {
          "                     (default: 1,all; all is $SK_NUM_THREADS when set)\n"
          "  --json             print one JSON document instead of the table\n"
          "  --options STRING   super-kernel options for every scope (see 'sk options')\n"
+         CLI_NUMERICS_USAGE("")
          "  --no-floor         skip the OpenBLAS floor\n"
          "  --weights-as-inputs  the weights are program inputs bound at every run;\n"
          "                     default: graph constants, packed once at compile\n"
@@ -126,6 +127,7 @@ static int parse(int argc, char **argv, bench_args *a) {
       CLI_OPT_INT("--iters", &a->iters, 1, 10000000),
       CLI_OPT_CUSTOM("--threads", a, threads_option),
       CLI_OPT_STRING("--options", &a->options),
+      CLI_OPT_NUMERICS,
       CLI_OPT_TOKENS("--tokens", &a->tokens, CLI_MAX_TOKENS),
       CLI_OPT_WEIGHTS(&a->weights),
   };

@@ -8,7 +8,8 @@
 #include "models.h"
 #include "sk.h"
 
-static const char synopsis[] = "plan MODEL [--options STRING] [--threads N] [--weights DIR [--layer N]]";
+static const char synopsis[] =
+    "plan MODEL [--options STRING] [--threads N] [--numerics NAME] [--weights DIR [--layer N]]";
 
 static void usage(void) {
   printf("usage: sk %s\n\n"
@@ -17,6 +18,7 @@ static void usage(void) {
          "with its type, sub-kernels and one line per task of every core's task list).\n\n"
          "  MODEL              %s\n"
          "  --options STRING   super-kernel options for every scope (see 'sk options')\n"
+         CLI_NUMERICS_USAGE("")
          "  --threads N        team size the plan is made for (default: every available core)\n"
          CLI_WEIGHTS_USAGE("")
          "  -h, --help         this help\n",
@@ -29,6 +31,7 @@ static int plan(int argc, char **argv) {
   long threads = 0;
   const cli_arg opts[] = {
       CLI_OPT_STRING("--options", &options),
+      CLI_OPT_NUMERICS,
       CLI_OPT_INT("--threads", &threads, 1, 1024),
       CLI_OPT_WEIGHTS(&weights),
   };

@@ -34,6 +34,7 @@ static void usage(void) {
          "                     after profiling=1 (give profiling=0 to turn the per-block\n"
          "                     records off); scopes with options of their own (example02's\n"
          "                     sk5) keep theirs\n"
+         CLI_NUMERICS_USAGE("")
          "  --threads N        team size (default: every available core, or $SK_NUM_THREADS)\n"
          "  --iters N          recorded runs of each program (default 20)\n"
          CLI_WEIGHTS_USAGE("")
@@ -174,6 +175,7 @@ static int profile(int argc, char **argv) {
   const cli_arg opts[] = {
       CLI_OPT_DIR("--out", &out),
       CLI_OPT_STRING("--options", &options),
+      CLI_OPT_NUMERICS,
       CLI_OPT_INT("--threads", &threads, 1, 1024),
       CLI_OPT_INT("--iters", &iters, 1, 10000000),
       CLI_OPT_TOKENS("--tokens", &tokens, 1),

@@ -38,6 +38,7 @@ static void usage(void) {
          "  --no-sk              the same as --executor eager\n"
          "  --threads N          team size (default: every available core, or $SK_NUM_THREADS)\n"
          "  --options STRING     super-kernel options for every scope (see 'sk options')\n"
+         CLI_NUMERICS_USAGE("  ")
          "  --iters N            total runs, the first a warm-up (default 20)\n"
          "  --seed N             seed of the built-in inputs (default %u)\n"
          "  --weights-as-inputs  the weights are program inputs bound at every run, as\n"
@@ -88,6 +89,7 @@ static int parse(int argc, char **argv, run_args *a) {
       CLI_OPT_INT("--iters", &a->iters, 1, 10000000),
       CLI_OPT_INT("--seed", &a->seed, 0, 2147483647),
       CLI_OPT_STRING("--options", &a->options),
+      CLI_OPT_NUMERICS,
       CLI_OPT_DIR("--inputs", &a->inputs_dir),
       CLI_OPT_DIR("--save-inputs", &a->save_inputs_dir),
       CLI_OPT_DIR("--save-outputs", &a->save_outputs_dir),

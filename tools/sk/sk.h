@@ -215,6 +215,17 @@ typedef struct cli_arg {
 #define CLI_OPT_WEIGHTS(d) {.name = "--weights", .kind = CLI_WEIGHTS, .dest = (d)}
 #define CLI_OPT_CUSTOM(nm, d, fn) {.name = (nm), .kind = CLI_CUSTOM, .dest = (d), .parse = (fn)}
 
+/* --numerics default|amx: the contract of the programs' bf16 products
+ * (docs/ops.md, "Numerics"), set process-wide as $SK_NUMERICS, which
+ * every compile of the command then reads. dest: unused (non-NULL). */
+bool cli_parse_numerics(const char *cmd, const char *synopsis, const char *value, void *dest);
+extern char cli_numerics_unused;
+#define CLI_OPT_NUMERICS CLI_OPT_CUSTOM("--numerics", &cli_numerics_unused, cli_parse_numerics)
+#define CLI_NUMERICS_USAGE(pad)                                                                         \
+  "  --numerics NAME    " pad "default or amx: the contract of bf16 products (docs/ops.md,\n"              \
+  "                     " pad "\"Numerics\"; amx: AMX-BF16's sums, at its rate where the CPU has\n"         \
+  "                     " pad "it); as $SK_NUMERICS (default: $SK_NUMERICS, else default)\n"
+
 /* Positional arguments: at most max, named `name` in messages ("MODEL"). */
 typedef struct cli_positional {
   const char *name;
@@ -266,7 +277,7 @@ typedef struct cli_model_options {
   CLI_OPT_INT("--threads", &(o)->threads, 1, 1024), CLI_OPT_INT("-t", &(o)->threads, 1, 1024),                \
       CLI_OPT_INT("--max-context", &(o)->max_context, 1, 1 << 24),                                            \
       CLI_OPT_INT("--max-tokens", &(o)->max_tokens, 1, 1 << 16), CLI_OPT_EXECUTOR("--executor", &(o)->exec),   \
-      CLI_OPT_STRING("--options", &(o)->options), CLI_OPT_STRING("--quantize", &(o)->quantize)
+      CLI_OPT_STRING("--options", &(o)->options), CLI_OPT_STRING("--quantize", &(o)->quantize), CLI_OPT_NUMERICS
 #define CLI_MODEL_USAGE                                                                           \
   "  -t, --threads N      team size (default: every available core, or $SK_NUM_THREADS)\n"       \
   "  --max-tokens N       the most tokens one program run takes; longer forwards run in\n"       \
@@ -275,7 +286,8 @@ typedef struct cli_model_options {
   "                       auto: each layer one super kernel, JIT-compiled)\n"                    \
   "  --options STRING     super-kernel options of every layer's scope (see 'sk options')\n"       \
   "  --quantize w8a8      every linear layer int8: weights per output channel at load,\n"       \
-  "                       inputs per row at run time (docs/models.md)\n"
+  "                       inputs per row at run time (docs/models.md)\n"                        \
+  CLI_NUMERICS_USAGE("  ")
 
 /* Opens DIR (model_dir.h), makes a team of o->threads cores and the model
  * (max_context: o's, else dflt_context, else the library's). Errors are
