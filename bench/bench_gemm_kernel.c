@@ -108,7 +108,7 @@ static void bench_shape(int64_t M, int64_t K, int64_t N, int reps) {
       } else {
         int f16 = vs[v].dt == SK_FP16;
         sk__gemm_problem p = {M, N, K, f16 ? a16 : a32, vs[v].dt, K, f16 ? b16 : b32, vs[v].dt, N,
-                              NULL, SK_DTYPE_INVALID, f16 ? c16 : (void *)c32, vs[v].dt, N, NULL};
+                              NULL, SK_DTYPE_INVALID, f16 ? c16 : (void *)c32, vs[v].dt, N, NULL, SK_NUMERICS_DEFAULT};
         sk__gemm_tile(&p, 0, M, 0, N, ws, vs[v].isa);
       }
       double t = now_us() - t0;

@@ -6,11 +6,12 @@
 Engines: eager (transformers' grouped_mm experts, bf16), inductor (the same
 under torch.compile), sk-experts (experts_implementation="superkernel"),
 sk-optimize and sk-optimize-w8a8 (superkernel.optimize(whole_model=False):
-each MoE block one super kernel), sk-whole and sk-whole-w8a8
-(superkernel.optimize: the whole model in the library, superkernel.Model,
-w8a8: every linear layer int8; its MoE share is not measured: the blocks
-are inside the library's programs), fp32 (eager in fp32: the
-reference of the logits).
+each MoE block one super kernel), sk-whole, sk-whole-w8a8 and
+sk-whole-amx (superkernel.optimize: the whole model in the library,
+superkernel.Model, w8a8: every linear layer int8, amx: numerics="amx",
+its bf16 products summed as AMX-BF16 does (docs/ops.md, "Numerics"); its
+MoE share is not measured: the blocks are inside the library's programs),
+fp32 (eager in fp32: the reference of the logits).
 
 Measured: prefill of a P-token prompt from an empty cache, the last
 token's logits only (logits_to_keep=1, as generate asks; tokens/s), and
@@ -33,7 +34,8 @@ if any(a.startswith("sk-") for a in sys.argv):
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-ENGINES = ("eager", "inductor", "sk-experts", "sk-optimize", "sk-optimize-w8a8", "sk-whole", "sk-whole-w8a8", "fp32")
+ENGINES = ("eager", "inductor", "sk-experts", "sk-optimize", "sk-optimize-w8a8", "sk-whole", "sk-whole-w8a8", "sk-whole-amx",
+           "fp32")
 
 
 def load(checkpoint, engine):
@@ -47,7 +49,8 @@ def load(checkpoint, engine):
     if engine.startswith("sk-optimize"):  # the per-block path: each MoE block one super kernel
         report = superkernel.optimize(model, quantize="w8a8" if engine.endswith("w8a8") else None, whole_model=False)
     if engine.startswith("sk-whole"):  # the whole model in the library (superkernel.Model)
-        report = superkernel.optimize(model, max_context=1024, quantize="w8a8" if engine.endswith("w8a8") else None)
+        report = superkernel.optimize(model, max_context=1024, quantize="w8a8" if engine.endswith("w8a8") else None,
+                                      numerics="amx" if engine.endswith("-amx") else None)
     if engine == "inductor":
         model.forward = torch.compile(model.forward, dynamic=True)
     return model, report

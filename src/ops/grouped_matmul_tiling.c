@@ -216,7 +216,9 @@ sk_status sk__gmm_tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const gmm_params *p = io->params;
   int64_t mr, nr;
   if (p->quant) sk__qgemm_micro_tile(io->isa, &mr, &nr);
-  else sk__gemm_micro_tile(io->isa, &mr, &nr);
+  else
+    sk__gemm_micro_tile_for(io->isa, io->numerics, io->in[GMM_X].tensors[0].dtype, io->in[GMM_WEIGHT].tensors[0].dtype,
+                            &mr, &nr);
   /* Work items that stream weights are strips of whole packed groups. */
   const int64_t unit = SK_PACKED_GROUP_COLUMNS;
   if (p->runtime_groups) return tile_runtime(io, n_cores, mr, nr, unit, out);

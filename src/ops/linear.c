@@ -98,7 +98,7 @@ static void reference(const sk__node_io *io) {
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
   const linear_params *p = io->params;
   int64_t mr, nr;
-  sk__gemm_micro_tile(io->isa, &mr, &nr);
+  sk__gemm_micro_tile_for(io->isa, io->numerics, p->dtype, p->dtype, &mr, &nr);
   int64_t panels = sk__ceil_div(p->n > 0 ? p->n : 1, nr);
   int64_t nb_n = panels < n_cores ? panels : n_cores;
   int64_t tile_n = sk__ceil_div(panels, nb_n) * nr;

@@ -42,6 +42,13 @@ void sk__gemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr) {
   if (nr) *nr = cfg->nr;
 }
 
+void sk__gemm_micro_tile_for(sk__isa isa, sk_numerics numerics, sk_dtype a_dtype, sk_dtype b_dtype, int64_t *mr,
+                             int64_t *nr) {
+  sk__gemm_micro_tile(isa, mr, nr);
+  if (mr && numerics == SK_NUMERICS_AMX && a_dtype == SK_BF16 && b_dtype == SK_BF16)
+    *mr = sk__bf16_gemm_config_amx.mr;
+}
+
 int sk__gemm_pair_layout(sk__isa isa, sk_numerics numerics) {
   return numerics == SK_NUMERICS_AMX || sk__gemm_bf16_dot_usable(isa);
 }

@@ -73,6 +73,10 @@ void sk__gemm_tile(const sk__gemm_problem *p, int64_t m0, int64_t m1,
 /* Tile granularity the kernels prefer for this ISA: callers make tile
  * heights multiples of *mr and widths multiples of *nr where they can. */
 void sk__gemm_micro_tile(sk__isa isa, int64_t *mr, int64_t *nr);
+/* The same for a product of these dtypes under numerics: the AMX
+ * contract's bf16 x bf16 blocks are 32 rows (its tiles' 16 twice). */
+void sk__gemm_micro_tile_for(sk__isa isa, sk_numerics numerics, sk_dtype a_dtype, sk_dtype b_dtype, int64_t *mr,
+                             int64_t *nr);
 
 /* The micro-kernel a tile of these dtypes runs with isa, e.g. "bf16 dot
  * products 8x32 (avx512bf16)" or "fp32 FMA 8x32 (avx512)": sk plan and
