@@ -326,10 +326,12 @@ set(SK_FAKE_BLAS env -u OPENBLAS_CORETYPE -u SK_OPENBLAS_CORETYPE_BY_SK
 sk_cli_test(sk_bench_core_rerun 0 -E "OpenBLAS chose its Prescott kernels (sse)"
             -E "running again with OPENBLAS_CORETYPE=" -o "set by sk: OpenBLAS chose Prescott"
             -o "matches the CPU" -O "mismatched core" -O "MISMATCHED" -- ${SK_FAKE_BLAS} ${SK} bench decode --iters 2 --threads 1)
-# The user's older core stands: the floor is timed, without a ratio.
-sk_cli_test(sk_bench_core_user_older 0 -o "set by the user" -o "MISMATCHED CORE: sse kernels"
-            -o "mismatched core, no ratio" -N "running again"
-            -- ${SK_FAKE_BLAS} OPENBLAS_CORETYPE=PRESCOTT ${SK} bench decode --iters 2 --threads 1)
+# An older core from the environment is overridden, said so, and the
+# environment's OPENBLAS_L2_SIZE dropped (issue 44): the floor has its ratio.
+sk_cli_test(sk_bench_core_user_older 0 -E "OPENBLAS_CORETYPE=PRESCOTT from the environment makes OpenBLAS run its PRESCOTT"
+            -E "running again with OPENBLAS_CORETYPE=" -E "without OPENBLAS_L2_SIZE" -o "set by sk: OpenBLAS chose PRESCOTT"
+            -o "matches the CPU" -O "MISMATCHED"
+            -- ${SK_FAKE_BLAS} OPENBLAS_CORETYPE=PRESCOTT OPENBLAS_L2_SIZE=262144 ${SK} bench decode --iters 2 --threads 1)
 # A build for one core ignores OPENBLAS_CORETYPE: no rerun, no ratio.
 sk_cli_test(sk_bench_core_static 0 -o "OpenBLAS's choice" -o "MISMATCHED CORE" -o "mismatched core, no ratio"
             -N "running again" -- ${SK_FAKE_BLAS} FAKE_OPENBLAS_STATIC=1 ${SK} bench decode --iters 2 --threads 1)
@@ -346,10 +348,12 @@ if(Python3_Interpreter_FOUND)
   endfunction()
   sk_fake_blas_json(sk_bench_core_rerun_json "" --core match --set-by sk
                     --stderr "running again with OPENBLAS_CORETYPE=")
-  sk_fake_blas_json(sk_bench_core_user_older_json OPENBLAS_CORETYPE=PRESCOTT --core older --set-by user)
-  sk_fake_blas_json(sk_bench_core_user_empty_json OPENBLAS_CORETYPE= --core older --set-by user)
-  # A core the CPU cannot run is not run (none is newer than AVX-512).
-  sk_fake_blas_json(sk_bench_core_user_newer_json OPENBLAS_CORETYPE=SAPPHIRERAPIDS --core newer --set-by user
+  # The environment's core, older or newer than the CPU's, is overridden too.
+  sk_fake_blas_json(sk_bench_core_user_older_json OPENBLAS_CORETYPE=PRESCOTT --core match --set-by sk
+                    --stderr "from the environment")
+  sk_fake_blas_json(sk_bench_core_user_empty_json OPENBLAS_CORETYPE= --core match --set-by sk)
+  # (none is newer than AVX-512)
+  sk_fake_blas_json(sk_bench_core_user_newer_json OPENBLAS_CORETYPE=SAPPHIRERAPIDS --core match --set-by sk
                     --skip-isa avx512)
   # A name not in the table: timed, no ratio, not overridden.
   sk_fake_blas_json(sk_bench_core_unknown_json FAKE_OPENBLAS_CORE=Frobnicator --core unknown --set-by openblas)

@@ -6,9 +6,13 @@
  * unloaded reliably (its thread pool): a process that loaded the wrong core
  * sets the variable and executes itself again, once. The marker
  * $SK_OPENBLAS_CORETYPE_BY_SK ("TYPE:CHOSEN") says the variable is ours and
- * what OpenBLAS had chosen; a set $OPENBLAS_CORETYPE is never overridden, so
- * the second run cannot loop, and a user's choice stands (reported, and
- * without ratios when it mismatches).
+ * what OpenBLAS had chosen, so the second run cannot loop. A
+ * $OPENBLAS_CORETYPE from the environment that selects another ISA's
+ * kernels than the CPU's is overridden too, saying so (issue 44: some
+ * machines' environments set one that makes Debian's OpenBLAS run SSE
+ * "Prescott" kernels on an AVX-512 Xeon, and the floor was then
+ * meaningless); $OPENBLAS_L2_SIZE, which such environments set beside it,
+ * is dropped for the second run.
  */
 #define _GNU_SOURCE /* strcasecmp, setenv */
 #include "blas_core.h"
@@ -170,13 +174,21 @@ static void free_argv(char **argv) {
 void blas_core_fix(const blas_core_report *r, const char *prog) {
   const blas_core_decision *d = &r->decision;
   if ((d->status != BLAS_CORE_OLDER && d->status != BLAS_CORE_NEWER) || !d->coretype) return;
-  if (r->source != BLAS_CORETYPE_OPENBLAS) return; /* the user's choice, or ours already */
+  if (r->source == BLAS_CORETYPE_SK) return; /* ours already: never twice */
   if (!strstr(r->config, "DYNAMIC_ARCH")) return; /* a build for one core ignores the variable */
   char mark[80];
   snprintf(mark, sizeof mark, "%s:%s", d->coretype, r->core);
-  fprintf(stderr, "%s: OpenBLAS chose its %s kernels (%s), this CPU has %s: running again with OPENBLAS_CORETYPE=%s\n",
-          prog, r->core, blas_isa_name(d->core_isa), blas_isa_name(r->cpu.isa), d->coretype);
+  const char *l2 = getenv("OPENBLAS_L2_SIZE");
+  if (r->source == BLAS_CORETYPE_USER)
+    fprintf(stderr, "%s: OPENBLAS_CORETYPE=%s from the environment makes OpenBLAS run its %s kernels (%s), this CPU "
+            "has %s: running again with OPENBLAS_CORETYPE=%s%s\n", prog, r->coretype, r->core,
+            blas_isa_name(d->core_isa), blas_isa_name(r->cpu.isa), d->coretype, l2 ? ", without OPENBLAS_L2_SIZE" : "");
+  else
+    fprintf(stderr, "%s: OpenBLAS chose its %s kernels (%s), this CPU has %s: running again with OPENBLAS_CORETYPE=%s%s\n",
+            prog, r->core, blas_isa_name(d->core_isa), blas_isa_name(r->cpu.isa), d->coretype,
+            l2 ? ", without OPENBLAS_L2_SIZE" : "");
   char **argv = own_argv();
+  if (l2) unsetenv("OPENBLAS_L2_SIZE"); /* set for another core's blocking, if at all */
   if (argv && setenv("OPENBLAS_CORETYPE", d->coretype, 1) == 0 && setenv(MARKER, mark, 1) == 0) {
     fflush(NULL);
     execv("/proc/self/exe", argv);

@@ -109,9 +109,11 @@ bool blas_core_ratio_ok(const blas_core_report *r);
 /* The floor may run (a core the CPU can execute). */
 bool blas_core_runnable(const blas_core_report *r);
 
-/* When r's core is older than the CPU (or newer), nobody set
- * $OPENBLAS_CORETYPE, the build reads it (DYNAMIC_ARCH) and a right type
- * exists: sets it, says so on stderr as `prog` and runs this program again
+/* When r's core is older than the CPU (or newer), whether OpenBLAS chose it
+ * or $OPENBLAS_CORETYPE from the environment did (not sk: no second
+ * rerun), the build reads the variable (DYNAMIC_ARCH) and a right type
+ * exists: sets it (and drops $OPENBLAS_L2_SIZE), says so on stderr as
+ * `prog` and runs this program again
  * (/proc/self/exe with /proc/self/cmdline), which does not return. Returns
  * when none of that applies or the exec failed (said on stderr). Call it
  * before anything is timed or printed on stdout. */

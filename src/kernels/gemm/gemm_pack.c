@@ -4,6 +4,7 @@
  * with a zero step), in the pair layout on a CPU whose tiles multiply with
  * VDPBF16PS, else as rows with each pair's odd row first: either way the
  * kernels take the steps in the contract's order (bf16_contract.h). */
+#include <emmintrin.h>
 #include <string.h>
 
 #include "kernels/gemm/bf16_dot.h"
@@ -24,7 +25,16 @@ void sk__gemm_pack_bf16_block(int dot, const uint16_t *b, size_t ldb, size_t k, 
     const uint16_t *even = pc + q < k ? b + (pc + q) * ldb + j0 : NULL;
     const uint16_t *odd = pc + q + 1 < k ? b + (pc + q + 1) * ldb + j0 : NULL;
     if (dot) {
-      for (size_t c = 0; c < nr; c++) {
+      size_t c = 0;
+      if (even && odd) /* whole 8-column runs interleaved in SSE2 registers (the loop below took 10% of a
+                          Qwen3 MoE layer's compile) */
+        for (; c + 8 <= cols; c += 8) {
+          const __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(even + c));
+          const __m128i o = _mm_loadu_si128((const __m128i *)(const void *)(odd + c));
+          _mm_storeu_si128((__m128i *)(void *)(out + 2 * c), _mm_unpacklo_epi16(e, o));
+          _mm_storeu_si128((__m128i *)(void *)(out + 2 * c + 8), _mm_unpackhi_epi16(e, o));
+        }
+      for (; c < nr; c++) {
         out[2 * c] = even && c < cols ? even[c] : 0;
         out[2 * c + 1] = odd && c < cols ? odd[c] : 0;
       }
