@@ -1,11 +1,14 @@
-/* The AMX contract's GEMM micro-kernel (SK_NUMERICS_AMX; bf16_contract.h,
+/* The AMX contract's GEMM kernel (SK_NUMERICS_AMX; bf16_contract.h,
  * "AMX"): bf16 rows of A times bf16 weights with TDPBF16PS, 32 k values
- * (16 pairs) an instruction, through the driver's loops (gemm.c) as the
- * VDPBF16PS kernel's: the same pair layouts, K blocks, fp32 sums carried
- * between them and epilogue.
+ * (16 pairs) an instruction. Two entries:
+ *   - a micro-kernel for the driver's loops (gemm.c), as the VDPBF16PS
+ *     kernel's: the same pair layouts, K blocks, fp32 sums carried between
+ *     them and epilogue (weights packed per tile, narrow panels);
+ *   - whole_k, its own loop for weights packed at compile: A packed once
+ *     in tile order, each block's sums in the tiles over all of k.
  *
  * Block 32 x 32: C in tmm0-3 (2 x 2 tiles of 16 x 16 fp32), A in tmm4-5 (16
- * rows x 16 pairs each, read in place: row stride a_stride pairs), B in
+ * rows x 16 pairs each, at a row stride of a_stride pairs), B in
  * tmm6-7 (16 pair rows x 16 columns each: the first and second 64 bytes of
  * the panel's 128-byte pair rows; a narrower panel, an ISA below AVX-512's,
  * is widened a step at a time). Every tile is 16 rows x 64 bytes, the
