@@ -20,23 +20,17 @@
 #include "qgemm_amx_emulated.h"
 #include "superkernel.h"
 
-/* What the kernel loads: every tile 16 rows x 64 bytes. */
-static sk__amx_config full_tiles(void) {
+/* A palette-1 configuration with every tile rows x colsb: the kernel's
+ * (16 x 64) or another library's. */
+static sk__amx_config tiles_of(int rows, int colsb) {
   sk__amx_config c;
   memset(&c, 0, sizeof c);
   c.palette_id = 1;
-  for (int t = 0; t < 8; t++) c.rows[t] = 16, c.colsb[t] = 64;
+  for (int t = 0; t < 8; t++) c.rows[t] = (uint8_t)rows, c.colsb[t] = (uint16_t)colsb;
   return c;
 }
-
-/* Another library's configuration: tiles of other shapes. */
-static sk__amx_config foreign_tiles(void) {
-  sk__amx_config c;
-  memset(&c, 0, sizeof c);
-  c.palette_id = 1;
-  for (int t = 0; t < 8; t++) c.rows[t] = 8, c.colsb[t] = 32;
-  return c;
-}
+static sk__amx_config full_tiles(void) { return tiles_of(16, 64); }
+static sk__amx_config foreign_tiles(void) { return tiles_of(8, 32); }
 
 static int is_released(const sk__amx_config *c) {
   static const sk__amx_config zero;

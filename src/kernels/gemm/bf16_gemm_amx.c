@@ -265,5 +265,4 @@ static void whole_k(const sk__gemm_problem *p, size_t m0, size_t m1, size_t n0, 
   }
 }
 
-/* A in place: its tiles load 16 rows of 16 pairs at any stride. */
-const sk__gemm_dot_config CONFIG_NAME = {MR, NR, ukernel_amx_bf16, 16, whole_k, NAME_WS};
+const sk__gemm_dot_config CONFIG_NAME = {MR, NR, ukernel_amx_bf16, whole_k, NAME_WS};

@@ -64,4 +64,4 @@ void UKERNEL(size_t mr, size_t nr, size_t kp, const uint32_t *a, size_t a_stride
   tile_finish(mr, nr, acc, acc_out, bias, c, ldc, c_dtype);
 }
 
-const sk__gemm_dot_config sk__bf16_gemm_config_avx512bf16 = {MR, NR, UKERNEL, 0, NULL, NULL};
+const sk__gemm_dot_config sk__bf16_gemm_config_avx512bf16 = {MR, NR, UKERNEL, NULL, NULL};

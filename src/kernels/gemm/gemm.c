@@ -258,14 +258,7 @@ static void tile_loops(const sk__gemm_problem *p, const tile_plan *t, size_t m0,
       const size_t w_size = t->dot ? 2 : !in_place ? sizeof(float) : b_size_packed; /* of the panels read */
       for (size_t ir = 0; ir < m; ir += mr_max) {
         const size_t mr = m - ir < mr_max ? m - ir : mr_max;
-        /* A in place for a dot kernel that reads it so (whole pairs in
-         * whole tiles), else its rows copied. */
-        const bool a_in_place = t->dot && t->dot->a_in_place_rows && mr % (size_t)t->dot->a_in_place_rows == 0 &&
-                                k % 2 == 0 && lda % 2 == 0;
-        const void *a_at = a_in_place ? (const void *)(a_tile + (ir * lda + pc) * a_size) : (const void *)a_rows;
-        const size_t a_stride = a_in_place ? lda / 2
-                                           : pack_a_rows(t, mr, real, kc, a_tile + (ir * lda + pc) * a_size, lda,
-                                                         p->a_dtype, a_rows);
+        const size_t a_stride = pack_a_rows(t, mr, real, kc, a_tile + (ir * lda + pc) * a_size, lda, p->a_dtype, a_rows);
         float *acc_row = acc ? acc + (ir / mr_max) * panels * mr_max * acc_nr : NULL;
         for (size_t jr = 0, j = 0; jr < nc; jr += nr_max, j++) {
           const size_t nr = nc - jr < nr_max ? nc - jr : nr_max;
@@ -278,7 +271,7 @@ static void tile_loops(const sk__gemm_problem *p, const tile_plan *t, size_t m0,
           const float *acc_in = first ? NULL : carry, *bias_at = bias ? bias + jr : NULL;
           float *acc_out = last ? NULL : carry;
           if (t->dot)
-            t->dot->ukernel(mr, nr, kc / 2, (const uint32_t *)a_at, a_stride, w, nr_max, acc_in,
+            t->dot->ukernel(mr, nr, kc / 2, (const uint32_t *)(const void *)a_rows, a_stride, w, nr_max, acc_in,
                             acc_out, bias_at, c_at, ldc, p->c_dtype);
           else if (direct16)
             cfg->ukernel16(mr, nr, kc, a_rows, a_stride, w, p->b_dtype, acc_in, acc_out, bias_at, c_at, ldc,

@@ -93,9 +93,6 @@ typedef void (*sk__gemm_dot_ukernel_fn)(size_t mr, size_t nr, size_t kp, const u
 typedef struct sk__gemm_dot_config {
   int mr, nr; /* nr equals the AVX-512 FMA config's: the two share packed layouts' panel widths */
   sk__gemm_dot_ukernel_fn ukernel;
-  /* > 0: A is read where it lies (bf16 rows of even k and lda, blocks of
-   * a multiple of this many rows) instead of copied; 0: always copied. */
-  int a_in_place_rows;
   /* NULL, or the kernel's own loop over a tile of C[m0:m1, n0:n1] for
    * weights packed whole (p->b_packed, panels of nr lanes, n0 on a
    * panel): each block's sums over all of k at once, no carries between
