@@ -142,7 +142,7 @@ sk_status sk__label_eager_barrier(sk__exec_node *n) {
   return SK_STATUS_OK;
 }
 
-/* Alias classes and storage (program.h). */
+/* Alias classes and storage (program.h); the arena's offsets come later (arena_plan.c). */
 static sk_status plan_storage(const sk_graph *g, sk_program *p) {
   p->root = malloc((g->n_values ? g->n_values : 1) * sizeof(sk_value));
   p->view_offset = calloc(g->n_values ? g->n_values : 1, sizeof(int64_t));
@@ -183,14 +183,11 @@ static sk_status plan_storage(const sk_graph *g, sk_program *p) {
     p->storage[r] = (sk__storage){SK_STORE_OUTPUT, j};
     placed[r] = true;
   }
-  size_t arena = 0;
+  /* The rest lives in the arena; its index is the class's size until
+   * sk__plan_arena, once the steps are known, gives it an offset. */
   for (size_t v = 0; v < g->n_values; v++)
-    if (p->root[v] == v && !placed[v]) {
-      p->storage[v] = (sk__storage){SK_STORE_ARENA, arena};
-      arena += sk__align_up(sk__tensor_bytes(&g->values[v].desc));
-    }
+    if (p->root[v] == v && !placed[v]) p->storage[v] = (sk__storage){SK_STORE_ARENA, sk__align_up(sk__tensor_bytes(&g->values[v].desc))};
   free(placed);
-  p->arena_bytes = arena;
   return SK_STATUS_OK;
 }
 
@@ -261,6 +258,7 @@ sk_status sk__compile_graph(const sk_graph *g, const sk_compile_config *cfg, int
   for (size_t i = 0; st == SK_STATUS_OK && i < p->n_nodes; i++) st = sk__label_eager_barrier(&p->nodes[i]);
   if (st == SK_STATUS_OK) st = plan_storage(g, p);
   if (st == SK_STATUS_OK) st = sk__program_build_steps(p, g, HAS(default_options) ? cfg->default_options : NULL);
+  if (st == SK_STATUS_OK) st = sk__plan_arena(p);
   if (st != SK_STATUS_OK) {
     sk__program_release(p);
     return st;

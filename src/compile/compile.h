@@ -11,6 +11,9 @@
  * packed_from's nodes when given (the same graph at another count). */
 sk_status sk__compile_graph(const sk_graph *g, const sk_compile_config *cfg, int64_t planned_tokens,
                             const sk_program *packed_from, sk_program **out);
+/* The arena's offsets, once p's steps are built: classes whose steps do
+ * not overlap share bytes (arena_plan.c). */
+sk_status sk__plan_arena(sk_program *p);
 /* sk_compile of a graph with a maximum token count (tokens.c). */
 sk_status sk__compile_tokens(const sk_graph *g, const sk_compile_config *cfg, sk_program **out);
 /* g compiled at `tokens` tokens (planned: its bucket's count, for clipped

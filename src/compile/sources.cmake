@@ -1,5 +1,6 @@
-# sk_compile: nodes, storage, steps (fuse, launch order), the planner, token buckets.
+# sk_compile: nodes, storage (the arena's layout), steps (fuse, launch order), the planner, token buckets.
 list(APPEND SK_SOURCES
+  compile/arena_plan.c
   compile/compile.c
   compile/fuse.c
   compile/launch_order.c
