@@ -28,6 +28,14 @@
 #include "graph_builders.h"
 #include "harness.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
 #if defined(__SANITIZE_THREAD__)
 #define UNDER_TSAN 1
 #elif defined(__has_feature)
@@ -342,6 +350,14 @@ static void jit_in_child(void *arg) {
 }
 
 static void test_fork_during_jit_compile(void) {
+#ifdef UNDER_ASAN
+  /* The child allocates while the compiling thread may have held one of
+   * ASan's own allocator locks at the fork: gcc 12's AddressSanitizer
+   * takes none of them around fork() (LLVM's does since 2023), and about
+   * one child in 40 hung in asan_malloc. The plain build runs this case. */
+  harness_skip_part("under AddressSanitizer: its allocator's locks are not fork-safe (gcc 12's libsanitizer)");
+  return;
+#endif
   compiling c = {0};
   pthread_t t;
   CHECK(pthread_create(&t, NULL, compile_thread, &c) == 0);
