@@ -9,6 +9,7 @@
 #include "graph_builders.h"
 
 #define M 45
+#define M_PREFILL 600 /* past the 256 rows of a tile: expert tiles of a prefill */
 #define K 40
 #define N 72
 #define E 5
@@ -37,7 +38,7 @@ static const int64_t LISTS[][E] = {
 };
 #define N_LISTS (sizeof LISTS / sizeof LISTS[0])
 
-static unsigned char x_data[M * K * 4], w_data[E * K * N * 4];
+static unsigned char x_data[M_PREFILL * K * 4], w_data[E * K * N * 4];
 
 static void as_list(const int64_t *counts, int list_type, int64_t *out) {
   int64_t end = 0;
@@ -46,10 +47,10 @@ static void as_list(const int64_t *counts, int list_type, int64_t *out) {
 
 /* y = grouped_matmul(x, weight [E,K,N]) with the list as an input
  * (list == NULL) or as the attribute. */
-static sk_graph *build(const variant *v, const int64_t *attr_list) {
+static sk_graph *build_rows(const variant *v, const int64_t *attr_list, int64_t m) {
   sk_graph *g;
   CHECK_OK(sk_graph_create(&g));
-  sk_value x = input(g, "x", v->x_dtype, 2, (int64_t[]){M, K}), w, gl = SK_VALUE_NONE, y;
+  sk_value x = input(g, "x", v->x_dtype, 2, (int64_t[]){m, K}), w, gl = SK_VALUE_NONE, y;
   if (v->constant_weights)
     CHECK_OK(sk_graph_add_constant(g, "w", v->x_dtype, 3, (int64_t[]){E, K, N}, w_data, SK_CONSTANT_BORROW, &w));
   else
@@ -68,15 +69,22 @@ static sk_graph *build(const variant *v, const int64_t *attr_list) {
   return g;
 }
 
-/* Runs with x, the weights unless constant, and the list unless NULL. */
-static sk_status run(sk_program *p, sk_team *team, const variant *v, const int64_t *list, void *y, void *z) {
-  size_t ob = (size_t)M * N * sk_dtype_size(v->out_dtype), n = 0;
+static sk_graph *build(const variant *v, const int64_t *attr_list) { return build_rows(v, attr_list, M); }
+
+/* Runs with x (m rows), the weights unless constant, and the list unless NULL. */
+static sk_status run_rows(sk_program *p, sk_team *team, const variant *v, const int64_t *list, void *y, void *z,
+                          int64_t m) {
+  size_t ob = (size_t)m * N * sk_dtype_size(v->out_dtype), n = 0;
   sk_buffer in[3];
-  in[n++] = (sk_buffer){"x", x_data, (size_t)M * K * sk_dtype_size(v->x_dtype)};
+  in[n++] = (sk_buffer){"x", x_data, (size_t)m * K * sk_dtype_size(v->x_dtype)};
   if (list) in[n++] = (sk_buffer){"group_list", (void *)list, E * sizeof(int64_t)};
   if (!v->constant_weights) in[n++] = (sk_buffer){"w", w_data, (size_t)E * K * N * sk_dtype_size(v->x_dtype)};
   sk_buffer out[] = {{"y", y, ob}, {"z", z, ob}};
   return sk_program_run(p, team, in, n, out, 2);
+}
+
+static sk_status run(sk_program *p, sk_team *team, const variant *v, const int64_t *list, void *y, void *z) {
+  return run_rows(p, team, v, list, y, z, M);
 }
 
 static void test_every_list_matches_the_attribute(void) {
@@ -126,6 +134,55 @@ static void test_every_list_matches_the_attribute(void) {
   }
   sk_team_destroy(teams[2]);
   sk_team_destroy(teams[3]);
+}
+
+/* A prefill's rows (more than a tile's 256): each expert one block of all
+ * its rows, an expert past 256 rows computed a tile of rows at a time. */
+static void test_prefill_lists_match_the_attribute(void) {
+  static const int64_t lists[][E] = {
+      {120, 120, 120, 120, 120}, /* every row */
+      {600, 0, 0, 0, 0},         /* all rows in one: three row tiles */
+      {0, 300, 0, 257, 1},       /* past a tile by one; a zero tail */
+      {3, 0, 7, 1, 0},           /* a zero tail of 589 rows */
+  };
+  sk_team_config tc = {.struct_size = sizeof tc, .num_cores = 2, .pin_threads = -1};
+  sk_team *team;
+  CHECK_OK(sk_team_create(&tc, &team));
+  static unsigned char want_y[M_PREFILL * N * 4], want_z[M_PREFILL * N * 4], y[M_PREFILL * N * 4],
+      z[M_PREFILL * N * 4];
+  for (size_t vi = 0; vi < sizeof VARIANTS / sizeof VARIANTS[0]; vi++) {
+    const variant *v = &VARIANTS[vi];
+    uint64_t seed = 71 + vi;
+    double lo = v->x_dtype == SK_INT8 ? -128 : -1, hi = v->x_dtype == SK_INT8 ? 128 : 1;
+    rr_fill(x_data, v->x_dtype, M_PREFILL * K, lo, hi, &seed);
+    rr_fill(w_data, v->x_dtype, E * K * N, lo, hi, &seed);
+    sk_graph *g = build_rows(v, NULL, M_PREFILL);
+    for (int jit = 0; jit < 2; jit++) {
+      sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team,
+                               .executor = jit ? SK_EXECUTOR_JIT : SK_EXECUTOR_EAGER};
+      sk_program *p;
+      CHECK_OK(sk_compile(g, &cfg, &p));
+      for (size_t li = 0; li < sizeof lists / sizeof lists[0]; li++) {
+        int64_t list[E];
+        as_list(lists[li], v->list_type, list);
+        sk_graph *ga = build_rows(v, list, M_PREFILL);
+        sk_program *pa;
+        sk_compile_config ec = {.struct_size = sizeof ec, .executor = SK_EXECUTOR_REFERENCE};
+        CHECK_OK(sk_compile(ga, &ec, &pa));
+        CHECK_OK(run_rows(pa, NULL, v, NULL, want_y, want_z, M_PREFILL));
+        memset(y, 0x55, sizeof y);
+        CHECK_OK(run_rows(p, team, v, list, y, z, M_PREFILL));
+        size_t ob = (size_t)M_PREFILL * N * sk_dtype_size(v->out_dtype);
+        CHECK_MSG(memcmp(y, want_y, ob) == 0 && memcmp(z, want_z, ob) == 0,
+                  "%s: prefill list %zu: %s on 2 cores differs from the reference's", v->what, li, jit ? "jit" : "eager");
+        sk_program_destroy(pa);
+        sk_graph_destroy(ga);
+      }
+      sk_program_destroy(p);
+    }
+    sk_graph_destroy(g);
+  }
+  sk_team_destroy(team);
 }
 
 /* Invalid lists fail the run naming the op, the input and the entry; the
@@ -197,4 +254,4 @@ static void test_build_errors(void) {
   sk_graph_destroy(g);
 }
 
-TEST_MAIN(TEST_CASE(test_every_list_matches_the_attribute), TEST_CASE(test_invalid_lists), TEST_CASE(test_build_errors))
+TEST_MAIN(TEST_CASE(test_every_list_matches_the_attribute), TEST_CASE(test_prefill_lists_match_the_attribute), TEST_CASE(test_invalid_lists), TEST_CASE(test_build_errors))

@@ -111,6 +111,10 @@ enum {
   GMM_EXPERT_TILE = -3
 };
 
+/* The most rows a tile packs and multiplies at once (its workspace's); an
+ * expert tile computes its expert's rows this many at a time. */
+#define GMM_TILE_ROWS 256
+
 /* Tiles of a node with groups known at compile that give each of the
  * n_cores cores the same work when block b runs on core b % n_cores
  * (grouped_matmul_balance.c). Tiles are whole micro-tiles (mr rows, nr

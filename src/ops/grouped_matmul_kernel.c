@@ -111,7 +111,10 @@ static void run_expert_tile(const sk__node_io *io, const gmm_tile *tile, void *w
   for (int64_t e = 0, hit = 0; e < p->n_groups; e++) {
     if (begin[e] >= end[e] || hit++ < tile->m0) continue;
     gmm_group q = sk__gmm_group_rows(io, e, begin[e], end[e] - begin[e]);
-    compute(io, &q, 0, q.m, tile->n0, tile->n1, workspace);
+    /* The tiling's row tiles at most (its workspace's), the strip of the
+     * weights then in the cache. */
+    for (int64_t m0 = 0; m0 < q.m; m0 += GMM_TILE_ROWS)
+      compute(io, &q, m0, q.m - m0 < GMM_TILE_ROWS ? q.m : m0 + GMM_TILE_ROWS, tile->n0, tile->n1, workspace);
     break;
   }
   int64_t m1 = tile->m1 < live ? tile->m1 : live;

@@ -13,7 +13,8 @@
  * from its root (nonzero only below a slice). A class rooted at a graph
  * input lives in the caller's input buffer; a class holding a graph output
  * that covers the whole root (offset 0, same size) lives in that output's
- * buffer; any other class gets a slice of the arena. Outputs that cannot be
+ * buffer; any other class gets a slice of the arena, which it shares with
+ * classes whose steps do not overlap its own (compile/arena_plan.c). Outputs that cannot be
  * placed directly (a view of an input, a part of a larger value, or a value
  * marked twice) are copied after the run. */
 #ifndef SK_PROGRAM_PROGRAM_H
