@@ -65,7 +65,7 @@ typedef struct sk_model_config {
   sk_model_weight_fn weight;
   void *weight_user;
   /* The most tokens one program run takes; a forward of more runs in
-   * chunks of it (the same bits). 0: 256. */
+   * chunks of it (the same bits). 0: 512. */
   int64_t max_tokens;
   /* KV cache rows of each sequence: its longest length. 0: the config's
    * max_position_embeddings, at most 4096. */

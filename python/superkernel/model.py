@@ -42,7 +42,8 @@ class Model(Owned):
     config        a transformers config (its to_json_string()), a dict, or config.json's text
     tensors       the weights by state_dict name (model.state_dict()): CPU
                   tensors, borrowed (kept alive by the Model; change none of them)
-    max_tokens    the most tokens one program run takes (longer forwards run in chunks)
+    max_tokens    the most tokens one program run takes (longer forwards run in chunks);
+                  0: the library's default, 512 (llama.cpp's default batch)
     max_context   each sequence's KV cache rows (0: max_position_embeddings, at most 4096)
     num_threads   the team's cores (the package's shared team of that size)
     executor, options  as for Graph.compile
@@ -55,7 +56,7 @@ class Model(Owned):
 
     _noun = "model"
 
-    def __init__(self, config, tensors, max_tokens=256, max_context=0, num_threads=1, executor="default",
+    def __init__(self, config, tensors, max_tokens=0, max_context=0, num_threads=1, executor="default",
                  options="", profile=False, quantize=None, numerics=None):
         import torch
 

@@ -53,7 +53,7 @@ _next_id = [0]
 _lock = _fork.lock(sys.modules[__name__], "_lock")
 
 
-def _take_over(model, quantize, options, max_context, num_threads, torch_threads, report, numerics=None):
+def _take_over(model, quantize, options, max_context, num_threads, torch_threads, report, numerics=None, max_tokens=0):
     """None when the whole model now runs in the library, else why not."""
     from . import model as _model, whole_model as _whole
 
@@ -67,7 +67,8 @@ def _take_over(model, quantize, options, max_context, num_threads, torch_threads
         report.left.append(("(whole model)", "already optimized"))
         return None
     try:
-        whole = _whole.take_over(model, max_context, num_threads or _omp.team_threads(), options, quantize, numerics)
+        whole = _whole.take_over(model, max_context, num_threads or _omp.team_threads(), options, quantize, numerics,
+                                 max_tokens)
     except Exception as exc:  # whatever the library refuses: the model stays as it was
         return f"the library refused it: {exc}"
     report.replaced.append(("(whole model)", whole.about))
@@ -313,11 +314,13 @@ def _blocks(model):
 
 
 def optimize(model, quantize=None, options="", whole_model=True, max_context=0, num_threads=None, torch_threads=1,
-             numerics=None):
+             numerics=None, max_tokens=0):
     """Takes a transformers causal LM of a family the library builds over
     whole (whole_model.py: its forward runs in the library, generate()
     unchanged; max_context: each sequence's KV cache rows, 0: the config's
-    max_position_embeddings up to 4096; num_threads: the team, None:
+    max_position_embeddings up to 4096; max_tokens: the most tokens one
+    program run takes, longer prompts run in chunks of it (the same bits),
+    0: the library's 512; num_threads: the team, None:
     torch.get_num_threads(); quantize="w8a8": every linear layer int8, the
     LM head included; torch_threads: torch's intra-op threads once the
     model runs in the library, 1 by default so that torch's OpenMP workers
@@ -343,7 +346,7 @@ def optimize(model, quantize=None, options="", whole_model=True, max_context=0, 
         validate_options(options)
     report = Report()
     if whole_model:
-        why = _take_over(model, quantize, options, max_context, num_threads, torch_threads, report, numerics)
+        why = _take_over(model, quantize, options, max_context, num_threads, torch_threads, report, numerics, max_tokens)
         if why is None:
             return report
         report.left.append(("(whole model)", why))

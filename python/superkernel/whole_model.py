@@ -10,7 +10,11 @@ The model's forward is replaced (on the instance) by one that
     round: each cache object is tied to B library sequences (the KV caches
     live there; transformers' own cache object stays empty). A new cache
     object starts new sequences; the same one continues them. Without a
-    cache (model(input_ids)) the tokens run in fresh sequences.
+    cache (model(input_ids)) the tokens run in fresh sequences. The
+    sequences of a cache object that is gone (and of a cache-less run) are
+    kept for the next ones, as many as the largest batch so far (at most
+    8): a new prompt reuses their KV cache and buffers instead of faulting
+    in new ones.
   - runs each row as its own sequence, its padding skipped (so a row's
     logits are bitwise those of the row run alone: the batch cannot change
     them), and returns fp32 logits [B, T', vocab] (T' = logits_to_keep, or
@@ -44,20 +48,29 @@ class _State:
 class WholeModel:
     """The library model behind a taken-over transformers model."""
 
-    def __init__(self, hf_model, max_context, num_threads, options, quantize=None, numerics=None):
-        self.model = Model(hf_model.config, hf_model.state_dict(), max_context=max_context,
+    def __init__(self, hf_model, max_context, num_threads, options, quantize=None, numerics=None, max_tokens=0):
+        self.model = Model(hf_model.config, hf_model.state_dict(), max_tokens=max_tokens, max_context=max_context,
                            num_threads=num_threads, options=options, quantize=quantize, numerics=numerics)
         self.about = f"whole decoder in the library ({self.model.about}; max_context {self.model.max_context})"
         self._states = weakref.WeakKeyDictionary()  # cache object -> _State
         self._free = []  # sequences no live cache holds
+        self._keep = 1  # how many of them to keep: the largest batch so far, at most MAX_KEPT
+
+    MAX_KEPT = 8
 
     def _sequences(self, n):
-        """n empty sequences: the cache-less runs' (self._free) first; a
-        cache's own go when the cache does."""
+        """n empty sequences, those kept from earlier runs first."""
+        self._keep = max(self._keep, min(n, self.MAX_KEPT))
         seqs = [self._free.pop() if self._free else self.model.sequence() for _ in range(n)]
         for seq in seqs:
             seq.truncate(0)
         return seqs
+
+    def _release(self, seqs):
+        """Sequences no cache holds any more: kept for reuse up to _keep,
+        the rest freed."""
+        room = self._keep - len(self._free)
+        self._free.extend(seqs[:max(room, 0)])
 
     def forward(self, input_ids, attention_mask, cache, logits_to_keep):
         if input_ids is None or input_ids.dim() != 2:
@@ -77,6 +90,8 @@ class WholeModel:
             state = self._states.get(cache)
             if state is None:
                 state = self._states[cache] = _State(self._sequences(b))
+                # the cache's sequences come back when it goes (the finalizer holds them, not the cache)
+                weakref.finalize(cache, self._release, state.seqs)
             elif len(state.seqs) != b:
                 raise ValueError(f"superkernel.optimize: the cache holds {len(state.seqs)} sequences, the input {b} rows")
         else:
@@ -94,7 +109,7 @@ class WholeModel:
                 self._row(state.seqs[r], input_ids[r], full[r, -t:], keep, logits[r])
         finally:
             if cache is None:
-                self._free.extend(state.seqs)
+                self._release(state.seqs)
         state.total += t
         return logits
 
@@ -135,10 +150,10 @@ def _to_files(hf_model):
     return moved
 
 
-def take_over(hf_model, max_context=0, num_threads=1, options="", quantize=None, numerics=None):
+def take_over(hf_model, max_context=0, num_threads=1, options="", quantize=None, numerics=None, max_tokens=0):
     """Replaces hf_model.forward by the library's; returns the WholeModel."""
     moved = _to_files(hf_model)
-    whole = WholeModel(hf_model, max_context, num_threads, options, quantize, numerics)
+    whole = WholeModel(hf_model, max_context, num_threads, options, quantize, numerics, max_tokens)
     for p in moved:  # packed now: torch's copy goes back to the file
         _file_weights.page_out(p.data)
 

@@ -78,6 +78,30 @@ def test_one_copy_of_the_packed_weights_stays_resident():
     assert hf(ids).logits.shape == (1, 5, COMMON["vocab_size"])
 
 
+def test_a_new_prompt_reuses_the_sequences_of_a_dropped_cache():
+    hf = _model()
+    superkernel.optimize(hf, max_context=32)
+    whole = hf._superkernel_whole
+    made = []
+    sequence = whole.model.sequence
+    whole.model.sequence = lambda: made.append(1) or sequence()
+    ids, mask = _prompts()
+    first = hf.generate(ids, attention_mask=mask, max_new_tokens=4, do_sample=False)
+    assert len(made) == 2  # one sequence a row
+    for _ in range(2):  # each generate's cache is gone when the next starts: its sequences come back
+        again = hf.generate(ids, attention_mask=mask, max_new_tokens=4, do_sample=False)
+        assert torch.equal(again, first)  # a reused sequence starts empty
+        alone = hf.generate(ids[:1], max_new_tokens=4, do_sample=False)
+        assert torch.equal(alone, first[:1])
+    assert len(made) == 2
+    # the same cache continues its own sequences, a live cache's are not handed out
+    cache = transformers.DynamicCache(config=hf.config)
+    hf(ids[:1], past_key_values=cache, use_cache=True)
+    other = hf.generate(ids[1:], max_new_tokens=2, do_sample=False)
+    assert other.shape == (1, 9) and len(made) == 2
+    assert len(whole._free) <= whole._keep == 2
+
+
 def test_sampling_runs_on_library_logits():
     hf = _model()
     superkernel.optimize(hf, max_context=32)

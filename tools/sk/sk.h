@@ -281,7 +281,7 @@ typedef struct cli_model_options {
 #define CLI_MODEL_USAGE                                                                           \
   "  -t, --threads N      team size (default: every available core, or $SK_NUM_THREADS)\n"       \
   "  --max-tokens N       the most tokens one program run takes; longer forwards run in\n"       \
-  "                       chunks of it, the same bits (default 256)\n"                           \
+  "                       chunks of it, the same bits (default 512)\n"                           \
   "  --executor NAME      eager, interp, jit, auto or reference (default: $SK_EXECUTOR, else\n"  \
   "                       auto: each layer one super kernel, JIT-compiled)\n"                    \
   "  --options STRING     super-kernel options of every layer's scope (see 'sk options')\n"       \
