@@ -93,11 +93,6 @@ static bool quantized_constants(sk__model_builder *b, const char *name, int rank
   return true;
 }
 
-/* quant_matmul takes at most 65535 output columns (its int8 GEMM's
- * limit); a wider weight (an LM head over a vocabulary of 151936) runs
- * as parts of at most that many rows, their outputs concatenated. */
-#define MAX_QMM_COLUMNS 65535
-
 sk_value sk__mb_proj(sk__model_builder *b, const char *name, sk_value x, int64_t rows, int64_t cols, sk_value bias,
                      const char *fmt, ...) {
   char wname[SK__MB_NAME_MAX];
@@ -109,39 +104,22 @@ sk_value sk__mb_proj(sk__model_builder *b, const char *name, sk_value x, int64_t
   if (!b->w8a8) return sk__mb_linear(b, name, x, sk__mb_weight(b, b->d->dtype, 2, shape, "%s", wname), bias);
   sk_model_tensor t;
   if (!sk__mb_lookup(b, wname, b->d->dtype, 2, shape, &t)) return NONE;
-  const int64_t n_parts = (rows + MAX_QMM_COLUMNS - 1) / MAX_QMM_COLUMNS;
-  if ((n_parts > 1 && bias != NONE) || n_parts > 8) {
-    sk__mb_failed(b, sk__fail(SK_STATUS_UNSUPPORTED, "weight %s: w8a8 of %lld rows%s (at most %d with a bias, "
-                              "%d without)", wname, (long long)rows, bias != NONE ? " with a bias" : "",
-                              MAX_QMM_COLUMNS, 8 * MAX_QMM_COLUMNS));
-    return NONE;
-  }
   char node[80];
   snprintf(node, sizeof node, "%s_x_int8", name);
-  sk_value xq[2] = {NONE, NONE}, parts[8] = {NONE};
+  sk_value xq[2] = {NONE, NONE};
   sk_op_input qin[] = {{"x", &x, 1}};
   sk__mb_node(b, node, "dynamic_quant", qin, 1, NULL, 0, xq, 2);
   float *tmp = scratch_rows(b, cols);
-  const size_t es = sk_dtype_size(t.dtype);
-  for (int64_t p = 0; p < n_parts && tmp && sk__mb_ok(b); p++) {
-    const int64_t r0 = rows * p / n_parts, r1 = rows * (p + 1) / n_parts, n = r1 - r0;
-    char qname[SK__MB_NAME_MAX + 16];
-    snprintf(qname, sizeof qname, n_parts > 1 ? "%s.rows%lld" : "%s", wname, (long long)r0);
-    int8_t *q;
-    float *scale;
-    sk_value qv = NONE, sv = NONE;
-    if (!quantized_constants(b, qname, 2, (int64_t[]){cols, n}, n, &q, &scale, &qv, &sv)) return NONE;
-    quantize_channels((const char *)t.data + (size_t)(r0 * cols) * es, t.dtype, n, cols, q, n, scale, tmp);
-    sk_op_input in[] = {{"x1", &xq[0], 1}, {"x2", &qv, 1}, {"scale", &sv, 1}, {"pertoken_scale", &xq[1], 1},
-                        {"bias", &bias, 1}};
-    sk_attr at[] = {SK_ATTR_INT("output_dtype", b->d->dtype)};
-    snprintf(node, sizeof node, n_parts > 1 ? "%s_%lld" : "%s", name, (long long)p);
-    parts[p] = sk__mb_one(b, node, "quant_matmul", in, bias != NONE ? 5 : 4, at, 1);
-  }
-  if (n_parts == 1 || !sk__mb_ok(b)) return parts[0];
-  sk_op_input cin[] = {{"x", parts, (size_t)n_parts}};
-  sk_attr last[] = {SK_ATTR_INT("dim", -1)};
-  return sk__mb_one(b, name, "concat", cin, 1, last, 1);
+  int8_t *q;
+  float *scale;
+  sk_value qv = NONE, sv = NONE;
+  if (!tmp || !sk__mb_ok(b) || !quantized_constants(b, wname, 2, (int64_t[]){cols, rows}, rows, &q, &scale, &qv, &sv))
+    return NONE;
+  quantize_channels(t.data, t.dtype, rows, cols, q, rows, scale, tmp);
+  sk_op_input in[] = {{"x1", &xq[0], 1}, {"x2", &qv, 1}, {"scale", &sv, 1}, {"pertoken_scale", &xq[1], 1},
+                      {"bias", &bias, 1}};
+  sk_attr at[] = {SK_ATTR_INT("output_dtype", b->d->dtype)};
+  return sk__mb_one(b, name, "quant_matmul", in, bias != NONE ? 5 : 4, at, 1);
 }
 
 /* The routed experts' weights as grouped_matmul's int8 operands: up [E, H,
