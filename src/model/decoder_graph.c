@@ -29,6 +29,7 @@ static sk_value input(sk__model_builder *b, const char *name, sk_dtype dtype, in
 
 static void begin(sk__model_builder *b) {
   b->st = sk_graph_create(&b->g);
+  b->quantized_of = NONE; /* a value of the graph before */
   if (sk__mb_ok(b)) b->st = sk_graph_set_max_tokens(b->g, b->max_tokens);
 }
 

@@ -44,6 +44,9 @@ typedef struct sk__model_builder {
   sk__weight_store *store;  /* the model's: where quantized weights go */
   float *scratch;           /* w8a8: rows widened for quantizing (scratch_k deep) */
   int64_t scratch_k;
+  /* w8a8: the last input dynamic_quant quantized and its outputs (rows,
+   * row scales): q, k and v (gate and up) share their input's. */
+  sk_value quantized_of, quantized[2];
 } sk__model_builder;
 
 /* Builds the body or the head into b->g (a new graph); b->st says how it went. */

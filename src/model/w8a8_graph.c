@@ -104,11 +104,14 @@ sk_value sk__mb_proj(sk__model_builder *b, const char *name, sk_value x, int64_t
   if (!b->w8a8) return sk__mb_linear(b, name, x, sk__mb_weight(b, b->d->dtype, 2, shape, "%s", wname), bias);
   sk_model_tensor t;
   if (!sk__mb_lookup(b, wname, b->d->dtype, 2, shape, &t)) return NONE;
-  char node[80];
-  snprintf(node, sizeof node, "%s_x_int8", name);
-  sk_value xq[2] = {NONE, NONE};
-  sk_op_input qin[] = {{"x", &x, 1}};
-  sk__mb_node(b, node, "dynamic_quant", qin, 1, NULL, 0, xq, 2);
+  sk_value xq[2] = {b->quantized[0], b->quantized[1]};
+  if (x != b->quantized_of) { /* projections of one input (q, k, v) quantize it once */
+    char node[80];
+    snprintf(node, sizeof node, "%s_x_int8", name);
+    sk_op_input qin[] = {{"x", &x, 1}};
+    sk__mb_node(b, node, "dynamic_quant", qin, 1, NULL, 0, xq, 2);
+    b->quantized_of = x, b->quantized[0] = xq[0], b->quantized[1] = xq[1];
+  }
   float *tmp = scratch_rows(b, cols);
   int8_t *q;
   float *scale;
