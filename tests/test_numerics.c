@@ -121,6 +121,100 @@ static void test_executors_agree_under_amx(void) {
   free(x), free(w), free(want), free(got);
 }
 
+/* attention over bf16 caches: q [T, 4, 80] (80: two blocks of 32 and a
+ * half one), 2 kv heads, positions 30..49 of a 64-row cache, values of a
+ * wide range so that the contracts' sums part. Under the AMX contract
+ * every executor gives the reference's bits, and somewhere not the
+ * default contract's. */
+enum { AT = 20, AH = 4, AKV = 2, AD = 80, AS = 64 };
+
+static sk_program *attention_program(sk_executor executor, sk_numerics numerics) {
+  sk_graph *g = NULL;
+  CHECK_OK(sk_graph_create(&g));
+  sk_value q, k, v, pos, o;
+  CHECK_OK(sk_graph_add_input(g, "q", SK_BF16, 3, (int64_t[]){AT, AH, AD}, &q));
+  CHECK_OK(sk_graph_add_input(g, "k", SK_BF16, 3, (int64_t[]){AS, AKV, AD}, &k));
+  CHECK_OK(sk_graph_add_input(g, "v", SK_BF16, 3, (int64_t[]){AS, AKV, AD}, &v));
+  CHECK_OK(sk_graph_add_input(g, "pos", SK_INT32, 1, (int64_t[]){AT}, &pos));
+  CHECK_OK(sk_graph_begin_scope(g, "sk1", NULL));
+  sk_op_input in[] = {{"q", &q, 1}, {"k_cache", &k, 1}, {"v_cache", &v, 1}, {"positions", &pos, 1}};
+  sk_op_desc d = {.op = "attention", .inputs = in, .n_inputs = 4};
+  CHECK_OK(sk_graph_add_op(g, &d, &o, 1, NULL));
+  CHECK_OK(sk_graph_end_scope(g));
+  CHECK_OK(sk_graph_mark_output(g, o, "o"));
+  sk_compile_config cc = {.team = team, .executor = executor, .numerics = numerics};
+  sk_program *p = NULL;
+  CHECK_OK(sk_compile(g, &cc, &p));
+  sk_graph_destroy(g);
+  return p;
+}
+
+/* The values' sum as each contract defines it: one token at position 31,
+ * q = 0 (every weight 1, l = 32), v[0] = 2^24, v[1] = 1, v[16] = -2^24.
+ * Default (one chain in key order): 2^24 + 1 rounds to 2^24, then 0: o = 0.
+ * AMX (one block of 32 keys: even keys 2^24 - 2^24 = 0, odd keys 1): o =
+ * 1 / 32 (in blocks of 16 keys it would be 0). */
+static void test_attention_values_as_defined(void) {
+  static uint16_t q[AT * AH * AD], k[AS * AKV * AD], v[AS * AKV * AD], o[AT * AH * AD];
+  int32_t pos[AT];
+  for (size_t i = 0; i < sizeof k / 2; i++) k[i] = bf(0.5f), v[i] = 0;
+  for (size_t i = 0; i < AKV * AD; i++) v[i] = bf(0x1p24f), v[AKV * AD + i] = bf(1.0f), v[16 * AKV * AD + i] = bf(-0x1p24f);
+  for (int t = 0; t < AT; t++) pos[t] = 31;
+  sk_buffer ins[] = {{"q", q, sizeof q}, {"k", k, sizeof k}, {"v", v, sizeof v}, {"pos", pos, sizeof pos}};
+  sk_buffer out[] = {{"o", o, sizeof o}};
+  const sk_executor executors[] = {SK_EXECUTOR_REFERENCE, SK_EXECUTOR_EAGER, SK_EXECUTOR_JIT};
+  for (int amx = 0; amx < 2; amx++)
+    for (size_t e = 0; e < sizeof executors / sizeof executors[0]; e++) {
+      sk_program *p = attention_program(executors[e], amx ? SK_NUMERICS_AMX : SK_NUMERICS_DEFAULT);
+      if (!p) continue;
+      CHECK_OK(sk_program_run(p, team, ins, 4, out, 1));
+      const float want = amx ? 1.0f / 32 : 0.0f;
+      int wrong = 0;
+      for (size_t i = 0; i < sizeof o / 2; i++) wrong += sk_bf16_to_fp32(o[i]) != want;
+      CHECK_MSG(wrong == 0, "%s contract, executor %s: %d outputs not %g (o[0] = %g)", amx ? "amx" : "default",
+                sk_executor_name(executors[e]), wrong, (double)want, (double)sk_bf16_to_fp32(o[0]));
+      sk_program_destroy(p);
+    }
+}
+
+static void test_attention_under_amx(void) {
+  static uint16_t q[AT * AH * AD], k[AS * AKV * AD], v[AS * AKV * AD], want[AT * AH * AD], got[AT * AH * AD];
+  int32_t pos[AT];
+  uint32_t seed = 11;
+  for (size_t i = 0; i < sizeof q / 2; i++)
+    q[i] = bf(((float)((seed = seed * 1664525u + 1013904223u) >> 9) * 0x1p-23f - 0.5f) * (i % 3 ? 1.0f : 64.0f));
+  for (size_t i = 0; i < sizeof k / 2; i++) {
+    k[i] = bf((float)((seed = seed * 1664525u + 1013904223u) >> 9) * 0x1p-23f - 0.5f);
+    v[i] = bf(((float)((seed = seed * 1664525u + 1013904223u) >> 9) * 0x1p-23f - 0.5f) * (i % 5 ? 1.0f : 256.0f));
+  }
+  for (int t = 0; t < AT; t++) pos[t] = 30 + t;
+  sk_buffer ins[] = {{"q", q, sizeof q}, {"k", k, sizeof k}, {"v", v, sizeof v}, {"pos", pos, sizeof pos}};
+  sk_buffer out[] = {{"o", want, sizeof want}};
+  sk_program *ref = attention_program(SK_EXECUTOR_REFERENCE, SK_NUMERICS_AMX);
+  if (ref) CHECK_OK(sk_program_run(ref, team, ins, 4, out, 1));
+  sk_program_destroy(ref);
+  const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
+  out[0].data = got;
+  for (size_t e = 0; e < sizeof executors / sizeof executors[0]; e++) {
+    sk_program *p = attention_program(executors[e], SK_NUMERICS_AMX);
+    if (!p) continue;
+    memset(got, 0xA5, sizeof got);
+    CHECK_OK(sk_program_run(p, team, ins, 4, out, 1));
+    CHECK_MSG(memcmp(want, got, sizeof got) == 0, "attention, executor %s: not the reference's bits",
+              sk_executor_name(executors[e]));
+    sk_program_destroy(p);
+  }
+  sk_program *def = attention_program(SK_EXECUTOR_EAGER, SK_NUMERICS_DEFAULT);
+  if (def) {
+    CHECK_OK(sk_program_run(def, team, ins, 4, out, 1));
+    int differ = 0;
+    for (size_t i = 0; i < sizeof got / 2; i++) differ += want[i] != got[i];
+    CHECK_MSG(differ > 0, "no attention output differs between the contracts: the AMX one is not in effect");
+    printf("%d of %d bf16 attention outputs differ between the default and AMX contracts\n", differ, AT * AH * AD);
+  }
+  sk_program_destroy(def);
+}
+
 static void test_env_and_bad_values(void) {
   const uint16_t w[4] = {bf(1.0f), bf(1.0f), bf(1.0f), bf(1.0f)};
   CHECK(strcmp(sk_numerics_name(SK_NUMERICS_AMX), "amx") == 0);
@@ -169,6 +263,8 @@ int main(void) {
   const harness_case cases[] = {
       TEST_CASE(test_contracts_differ_as_defined),
       TEST_CASE(test_executors_agree_under_amx),
+      TEST_CASE(test_attention_under_amx),
+      TEST_CASE(test_attention_values_as_defined),
       TEST_CASE(test_env_and_bad_values),
   };
   int rc = harness_run(cases, sizeof cases / sizeof cases[0]);

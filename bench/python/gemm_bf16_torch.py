@@ -9,6 +9,7 @@ sums of AMX-BF16's TDPBF16PS, at its rate where the CPU has it).
 
     PYTHONPATH=python SUPERKERNEL_LIBRARY=build/lib/libsuperkernel.so \\
         .venv/bin/python bench/python/gemm_bf16_torch.py --threads 2 [--numerics default,amx] [--shapes 512x2048x768]
+        [--op linear]
 """
 
 import argparse
@@ -25,10 +26,13 @@ SHAPES = [(512, 2048, 768), (64, 2048, 2048), (256, 2048, 2048), (1024, 2048, 20
 PAUSE_S = 0.05
 
 
-def build(m, w, team, numerics):
+def build(m, w, team, numerics, op="grouped_matmul"):
     g = Graph()
     x = g.add_input("x", "bf16", [m, w.shape[0]])
-    (y,) = g.add_op("grouped_matmul", {"x": x, "weight": g.add_constant("w", w, borrow=True)})
+    if op == "linear":  # a model's projection: the weight [n, k], torch's layout
+        (y,) = g.add_op("linear", {"x": x, "weight": g.add_constant("w", w.t().contiguous())})
+    else:
+        (y,) = g.add_op("grouped_matmul", {"x": x, "weight": g.add_constant("w", w, borrow=True)})
     g.mark_output(y, "y")
     return g.compile(team, numerics=numerics)
 
@@ -39,6 +43,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--numerics", default="default,amx", help="comma-separated contracts (default, amx)")
     ap.add_argument("--shapes", default=None, help="comma-separated MxKxN (default: the list in the file)")
+    ap.add_argument("--op", default="grouped_matmul", choices=["grouped_matmul", "linear"],
+                    help="the library's op: grouped_matmul (a [k, n] weight) or linear (a model's [n, k] projection)")
     ap.add_argument("--batch", type=int, default=5,
                     help="calls timed back to back per round after one untimed (warm: the AMX unit and oneDNN's "
                          "primitive cache; a first call after the pause pays their waking)")
@@ -57,7 +63,7 @@ def main():
         torch.manual_seed(0)
         x = torch.randn(m, k).to(torch.bfloat16)
         w = torch.randn(k, n).to(torch.bfloat16)
-        progs = {c: build(m, w, team, c) for c in contracts}
+        progs = {c: build(m, w, team, c, args.op) for c in contracts}
         y_sk = torch.empty(m, n, dtype=torch.bfloat16)
         times = {"torch": [], **{c: [] for c in contracts}}
         for r in range(args.rounds + 1):  # round 0 warms up

@@ -25,17 +25,25 @@
  * token's output is bitwise the same prefilled in one pass, in chunks, or
  * decoded token by token, in any batch, on any executor, team and ISA.
  *
+ * Under the AMX contract (numerics amx, bf16; docs/ops.md, "Numerics") the
+ * dot and the output's sum are TDPBF16PS's: d in blocks of 32 for the
+ * dot, the keys from lo in blocks of 32 with p_j rounded to bf16 for the
+ * sum (kernels/attention/attention_amx.h); the rest is as above.
+ *
  * The reference computes it element by element (the oracle); the kernel
  * runs the same operations with the per-ISA loops of kernels/attention
  * (dots, accumulate, the softmax's), the SIMD converters and exp, in work
  * items and steps it shares with mla_attention (attention_common.h). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "kernels/activation/activation.h"
 #include "kernels/attention/attention.h"
+#include "kernels/attention/attention_amx.h"
 #include "kernels/convert/convert.h"
+#include "kernels/gemm/bf16_contract.h"
 #include "ops/attention_common.h"
 #include "ops/index_input.h"
 #include "ops/op_util.h"
@@ -143,6 +151,11 @@ static int64_t first_key(const attn_params *p, int64_t pos) {
   return p->window > 0 && pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
 }
 
+/* The AMX contract's products (docs/ops.md, "Numerics"): bf16 q, k, v. */
+static bool amx_products(const sk__node_io *io) {
+  return io->numerics == SK_NUMERICS_AMX && io->in[SLOT_Q].tensors[0].dtype == SK_BF16;
+}
+
 /* tanh(x) through the library's exp (bitwise on every ISA), given e = e^-2|x|. */
 static inline float tanh_from(float x, float e) {
   float y = (1.0f - e) / (1.0f + e);
@@ -160,13 +173,24 @@ static float ref_score(const sk__node_io *io, int64_t t, int64_t h, int64_t j) {
   const attn_params *p = io->params;
   const sk__tensor *q = &io->in[SLOT_Q].tensors[0], *k = &io->in[SLOT_K].tensors[0];
   const int64_t hkv = p->heads.hkv, g = h / p->heads.group;
-  float part[SK_ATTN_LANES] = {0};
-  for (int64_t i = 0; i < p->d; i++) {
-    float qi = sk__load_f32(q->data, q->dtype, (size_t)((t * p->hq + h) * p->d + i));
-    float ki = sk__load_f32(k->data, k->dtype, (size_t)((j * hkv + g) * p->d + i));
-    part[i % SK_ATTN_LANES] = fmaf(qi, ki, part[i % SK_ATTN_LANES]);
+  float s;
+  if (amx_products(io)) { /* the contract's dot: d in blocks of 32 */
+    float qv[MAX_D], kv[MAX_D], acc = 0.0f;
+    for (int64_t i = 0; i < p->d; i++) {
+      qv[i] = sk__load_f32(q->data, q->dtype, (size_t)((t * p->hq + h) * p->d + i));
+      kv[i] = sk__load_f32(k->data, k->dtype, (size_t)((j * hkv + g) * p->d + i));
+    }
+    for (int64_t d0 = 0; d0 < p->d; d0 += SK__AMX_BF16_K) acc = sk__bf16_amx_block(qv, kv, 1, (size_t)p->d, (size_t)d0, acc);
+    s = acc * p->scale;
+  } else {
+    float part[SK_ATTN_LANES] = {0};
+    for (int64_t i = 0; i < p->d; i++) {
+      float qi = sk__load_f32(q->data, q->dtype, (size_t)((t * p->hq + h) * p->d + i));
+      float ki = sk__load_f32(k->data, k->dtype, (size_t)((j * hkv + g) * p->d + i));
+      part[i % SK_ATTN_LANES] = fmaf(qi, ki, part[i % SK_ATTN_LANES]);
+    }
+    s = sk__attn_fold16(part) * p->scale;
   }
-  float s = sk__attn_fold16(part) * p->scale;
   if (p->softcap > 0) {
     float x = s / p->softcap;
     s = p->softcap * tanh_from(x, sk__expf(-2.0f * fabsf(x)));
@@ -179,8 +203,12 @@ static void reference(const sk__node_io *io) {
   const sk__tensor *v = &io->in[SLOT_V].tensors[0];
   const int64_t n_tokens = sk__live_rows(io, &io->in[SLOT_Q].tensors[0]);
   if (!positions_valid(io, n_tokens)) return;
-  float *pj = malloc((size_t)(p->s > 0 ? p->s : 1) * sizeof *pj);
-  if (!pj) return; /* the oracle of tests only: they see the output untouched */
+  const size_t rows = (size_t)(p->s > 0 ? p->s : 1);
+  float *pj = malloc(rows * sizeof *pj), *pb = malloc(rows * sizeof *pb), *vcol = malloc(rows * sizeof *vcol);
+  if (!pj || !pb || !vcol) { /* the oracle of tests only: they see the output untouched */
+    free(pj), free(pb), free(vcol);
+    return;
+  }
   for (int64_t t = 0; t < n_tokens; t++)
     for (int64_t h = 0; h < p->hq; h++) {
       const int64_t pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1, g = h / p->heads.group;
@@ -195,24 +223,43 @@ static void reference(const sk__node_io *io) {
         lanes[j % SK_ATTN_LANES] = lanes[j % SK_ATTN_LANES] + pj[j];
       }
       const float l = sk__attn_fold16(lanes);
+      const bool amx = amx_products(io);
+      for (int64_t j = 0; amx && j < n; j++) { /* the weights as the values product reads them: bf16 */
+        const uint32_t u = (uint32_t)sk__attn_bf16_weight(pj[j]) << 16;
+        memcpy(&pb[j], &u, sizeof u);
+      }
       for (int64_t i = 0; i < p->d; i++) {
         float acc = 0.0f;
-        for (int64_t j = 0; j < n; j++)
-          acc = fmaf(pj[j], sk__load_f32(v->data, v->dtype, (size_t)(((lo + j) * p->heads.hkv + g) * p->d + i)), acc);
+        for (int64_t j = 0; j < n; j++) {
+          const float vj = sk__load_f32(v->data, v->dtype, (size_t)(((lo + j) * p->heads.hkv + g) * p->d + i));
+          if (amx) vcol[j] = vj;
+          else acc = fmaf(pj[j], vj, acc);
+        }
+        /* AMX: the contract's sum over the keys from lo in blocks of 32 */
+        for (int64_t j0 = 0; amx && j0 < n; j0 += SK__AMX_BF16_K)
+          acc = sk__bf16_amx_block(pb, vcol, 1, (size_t)n, (size_t)j0, acc);
         sk__store_f32(io->out[0].data, io->out[0].dtype, (size_t)((t * p->hq + h) * p->d + i), finish(acc, l));
       }
     }
   free(pj);
+  free(pb);
+  free(vcol);
 }
 
 /* ---- tiling and the kernel ---- */
+
+/* The AMX contract's part of the workspace, after the rest: the packed q
+ * rows, 16 rows of value sums and the tiles' scratch (attention_amx.h). */
+static size_t amx_floats(int64_t d) {
+  return (size_t)((d + 31) / 32 * 256 + SK_ATTN_AMX_ROWS * d + (64 * d + 2048) / 4);
+}
 
 /* Per core, in floats: q and o for a part's heads, a block of key rows and
  * one of value rows (widened), scores for a part's heads over every key,
  * and the soft cap's scratch over every key. */
 static size_t workspace_floats(const attn_params *p) {
   const int64_t most = JOINT_ITEMS * p->heads.sub; /* heads run_items takes */
-  return (size_t)(2 * most * p->d + 2 * SK_ATTN_KEYS * p->d + (most + 1) * p->s + 2 * most);
+  return (size_t)(2 * most * p->d + 2 * SK_ATTN_KEYS * p->d + (most + 1) * p->s + 2 * most) + amx_floats(p->d);
 }
 
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
@@ -256,11 +303,72 @@ static const float *kv_rows(const sk__node_io *io, const sk__attention_kernels *
   return sk__attn_rows_f32(kern, src, c->dtype, row_elems, nk, d, buf, stride, io->isa);
 }
 
+/* The scores of nh heads (row stride ss, n keys each) scaled, capped and
+ * turned into weights p_j in place; l[h] each head's normalizer. */
+static void softmax_rows(const sk__node_io *io, const sk__attention_kernels *kern, float *scores, size_t ss, size_t nh,
+                         int64_t n, float *scratch, float *l) {
+  const attn_params *p = io->params;
+  for (size_t h = 0; h < nh; h++) {
+    float *s = scores + h * ss;
+    float m = kern->scale_max(s, (size_t)n, p->scale);
+    if (p->softcap > 0) {
+      for (int64_t j = 0; j < n; j++) scratch[j] = -2.0f * fabsf(s[j] / p->softcap);
+      sk__expf_array(scratch, scratch, (size_t)n, io->isa);
+      for (int64_t j = 0; j < n; j++) s[j] = p->softcap * tanh_from(s[j] / p->softcap, scratch[j]);
+      m = kern->scale_max(s, (size_t)n, 1.0f); /* x * 1 == x, NaNs included: the max after the cap */
+    }
+    l[h] = sk__attn_exp_normalizer(kern, s, (size_t)n, m, io->isa); /* p_j; lane (j - lo) mod 16 of l */
+  }
+}
+
+/* run_items under the AMX contract (bf16): per kv head, the token's heads
+ * [a, b) are the rows of the tiles; scores 16 keys a call, values one
+ * block of 32 keys (counted from lo) a call, summed in 16 rows of d floats. */
+static void run_items_amx(const sk__node_io *io, const sk__attention_kernels *kern, int64_t t, int64_t h0,
+                          int64_t h1, float *ws) {
+  const attn_params *p = io->params;
+  const sk__attention_amx *amx = sk__attention_amx_for(io->isa);
+  const uint16_t *q = io->in[SLOT_Q].tensors[0].data, *k = io->in[SLOT_K].tensors[0].data,
+                 *v = io->in[SLOT_V].tensors[0].data;
+  const size_t d = (size_t)p->d, nh = (size_t)(h1 - h0), ss = (size_t)p->s, row = (size_t)p->heads.hkv * d;
+  const int64_t pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1, group = p->heads.group;
+  const int64_t most = JOINT_ITEMS * p->heads.sub;
+  float *o = ws + most * p->d, *scores = o + most * p->d + SK_ATTN_KEYS * d;
+  float *scratch = scores + most * p->s, *l = scratch + p->s, *tail = l + 2 * most;
+  uint32_t *qt = (uint32_t *)(void *)tail;
+  float *acc = tail + (d + 31) / 32 * 256, *tiles = acc + SK_ATTN_AMX_ROWS * d;
+  for (int64_t a = h0; a < h1;) { /* each kv head's heads in [h0, h1): [a, b) */
+    const int64_t g = a / group, b = (g + 1) * group < h1 ? (g + 1) * group : h1;
+    amx->pack_q(q + (size_t)(t * p->hq + a) * d, (size_t)(b - a), d, qt);
+    for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_AMX_ROWS)
+      amx->scores(qt, (size_t)(b - a), k + (size_t)(lo + j0) * row + (size_t)g * d, row,
+                  (size_t)(n - j0 < SK_ATTN_AMX_ROWS ? n - j0 : SK_ATTN_AMX_ROWS), d, scores + (size_t)(a - h0) * ss + j0,
+                  ss, tiles);
+    a = b;
+  }
+  softmax_rows(io, kern, scores, ss, nh, n, scratch, l);
+  for (int64_t a = h0; a < h1;) {
+    const int64_t g = a / group, b = (g + 1) * group < h1 ? (g + 1) * group : h1;
+    memset(acc, 0, SK_ATTN_AMX_ROWS * d * sizeof *acc);
+    for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_AMX_KEYS)
+      amx->values(scores + (size_t)(a - h0) * ss + j0, (size_t)(b - a), ss, v + (size_t)(lo + j0) * row + (size_t)g * d,
+                  row, (size_t)(n - j0 < SK_ATTN_AMX_KEYS ? n - j0 : SK_ATTN_AMX_KEYS), d, acc, tiles);
+    for (int64_t h = a; h < b; h++)
+      for (size_t i = 0; i < d; i++) o[(size_t)(h - h0) * d + i] = finish(acc[(size_t)(h - a) * d + i], l[h - h0]);
+    a = b;
+  }
+  sk__convert(o, SK_FP32, (char *)io->out[0].data + (size_t)(t * p->hq + h0) * d * 2, SK_BF16, nh * d, io->isa);
+}
+
 /* Token t, heads [h0, h1) (items of kv heads h0 / group .. (h1 - 1) /
  * group, at most JOINT_ITEMS * sub heads). The keys go in blocks of
  * SK_ATTN_KEYS, each block's rows read once for all of a kv head's heads. */
 static void run_items(const sk__node_io *io, const sk__attention_kernels *kern, int64_t t, int64_t h0, int64_t h1,
                       float *ws) {
+  if (amx_products(io)) {
+    run_items_amx(io, kern, t, h0, h1, ws);
+    return;
+  }
   const attn_params *p = io->params;
   const sk__tensor *q = &io->in[SLOT_Q].tensors[0], *k = &io->in[SLOT_K].tensors[0], *v = &io->in[SLOT_V].tensors[0];
   const sk_dtype dt = q->dtype;
@@ -280,17 +388,7 @@ static void run_items(const sk__node_io *io, const sk__attention_kernels *kern, 
       a = b;
     }
   }
-  for (size_t h = 0; h < nh; h++) {
-    float *s = scores + h * ss;
-    float m = kern->scale_max(s, (size_t)n, p->scale);
-    if (p->softcap > 0) {
-      for (int64_t j = 0; j < n; j++) scratch[j] = -2.0f * fabsf(s[j] / p->softcap);
-      sk__expf_array(scratch, scratch, (size_t)n, io->isa);
-      for (int64_t j = 0; j < n; j++) s[j] = p->softcap * tanh_from(s[j] / p->softcap, scratch[j]);
-      m = kern->scale_max(s, (size_t)n, 1.0f); /* x * 1 == x, NaNs included: the max after the cap */
-    }
-    l[h] = sk__attn_exp_normalizer(kern, s, (size_t)n, m, io->isa); /* p_j; lane (j - lo) mod 16 of l */
-  }
+  softmax_rows(io, kern, scores, ss, nh, n, scratch, l);
   /* values, block by block (keys in increasing order), into every head's accumulator */
   for (size_t i = 0; i < nh * d; i++) o[i] = 0.0f;
   for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_KEYS) {
@@ -329,6 +427,9 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
 }
 
 static const char *kernel_name(const sk__node_io *io) {
+  if (amx_products(io))
+    return io->isa == SK_ISA_AMX && sk__cpu_has_amx_bf16() ? "attention products on AMX tiles, AMX contract (amx)"
+                                                           : "attention, AMX contract, tiles emulated";
   return SK__VECTOR_KERNEL_NAME(io->isa, "attention dots, exp, dtype conversion");
 }
 
