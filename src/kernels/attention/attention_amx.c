@@ -1,6 +1,7 @@
 /* attention's products on AMX-BF16 tiles (attention_amx.h). Built twice:
- * with the instructions (-mamx-tile -mamx-bf16) and with SK_AMX_EMULATE
- * (attention_amx_emulated.c, the tiles in plain C).
+ * with the instructions (-mamx-tile -mamx-bf16, and AVX-512, which every
+ * AMX CPU has) and with SK_AMX_EMULATE (attention_amx_emulated.c, the
+ * tiles in plain C at the baseline ISA).
  *
  * Scores: S^T = K Q^T, so the key rows load as A tiles straight from the
  * cache (16 keys x 32 values at the cache's row stride) and the token's q
@@ -57,7 +58,6 @@ void SCORES(const uint32_t *qt, size_t nh, const uint16_t *k, size_t ks, size_t 
   }
   TILE_STORE(0, sums, 64);
   TILE_BARRIER();
-  (void)nh;
   for (size_t n = 0; n < nh; n++)
     for (size_t r = 0; r < nk; r++) out[n * stride + r] = sums[r * ROWS + n];
 }
@@ -111,8 +111,10 @@ void VALUES(const float *p, size_t nh, size_t ps, const uint16_t *v, size_t vs, 
   TILE_BARRIER();
 }
 
-#ifndef SK_AMX_EMULATE
-/* The scores' B tiles from q rows: built once, shared by both builds. */
+#ifdef SK_AMX_EMULATE
+/* In the emulated build, which has the baseline ISA (the other has
+ * AVX-512's, and the emulation runs on CPUs without it): the scores' B
+ * tiles from q rows, shared by both, and the choice between them. */
 static void pack_q(const uint16_t *q, size_t nh, size_t d, uint32_t *qt) {
   memset(qt, 0, (d + 31) / 32 * 256 * sizeof *qt);
   for (size_t d0 = 0; d0 < d; d0 += 32)
@@ -121,10 +123,10 @@ static void pack_q(const uint16_t *q, size_t nh, size_t d, uint32_t *qt) {
         qt[d0 / 32 * 256 + r * 16 + n] = (uint32_t)q[n * d + d0 + 2 * r] | (uint32_t)q[n * d + d0 + 2 * r + 1] << 16;
 }
 
-void sk__attn_amx_scores_emulated(const uint32_t *qt, size_t nh, const uint16_t *k, size_t ks, size_t nk, size_t d,
-                                  float *out, size_t stride, void *scratch);
-void sk__attn_amx_values_emulated(const float *p, size_t nh, size_t ps, const uint16_t *v, size_t vs, size_t nk,
-                                  size_t d, float *acc, void *scratch);
+void sk__attn_amx_scores(const uint32_t *qt, size_t nh, const uint16_t *k, size_t ks, size_t nk, size_t d, float *out,
+                         size_t stride, void *scratch);
+void sk__attn_amx_values(const float *p, size_t nh, size_t ps, const uint16_t *v, size_t vs, size_t nk, size_t d,
+                         float *acc, void *scratch);
 
 static const sk__attention_amx hardware = {pack_q, sk__attn_amx_scores, sk__attn_amx_values};
 static const sk__attention_amx emulated = {pack_q, sk__attn_amx_scores_emulated, sk__attn_amx_values_emulated};
