@@ -17,6 +17,16 @@ static sk_team *team;
 
 static uint16_t bf(float x) { return sk_fp32_to_bf16(x); }
 
+/* g compiled for the shared team, then destroyed; NULL when compile
+ * failed (checked). */
+static sk_program *compiled(sk_graph *g, sk_executor executor, sk_numerics numerics) {
+  sk_compile_config cc = {.team = team, .executor = executor, .numerics = numerics};
+  sk_program *p = NULL;
+  CHECK_OK(sk_compile(g, &cc, &p));
+  sk_graph_destroy(g);
+  return p;
+}
+
 /* y = linear(x, w) in bf16, optionally inside a scope, w a constant or an
  * input; returns the program (NULL when compile failed: checked). */
 static sk_program *linear_program(int64_t m, int64_t k, int64_t n, const uint16_t *w, int w_constant, int scoped,
@@ -33,11 +43,7 @@ static sk_program *linear_program(int64_t m, int64_t k, int64_t n, const uint16_
   CHECK_OK(sk_graph_add_op(g, &d, &y, 1, NULL));
   if (scoped) CHECK_OK(sk_graph_end_scope(g));
   CHECK_OK(sk_graph_mark_output(g, y, "y"));
-  sk_compile_config cc = {.team = team, .executor = executor, .numerics = numerics};
-  sk_program *p = NULL;
-  CHECK_OK(sk_compile(g, &cc, &p));
-  sk_graph_destroy(g);
-  return p;
+  return compiled(g, executor, numerics);
 }
 
 static void run(sk_program *p, const uint16_t *x, size_t x_bytes, const uint16_t *w, size_t w_bytes, int w_input,
@@ -142,11 +148,7 @@ static sk_program *attention_program(sk_executor executor, sk_numerics numerics)
   CHECK_OK(sk_graph_add_op(g, &d, &o, 1, NULL));
   CHECK_OK(sk_graph_end_scope(g));
   CHECK_OK(sk_graph_mark_output(g, o, "o"));
-  sk_compile_config cc = {.team = team, .executor = executor, .numerics = numerics};
-  sk_program *p = NULL;
-  CHECK_OK(sk_compile(g, &cc, &p));
-  sk_graph_destroy(g);
-  return p;
+  return compiled(g, executor, numerics);
 }
 
 /* The values' sum as each contract defines it: one token at position 31,

@@ -87,6 +87,31 @@ static sk_status run(sk_program *p, sk_team *team, const variant *v, const int64
   return run_rows(p, team, v, list, y, z, M);
 }
 
+/* p (the list an input, m rows) run with the list `counts` gives the bits
+ * of the same list as a compile-time attribute, that program compiled for
+ * want_executor; the stale values in y must not survive (the zero tail is
+ * written). */
+static bool matches_attribute(sk_program *p, sk_team *team, const variant *v, const int64_t *counts, int64_t m,
+                              sk_executor want_executor) {
+  static unsigned char want_y[M_PREFILL * N * 4], want_z[M_PREFILL * N * 4], y[M_PREFILL * N * 4],
+      z[M_PREFILL * N * 4];
+  int64_t list[E];
+  as_list(counts, v->list_type, list);
+  sk_graph *ga = build_rows(v, list, m);
+  sk_program *pa;
+  sk_compile_config ec = {.struct_size = sizeof ec, .executor = want_executor};
+  CHECK_OK(sk_compile(ga, &ec, &pa));
+  memset(want_y, 0x33, sizeof want_y);
+  CHECK_OK(run_rows(pa, NULL, v, NULL, want_y, want_z, m));
+  memset(y, 0x55, sizeof y);
+  CHECK_OK(run_rows(p, team, v, list, y, z, m));
+  size_t ob = (size_t)m * N * sk_dtype_size(v->out_dtype);
+  bool same = memcmp(y, want_y, ob) == 0 && memcmp(z, want_z, ob) == 0;
+  sk_program_destroy(pa);
+  sk_graph_destroy(ga);
+  return same;
+}
+
 static void test_every_list_matches_the_attribute(void) {
   sk_team *teams[4] = {NULL};
   for (int n = 2; n <= 3; n++) {
@@ -95,7 +120,6 @@ static void test_every_list_matches_the_attribute(void) {
   }
   static const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT,
                                           SK_EXECUTOR_REFERENCE};
-  static unsigned char want_y[M * N * 4], want_z[M * N * 4], y[M * N * 4], z[M * N * 4];
   for (size_t vi = 0; vi < sizeof VARIANTS / sizeof VARIANTS[0]; vi++) {
     const variant *v = &VARIANTS[vi];
     uint64_t seed = 17 + vi;
@@ -110,24 +134,10 @@ static void test_every_list_matches_the_attribute(void) {
         sk_compile_config cfg = {.struct_size = sizeof cfg, .team = team, .executor = executors[e]};
         sk_program *p;
         CHECK_OK(sk_compile(g, &cfg, &p));
-        for (size_t li = 0; li < N_LISTS; li++) { /* one program, every routing */
-          int64_t list[E];
-          as_list(LISTS[li], v->list_type, list);
-          sk_graph *ga = build(v, list);
-          sk_program *pa;
-          sk_compile_config ec = {.struct_size = sizeof ec, .executor = SK_EXECUTOR_EAGER};
-          CHECK_OK(sk_compile(ga, &ec, &pa));
-          memset(want_y, 0x33, sizeof want_y);
-          CHECK_OK(run(pa, NULL, v, NULL, want_y, want_z));
-          memset(y, 0x55, sizeof y); /* stale values must not survive: the zero tail is written */
-          CHECK_OK(run(p, team, v, list, y, z));
-          size_t ob = (size_t)M * N * sk_dtype_size(v->out_dtype);
-          CHECK_MSG(memcmp(y, want_y, ob) == 0 && memcmp(z, want_z, ob) == 0,
+        for (size_t li = 0; li < N_LISTS; li++) /* one program, every routing */
+          CHECK_MSG(matches_attribute(p, team, v, LISTS[li], M, SK_EXECUTOR_EAGER),
                     "%s: list %zu: executor %d on %d cores differs from the attribute's", v->what, li,
                     (int)executors[e], cores);
-          sk_program_destroy(pa);
-          sk_graph_destroy(ga);
-        }
         sk_program_destroy(p);
       }
     sk_graph_destroy(g);
@@ -148,8 +158,6 @@ static void test_prefill_lists_match_the_attribute(void) {
   sk_team_config tc = {.struct_size = sizeof tc, .num_cores = 2, .pin_threads = -1};
   sk_team *team;
   CHECK_OK(sk_team_create(&tc, &team));
-  static unsigned char want_y[M_PREFILL * N * 4], want_z[M_PREFILL * N * 4], y[M_PREFILL * N * 4],
-      z[M_PREFILL * N * 4];
   for (size_t vi = 0; vi < sizeof VARIANTS / sizeof VARIANTS[0]; vi++) {
     const variant *v = &VARIANTS[vi];
     uint64_t seed = 71 + vi;
@@ -162,22 +170,9 @@ static void test_prefill_lists_match_the_attribute(void) {
                                .executor = jit ? SK_EXECUTOR_JIT : SK_EXECUTOR_EAGER};
       sk_program *p;
       CHECK_OK(sk_compile(g, &cfg, &p));
-      for (size_t li = 0; li < sizeof lists / sizeof lists[0]; li++) {
-        int64_t list[E];
-        as_list(lists[li], v->list_type, list);
-        sk_graph *ga = build_rows(v, list, M_PREFILL);
-        sk_program *pa;
-        sk_compile_config ec = {.struct_size = sizeof ec, .executor = SK_EXECUTOR_REFERENCE};
-        CHECK_OK(sk_compile(ga, &ec, &pa));
-        CHECK_OK(run_rows(pa, NULL, v, NULL, want_y, want_z, M_PREFILL));
-        memset(y, 0x55, sizeof y);
-        CHECK_OK(run_rows(p, team, v, list, y, z, M_PREFILL));
-        size_t ob = (size_t)M_PREFILL * N * sk_dtype_size(v->out_dtype);
-        CHECK_MSG(memcmp(y, want_y, ob) == 0 && memcmp(z, want_z, ob) == 0,
+      for (size_t li = 0; li < sizeof lists / sizeof lists[0]; li++)
+        CHECK_MSG(matches_attribute(p, team, v, lists[li], M_PREFILL, SK_EXECUTOR_REFERENCE),
                   "%s: prefill list %zu: %s on 2 cores differs from the reference's", v->what, li, jit ? "jit" : "eager");
-        sk_program_destroy(pa);
-        sk_graph_destroy(ga);
-      }
       sk_program_destroy(p);
     }
     sk_graph_destroy(g);

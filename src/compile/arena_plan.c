@@ -42,11 +42,12 @@ static int by_offset(const void *a, const void *b) {
   return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-static void touch(const sk_program *p, long *first, long *last, sk_value v, long step) {
+/* v's class (an arena one) is live over steps [lo, hi]. */
+static void touch(const sk_program *p, long *first, long *last, sk_value v, long lo, long hi) {
   sk_value r = p->root[v];
   if (p->storage[r].kind != SK_STORE_ARENA) return;
-  if (first[r] < 0 || step < first[r]) first[r] = step;
-  if (step > last[r]) last[r] = step;
+  if (first[r] < 0 || lo < first[r]) first[r] = lo;
+  if (hi > last[r]) last[r] = hi;
 }
 
 /* Each node's step (-1: a view, which runs in its consumers' steps). */
@@ -62,11 +63,12 @@ static void node_steps(const sk_program *p, long *step_of) {
   }
 }
 
-/* Lowest offset for c clear of the placed classes live beside it. */
-static size_t lowest_fit(const arena_class *c, arena_class *const *placed, size_t n_placed, arena_class **live) {
+/* Lowest offset for c clear of the placed classes (placed[0 .. n_placed))
+ * live beside it. */
+static size_t lowest_fit(const arena_class *c, arena_class *placed, size_t n_placed, arena_class **live) {
   size_t n_live = 0;
   for (size_t i = 0; i < n_placed; i++)
-    if (placed[i]->first <= c->last && c->first <= placed[i]->last) live[n_live++] = placed[i];
+    if (placed[i].first <= c->last && c->first <= placed[i].last) live[n_live++] = &placed[i];
   qsort(live, n_live, sizeof *live, by_offset);
   size_t offset = 0;
   for (size_t i = 0; i < n_live; i++) {
@@ -81,9 +83,8 @@ sk_status sk__plan_arena(sk_program *p) {
   const size_t n = p->n_values ? p->n_values : 1;
   long *first = malloc(n * sizeof *first), *last = malloc(n * sizeof *last);
   long *step_of = malloc((p->n_nodes ? p->n_nodes : 1) * sizeof *step_of);
-  arena_class *classes = malloc(n * sizeof *classes);
-  arena_class **placed = malloc(n * sizeof *placed), **live = malloc(n * sizeof *live);
-  sk_status st = first && last && step_of && classes && placed && live
+  arena_class *classes = malloc(n * sizeof *classes), **live = malloc(n * sizeof *live);
+  sk_status st = first && last && step_of && classes && live
                      ? SK_STATUS_OK
                      : sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_compile: out of memory");
   if (st == SK_STATUS_OK) {
@@ -95,16 +96,10 @@ sk_status sk__plan_arena(sk_program *p) {
       if (step_of[i] < 0 && nd->def->is_view) continue;
       /* A node outside every step (none should be): its values live throughout. */
       long lo = step_of[i] < 0 ? 0 : step_of[i], hi = step_of[i] < 0 ? end : step_of[i];
-      for (size_t j = 0; j < nd->n_in_tensors; j++) {
-        touch(p, first, last, nd->in_values[j], lo);
-        touch(p, first, last, nd->in_values[j], hi);
-      }
-      for (size_t j = 0; j < nd->io.n_out; j++) {
-        touch(p, first, last, nd->out_values[j], lo);
-        touch(p, first, last, nd->out_values[j], hi);
-      }
+      for (size_t j = 0; j < nd->n_in_tensors; j++) touch(p, first, last, nd->in_values[j], lo, hi);
+      for (size_t j = 0; j < nd->io.n_out; j++) touch(p, first, last, nd->out_values[j], lo, hi);
     }
-    for (size_t j = 0; j < p->n_outputs; j++) touch(p, first, last, p->outputs[j].value, end);
+    for (size_t j = 0; j < p->n_outputs; j++) touch(p, first, last, p->outputs[j].value, end, end);
     size_t n_classes = 0;
     for (size_t v = 0; v < p->n_values; v++) {
       if (p->root[v] != v || p->storage[v].kind != SK_STORE_ARENA) continue;
@@ -114,9 +109,8 @@ sk_status sk__plan_arena(sk_program *p) {
     }
     qsort(classes, n_classes, sizeof *classes, by_size_desc);
     size_t arena = 0;
-    for (size_t i = 0; i < n_classes; i++) {
-      classes[i].offset = lowest_fit(&classes[i], placed, i, live);
-      placed[i] = &classes[i];
+    for (size_t i = 0; i < n_classes; i++) { /* classes[0 .. i) are placed */
+      classes[i].offset = lowest_fit(&classes[i], classes, i, live);
       if (classes[i].offset + classes[i].bytes > arena) arena = classes[i].offset + classes[i].bytes;
       p->storage[classes[i].root].index = classes[i].offset;
     }
@@ -126,7 +120,6 @@ sk_status sk__plan_arena(sk_program *p) {
   free(last);
   free(step_of);
   free(classes);
-  free(placed);
   free(live);
   return st;
 }

@@ -340,9 +340,9 @@ static void run_items_amx(const sk__node_io *io, const sk__attention_kernels *ke
   for (int64_t a = h0; a < h1;) { /* each kv head's heads in [h0, h1): [a, b) */
     const int64_t g = a / group, b = (g + 1) * group < h1 ? (g + 1) * group : h1;
     amx->pack_q(q + (size_t)(t * p->hq + a) * d, (size_t)(b - a), d, qt);
-    for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_AMX_ROWS)
+    for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_AMX_SCORE_KEYS)
       amx->scores(qt, (size_t)(b - a), k + (size_t)(lo + j0) * row + (size_t)g * d, row,
-                  (size_t)(n - j0 < SK_ATTN_AMX_ROWS ? n - j0 : SK_ATTN_AMX_ROWS), d, scores + (size_t)(a - h0) * ss + j0,
+                  (size_t)(n - j0 < SK_ATTN_AMX_SCORE_KEYS ? n - j0 : SK_ATTN_AMX_SCORE_KEYS), d, scores + (size_t)(a - h0) * ss + j0,
                   ss, tiles);
     a = b;
   }

@@ -45,7 +45,7 @@ void SCORES(const uint32_t *qt, size_t nh, const uint16_t *k, size_t ks, size_t 
   TILE_ZERO(0);
   for (size_t d0 = 0; d0 < d; d0 += 32) {
     const size_t dd = d - d0 < 32 ? d - d0 : 32; /* d is a multiple of 16: the last block may be half */
-    if (nk == ROWS && dd == 32) {
+    if (nk == SK_ATTN_AMX_SCORE_KEYS && dd == 32) {
       TILE_LOAD(4, k + d0, ks * 2);
     } else { /* keys past nk and values past d zero, not read */
       memset(a_pad, 0, 1024);

@@ -22,8 +22,9 @@
 
 #include "core/cpu.h"
 
-#define SK_ATTN_AMX_ROWS 16 /* q rows a call takes at most */
-#define SK_ATTN_AMX_KEYS 32 /* keys a values call takes at most (one block) */
+#define SK_ATTN_AMX_ROWS 16        /* q rows a call takes at most */
+#define SK_ATTN_AMX_SCORE_KEYS 16  /* keys a scores call takes at most (a tile's rows) */
+#define SK_ATTN_AMX_KEYS 32        /* keys a values call takes at most (one block) */
 
 typedef struct sk__attention_amx {
   /* q rows (nh <= 16, d values each, bf16) as the scores' B tiles:
