@@ -427,9 +427,7 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
 }
 
 static const char *kernel_name(const sk__node_io *io) {
-  if (amx_products(io))
-    return io->isa == SK_ISA_AMX && sk__cpu_has_amx_bf16() ? "attention products on AMX tiles, AMX contract (amx)"
-                                                           : "attention, AMX contract, tiles emulated";
+  if (amx_products(io)) return sk__attention_amx_for(io->isa)->name;
   return SK__VECTOR_KERNEL_NAME(io->isa, "attention dots, exp, dtype conversion");
 }
 

@@ -128,8 +128,10 @@ void sk__attn_amx_scores(const uint32_t *qt, size_t nh, const uint16_t *k, size_
 void sk__attn_amx_values(const float *p, size_t nh, size_t ps, const uint16_t *v, size_t vs, size_t nk, size_t d,
                          float *acc, void *scratch);
 
-static const sk__attention_amx hardware = {pack_q, sk__attn_amx_scores, sk__attn_amx_values};
-static const sk__attention_amx emulated = {pack_q, sk__attn_amx_scores_emulated, sk__attn_amx_values_emulated};
+static const sk__attention_amx hardware = {"attention products on AMX tiles, AMX contract (amx)", pack_q,
+                                           sk__attn_amx_scores, sk__attn_amx_values};
+static const sk__attention_amx emulated = {"attention, AMX contract, tiles emulated", pack_q,
+                                           sk__attn_amx_scores_emulated, sk__attn_amx_values_emulated};
 
 const sk__attention_amx *sk__attention_amx_for(sk__isa isa) {
   return isa == SK_ISA_AMX && sk__cpu_has_amx_bf16() ? &hardware : &emulated;

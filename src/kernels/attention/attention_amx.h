@@ -27,6 +27,7 @@
 #define SK_ATTN_AMX_KEYS 32        /* keys a values call takes at most (one block) */
 
 typedef struct sk__attention_amx {
+  const char *name; /* for the op's kernel name */
   /* q rows (nh <= 16, d values each, bf16) as the scores' B tiles:
    * ceil(d / 32) tiles of 16 pair rows x 16 columns (q rows past nh and
    * values past d zero); qt holds (d + 31) / 32 * 256 uint32_t. */
