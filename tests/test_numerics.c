@@ -5,6 +5,7 @@
  * constants packed at compile or inputs, fused in a super kernel or not;
  * stats and describe name the contract; bad values are refused with a
  * message naming them. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,23 +129,35 @@ static void test_executors_agree_under_amx(void) {
 }
 
 /* attention over bf16 caches: q [T, 4, 80] (80: two blocks of 32 and a
- * half one), 2 kv heads, positions 30..49 of a 64-row cache, values of a
- * wide range so that the contracts' sums part. Under the AMX contract
- * every executor gives the reference's bits, and somewhere not the
- * default contract's. */
-enum { AT = 20, AH = 4, AKV = 2, AD = 80, AS = 64 };
+ * half one), 2 kv heads, values of a wide range so that the contracts'
+ * sums part. Under the AMX contract every executor gives the reference's
+ * bits, and somewhere not the default contract's. */
+enum { AH = 4, AKV = 2, AD = 80 };
 
-static sk_program *attention_program(sk_executor executor, sk_numerics numerics) {
+typedef struct attention_shape {
+  int t, s, first; /* tokens at positions first .. first + t - 1 of an s-row cache */
+  int window;
+  int inf_at; /* > 0: value row inf_at holds an infinity, which the tokens before it must not read */
+} attention_shape;
+
+/* 20 tokens of one scores call; tokens past 256 keys (two chunks of
+ * values, several scores calls, each token a block end of its own); a
+ * sliding window (each token its own first key, not at a block's start). */
+static const attention_shape SHAPES[] = {{20, 64, 30, 0, 0}, {40, 600, 250, 0, 257}, {24, 600, 300, 37, 305}};
+static const attention_shape VALUES_SHAPE = {20, 64, 30, 0, 0};
+
+static sk_program *attention_program(const attention_shape *sh, sk_executor executor, sk_numerics numerics) {
   sk_graph *g = NULL;
   CHECK_OK(sk_graph_create(&g));
   sk_value q, k, v, pos, o;
-  CHECK_OK(sk_graph_add_input(g, "q", SK_BF16, 3, (int64_t[]){AT, AH, AD}, &q));
-  CHECK_OK(sk_graph_add_input(g, "k", SK_BF16, 3, (int64_t[]){AS, AKV, AD}, &k));
-  CHECK_OK(sk_graph_add_input(g, "v", SK_BF16, 3, (int64_t[]){AS, AKV, AD}, &v));
-  CHECK_OK(sk_graph_add_input(g, "pos", SK_INT32, 1, (int64_t[]){AT}, &pos));
+  CHECK_OK(sk_graph_add_input(g, "q", SK_BF16, 3, (int64_t[]){sh->t, AH, AD}, &q));
+  CHECK_OK(sk_graph_add_input(g, "k", SK_BF16, 3, (int64_t[]){sh->s, AKV, AD}, &k));
+  CHECK_OK(sk_graph_add_input(g, "v", SK_BF16, 3, (int64_t[]){sh->s, AKV, AD}, &v));
+  CHECK_OK(sk_graph_add_input(g, "pos", SK_INT32, 1, (int64_t[]){sh->t}, &pos));
   CHECK_OK(sk_graph_begin_scope(g, "sk1", NULL));
   sk_op_input in[] = {{"q", &q, 1}, {"k_cache", &k, 1}, {"v_cache", &v, 1}, {"positions", &pos, 1}};
-  sk_op_desc d = {.op = "attention", .inputs = in, .n_inputs = 4};
+  sk_attr at[] = {SK_ATTR_INT("window", sh->window)};
+  sk_op_desc d = {.op = "attention", .inputs = in, .n_inputs = 4, .attrs = at, .n_attrs = 1};
   CHECK_OK(sk_graph_add_op(g, &d, &o, 1, NULL));
   CHECK_OK(sk_graph_end_scope(g));
   CHECK_OK(sk_graph_mark_output(g, o, "o"));
@@ -157,6 +170,7 @@ static sk_program *attention_program(sk_executor executor, sk_numerics numerics)
  * AMX (one block of 32 keys: even keys 2^24 - 2^24 = 0, odd keys 1): o =
  * 1 / 32 (in blocks of 16 keys it would be 0). */
 static void test_attention_values_as_defined(void) {
+  enum { AT = 20, AS = 64 };
   static uint16_t q[AT * AH * AD], k[AS * AKV * AD], v[AS * AKV * AD], o[AT * AH * AD];
   int32_t pos[AT];
   for (size_t i = 0; i < sizeof k / 2; i++) k[i] = bf(0.5f), v[i] = 0;
@@ -167,7 +181,7 @@ static void test_attention_values_as_defined(void) {
   const sk_executor executors[] = {SK_EXECUTOR_REFERENCE, SK_EXECUTOR_EAGER, SK_EXECUTOR_JIT};
   for (int amx = 0; amx < 2; amx++)
     for (size_t e = 0; e < sizeof executors / sizeof executors[0]; e++) {
-      sk_program *p = attention_program(executors[e], amx ? SK_NUMERICS_AMX : SK_NUMERICS_DEFAULT);
+      sk_program *p = attention_program(&VALUES_SHAPE, executors[e], amx ? SK_NUMERICS_AMX : SK_NUMERICS_DEFAULT);
       if (!p) continue;
       CHECK_OK(sk_program_run(p, team, ins, 4, out, 1));
       const float want = amx ? 1.0f / 32 : 0.0f;
@@ -179,42 +193,57 @@ static void test_attention_values_as_defined(void) {
     }
 }
 
-static void test_attention_under_amx(void) {
-  static uint16_t q[AT * AH * AD], k[AS * AKV * AD], v[AS * AKV * AD], want[AT * AH * AD], got[AT * AH * AD];
-  int32_t pos[AT];
+static float uniform(uint32_t *seed) {
+  *seed = *seed * 1664525u + 1013904223u;
+  return (float)(*seed >> 9) * 0x1p-23f - 0.5f;
+}
+
+static void attention_under_amx(const attention_shape *sh) {
+  const size_t nq = (size_t)sh->t * AH * AD, nkv = (size_t)sh->s * AKV * AD;
+  uint16_t *q = malloc(nq * 2), *k = malloc(nkv * 2), *v = malloc(nkv * 2), *want = malloc(nq * 2),
+           *got = malloc(nq * 2);
+  int32_t *pos = malloc((size_t)sh->t * sizeof *pos);
+  CHECK_MSG(q && k && v && want && got && pos, "out of memory");
   uint32_t seed = 11;
-  for (size_t i = 0; i < sizeof q / 2; i++)
-    q[i] = bf(((float)((seed = seed * 1664525u + 1013904223u) >> 9) * 0x1p-23f - 0.5f) * (i % 3 ? 1.0f : 64.0f));
-  for (size_t i = 0; i < sizeof k / 2; i++) {
-    k[i] = bf((float)((seed = seed * 1664525u + 1013904223u) >> 9) * 0x1p-23f - 0.5f);
-    v[i] = bf(((float)((seed = seed * 1664525u + 1013904223u) >> 9) * 0x1p-23f - 0.5f) * (i % 5 ? 1.0f : 256.0f));
+  for (size_t i = 0; i < nq; i++) q[i] = bf(uniform(&seed) * (i % 3 ? 1.0f : 64.0f));
+  for (size_t i = 0; i < nkv; i++) {
+    k[i] = bf(uniform(&seed));
+    v[i] = bf(uniform(&seed) * (i % 5 ? 1.0f : 256.0f));
   }
-  for (int t = 0; t < AT; t++) pos[t] = 30 + t;
-  sk_buffer ins[] = {{"q", q, sizeof q}, {"k", k, sizeof k}, {"v", v, sizeof v}, {"pos", pos, sizeof pos}};
-  sk_buffer out[] = {{"o", want, sizeof want}};
-  sk_program *ref = attention_program(SK_EXECUTOR_REFERENCE, SK_NUMERICS_AMX);
+  if (sh->inf_at > 0) /* an infinite value times a weight past a token's position would make its output NaN */
+    for (size_t i = 0; i < AKV; i++) v[((size_t)sh->inf_at * AKV + i) * AD + 3] = bf(INFINITY);
+  for (int t = 0; t < sh->t; t++) pos[t] = sh->first + t;
+  sk_buffer ins[] = {{"q", q, nq * 2}, {"k", k, nkv * 2}, {"v", v, nkv * 2}, {"pos", pos, (size_t)sh->t * 4}};
+  sk_buffer out[] = {{"o", want, nq * 2}};
+  sk_program *ref = attention_program(sh, SK_EXECUTOR_REFERENCE, SK_NUMERICS_AMX);
   if (ref) CHECK_OK(sk_program_run(ref, team, ins, 4, out, 1));
   sk_program_destroy(ref);
   const sk_executor executors[] = {SK_EXECUTOR_EAGER, SK_EXECUTOR_INTERP, SK_EXECUTOR_JIT};
   out[0].data = got;
   for (size_t e = 0; e < sizeof executors / sizeof executors[0]; e++) {
-    sk_program *p = attention_program(executors[e], SK_NUMERICS_AMX);
+    sk_program *p = attention_program(sh, executors[e], SK_NUMERICS_AMX);
     if (!p) continue;
-    memset(got, 0xA5, sizeof got);
+    memset(got, 0xA5, nq * 2);
     CHECK_OK(sk_program_run(p, team, ins, 4, out, 1));
-    CHECK_MSG(memcmp(want, got, sizeof got) == 0, "attention, executor %s: not the reference's bits",
-              sk_executor_name(executors[e]));
+    CHECK_MSG(memcmp(want, got, nq * 2) == 0, "attention %d tokens from %d, window %d, executor %s: not the reference's bits",
+              sh->t, sh->first, sh->window, sk_executor_name(executors[e]));
     sk_program_destroy(p);
   }
-  sk_program *def = attention_program(SK_EXECUTOR_EAGER, SK_NUMERICS_DEFAULT);
+  sk_program *def = attention_program(sh, SK_EXECUTOR_EAGER, SK_NUMERICS_DEFAULT);
   if (def) {
     CHECK_OK(sk_program_run(def, team, ins, 4, out, 1));
     int differ = 0;
-    for (size_t i = 0; i < sizeof got / 2; i++) differ += want[i] != got[i];
+    for (size_t i = 0; i < nq; i++) differ += want[i] != got[i];
     CHECK_MSG(differ > 0, "no attention output differs between the contracts: the AMX one is not in effect");
-    printf("%d of %d bf16 attention outputs differ between the default and AMX contracts\n", differ, AT * AH * AD);
+    printf("%d tokens from %d, window %d: %d of %zu bf16 attention outputs differ between the default and AMX contracts\n",
+           sh->t, sh->first, sh->window, differ, nq);
   }
   sk_program_destroy(def);
+  free(q), free(k), free(v), free(want), free(got), free(pos);
+}
+
+static void test_attention_under_amx(void) {
+  for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++) attention_under_amx(&SHAPES[i]);
 }
 
 static void test_env_and_bad_values(void) {

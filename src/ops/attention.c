@@ -248,10 +248,26 @@ static void reference(const sk__node_io *io) {
 
 /* ---- tiling and the kernel ---- */
 
-/* The AMX contract's part of the workspace, after the rest: the packed q
- * rows, 16 rows of value sums and the tiles' scratch (attention_amx.h). */
-static size_t amx_floats(int64_t d) {
-  return (size_t)((d + 31) / 32 * 256 + SK_ATTN_AMX_ROWS * d + (64 * d + 2048) / 4);
+/* Under the AMX contract a core takes up to amx_tokens() tokens of one kv
+ * group at a time: their scores (the heads of 16 / group tokens fill a
+ * tile's q rows), each one's 16 rows of value sums, and the values packed
+ * AMX_CHUNK keys at a time for all of them. */
+#define AMX_CHUNK 256
+static int64_t amx_score_rows(const attn_params *p) { return p->s <= 4096 ? 64 : 16; }
+static int64_t amx_tokens(const attn_params *p) {
+  const int64_t by_sums = 16384 / (16 * p->d), by_scores = amx_score_rows(p) / p->heads.sub;
+  const int64_t most = by_sums < by_scores ? by_sums : by_scores;
+  return most > 1 ? most : 1;
+}
+
+/* The AMX contract's workspace, in floats: scores of amx_score_rows() q
+ * rows over every key, the softmax's scratch, the normalizers, the packed
+ * q rows, the tokens' sums, one token's output, a chunk's weight tiles, a
+ * chunk's packed values and a token's last block, and the tiles' scratch. */
+static size_t amx_floats(const attn_params *p) {
+  const size_t d = (size_t)p->d, s = (size_t)p->s, rows = (size_t)amx_score_rows(p);
+  return (rows + 1) * s + rows + sk__attn_amx_q_words(d) + (size_t)amx_tokens(p) * 16 * d + 16 * d + AMX_CHUNK * 8 +
+         (AMX_CHUNK / 32 + 1) * sk__attn_amx_block_words(d) + 2048;
 }
 
 /* Per core, in floats: q and o for a part's heads, a block of key rows and
@@ -259,7 +275,8 @@ static size_t amx_floats(int64_t d) {
  * and the soft cap's scratch over every key. */
 static size_t workspace_floats(const attn_params *p) {
   const int64_t most = JOINT_ITEMS * p->heads.sub; /* heads run_items takes */
-  return (size_t)(2 * most * p->d + 2 * SK_ATTN_KEYS * p->d + (most + 1) * p->s + 2 * most) + amx_floats(p->d);
+  const size_t fma = (size_t)(2 * most * p->d + 2 * SK_ATTN_KEYS * p->d + (most + 1) * p->s + 2 * most);
+  return fma > amx_floats(p) ? fma : amx_floats(p); /* one path runs */
 }
 
 static sk_status tile(const sk__node_io *io, int n_cores, sk__tiling *out) {
@@ -321,43 +338,87 @@ static void softmax_rows(const sk__node_io *io, const sk__attention_kernels *ker
   }
 }
 
-/* run_items under the AMX contract (bf16): per kv head, the token's heads
- * [a, b) are the rows of the tiles; scores 16 keys a call, values one
- * block of 32 keys (counted from lo) a call, summed in 16 rows of d floats. */
-static void run_items_amx(const sk__node_io *io, const sk__attention_kernels *kern, int64_t t, int64_t h0,
-                          int64_t h1, float *ws) {
+/* Under the AMX contract (bf16): tokens t .. t + r - 1 (one first key lo),
+ * heads [a, b) of one kv head. Their q rows are the scores' columns (one
+ * pass over the keys for all), each token's softmax is its own, and the
+ * values are packed a chunk of keys at a time for all of them; each
+ * token's sums run over its own blocks from lo, its last block's values
+ * packed again without the keys past its position when another token
+ * reads further. */
+static void run_tokens_amx(const sk__node_io *io, const sk__attention_kernels *kern, int64_t t, int64_t r,
+                           int64_t a, int64_t b, float *ws) {
   const attn_params *p = io->params;
   const sk__attention_amx *amx = sk__attention_amx_for(io->isa);
   const uint16_t *q = io->in[SLOT_Q].tensors[0].data, *k = io->in[SLOT_K].tensors[0].data,
                  *v = io->in[SLOT_V].tensors[0].data;
-  const size_t d = (size_t)p->d, nh = (size_t)(h1 - h0), ss = (size_t)p->s, row = (size_t)p->heads.hkv * d;
-  const int64_t pos = position(io, t), lo = first_key(p, pos), n = pos - lo + 1, group = p->heads.group;
-  const int64_t most = JOINT_ITEMS * p->heads.sub;
-  float *o = ws + most * p->d, *scores = o + most * p->d + SK_ATTN_KEYS * d;
-  float *scratch = scores + most * p->s, *l = scratch + p->s, *tail = l + 2 * most;
-  uint32_t *qt = (uint32_t *)(void *)tail;
-  float *acc = tail + (d + 31) / 32 * 256, *tiles = acc + SK_ATTN_AMX_ROWS * d;
-  for (int64_t a = h0; a < h1;) { /* each kv head's heads in [h0, h1): [a, b) */
-    const int64_t g = a / group, b = (g + 1) * group < h1 ? (g + 1) * group : h1;
-    amx->pack_q(q + (size_t)(t * p->hq + a) * d, (size_t)(b - a), d, qt);
-    for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_AMX_SCORE_KEYS)
-      amx->scores(qt, (size_t)(b - a), k + (size_t)(lo + j0) * row + (size_t)g * d, row,
-                  (size_t)(n - j0 < SK_ATTN_AMX_SCORE_KEYS ? n - j0 : SK_ATTN_AMX_SCORE_KEYS), d, scores + (size_t)(a - h0) * ss + j0,
-                  ss, tiles);
-    a = b;
+  const size_t d = (size_t)p->d, nh = (size_t)(b - a), ss = (size_t)p->s, row = (size_t)p->heads.hkv * d;
+  const size_t g = (size_t)(a / p->heads.group), words = sk__attn_amx_block_words(d);
+  const size_t rows = (size_t)amx_score_rows(p);
+  float *scores = ws, *scratch = scores + rows * ss, *l = scratch + ss;
+  uint32_t *qt = (uint32_t *)(void *)(l + rows);
+  float *acc = (float *)(void *)(qt + sk__attn_amx_q_words(d)), *o = acc + (size_t)amx_tokens(p) * 16 * d;
+  uint16_t *w = (uint16_t *)(void *)(o + 16 * d);
+  uint32_t *vp = (uint32_t *)(void *)(w + AMX_CHUNK * 16), *tail = vp + AMX_CHUNK / 32 * words;
+  void *tiles = tail + words;
+  const int64_t lo = first_key(p, position(io, t));
+  int64_t n[64], most = 0;
+  for (int64_t i = 0; i < r; i++) {
+    n[i] = position(io, t + i) - lo + 1;
+    most = n[i] > most ? n[i] : most;
   }
-  softmax_rows(io, kern, scores, ss, nh, n, scratch, l);
-  for (int64_t a = h0; a < h1;) {
-    const int64_t g = a / group, b = (g + 1) * group < h1 ? (g + 1) * group : h1;
-    memset(acc, 0, SK_ATTN_AMX_ROWS * d * sizeof *acc);
-    for (int64_t j0 = 0; j0 < n; j0 += SK_ATTN_AMX_KEYS)
-      amx->values(scores + (size_t)(a - h0) * ss + j0, (size_t)(b - a), ss, v + (size_t)(lo + j0) * row + (size_t)g * d,
-                  row, (size_t)(n - j0 < SK_ATTN_AMX_KEYS ? n - j0 : SK_ATTN_AMX_KEYS), d, acc, tiles);
-    for (int64_t h = a; h < b; h++)
-      for (size_t i = 0; i < d; i++) o[(size_t)(h - h0) * d + i] = finish(acc[(size_t)(h - a) * d + i], l[h - h0]);
-    a = b;
+  for (int64_t i0 = 0, per = 16 / (int64_t)nh; i0 < r; i0 += per) { /* the tokens of one tile's q rows */
+    const int64_t ti = r - i0 < per ? r - i0 : per;
+    int64_t keys = 0;
+    for (int64_t i = i0; i < i0 + ti; i++) keys = n[i] > keys ? n[i] : keys;
+    amx->pack_q(q + (size_t)((t + i0) * p->hq + a) * d, (size_t)ti, nh, (size_t)p->hq * d, d, qt);
+    for (int64_t j0 = 0; j0 < keys; j0 += SK_ATTN_AMX_SCORE_KEYS)
+      amx->scores(qt, (size_t)ti * nh, k + (size_t)(lo + j0) * row + g * d, row,
+                  (size_t)(keys - j0 < SK_ATTN_AMX_SCORE_KEYS ? keys - j0 : SK_ATTN_AMX_SCORE_KEYS), d,
+                  scores + (size_t)i0 * nh * ss + j0, ss, tiles);
   }
-  sk__convert(o, SK_FP32, (char *)io->out[0].data + (size_t)(t * p->hq + h0) * d * 2, SK_BF16, nh * d, io->isa);
+  for (int64_t i = 0; i < r; i++) softmax_rows(io, kern, scores + (size_t)i * nh * ss, ss, nh, n[i], scratch, l + i * nh);
+  for (int64_t c0 = 0; c0 < most; c0 += AMX_CHUNK) {
+    const int64_t ck = most - c0 < AMX_CHUNK ? most - c0 : AMX_CHUNK;
+    const uint16_t *vc = v + (size_t)(lo + c0) * row + g * d;
+    amx->pack_v(vc, row, (size_t)ck, d, vp);
+    for (int64_t i = 0; i < r; i++) {
+      if (n[i] <= c0) continue;
+      const int64_t nk = n[i] - c0 < AMX_CHUNK ? n[i] - c0 : AMX_CHUNK, nb = (nk + 31) / 32;
+      const uint32_t *last = NULL;
+      if (nk % 32 != 0 && nk < ck) { /* vp's last block of this token holds keys past its position */
+        amx->pack_v(vc + (size_t)(nb - 1) * 32 * row, row, (size_t)(nk % 32), d, tail);
+        last = tail;
+      }
+      amx->weights(scores + (size_t)i * nh * ss + c0, nh, ss, (size_t)nk, w);
+      amx->values(w, (size_t)nb, vp, last, d, acc + (size_t)i * 16 * d, c0 == 0);
+    }
+  }
+  for (int64_t i = 0; i < r; i++) {
+    for (size_t h = 0; h < nh; h++)
+      for (size_t e = 0; e < d; e++) o[h * d + e] = finish(acc[((size_t)i * 16 + h) * d + e], l[(size_t)i * nh + h]);
+    sk__convert(o, SK_FP32, (char *)io->out[0].data + (size_t)((t + i) * p->hq + a) * d * 2, SK_BF16, nh * d, io->isa);
+  }
+}
+
+/* A block's items under the AMX contract: item slot s of a token (heads
+ * [a, b) of one kv head) for each of the block's tokens that has it, up to
+ * amx_tokens() tokens of one first key together. */
+static void run_block_amx(const sk__node_io *io, const sk__attention_kernels *kern, int64_t i0, int64_t i1, float *ws) {
+  const attn_params *p = io->params;
+  const int64_t per = sk__attn_items_per_token(&p->heads);
+  for (int64_t s = 0; s < per; s++) {
+    int64_t t0, a, b;
+    sk__attn_item_heads(&p->heads, s, &t0, &a, &b);
+    const int64_t ta = (i0 - s + per - 1) / per, tb = (i1 - s + per - 1) / per; /* t * per + s in [i0, i1) */
+    const int64_t most = amx_tokens(p);
+    for (int64_t t = ta; t < tb;) {
+      const int64_t lo = first_key(p, position(io, t));
+      int64_t r = 1;
+      while (r < most && t + r < tb && first_key(p, position(io, t + r)) == lo) r++;
+      run_tokens_amx(io, kern, t, r, a, b, ws);
+      t += r;
+    }
+  }
 }
 
 /* Token t, heads [h0, h1) (items of kv heads h0 / group .. (h1 - 1) /
@@ -365,10 +426,6 @@ static void run_items_amx(const sk__node_io *io, const sk__attention_kernels *ke
  * SK_ATTN_KEYS, each block's rows read once for all of a kv head's heads. */
 static void run_items(const sk__node_io *io, const sk__attention_kernels *kern, int64_t t, int64_t h0, int64_t h1,
                       float *ws) {
-  if (amx_products(io)) {
-    run_items_amx(io, kern, t, h0, h1, ws);
-    return;
-  }
   const attn_params *p = io->params;
   const sk__tensor *q = &io->in[SLOT_Q].tensors[0], *k = &io->in[SLOT_K].tensors[0], *v = &io->in[SLOT_V].tensors[0];
   const sk_dtype dt = q->dtype;
@@ -414,6 +471,10 @@ static void run_block(const sk__node_io *io, int64_t block, void *workspace) {
   sk__attn_block_items(&p->heads, p->t, n_tokens, io->n_blocks, block, &i0, &i1);
   if (i0 >= i1 || !positions_valid(io, n_tokens)) return;
   const sk__attention_kernels *kern = sk__attention_config_for(io->isa);
+  if (amx_products(io)) {
+    run_block_amx(io, kern, i0, i1, workspace);
+    return;
+  }
   for (int64_t i = i0; i < i1;) { /* up to JOINT_ITEMS consecutive items of one token at a time */
     int64_t t, h0, h1, u = i + 1, tu, a, b;
     sk__attn_item_heads(&p->heads, i, &t, &h0, &h1);
