@@ -248,10 +248,11 @@ static void reference(const sk__node_io *io) {
 
 /* ---- tiling and the kernel ---- */
 
-/* Under the AMX contract a core takes up to amx_tokens() tokens of one kv
- * group at a time: their scores (the heads of 16 / group tokens fill a
- * tile's q rows), each one's 16 rows of value sums, and the values packed
- * AMX_CHUNK keys at a time for all of them. */
+/* Under the AMX contract a core takes up to amx_tokens() tokens of one
+ * item slot (the same heads of one kv head) at a time: their scores (the
+ * heads of 16 / heads-an-item tokens fill a tile's q rows), each one's 16
+ * rows of value sums, and the values packed AMX_CHUNK keys at a time for
+ * all of them. */
 #define AMX_CHUNK 256
 static int64_t amx_score_rows(const attn_params *p) { return p->s <= 4096 ? 64 : 16; }
 static int64_t amx_tokens(const attn_params *p) {
@@ -267,7 +268,7 @@ static int64_t amx_tokens(const attn_params *p) {
 static size_t amx_floats(const attn_params *p) {
   const size_t d = (size_t)p->d, s = (size_t)p->s, rows = (size_t)amx_score_rows(p);
   return (rows + 1) * s + rows + sk__attn_amx_q_words(d) + (size_t)amx_tokens(p) * 16 * d + 16 * d + AMX_CHUNK * 8 +
-         (AMX_CHUNK / 32 + 1) * sk__attn_amx_block_words(d) + 2048;
+         (AMX_CHUNK / SK_ATTN_AMX_KEYS + 1) * sk__attn_amx_block_words(d) + 2048;
 }
 
 /* Per core, in floats: q and o for a part's heads, a block of key rows and
@@ -358,7 +359,7 @@ static void run_tokens_amx(const sk__node_io *io, const sk__attention_kernels *k
   uint32_t *qt = (uint32_t *)(void *)(l + rows);
   float *acc = (float *)(void *)(qt + sk__attn_amx_q_words(d)), *o = acc + (size_t)amx_tokens(p) * 16 * d;
   uint16_t *w = (uint16_t *)(void *)(o + 16 * d);
-  uint32_t *vp = (uint32_t *)(void *)(w + AMX_CHUNK * 16), *tail = vp + AMX_CHUNK / 32 * words;
+  uint32_t *vp = (uint32_t *)(void *)(w + AMX_CHUNK * 16), *tail = vp + AMX_CHUNK / SK_ATTN_AMX_KEYS * words;
   void *tiles = tail + words;
   const int64_t lo = first_key(p, position(io, t));
   int64_t n[64], most = 0;
@@ -376,17 +377,19 @@ static void run_tokens_amx(const sk__node_io *io, const sk__attention_kernels *k
                   (size_t)(keys - j0 < SK_ATTN_AMX_SCORE_KEYS ? keys - j0 : SK_ATTN_AMX_SCORE_KEYS), d,
                   scores + (size_t)i0 * nh * ss + j0, ss, tiles);
   }
-  for (int64_t i = 0; i < r; i++) softmax_rows(io, kern, scores + (size_t)i * nh * ss, ss, nh, n[i], scratch, l + i * nh);
+  for (int64_t i = 0; i < r; i++)
+    softmax_rows(io, kern, scores + (size_t)i * nh * ss, ss, nh, n[i], scratch, l + i * nh);
   for (int64_t c0 = 0; c0 < most; c0 += AMX_CHUNK) {
     const int64_t ck = most - c0 < AMX_CHUNK ? most - c0 : AMX_CHUNK;
     const uint16_t *vc = v + (size_t)(lo + c0) * row + g * d;
     amx->pack_v(vc, row, (size_t)ck, d, vp);
     for (int64_t i = 0; i < r; i++) {
       if (n[i] <= c0) continue;
-      const int64_t nk = n[i] - c0 < AMX_CHUNK ? n[i] - c0 : AMX_CHUNK, nb = (nk + 31) / 32;
+      const int64_t nk = n[i] - c0 < AMX_CHUNK ? n[i] - c0 : AMX_CHUNK;
+      const int64_t nb = (nk + SK_ATTN_AMX_KEYS - 1) / SK_ATTN_AMX_KEYS;
       const uint32_t *last = NULL;
-      if (nk % 32 != 0 && nk < ck) { /* vp's last block of this token holds keys past its position */
-        amx->pack_v(vc + (size_t)(nb - 1) * 32 * row, row, (size_t)(nk % 32), d, tail);
+      if (nk % SK_ATTN_AMX_KEYS != 0 && nk < ck) { /* vp's last block of this token holds keys past its position */
+        amx->pack_v(vc + (size_t)(nb - 1) * SK_ATTN_AMX_KEYS * row, row, (size_t)(nk % SK_ATTN_AMX_KEYS), d, tail);
         last = tail;
       }
       amx->weights(scores + (size_t)i * nh * ss + c0, nh, ss, (size_t)nk, w);

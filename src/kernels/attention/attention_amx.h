@@ -26,7 +26,6 @@
 
 #include "core/cpu.h"
 
-#define SK_ATTN_AMX_ROWS 16        /* q rows a call takes at most (a tile's rows) */
 #define SK_ATTN_AMX_SCORE_KEYS 64  /* keys a scores call takes at most (four tiles of 16) */
 #define SK_ATTN_AMX_KEYS 32        /* keys a values block holds (the contract's block) */
 
