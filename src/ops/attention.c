@@ -254,6 +254,8 @@ static void reference(const sk__node_io *io) {
  * rows of value sums, and the values packed AMX_CHUNK keys at a time for
  * all of them. */
 #define AMX_CHUNK 256
+/* Score rows a core holds: 64 (8 tokens of 8 heads) up to 4096 keys, 1 MiB;
+ * past that 16, so that a long context's workspace stays 16 rows of keys. */
 static int64_t amx_score_rows(const attn_params *p) { return p->s <= 4096 ? 64 : 16; }
 static int64_t amx_tokens(const attn_params *p) {
   const int64_t by_sums = 16384 / (16 * p->d), by_scores = amx_score_rows(p) / p->heads.sub;
