@@ -1,6 +1,7 @@
 # What `cmake --install` (make install) puts under the prefix:
 #   include/superkernel.h                          the public API
 #   include/superkernel_model.h                    whole models (src/model)
+#   include/superkernel_checkpoint.h               checkpoint directories (src/checkpoint)
 #   lib/libsuperkernel.so*, lib/libsuperkernel.a   shared and static library
 #   lib/pkgconfig/superkernel.pc                   for pkg-config
 #   lib/cmake/superkernel/                         for find_package(superkernel):
@@ -15,7 +16,8 @@ install(TARGETS superkernel superkernel_static EXPORT superkernelTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(FILES ${PROJECT_SOURCE_DIR}/include/superkernel.h ${PROJECT_SOURCE_DIR}/include/superkernel_model.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/include/superkernel.h ${PROJECT_SOURCE_DIR}/include/superkernel_model.h
+              ${PROJECT_SOURCE_DIR}/include/superkernel_checkpoint.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # CMake package: the exported targets, a config that finds their Threads
 # dependency first, and a version file. Before 1.0 a minor release may

@@ -118,6 +118,9 @@ typedef struct sk_model_info {
    * which a token reads one row, and the head). */
   size_t weight_bytes;
   size_t cache_bytes;      /* one sequence's KV cache */
+  /* A MoE layer's routed experts and how many of them a token reads (0, 0:
+   * a dense model). */
+  int64_t experts, experts_per_token;
 } sk_model_info;
 SK_API sk_status sk_model_get_info(const sk_model *model, sk_model_info *info_out);
 

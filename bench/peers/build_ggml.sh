@@ -7,8 +7,9 @@
 # index (pinned in llama_cpp_source.sh; it vendors llama.cpp and its ggml), built with CMake:
 # the CPU backend only, GGML_NATIVE=ON (what a llama.cpp user building on the
 # machine gets: -march=native, its fastest kernels here), OpenMP threads. The
-# driver links it with our checkpoint readers (build/lib/libsk_models.a and
-# libsuperkernel, so `make build` first). Optional: nothing else needs it.
+# driver links it with our checkpoint readers (build/lib/libsk_models.a,
+# libsuperkernel's superkernel_checkpoint.h and Debian's cJSON, so `make
+# build` first). Optional: nothing else needs it.
 # Prints the driver's path.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -23,5 +24,5 @@ lib="$work/build/ggml/src"
 cc -O2 -std=c11 -Wall -Wextra -I"$src/ggml/include" -I"$root/tools/models" -I"$root/include" \
   "$root/bench/peers/ggml_moe_layer.c" -o "$work/ggml_moe_layer" \
   "$root/build/lib/libsk_models.a" "$lib/libggml.a" "$lib/libggml-cpu.a" "$lib/libggml-base.a" \
-  -L"$root/build/lib" -lsuperkernel -Wl,-rpath,"$root/build/lib" -fopenmp -lstdc++ -lm -lpthread
+  -L"$root/build/lib" -lsuperkernel -Wl,-rpath,"$root/build/lib" -lcjson -fopenmp -lstdc++ -lm -lpthread
 echo "$work/ggml_moe_layer"

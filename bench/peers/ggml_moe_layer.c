@@ -26,17 +26,17 @@
 #include "checkpoint.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
-#include "safetensors.h"
+#include "superkernel_checkpoint.h"
 
 static void die(const char *what) {
   fprintf(stderr, "ggml_moe_layer: %s\n", what);
   exit(1);
 }
 
-static const skm_st_tensor *tensor(const skm_st_dir *st, int layer, const char *suffix) {
+static const sk_checkpoint_tensor *tensor(const sk_checkpoint *st, int layer, const char *suffix) {
   char name[256];
   snprintf(name, sizeof name, "model.layers.%d.mlp.%s", layer, suffix);
-  const skm_st_tensor *t = skm_st_find(st, name);
+  const sk_checkpoint_tensor *t = sk_checkpoint_find(st, name);
   if (!t) {
     fprintf(stderr, "ggml_moe_layer: tensor %s is missing (per-expert tensors only)\n", name);
     exit(1);
@@ -45,10 +45,10 @@ static const skm_st_tensor *tensor(const skm_st_dir *st, int layer, const char *
 }
 
 /* rows x cols of t (from element `base`) into row `row0` of the ggml tensor dst. */
-static void put_rows(struct ggml_tensor *dst, int64_t row0, const skm_st_tensor *t, int64_t rows, int64_t cols) {
+static void put_rows(struct ggml_tensor *dst, int64_t row0, const sk_checkpoint_tensor *t, int64_t rows, int64_t cols) {
   float *f = malloc(sizeof(float) * (size_t)(rows * cols));
   if (!f) die("out of memory");
-  for (int64_t i = 0; i < rows * cols; i++) f[i] = skm_st_float_at(t, i);
+  for (int64_t i = 0; i < rows * cols; i++) f[i] = sk_checkpoint_float_at(t, i);
   char *out = (char *)dst->data + (size_t)row0 * ggml_row_size(dst->type, cols);
   if (dst->type == GGML_TYPE_F32) memcpy(out, f, sizeof(float) * (size_t)(rows * cols));
   else if (dst->type == GGML_TYPE_F16) ggml_fp32_to_fp16_row(f, (ggml_fp16_t *)out, rows * cols);
@@ -58,7 +58,7 @@ static void put_rows(struct ggml_tensor *dst, int64_t row0, const skm_st_tensor 
 }
 
 /* The experts' `proj` weights as one [cols, rows, E] tensor (ggml's order). */
-static struct ggml_tensor *experts(struct ggml_context *ctx, const skm_st_dir *st, int layer, const char *proj,
+static struct ggml_tensor *experts(struct ggml_context *ctx, const sk_checkpoint *st, int layer, const char *proj,
                                    enum ggml_type type, int64_t rows, int64_t cols, int64_t e) {
   struct ggml_tensor *w = ggml_new_tensor_3d(ctx, type, cols, rows, e);
   for (int64_t j = 0; j < e; j++) {
@@ -69,7 +69,7 @@ static struct ggml_tensor *experts(struct ggml_context *ctx, const skm_st_dir *s
   return w;
 }
 
-static struct ggml_tensor *matrix(struct ggml_context *ctx, const skm_st_dir *st, int layer, const char *suffix,
+static struct ggml_tensor *matrix(struct ggml_context *ctx, const sk_checkpoint *st, int layer, const char *suffix,
                                   enum ggml_type type, int64_t rows, int64_t cols) {
   struct ggml_tensor *w = ggml_new_tensor_2d(ctx, type, cols, rows);
   put_rows(w, 0, tensor(st, layer, suffix), rows, cols);
@@ -98,9 +98,9 @@ int main(int argc, char **argv) {
   if (type == GGML_TYPE_COUNT || threads < 1 || iters < 1) die("bad TYPE, THREADS or ITERS");
   char msg[1024];
   skm_checkpoint *ck;
-  skm_st_dir *st;
+  sk_checkpoint *st;
   if (skm_checkpoint_open(dir, layer, &ck, msg, sizeof msg) != SK_STATUS_OK) die(msg);
-  if (skm_st_open(dir, &st, msg, sizeof msg) != SK_STATUS_OK) die(msg);
+  if (sk_checkpoint_open(dir, &st) != SK_STATUS_OK) die(sk_last_error());
   const skm_moe_layer *m = skm_checkpoint_layer(ck);
   const int64_t h = m->hidden, e = m->experts, k = m->top_k, i = m->inter, si = m->shared * m->inter;
 
@@ -197,7 +197,7 @@ int main(int argc, char **argv) {
   free(times);
   ggml_free(ctx);
   ggml_free(wctx);
-  skm_st_close(st);
+  sk_checkpoint_close(st);
   skm_checkpoint_close(ck);
   return 0;
 }

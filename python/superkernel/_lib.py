@@ -211,7 +211,7 @@ class ModelConfig(_C.Structure):
 class ModelInfo(_C.Structure):
     _fields_ = [("family", c_char_p), ("about", c_char_p), ("dtype", c_int), ("vocab", int64), ("hidden", int64),
                 ("layers", int64), ("max_tokens", int64), ("max_context", int64), ("weight_bytes", size_t),
-                ("cache_bytes", size_t)]
+                ("cache_bytes", size_t), ("experts", int64), ("experts_per_token", int64)]
 
 
 class Buffer(_C.Structure):
@@ -367,6 +367,9 @@ _PROTOTYPES = {
     "sk_kernel_register": (_STATUS, [P(KernelDesc), P(c_void_p)]),
     "sk_model_create": (_STATUS, [P(ModelConfig), P(c_void_p)]),
     "sk_model_destroy": (None, [c_void_p]),
+    "sk_checkpoint_open": (_STATUS, [c_char_p, P(c_void_p)]),
+    "sk_checkpoint_close": (None, [c_void_p]),
+    "sk_model_create_from_checkpoint": (_STATUS, [c_void_p, P(ModelConfig), P(c_void_p)]),
     "sk_model_families": (c_char_p, []),
     "sk_model_weight_error": (None, [c_char_p]),
     "sk_model_write_profile": (_STATUS, [c_void_p, c_char_p]),

@@ -60,8 +60,6 @@ class Model(Owned):
                  options="", profile=False, quantize=None, numerics=None):
         import torch
 
-        if quantize not in (None, "w8a8"):
-            raise ValueError(f"Model: quantize={quantize!r}; expected None or 'w8a8'")
         if hasattr(config, "to_json_string"):
             config = config.to_json_string()
         elif isinstance(config, dict):
@@ -69,17 +67,57 @@ class Model(Owned):
         if not isinstance(config, str):
             raise TypeError(f"Model: config: expected a transformers config, a dict or JSON text, got {type(config).__name__}")
         self._tensors = {}
-        # the live sequences' handles, destroyed before the model's: at exit
-        # (a garbage cycle) the objects' finalizers run in any order
-        self._seq_handles = set()
         for name, t in dict(tensors).items():
             if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
                 raise TypeError(f"Model: tensor {name!r}: expected a CPU torch.Tensor")
             self._tensors[name] = t.detach().contiguous()
-        self._team = shared_team(num_threads)
         self._lookup = _lib.MODEL_WEIGHT_FN(self._find)  # kept: C calls it during create only
+        self._make(_lib.encode(config, "Model: config"), self._lookup, None, max_tokens, max_context, num_threads,
+                   executor, options, profile, quantize, numerics)
+
+    @classmethod
+    def from_checkpoint(cls, directory, max_tokens=0, max_context=0, num_threads=1, executor="default",
+                        options="", profile=False, quantize=None, numerics=None):
+        """A Hugging Face checkpoint directory (config.json and its
+        *.safetensors files: bf16, fp16, fp32, or block-scaled FP8) read by
+        the library itself (superkernel_checkpoint.h): the files are
+        memory-mapped and borrowed, not copied, and neither torch nor
+        transformers is needed. The other arguments as for Model(). Errors
+        name the file and the tensor."""
+        import os
+
+        self = cls.__new__(cls)
+        self._tensors = {}
+        checkpoint = ctypes.c_void_p()
+        _lib.check(_lib.lib().sk_checkpoint_open(_lib.encode(os.fsencode(directory), "directory"),
+                                                 ctypes.byref(checkpoint)), "Model.from_checkpoint")
+        self._checkpoint = checkpoint  # closed after the model (its weights are the mapping)
+        try:
+            self._make(None, None, checkpoint, max_tokens, max_context, num_threads, executor, options, profile,
+                       quantize, numerics)
+        except BaseException:
+            self._close_checkpoint()
+            raise
+        return self
+
+    _checkpoint = None
+
+    def _close_checkpoint(self):
+        if self._checkpoint is not None:
+            _lib.lib().sk_checkpoint_close(self._checkpoint)
+            self._checkpoint = None
+
+    def _make(self, config_json, lookup, checkpoint, max_tokens, max_context, num_threads, executor, options,
+              profile, quantize, numerics):
+        """sk_model_create (or, from a checkpoint, sk_model_create_from_checkpoint) and the model's info."""
+        if quantize not in (None, "w8a8"):
+            raise ValueError(f"Model: quantize={quantize!r}; expected None or 'w8a8'")
+        # the live sequences' handles, destroyed before the model's: at exit
+        # (a garbage cycle) the objects' finalizers run in any order
+        self._seq_handles = set()
+        self._team = shared_team(num_threads)
         cfg = _lib.ModelConfig(
-            ctypes.sizeof(_lib.ModelConfig), _lib.encode(config, "Model: config"), self._lookup, None,
+            ctypes.sizeof(_lib.ModelConfig), config_json, lookup if lookup else _lib.MODEL_WEIGHT_FN(), None,
             _lib.as_int(max_tokens, "Model: max_tokens", 0, 1 << 16),
             _lib.as_int(max_context, "Model: max_context", 0, 1 << 24),
             None, parse_executor(executor), _lib.encode(options, "Model: options") if options else None,
@@ -88,7 +126,11 @@ class Model(Owned):
         team = self._team._acquire()
         try:
             cfg.team = team
-            _lib.check(_lib.lib().sk_model_create(ctypes.byref(cfg), ctypes.byref(handle)), "superkernel.Model")
+            if checkpoint is None:
+                st = _lib.lib().sk_model_create(ctypes.byref(cfg), ctypes.byref(handle))
+            else:
+                st = _lib.lib().sk_model_create_from_checkpoint(checkpoint, ctypes.byref(cfg), ctypes.byref(handle))
+            _lib.check(st, "superkernel.Model")
         finally:
             self._team._release()
         self._handle = handle
@@ -98,6 +140,7 @@ class Model(Owned):
         self.vocab, self.hidden, self.layers = info.vocab, info.hidden, info.layers
         self.max_tokens, self.max_context = info.max_tokens, info.max_context
         self.weight_bytes, self.cache_bytes = info.weight_bytes, info.cache_bytes
+        self.experts, self.experts_per_token = info.experts, info.experts_per_token
 
     def _find(self, user, name, out):
         t = self._tensors.get(name.decode())
@@ -122,6 +165,7 @@ class Model(Owned):
             _lib.lib().sk_model_seq_destroy(seq)
         self._seq_handles.clear()
         _lib.lib().sk_model_destroy(handle)
+        self._close_checkpoint()
 
     def write_profile(self, directory):
         """With profile=True: directory/body/ and directory/head/, each an

@@ -42,6 +42,12 @@ typedef struct sk__moe {
   int64_t shared_inter;            /* 0: no shared expert */
   const char *shared_prefix;       /* "shared_experts" (DeepSeek) or "shared_expert" (Qwen2-MoE) */
   bool shared_gate;                /* Qwen2-MoE: the shared output times sigmoid(x @ shared_expert_gate^T) */
+  /* Where the family's checkpoint files keep a MoE block under other names
+   * than transformers' state_dict (mlp.gate.weight, mlp.experts.*): Mixtral's
+   * "block_sparse_moe" with experts.J.{w1,w3,w2} for gate, up, down. NULL:
+   * the state_dict's names (mlp, experts.J.{gate,up,down}_proj). */
+  const char *checkpoint_block;
+  const char *checkpoint_proj[3];
 } sk__moe;
 
 /* DeepSeek's multi-head latent attention (mla_attention's absorbed form). */

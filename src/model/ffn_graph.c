@@ -30,6 +30,18 @@ sk_value sk__mb_mlp(sk__model_builder *b, int64_t l, const char *prefix, int64_t
   return sk__mb_proj(b, "down_proj", a, hid, inter, NONE, fmt, L, prefix, "down");
 }
 
+void sk__mb_moe_names(sk__model_builder *b, int64_t l, sk__moe_names *out) {
+  const sk__moe *m = &b->d->moe;
+  *out = (sk__moe_names){.block = "mlp", .proj = {"gate_proj", "up_proj", "down_proj"}};
+  if (!m->checkpoint_block) return;
+  char name[SK__MB_NAME_MAX];
+  sk_model_tensor t;
+  snprintf(name, sizeof name, "model.layers.%lld.mlp.gate.weight", L);
+  if (b->weight(b->weight_user, name, &t) != SK_STATUS_NOT_FOUND) return; /* (an error: reported at its lookup) */
+  snprintf(out->block, sizeof out->block, "%s", m->checkpoint_block);
+  for (int k = 0; k < 3; k++) out->proj[k] = m->checkpoint_proj[k];
+}
+
 /* grouped_matmul of the routed rows by one [E, N, K] weight or E [N, K] ones (torch's layout). */
 static sk_value experts_matmul(sk__model_builder *b, const char *name, sk_value rows, const sk_value *w, int64_t n_w,
                                sk_value ends) {
@@ -41,19 +53,22 @@ static sk_value experts_matmul(sk__model_builder *b, const char *name, sk_value 
 /* The routed experts of rows (moe_init_routing's), cumulative ends: fused
  * weights (transformers' in-memory experts.gate_up_proj [E, 2I, H],
  * experts.down_proj [E, H, I]) or one tensor per expert as checkpoints
- * store them (experts.J.{gate,up,down}_proj.weight): the same bits. */
+ * store them (experts.J.{gate,up,down}_proj.weight, or the family's
+ * checkpoint names: sk__mb_moe_names): the same bits. */
 static sk_value experts(sk__model_builder *b, int64_t l, sk_value rows, sk_value ends) {
   const sk__decoder *d = b->d;
   const int64_t e = d->moe.experts, in = d->moe.inter, hid = d->hidden;
+  sk__moe_names n;
+  sk__mb_moe_names(b, l, &n);
   char name[SK__MB_NAME_MAX];
-  snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.gate_up_proj", L);
+  snprintf(name, sizeof name, "model.layers.%lld.%s.experts.gate_up_proj", L, n.block);
   sk_value gate_up;
   sk_status st = sk__mb_try_weight(b, name, d->dtype, 3, (int64_t[]){e, 2 * in, hid}, &gate_up);
   if (st == SK_STATUS_OK) {
     sk_value up = experts_matmul(b, "experts_up", rows, &gate_up, 1, ends);
     sk_op_input sin[] = {{"x", &up, 1}};
     sk_value a = sk__mb_one(b, "experts_act", "swiglu", sin, 1, NULL, 0);
-    sk_value down = W(3, (int64_t[]){e, hid, in}, "model.layers.%lld.mlp.experts.down_proj", L);
+    sk_value down = W(3, (int64_t[]){e, hid, in}, "model.layers.%lld.%s.experts.down_proj", L, n.block);
     return experts_matmul(b, "experts_down", a, &down, 1, ends);
   }
   if (st != SK_STATUS_NOT_FOUND) return NONE;
@@ -63,10 +78,10 @@ static sk_value experts(sk__model_builder *b, int64_t l, sk_value rows, sk_value
     return NONE;
   }
   for (int64_t j = 0; j < e && sk__mb_ok(b); j++) {
-    const char *fmt = "model.layers.%lld.mlp.experts.%lld.%s_proj.weight";
-    w[j] = W(2, (int64_t[]){in, hid}, fmt, L, (long long)j, "gate");
-    w[e + j] = W(2, (int64_t[]){in, hid}, fmt, L, (long long)j, "up");
-    w[2 * e + j] = W(2, (int64_t[]){hid, in}, fmt, L, (long long)j, "down");
+    const char *fmt = "model.layers.%lld.%s.experts.%lld.%s.weight";
+    w[j] = W(2, (int64_t[]){in, hid}, fmt, L, n.block, (long long)j, n.proj[0]);
+    w[e + j] = W(2, (int64_t[]){in, hid}, fmt, L, n.block, (long long)j, n.proj[1]);
+    w[2 * e + j] = W(2, (int64_t[]){hid, in}, fmt, L, n.block, (long long)j, n.proj[2]);
   }
   sk_value g = experts_matmul(b, "experts_gate", rows, w, e, ends);
   sk_value u = experts_matmul(b, "experts_up", rows, w + e, e, ends);
@@ -80,22 +95,25 @@ static void route(sk__model_builder *b, int64_t l, sk_value h, sk_value gating[4
   const sk__decoder *d = b->d;
   const sk__moe *m = &d->moe;
   const int64_t e = m->experts;
+  sk__moe_names n;
+  sk__mb_moe_names(b, l, &n);
   sk_attr to32[] = {SK_ATTR_INT("dtype", SK_FP32)};
   sk_value logits;
   if (m->router_fp32) { /* DeepSeek: F.linear(x.float(), weight.float()) */
     sk_op_input cin[] = {{"x", &h, 1}};
     sk_value x32 = sk__mb_one(b, "router_x_fp32", "cast", cin, 1, to32, 1);
-    sk_value gate = sk__mb_weight_fp32(b, 2, (int64_t[]){e, d->hidden}, "model.layers.%lld.mlp.gate.weight", L);
+    sk_value gate = sk__mb_weight_fp32(b, 2, (int64_t[]){e, d->hidden}, "model.layers.%lld.%s.gate.weight", L, n.block);
     logits = sk__mb_linear(b, "router", x32, gate, NONE);
   } else { /* logits in the model's dtype, softmax in fp32 */
-    sk_value gate = W(2, (int64_t[]){e, d->hidden}, "model.layers.%lld.mlp.gate.weight", L);
+    sk_value gate = W(2, (int64_t[]){e, d->hidden}, "model.layers.%lld.%s.gate.weight", L, n.block);
     sk_value lg = sk__mb_linear(b, "router", h, gate, NONE);
     sk_op_input cin[] = {{"x", &lg, 1}};
     logits = sk__mb_one(b, "router_fp32", "cast", cin, 1, to32, 1);
   }
   sk_op_input gin[] = {{"x", &logits, 1}, {"bias", NULL, 1}};
   if (m->router == SK__ROUTER_SIGMOID_GROUPED) {
-    sk_value bias = sk__mb_weight_fp32(b, 1, (int64_t[]){e}, "model.layers.%lld.mlp.gate.e_score_correction_bias", L);
+    sk_value bias = sk__mb_weight_fp32(b, 1, (int64_t[]){e}, "model.layers.%lld.%s.gate.e_score_correction_bias", L,
+                                       n.block);
     gin[1].values = &bias;
     sk_attr at[] = {SK_ATTR_INT("k", m->top_k), SK_ATTR_INT("k_group", m->topk_group),
                     SK_ATTR_INT("group_count", m->groups), SK_ATTR_INT("group_select_mode", 1),

@@ -193,7 +193,8 @@ sk_status sk_model_get_info(const sk_model *m, sk_model_info *info) {
   const sk__decoder *d = &m->d;
   *info = (sk_model_info){.family = m->family, .about = m->about, .dtype = d->dtype, .vocab = d->vocab,
                           .hidden = d->hidden, .layers = d->layers, .max_tokens = m->max_tokens,
-                          .max_context = m->max_context, .weight_bytes = m->weight_bytes};
+                          .max_context = m->max_context, .weight_bytes = m->weight_bytes,
+                          .experts = d->moe.experts, .experts_per_token = d->moe.experts ? d->moe.top_k : 0};
   for (int i = 0; i < m->n_caches; i++) info->cache_bytes += m->caches[i].bytes;
   return SK_STATUS_OK;
 }

@@ -112,6 +112,16 @@ sk_value sk__mb_mla(sk__model_builder *b, int64_t l, sk_value h, sk_value positi
 sk_value sk__mb_mlp(sk__model_builder *b, int64_t l, const char *prefix, int64_t inter, sk_value h);
 /* w8a8's routed experts of layer l: the dispatch of h by expert_idx into
  * routing[4] (moe_init_routing's outputs) and the experts' bf16 rows. */
+/* The names of layer l's MoE weights: "model.layers.L.<block>.gate.weight"
+ * (the router), "<block>.experts.gate_up_proj" / "down_proj" (fused) and
+ * "<block>.experts.J.<proj[0..2]>.weight" (gate, up, down). The block is
+ * "mlp" with {gate,up,down}_proj where the caller has mlp's router
+ * (transformers' state_dict), else the family's checkpoint names. */
+typedef struct sk__moe_names {
+  char block[32];
+  const char *proj[3];
+} sk__moe_names;
+void sk__mb_moe_names(sk__model_builder *b, int64_t l, sk__moe_names *out);
 sk_value sk__mb_experts_w8a8(sk__model_builder *b, int64_t l, sk_value h, sk_value expert_idx, sk_value routing[4]);
 /* The MoE block of layer l on h; resid + the block (the combine adds the residual). */
 sk_value sk__mb_moe(sk__model_builder *b, int64_t l, sk_value h, sk_value resid);

@@ -131,20 +131,21 @@ sk_value sk__mb_proj(sk__model_builder *b, const char *name, sk_value x, int64_t
 static bool expert_weights(sk__model_builder *b, int64_t l, sk_value up[2], sk_value down[2]) {
   const sk__decoder *d = b->d;
   const int64_t e = d->moe.experts, in = d->moe.inter, hid = d->hidden;
+  sk__moe_names n;
+  sk__mb_moe_names(b, l, &n);
   char fused[SK__MB_NAME_MAX], name[SK__MB_NAME_MAX];
-  snprintf(fused, sizeof fused, "model.layers.%lld.mlp.experts.gate_up_proj", (long long)l);
+  snprintf(fused, sizeof fused, "model.layers.%lld.%s.experts.gate_up_proj", (long long)l, n.block);
   sk_model_tensor gu, dn;
   sk_status st = sk__mb_try_lookup(b, fused, d->dtype, 3, (int64_t[]){e, 2 * in, hid}, &gu);
   if (st != SK_STATUS_OK && st != SK_STATUS_NOT_FOUND) return false;
   /* every weight looked up (and checked) before gigabytes are allocated for their int8 copies */
-  snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.down_proj", (long long)l);
+  snprintf(name, sizeof name, "model.layers.%lld.%s.experts.down_proj", (long long)l, n.block);
   if (st == SK_STATUS_OK && !sk__mb_lookup(b, name, d->dtype, 3, (int64_t[]){e, hid, in}, &dn)) return false;
   for (int64_t j = 0; st != SK_STATUS_OK && j < e; j++) {
-    const char *fmt = "model.layers.%lld.mlp.experts.%lld.%s_proj.weight";
-    const char *proj[] = {"gate", "up", "down"};
     for (int k = 0; k < 3; k++) {
       sk_model_tensor t;
-      snprintf(name, sizeof name, fmt, (long long)l, (long long)j, proj[k]);
+      snprintf(name, sizeof name, "model.layers.%lld.%s.experts.%lld.%s.weight", (long long)l, n.block, (long long)j,
+               n.proj[k]);
       if (!sk__mb_lookup(b, name, d->dtype, 2, k == 2 ? (int64_t[]){hid, in} : (int64_t[]){in, hid}, &t)) return false;
     }
   }
@@ -166,13 +167,13 @@ static bool expert_weights(sk__model_builder *b, int64_t l, sk_value up[2], sk_v
     return true;
   }
   for (int64_t j = 0; j < e; j++) {
-    const char *fmt = "model.layers.%lld.mlp.experts.%lld.%s_proj.weight";
+    const char *fmt = "model.layers.%lld.%s.experts.%lld.%s.weight";
     sk_model_tensor g, u, dw;
-    snprintf(name, sizeof name, fmt, (long long)l, (long long)j, "gate");
+    snprintf(name, sizeof name, fmt, (long long)l, n.block, (long long)j, n.proj[0]);
     if (!sk__mb_lookup(b, name, d->dtype, 2, (int64_t[]){in, hid}, &g)) return false;
-    snprintf(name, sizeof name, fmt, (long long)l, (long long)j, "up");
+    snprintf(name, sizeof name, fmt, (long long)l, n.block, (long long)j, n.proj[1]);
     if (!sk__mb_lookup(b, name, d->dtype, 2, (int64_t[]){in, hid}, &u)) return false;
-    snprintf(name, sizeof name, fmt, (long long)l, (long long)j, "down");
+    snprintf(name, sizeof name, fmt, (long long)l, n.block, (long long)j, n.proj[2]);
     if (!sk__mb_lookup(b, name, d->dtype, 2, (int64_t[]){hid, in}, &dw)) return false;
     int8_t *qj = qu + j * hid * 2 * in;
     quantize_channels(g.data, d->dtype, in, hid, qj, 2 * in, su + j * 2 * in, tmp);

@@ -86,8 +86,8 @@ void *sk__weight_store_alloc(sk__weight_store *s, size_t bytes) {
     }
     if (!w.data && !s->in_memory_logged) {
       s->in_memory_logged = true;
-      sk__log(SK_LOG_WARN, "the model's quantized weights stay in memory beside their packed copy (%s: %s; "
-              "SUPERKERNEL_WEIGHTS_DIR names another)", dir, why);
+      sk__log(SK_LOG_WARN, "the weights made at create (w8a8's int8, a checkpoint's dequantized FP8) stay in "
+              "memory beside their packed copy (%s: %s; SUPERKERNEL_WEIGHTS_DIR names another)", dir, why);
     }
   }
   if (!w.data) w.data = sk__aligned_alloc(bytes);

@@ -1,6 +1,7 @@
 /*
  * weight_store.h — memory for the weights a model makes itself (w8a8's
- * int8 copies), held as one copy once the programs have packed them.
+ * int8 copies, a checkpoint's dequantized FP8 weights: checkpoint.c), held
+ * as one copy once the programs have packed them.
  *
  * A program packs its constant weights at compile into the panels its
  * GEMMs read, and keeps reading the unpacked constant only for a rare tile;

@@ -18,7 +18,8 @@ from superkernel import _lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = os.path.join(ROOT, "include", "superkernel.h")
-HEADERS = (HEADER, os.path.join(ROOT, "include", "superkernel_model.h"))
+HEADERS = (HEADER, os.path.join(ROOT, "include", "superkernel_model.h"),
+           os.path.join(ROOT, "include", "superkernel_checkpoint.h"))
 
 
 def test_every_mirror_is_listed():
@@ -74,7 +75,7 @@ def test_prototypes_match_the_header():
     wrong = []
     for name, (_restype, argtypes) in _lib._PROTOTYPES.items():
         if name not in header:
-            wrong.append(f"{name} is not declared in superkernel.h or superkernel_model.h")
+            wrong.append(f"{name} is not declared in superkernel.h, superkernel_model.h or superkernel_checkpoint.h")
         elif header[name] != len(argtypes):
             wrong.append(f"{name} takes {header[name]} parameters in C, {len(argtypes)} in Python")
     assert not wrong, "; ".join(wrong)

@@ -213,6 +213,40 @@ def test_errors_name_the_culprit():
         seq.forward(torch.tensor([1.0]))
 
 
+@pytest.mark.parametrize("family", ["qwen3_moe", "llama", "deepseek_v3", "mixtral"])
+def test_from_checkpoint_is_the_same_model(family, tmp_path):
+    """Model.from_checkpoint: the directory save_pretrained writes, read by
+    the library itself, gives the bits of Model(config, state_dict)."""
+    hf = _model(family, torch.bfloat16)
+    hf.save_pretrained(tmp_path, safe_serialization=True)
+    ids = _prompt(9, seed=3)
+    want = superkernel.Model(hf.config, hf.state_dict(), max_tokens=8, max_context=16).sequence().forward(
+        ids, logits="all")
+    model = superkernel.Model.from_checkpoint(tmp_path, max_tokens=8, max_context=16)
+    assert model.family == family and model.vocab == COMMON["vocab_size"]
+    moe = hf.config.to_dict()
+    experts = moe.get("num_experts") or moe.get("num_local_experts") or moe.get("n_routed_experts") or 0
+    assert (model.experts, model.experts_per_token) == ((experts, 2) if experts else (0, 0))
+    got = model.sequence().forward(ids, logits="all")
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+    model.close()
+    model.close()
+    if experts:  # w8a8 quantizes the experts from the checkpoint's own layout
+        want = superkernel.Model(hf.config, hf.state_dict(), max_context=16, quantize="w8a8").sequence().forward(ids)
+        got = superkernel.Model.from_checkpoint(tmp_path, max_context=16, quantize="w8a8").sequence().forward(ids)
+        assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+
+
+def test_from_checkpoint_errors_name_the_file(tmp_path):
+    with pytest.raises(LookupError, match="nowhere"):
+        superkernel.Model.from_checkpoint(tmp_path / "nowhere")
+    hf = _model("llama", torch.bfloat16)
+    hf.save_pretrained(tmp_path, safe_serialization=True)
+    (tmp_path / "model.safetensors").write_bytes((tmp_path / "model.safetensors").read_bytes()[:100])
+    with pytest.raises(ValueError, match="model.safetensors"):
+        superkernel.Model.from_checkpoint(tmp_path)
+
+
 def test_closing_the_model_closes_its_sequences():
     hf = _model("llama", torch.float32)
     model = superkernel.Model(hf.config, hf.state_dict(), max_context=8)

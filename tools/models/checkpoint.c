@@ -13,15 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "safetensors.h"
+#include <cjson/cJSON.h>
 
-#define MAX_CONFIG_BYTES (16u << 20)
+#include "superkernel_checkpoint.h"
 
 typedef enum family { QWEN3_MOE, DEEPSEEK_V3, DEEPSEEK_V2 } family;
 
 struct skm_checkpoint {
-  skm_st_dir *st;
+  sk_checkpoint *files; /* the directory, read by the library */
   skm_moe_layer layer;
   int index;
   bool fused; /* experts.gate_up_proj / experts.down_proj */
@@ -31,15 +30,31 @@ struct skm_checkpoint {
   char about[512];
 };
 
+static bool is_float(const sk_checkpoint_tensor *t) {
+  return t->dtype == SK_FP32 || t->dtype == SK_FP16 || t->dtype == SK_BF16;
+}
+
+static bool is_fp8(const sk_checkpoint_tensor *t) { return strcmp(t->dtype_name, "F8_E4M3") == 0; }
+
 /* ---- config.json ---- */
 
 typedef struct config {
-  const skj_value *root;
+  const cJSON *root;
   const char *path;
   char *msg;
   size_t msg_size;
   sk_status st;
 } config;
+
+/* Member key of the config; NULL when absent or null. */
+static const cJSON *member(const config *c, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->root, key);
+  return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+static const char *type_name(const cJSON *v) {
+  return cJSON_IsBool(v) ? "boolean" : cJSON_IsNumber(v) ? "number" : cJSON_IsArray(v) ? "array" : "object";
+}
 
 /* Records the first problem (unsupported or malformed) and returns it. */
 static sk_status config_fail(config *c, const char *fmt, ...) {
@@ -56,49 +71,49 @@ static sk_status config_fail(config *c, const char *fmt, ...) {
 /* An integer member in [lo, hi]; absent or null: dflt, or an error when
  * dflt < lo (required). */
 static int64_t config_int(config *c, const char *key, int64_t dflt, int64_t lo, int64_t hi) {
-  const skj_value *v = skj_get(c->root, key);
-  if (!v || v->type == SKJ_NULL) {
+  const cJSON *v = member(c, key);
+  if (!v) {
     if (dflt < lo) config_fail(c, "\"%s\" is missing", key);
     return dflt;
   }
-  if (v->type != SKJ_NUMBER || !v->is_integer || v->integer < lo || v->integer > hi) {
+  const double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+  if (!(x >= (double)lo && x <= (double)hi) || x != floor(x)) {
     config_fail(c, "\"%s\" must be an integer in [%lld, %lld]", key, (long long)lo, (long long)hi);
     return dflt;
   }
-  return v->integer;
+  return (int64_t)x;
 }
 
 static double config_number(config *c, const char *key, double dflt) {
-  const skj_value *v = skj_get(c->root, key);
-  if (!v || v->type == SKJ_NULL) return dflt;
-  if (v->type != SKJ_NUMBER || !isfinite(v->number)) config_fail(c, "\"%s\" must be a finite number", key);
-  return v->type == SKJ_NUMBER ? v->number : dflt;
+  const cJSON *v = member(c, key);
+  if (!v) return dflt;
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) config_fail(c, "\"%s\" must be a finite number", key);
+  return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
 static bool config_bool(config *c, const char *key, bool dflt) {
-  const skj_value *v = skj_get(c->root, key);
-  if (!v || v->type == SKJ_NULL) return dflt;
-  if (v->type != SKJ_BOOL) config_fail(c, "\"%s\" must be true or false", key);
-  return v->type == SKJ_BOOL ? v->boolean : dflt;
+  const cJSON *v = member(c, key);
+  if (!v) return dflt;
+  if (!cJSON_IsBool(v)) config_fail(c, "\"%s\" must be true or false", key);
+  return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
 }
 
 /* A string member that must equal one of the allowed values when present. */
 static void config_expect(config *c, const char *key, const char *allowed) {
-  const skj_value *v = skj_get(c->root, key);
-  if (!v || v->type == SKJ_NULL) return;
-  if (v->type != SKJ_STRING || strcmp(v->string, allowed) != 0)
-    config_fail(c, "\"%s\" is %s%s%s; only \"%s\" is supported", key, v->type == SKJ_STRING ? "\"" : "",
-                v->type == SKJ_STRING ? v->string : skj_type_name(v->type), v->type == SKJ_STRING ? "\"" : "",
-                allowed);
+  const cJSON *v = member(c, key);
+  if (!v) return;
+  if (!cJSON_IsString(v) || strcmp(v->valuestring, allowed) != 0)
+    config_fail(c, "\"%s\" is %s%s%s; only \"%s\" is supported", key, cJSON_IsString(v) ? "\"" : "",
+                cJSON_IsString(v) ? v->valuestring : type_name(v), cJSON_IsString(v) ? "\"" : "", allowed);
 }
 
 /* Whether layer n is a MoE layer; explains why not into why. */
 static bool is_moe_layer(config *c, family f, int64_t n, char *why, size_t why_size) {
   if (f == QWEN3_MOE) {
     int64_t step = config_int(c, "decoder_sparse_step", 1, 1, 1 << 20);
-    const skj_value *dense = skj_get(c->root, "mlp_only_layers");
-    for (size_t i = 0; dense && dense->type == SKJ_ARRAY && i < dense->n; i++)
-      if (dense->items[i].type == SKJ_NUMBER && dense->items[i].is_integer && dense->items[i].integer == n)
+    const cJSON *dense = member(c, "mlp_only_layers");
+    for (const cJSON *item = cJSON_IsArray(dense) ? dense->child : NULL; item; item = item->next)
+      if (cJSON_IsNumber(item) && item->valuedouble == (double)n)
         return snprintf(why, why_size, "it is in \"mlp_only_layers\""), false;
     if ((n + 1) % step != 0)
       return snprintf(why, why_size, "(layer + 1) %% decoder_sparse_step (%lld) is not 0", (long long)step), false;
@@ -116,23 +131,25 @@ static bool is_moe_layer(config *c, family f, int64_t n, char *why, size_t why_s
  * kind read ("quant_method": "fp8", "fmt": "e4m3", "weight_block_size":
  * [rows, columns]): a weight may then be an F8_E4M3 tensor with a float
  * "<name>_scale_inv" holding one scale per block, value = fp8 * scale. */
-static void read_quantization(skm_checkpoint *ck, config *c, const skj_value *q) {
-  const skj_value *method = skj_get(q, "quant_method"), *fmt = skj_get(q, "fmt"), *block = skj_get(q, "weight_block_size");
-  if (q->type != SKJ_OBJECT || !method || method->type != SKJ_STRING || strcmp(method->string, "fp8") != 0) {
+static void read_quantization(skm_checkpoint *ck, config *c, const cJSON *q) {
+  const cJSON *method = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
+  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(q, "fmt");
+  const cJSON *block = cJSON_GetObjectItemCaseSensitive(q, "weight_block_size");
+  if (!cJSON_IsObject(q) || !cJSON_IsString(method) || strcmp(method->valuestring, "fp8") != 0) {
     config_fail(c, "quantization_config: only block-scaled FP8 (\"quant_method\": \"fp8\", DeepSeek-V3's) is "
                    "supported; use a bf16, fp16 or fp32 checkpoint (the layer can be quantized to int8 on loading: "
                    "moe-layer:int8)");
     return;
   }
-  if (fmt && fmt->type != SKJ_NULL && (fmt->type != SKJ_STRING || strcmp(fmt->string, "e4m3") != 0)) {
+  if (fmt && !cJSON_IsNull(fmt) && (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "e4m3") != 0)) {
     config_fail(c, "quantization_config: \"fmt\" must be \"e4m3\"");
     return;
   }
-  bool ok = block && block->type == SKJ_ARRAY && block->n == 2;
-  for (size_t i = 0; ok && i < 2; i++) {
-    const skj_value *v = &block->items[i];
-    ok = v->type == SKJ_NUMBER && v->is_integer && v->integer >= 1 && v->integer <= (1 << 20);
-    if (ok) ck->fp8_block[i] = v->integer;
+  bool ok = cJSON_IsArray(block) && cJSON_GetArraySize(block) == 2;
+  for (int i = 0; ok && i < 2; i++) {
+    const cJSON *v = cJSON_GetArrayItem(block, i);
+    ok = cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= (1 << 20) && v->valuedouble == floor(v->valuedouble);
+    if (ok) ck->fp8_block[i] = (int64_t)v->valuedouble;
   }
   if (!ok) {
     config_fail(c, "quantization_config: \"weight_block_size\" must be [rows, columns], two positive integers");
@@ -144,25 +161,25 @@ static void read_quantization(skm_checkpoint *ck, config *c, const skj_value *q)
 /* config.json's root into ck->layer and ck->index (dtypes set later). */
 static sk_status read_config(skm_checkpoint *ck, config *c, int layer) {
   family fam;
-  const skj_value *type = skj_get(c->root, "model_type");
-  if (c->root->type != SKJ_OBJECT) return config_fail(c, "expected an object");
-  if (!type || type->type != SKJ_STRING) return config_fail(c, "\"model_type\" is missing");
-  if (strcmp(type->string, "qwen3_moe") == 0) fam = QWEN3_MOE;
-  else if (strcmp(type->string, "deepseek_v3") == 0) fam = DEEPSEEK_V3;
-  else if (strcmp(type->string, "deepseek_v2") == 0) fam = DEEPSEEK_V2;
+  if (!cJSON_IsObject(c->root)) return config_fail(c, "expected an object");
+  const cJSON *type = member(c, "model_type");
+  if (!cJSON_IsString(type)) return config_fail(c, "\"model_type\" is missing");
+  if (strcmp(type->valuestring, "qwen3_moe") == 0) fam = QWEN3_MOE;
+  else if (strcmp(type->valuestring, "deepseek_v3") == 0) fam = DEEPSEEK_V3;
+  else if (strcmp(type->valuestring, "deepseek_v2") == 0) fam = DEEPSEEK_V2;
   else
-    return config_fail(c, "model_type \"%s\" is not supported (qwen3_moe, deepseek_v3, deepseek_v2)", type->string);
-  const skj_value *quantization = skj_get(c->root, "quantization_config");
-  if (quantization && quantization->type != SKJ_NULL) read_quantization(ck, c, quantization);
+    return config_fail(c, "model_type \"%s\" is not supported (qwen3_moe, deepseek_v3, deepseek_v2)",
+                       type->valuestring);
+  const cJSON *quantization = member(c, "quantization_config");
+  if (quantization) read_quantization(ck, c, quantization);
   if (c->st != SK_STATUS_OK) return c->st;
   skm_moe_layer *m = &ck->layer;
   const bool qwen = fam == QWEN3_MOE;
   m->hidden = config_int(c, "hidden_size", -1, 1, 1 << 20);
   /* Qwen3's config.json says num_experts; transformers 5 writes num_local_experts. */
-  const skj_value *num_experts = skj_get(c->root, "num_experts");
-  const char *experts_key = !qwen                                            ? "n_routed_experts"
-                            : num_experts && num_experts->type != SKJ_NULL ? "num_experts"
-                                                                           : "num_local_experts";
+  const char *experts_key = !qwen                       ? "n_routed_experts"
+                            : member(c, "num_experts") ? "num_experts"
+                                                       : "num_local_experts";
   m->experts = config_int(c, experts_key, -1, 0, 1 << 16);
   m->top_k = config_int(c, "num_experts_per_tok", -1, 1, 1 << 16);
   m->inter = config_int(c, "moe_intermediate_size", -1, 1, 1 << 20);
@@ -219,20 +236,20 @@ static sk_status read_config(skm_checkpoint *ck, config *c, int layer) {
 
 /* ---- the layer's tensors ---- */
 
-static const skm_st_tensor *find(const skm_checkpoint *ck, const char *suffix) {
+static const sk_checkpoint_tensor *find(const skm_checkpoint *ck, const char *suffix) {
   char name[256];
   snprintf(name, sizeof name, "%s%s", ck->prefix, suffix);
-  return skm_st_find(ck->st, name);
+  return sk_checkpoint_find(ck->files, name);
 }
 
 /* The block scales of an FP8 weight t ("<name>_scale_inv"), or NULL. */
-static const skm_st_tensor *scale_of(const skm_checkpoint *ck, const skm_st_tensor *t) {
+static const sk_checkpoint_tensor *scale_of(const skm_checkpoint *ck, const sk_checkpoint_tensor *t) {
   char name[300];
-  if (!t->fp8_e4m3 || snprintf(name, sizeof name, "%s_scale_inv", t->name) >= (int)sizeof name) return NULL;
-  return skm_st_find(ck->st, name);
+  if (!is_fp8(t) || snprintf(name, sizeof name, "%s_scale_inv", t->name) >= (int)sizeof name) return NULL;
+  return sk_checkpoint_find(ck->files, name);
 }
 
-static sk_status check_shape(const skm_st_tensor *t, int rank, const int64_t *shape, char *msg, size_t msg_size) {
+static sk_status check_shape(const sk_checkpoint_tensor *t, int rank, const int64_t *shape, char *msg, size_t msg_size) {
   bool same = t->rank == rank;
   for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
   if (same) return SK_STATUS_OK;
@@ -247,21 +264,21 @@ static sk_status check_shape(const skm_st_tensor *t, int rank, const int64_t *sh
  * ceil(cols / block cols)]. */
 static sk_status need(const skm_checkpoint *ck, const char *suffix, int rank, const int64_t *shape, bool fp8_ok,
                       char *msg, size_t msg_size) {
-  const skm_st_tensor *t = find(ck, suffix);
+  const sk_checkpoint_tensor *t = find(ck, suffix);
   if (!t)
     return skm_error(msg, msg_size, SK_STATUS_NOT_FOUND, "tensor %s%s is missing (layer %d)", ck->prefix, suffix,
                      ck->index);
-  bool fp8 = fp8_ok && ck->fp8 && t->fp8_e4m3 && rank == 2;
-  if (!skm_st_is_float(t) && !fp8)
+  bool fp8 = fp8_ok && ck->fp8 && is_fp8(t) && rank == 2;
+  if (!is_float(t) && !fp8)
     return skm_error(msg, msg_size, SK_STATUS_UNSUPPORTED, "tensor %s: dtype %s is not supported (F32, F16, BF16%s)",
                      t->name, t->dtype_name, ck->fp8 ? "; F8_E4M3 for the unfused experts' weights" : "");
   sk_status s = check_shape(t, rank, shape, msg, msg_size);
   if (s != SK_STATUS_OK || !fp8) return s;
-  const skm_st_tensor *scale = scale_of(ck, t);
+  const sk_checkpoint_tensor *scale = scale_of(ck, t);
   if (!scale)
     return skm_error(msg, msg_size, SK_STATUS_NOT_FOUND, "tensor %s_scale_inv is missing (the FP8 weight's block scales)",
                      t->name);
-  if (!skm_st_is_float(scale))
+  if (!is_float(scale))
     return skm_error(msg, msg_size, SK_STATUS_UNSUPPORTED, "tensor %s: dtype %s is not supported (F32, F16, BF16)",
                      scale->name, scale->dtype_name);
   int64_t blocks[2] = {(shape[0] + ck->fp8_block[0] - 1) / ck->fp8_block[0],
@@ -302,23 +319,27 @@ sk_status skm_checkpoint_open(const char *dir, int layer, skm_checkpoint **out, 
   if (!dir || snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
     return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "checkpoint directory: %s",
                      dir ? "path too long" : "none");
-  skj_value root;
-  sk_status read = skm_read_json(path, MAX_CONFIG_BYTES, &root, msg, msg_size);
-  if (read != SK_STATUS_OK) return read;
   skm_checkpoint *ck = calloc(1, sizeof *ck);
-  if (!ck) {
-    skj_free(&root);
-    return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
+  if (!ck) return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
+  sk_status s = sk_checkpoint_open(dir, &ck->files);
+  if (s != SK_STATUS_OK) {
+    skm_error(msg, msg_size, s, "%s", sk_last_error());
+    free(ck);
+    return s;
   }
-  config c = {.root = &root, .path = path, .msg = msg, .msg_size = msg_size, .st = SK_STATUS_OK};
-  sk_status s = read_config(ck, &c, layer);
-  const char *model_type = s == SK_STATUS_OK ? skj_get(&root, "model_type")->string : "";
+  const char *text = sk_checkpoint_config_json(ck->files), *end = NULL;
+  cJSON *root = cJSON_ParseWithOpts(text, &end, true);
+  config c = {.root = root, .path = path, .msg = msg, .msg_size = msg_size, .st = SK_STATUS_OK};
+  if (!root)
+    s = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: invalid JSON at byte %lld", path,
+                  end ? (long long)(end - text) : -1LL);
+  else s = read_config(ck, &c, layer);
+  const char *model_type = s == SK_STATUS_OK ? member(&c, "model_type")->valuestring : "";
   snprintf(ck->prefix, sizeof ck->prefix, "model.layers.%d.mlp.", ck->index);
   skm_moe_layer *m = &ck->layer;
-  if (s == SK_STATUS_OK) s = skm_st_open(dir, &ck->st, msg, msg_size);
   if (s == SK_STATUS_OK) s = check_tensors(ck, msg, msg_size);
   if (s == SK_STATUS_OK) {
-    const skm_st_tensor *w = find(ck, ck->fused ? "experts.gate_up_proj" : "experts.0.gate_proj.weight");
+    const sk_checkpoint_tensor *w = find(ck, ck->fused ? "experts.gate_up_proj" : "experts.0.gate_proj.weight");
     m->dtype = m->expert_dtype = w->dtype == SK_FP16 ? SK_FP16 : SK_BF16;
     m->t = 16;
     m->preset = "checkpoint";
@@ -333,7 +354,7 @@ sk_status skm_checkpoint_open(const char *dir, int layer, skm_checkpoint **out, 
              (long long)m->inter, gating, (long long)m->shared, fp8);
     m->about = ck->about;
   }
-  skj_free(&root);
+  cJSON_Delete(root);
   if (s != SK_STATUS_OK) {
     skm_checkpoint_close(ck);
     return s;
@@ -344,7 +365,7 @@ sk_status skm_checkpoint_open(const char *dir, int layer, skm_checkpoint **out, 
 
 void skm_checkpoint_close(skm_checkpoint *ck) {
   if (!ck) return;
-  skm_st_close(ck->st);
+  sk_checkpoint_close(ck->files);
   free(ck);
 }
 
@@ -368,16 +389,16 @@ static void put(void *dst, sk_dtype dtype, int64_t i, float v) {
  * block[1]], in fp32, as DeepSeek's own dequantization; t then starts at
  * base 0). */
 typedef struct weight_source {
-  const skm_st_tensor *t, *scale;
+  const sk_checkpoint_tensor *t, *scale;
   int64_t base;
   const int64_t *block;
 } weight_source;
 
 static float weight_at(const weight_source *w, int64_t row, int64_t col, int64_t k_dim) {
-  float v = skm_st_float_at(w->t, w->base + row * k_dim + col);
+  float v = sk_checkpoint_float_at(w->t, w->base + row * k_dim + col);
   if (!w->scale) return v;
   int64_t scale_cols = (k_dim + w->block[1] - 1) / w->block[1];
-  return v * skm_st_float_at(w->scale, row / w->block[0] * scale_cols + col / w->block[1]);
+  return v * sk_checkpoint_float_at(w->scale, row / w->block[0] * scale_cols + col / w->block[1]);
 }
 
 /* Columns [col0, col0 + n) of the [K, N] matrix dst are rows [0, n) of the
@@ -386,7 +407,7 @@ static float weight_at(const weight_source *w, int64_t row, int64_t col, int64_t
  * scales[col0 + r]; 1 for an all-zero column). */
 static sk_status transpose_rows(void *dst, sk_dtype dtype, int64_t k_dim, int64_t n_dim, int64_t col0, int64_t n,
                                 const weight_source *w, float *scales) {
-  const skm_st_tensor *t = w->t;
+  const sk_checkpoint_tensor *t = w->t;
   const int64_t base = w->base;
   if (t->dtype == dtype && !w->scale) { /* the same dtype: the bits move as they are */
     const size_t es = sk_dtype_size(dtype);
@@ -431,7 +452,7 @@ static skm_tensor *weight(skm_io *values, const char *name, sk_dtype dtype, int6
 /* One expert's (or the shared experts') up [H, 2I] and down [I, H] from
  * gate, up and down tensors at element offsets. */
 typedef struct mlp_source {
-  const skm_st_tensor *gate, *up, *down;
+  const sk_checkpoint_tensor *gate, *up, *down;
   int64_t gate_base, up_base, down_base;
 } mlp_source;
 
@@ -465,17 +486,17 @@ sk_status skm_checkpoint_fill(const skm_checkpoint *ck, const skm_moe_layer *m, 
   if (!down || (w8a8 && !down_scale) || (m->sigmoid && !bias) || (si && !s_down)) return SK_STATUS_INVALID_ARGUMENT;
 
   /* The gate and bias: the first e rows, widened (their layouts match). */
-  const skm_st_tensor *g = find(ck, "gate.weight");
-  for (int64_t k = 0; k < e * h; k++) ((float *)gate->data)[k] = skm_st_float_at(g, k);
+  const sk_checkpoint_tensor *g = find(ck, "gate.weight");
+  for (int64_t k = 0; k < e * h; k++) ((float *)gate->data)[k] = sk_checkpoint_float_at(g, k);
   if (bias) {
-    const skm_st_tensor *b = find(ck, "gate.e_score_correction_bias");
-    for (int64_t k = 0; k < e; k++) ((float *)bias->data)[k] = skm_st_float_at(b, k);
+    const sk_checkpoint_tensor *b = find(ck, "gate.e_score_correction_bias");
+    for (int64_t k = 0; k < e; k++) ((float *)bias->data)[k] = sk_checkpoint_float_at(b, k);
   }
   sk_status s = SK_STATUS_OK;
   for (int64_t j = 0; s == SK_STATUS_OK && j < e; j++) {
     mlp_source src;
     if (ck->fused) {
-      const skm_st_tensor *gu = find(ck, "experts.gate_up_proj"), *d = find(ck, "experts.down_proj");
+      const sk_checkpoint_tensor *gu = find(ck, "experts.gate_up_proj"), *d = find(ck, "experts.down_proj");
       src = (mlp_source){gu, gu, d, j * 2 * i * h, j * 2 * i * h + i * h, j * h * i};
     } else {
       char name[3][96];

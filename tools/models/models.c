@@ -20,7 +20,6 @@
  *   outputs:  routing = h of sk5 [64, 128] fp16, quantized [64, 64] int8
  */
 #include "models.h"
-#include "json.h"
 #include "model_builder.h"
 #include "attention_layer.h"
 #include "moe_layer.h"
@@ -75,39 +74,6 @@ sk_status skm_error(char *msg, size_t msg_size, sk_status st, const char *fmt, .
   vsnprintf(msg, msg_size, fmt, ap);
   va_end(ap);
   return st;
-}
-
-sk_status skm_read_text(const char *path, size_t max_bytes, char **text, size_t *len, char *msg, size_t msg_size) {
-  *text = NULL;
-  *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return skm_error(msg, msg_size, errno == ENOENT ? SK_STATUS_NOT_FOUND : SK_STATUS_INVALID_ARGUMENT, "%s: %s", path,
-                     strerror(errno));
-  char *buf = malloc(max_bytes + 1);
-  size_t n = buf ? fread(buf, 1, max_bytes + 1, f) : 0;
-  bool too_long = buf && n > max_bytes, failed = ferror(f);
-  fclose(f);
-  if (!buf || too_long || failed) {
-    free(buf);
-    if (!buf) return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
-    if (failed) return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: read error", path);
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: larger than %zu bytes", path, max_bytes);
-  }
-  buf[n] = '\0';
-  *text = buf;
-  *len = n;
-  return SK_STATUS_OK;
-}
-
-sk_status skm_read_json(const char *path, size_t max_bytes, skj_value *root, char *msg, size_t msg_size) {
-  char *text, why[256];
-  size_t len;
-  sk_status st = skm_read_text(path, max_bytes, &text, &len, msg, msg_size);
-  if (st != SK_STATUS_OK) return st;
-  bool parsed = skj_parse(text, len, root, why, sizeof why);
-  free(text);
-  return parsed ? SK_STATUS_OK : skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: %s", path, why);
 }
 
 static int64_t dsq_rows_of(int64_t t) { return t == 256 ? 48 : t * 8 / 128 + 32; }

@@ -35,17 +35,6 @@ sk_status skm_error(char *msg, size_t msg_size, sk_status st, const char *fmt, .
 #endif
     ;
 
-/* Reads the whole file at path (at most max_bytes) into *text, a malloc'd
- * NUL-terminated copy (the caller frees it), its length into *len. Errors
- * name the path: no such file (SK_STATUS_NOT_FOUND), unreadable or larger
- * than max_bytes (SK_STATUS_INVALID_ARGUMENT), out of memory. */
-sk_status skm_read_text(const char *path, size_t max_bytes, char **text, size_t *len, char *msg, size_t msg_size);
-
-/* skm_read_text, then the text parsed as JSON into *root (json.h; the
- * caller frees it with skj_free); a parse error names the path and byte. */
-struct skj_value;
-sk_status skm_read_json(const char *path, size_t max_bytes, struct skj_value *root, char *msg, size_t msg_size);
-
 /* What the model builder is asked for. */
 typedef struct skm_config {
   /* Options string given to every scope (sk1, sk2; example02's sk1..sk4 and

@@ -15,10 +15,9 @@
 #include <string.h>
 
 #include "bench_machine.h"
-#include "model_dir.h"
 #include "read_bandwidth.h"
 #include "sk.h"
-#include "superkernel_model.h"
+#include "superkernel_checkpoint.h"
 
 static const char synopsis[] = "bench model DIR [-p N] [-n N] [-t N] [-r N] [options]";
 
@@ -106,22 +105,32 @@ static void summarize(test_result *t, long reps) {
 
 static void decode_floor(const bench_model_args *a, const cli_model *m, const test_result *tg, double gbs,
                          floor_result *f) {
-  skm_model_dir_usage u;
-  skm_model_dir_get_usage(m->files, &u);
+  sk_model_info info;
+  size_t embedding_bytes = 0, expert_bytes = 0; /* of the tensors the model took */
+  if (sk_model_get_info(m->model, &info) != SK_STATUS_OK) info = (sk_model_info){0};
+  for (size_t i = 0; i < sk_checkpoint_tensor_count(m->files); i++) {
+    const sk_checkpoint_tensor *t = sk_checkpoint_tensor_at(m->files, i);
+    /* an FP8 weight is held (and read) in the model's dtype */
+    const size_t bytes = t->dtype == SK_DTYPE_INVALID ? (size_t)t->numel * sk_dtype_size(m->dtype) : t->bytes;
+    if (!t->used) continue;
+    if (strstr(t->name, "mlp.experts.")) expert_bytes += bytes;
+    if (strcmp(t->name, "model.embed_tokens.weight") == 0) embedding_bytes = t->bytes;
+  }
+  const int64_t experts = info.experts, top_k = info.experts_per_token;
   double step = 0;
   for (long r = 0; r < a->reps; r++) step += tg->us[r] / (double)tg->tokens;
-  const double row = m->vocab ? (double)u.embedding_bytes / (double)m->vocab : 0;
+  const double row = m->vocab ? (double)embedding_bytes / (double)m->vocab : 0;
   *f = (floor_result){.has = gbs > 0, .gbs = gbs, .weight_bytes = (double)m->weight_bytes,
-                      .embedding_bytes = (double)u.embedding_bytes, .mean_context = (double)(tg->tokens + 1) / 2,
-                      .step_us = step / (double)a->reps, .experts = u.experts, .top_k = u.top_k};
+                      .embedding_bytes = (double)embedding_bytes, .mean_context = (double)(tg->tokens + 1) / 2,
+                      .step_us = step / (double)a->reps, .experts = experts, .top_k = top_k};
   /* a token at position i reads i + 1 rows of every layer's k and v caches */
   f->kv_bytes = (double)m->cache_bytes / (double)m->max_context * f->mean_context;
   f->bytes = f->weight_bytes - f->embedding_bytes + row + f->kv_bytes;
   f->us = f->has ? f->bytes / (gbs * 1e3) : 0;
-  if (u.experts > 0 && u.top_k > 0 && u.top_k < u.experts) {
+  if (experts > 0 && top_k > 0 && top_k < experts) {
     /* w8a8: the experts are read as int8 (their scales, 4 bytes a channel, left out) */
-    const double expert_bytes = (double)u.expert_bytes / (m->w8a8 ? (double)sk_dtype_size(m->dtype) : 1.0);
-    f->expert_unread = expert_bytes * (double)(u.experts - u.top_k) / (double)u.experts;
+    const double read_bytes = (double)expert_bytes / (m->w8a8 ? (double)sk_dtype_size(m->dtype) : 1.0);
+    f->expert_unread = read_bytes * (double)(experts - top_k) / (double)experts;
     f->moe_us = f->has ? (f->bytes - f->expert_unread) / (gbs * 1e3) : 0;
   }
 }

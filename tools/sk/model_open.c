@@ -1,11 +1,11 @@
 /*
  * model_open.c — what `sk run model` and `sk bench model` share: a
- * checkpoint directory opened (tools/models/model_dir.h), a team, the
+ * checkpoint directory opened (superkernel_checkpoint.h), a team, the
  * model made on it, and their errors with the exit status they mean.
  */
 #include <string.h>
 
-#include "model_dir.h"
+#include "superkernel_checkpoint.h"
 #include "sk.h"
 
 /* Invalid input (the files, the config, the weights, the user's ids or
@@ -35,9 +35,9 @@ int cli_model_open(const char *cmd, const char *dir, const cli_model_options *o,
     fprintf(stderr, "sk %s: invalid --options: %s\n", cmd, sk_last_error());
     return SK_EXIT_USAGE;
   }
-  st = skm_model_dir_open(dir, &m->files, msg, sizeof msg);
+  st = sk_checkpoint_open(dir, &m->files);
   if (st != SK_STATUS_OK) {
-    fprintf(stderr, "sk %s: %s\n", cmd, msg);
+    fprintf(stderr, "sk %s: %s\n", cmd, sk_last_error());
     return exit_for(st);
   }
   sk_team_config tc = {.struct_size = sizeof tc, .num_cores = (int)o->threads};
@@ -53,7 +53,8 @@ int cli_model_open(const char *cmd, const char *dir, const cli_model_options *o,
                          .max_context = o->max_context ? o->max_context : dflt_context, .team = m->team,
                          .executor = o->exec.given ? o->exec.executor : SK_EXECUTOR_DEFAULT, .options = o->options,
                          .quantize = o->quantize};
-  st = skm_model_dir_create(m->files, &cfg, &m->model, msg, sizeof msg);
+  st = sk_model_create_from_checkpoint(m->files, &cfg, &m->model);
+  snprintf(msg, sizeof msg, "%s", st == SK_STATUS_OK ? "" : sk_last_error());
   sk_model_info info;
   if (st == SK_STATUS_OK && sk_model_get_info(m->model, &info) != SK_STATUS_OK) {
     st = SK_STATUS_INTERNAL;
@@ -72,7 +73,7 @@ int cli_model_open(const char *cmd, const char *dir, const cli_model_options *o,
 
 void cli_model_close(cli_model *m) {
   sk_model_destroy(m->model); /* before the files: it borrows their mapping */
-  skm_model_dir_close(m->files);
+  sk_checkpoint_close(m->files);
   sk_team_destroy(m->team);
   m->model = NULL, m->files = NULL, m->team = NULL;
 }

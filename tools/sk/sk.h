@@ -250,10 +250,10 @@ const char *sk_compile_stats_format(const sk_compile_stats *stats, char *buf, si
 int sk_cmd_run_model(int argc, char **argv);
 int sk_cmd_bench_model(int argc, char **argv);
 
-struct skm_model_dir;
+struct sk_checkpoint;
 typedef struct cli_model {
   const char *dir;
-  struct skm_model_dir *files;
+  struct sk_checkpoint *files; /* the directory, read by the library (superkernel_checkpoint.h) */
   sk_team *team;
   struct sk_model *model;
   /* sk_model_get_info's (family, about, sizes, weight and cache bytes) */
@@ -289,7 +289,7 @@ typedef struct cli_model_options {
   "                       inputs per row at run time (docs/models.md)\n"                        \
   CLI_NUMERICS_USAGE("  ")
 
-/* Opens DIR (model_dir.h), makes a team of o->threads cores and the model
+/* Opens DIR (sk_checkpoint_open), makes a team of o->threads cores and the model
  * (max_context: o's, else dflt_context, else the library's). Errors are
  * printed "sk CMD: ..." naming the directory, file, field or weight; the
  * exit status is SK_EXIT_USAGE for invalid input (a missing or malformed

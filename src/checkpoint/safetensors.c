@@ -1,6 +1,6 @@
 /*
  * safetensors.c — safetensors.h: map each file, parse its JSON header
- * (json.c), check every entry against the file, and keep one table of all
+ * (cJSON), check every entry against the file, and keep one table of all
  * tensors sorted by name for lookups.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json.h"
-#include "models.h"
+#include <cjson/cJSON.h>
+
+#include "core/error.h"
 
 /* The safetensors library refuses larger headers too. */
 #define MAX_HEADER_BYTES (100u << 20)
@@ -30,10 +32,10 @@ typedef struct mapped_file {
   size_t size;
 } mapped_file;
 
-struct skm_st_dir {
+struct sk__st_dir {
   mapped_file *files;
   size_t n_files;
-  skm_st_tensor *tensors; /* sorted by name */
+  sk_checkpoint_tensor *tensors; /* sorted by name */
   size_t n_tensors, cap_tensors;
 };
 
@@ -51,36 +53,41 @@ static const struct {
 };
 
 static int cmp_tensor(const void *a, const void *b) {
-  return strcmp(((const skm_st_tensor *)a)->name, ((const skm_st_tensor *)b)->name);
+  return strcmp(((const sk_checkpoint_tensor *)a)->name, ((const sk_checkpoint_tensor *)b)->name);
 }
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* A non-negative integer array of at most max items into out; its length, or -1. */
-static int int_array(const skj_value *v, int64_t *out, int max) {
-  if (!v || v->type != SKJ_ARRAY || v->n > (size_t)max) return -1;
-  for (size_t i = 0; i < v->n; i++) {
-    if (v->items[i].type != SKJ_NUMBER || !v->items[i].is_integer || v->items[i].integer < 0) return -1;
-    out[i] = v->items[i].integer;
+/* A non-negative integer array of at most max items into out; its length,
+ * or -1. cJSON holds numbers as doubles, exact up to 2^53: far past any
+ * file's size, and a larger value is refused rather than rounded. */
+static int int_array(const cJSON *v, int64_t *out, int max) {
+  if (!cJSON_IsArray(v)) return -1;
+  int n = 0;
+  for (const cJSON *item = v->child; item; item = item->next, n++) {
+    if (n == max || !cJSON_IsNumber(item)) return -1;
+    const double x = item->valuedouble;
+    if (!(x >= 0 && x <= 0x1p53) || x != floor(x)) return -1;
+    out[n] = (int64_t)x;
   }
-  return (int)v->n;
+  return n;
 }
 
 /* One header entry checked against the data region [data, data + data_size). */
-static sk_status add_entry(skm_st_dir *d, const mapped_file *f, const char *data, size_t data_size, const char *name,
-                           const skj_value *e, char *msg, size_t msg_size) {
-#define BAD(...) skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, __VA_ARGS__)
-  const skj_value *dt = skj_get(e, "dtype"), *sh = skj_get(e, "shape"), *off = skj_get(e, "data_offsets");
-  if (e->type != SKJ_OBJECT || !dt || dt->type != SKJ_STRING || !sh || !off)
+static sk_status add_entry(sk__st_dir *d, const mapped_file *f, const char *data, size_t data_size, const char *name,
+                           const cJSON *e) {
+#define BAD(...) sk__fail(SK_STATUS_INVALID_ARGUMENT, __VA_ARGS__)
+  const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype"), *sh = cJSON_GetObjectItemCaseSensitive(e, "shape"),
+              *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+  if (!cJSON_IsObject(e) || !cJSON_IsString(dt) || !sh || !off)
     return BAD("%s: tensor '%s': expected an object with \"dtype\", \"shape\" and \"data_offsets\"", f->path, name);
   size_t k = 0, n_dtypes = sizeof dtypes / sizeof dtypes[0];
-  while (k < n_dtypes && strcmp(dtypes[k].name, dt->string) != 0) k++;
-  if (k == n_dtypes) return BAD("%s: tensor '%s': unknown dtype '%s'", f->path, name, dt->string);
-  skm_st_tensor t = {.dtype_name = dtypes[k].name, .dtype = dtypes[k].dtype, .file = f->name, .numel = 1,
-                     .fp8_e4m3 = strcmp(dtypes[k].name, "F8_E4M3") == 0};
-  t.rank = int_array(sh, t.shape, SKM_ST_MAX_RANK);
+  while (k < n_dtypes && strcmp(dtypes[k].name, dt->valuestring) != 0) k++;
+  if (k == n_dtypes) return BAD("%s: tensor '%s': unknown dtype '%s'", f->path, name, dt->valuestring);
+  sk_checkpoint_tensor t = {.dtype_name = dtypes[k].name, .dtype = dtypes[k].dtype, .file = f->name, .numel = 1};
+  t.rank = int_array(sh, t.shape, SK_MODEL_MAX_RANK);
   if (t.rank < 0)
-    return BAD("%s: tensor '%s': \"shape\" must be at most %d non-negative integers", f->path, name, SKM_ST_MAX_RANK);
+    return BAD("%s: tensor '%s': \"shape\" must be at most %d non-negative integers", f->path, name, SK_MODEL_MAX_RANK);
   int64_t range[2];
   if (int_array(off, range, 2) != 2 || range[0] > range[1] || (uint64_t)range[1] > data_size)
     return BAD("%s: tensor '%s': \"data_offsets\" must be [begin, end] with begin <= end <= %zu (the data's size)",
@@ -99,34 +106,34 @@ static sk_status add_entry(skm_st_dir *d, const mapped_file *f, const char *data
   t.bytes = (size_t)(range[1] - range[0]);
   if (d->n_tensors == d->cap_tensors) {
     size_t cap = d->cap_tensors ? d->cap_tensors * 2 : 64;
-    skm_st_tensor *grown = realloc(d->tensors, cap * sizeof *grown);
-    if (!grown) return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
+    sk_checkpoint_tensor *grown = realloc(d->tensors, cap * sizeof *grown);
+    if (!grown) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "out of memory");
     d->tensors = grown, d->cap_tensors = cap;
   }
-  if (!(t.name = strdup(name))) return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
+  if (!(t.name = strdup(name))) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "out of memory");
   d->tensors[d->n_tensors++] = t;
   return SK_STATUS_OK;
 }
 
-static sk_status map_file(skm_st_dir *d, const char *dir, const char *name, char *msg, size_t msg_size) {
+static sk_status map_file(sk__st_dir *d, const char *dir, const char *name) {
   mapped_file *f = &d->files[d->n_files];
   size_t path_size = strlen(dir) + strlen(name) + 2;
   *f = (mapped_file){.name = strdup(name), .path = malloc(path_size)};
   d->n_files++; /* from here on closed with the directory */
-  if (!f->name || !f->path) return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
+  if (!f->name || !f->path) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "out of memory");
   snprintf(f->path, path_size, "%s/%s", dir, name);
   const char *path = f->path;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    int err = errno;
+  const bool opened = fd >= 0 && fstat(fd, &st) == 0;
+  if (!opened || !S_ISREG(st.st_mode)) {
+    const int err = errno;
     if (fd >= 0) close(fd);
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: %s", path,
-                     fd >= 0 && err == 0 ? "not a regular file" : strerror(err));
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %s", path, opened ? "not a regular file" : strerror(err));
   }
   if (st.st_size < 8) {
     close(fd);
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: %lld bytes: too short for a safetensors file",
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: %lld bytes: too short for a safetensors file",
                      path, (long long)st.st_size);
   }
   f->size = (size_t)st.st_size;
@@ -134,36 +141,41 @@ static sk_status map_file(skm_st_dir *d, const char *dir, const char *name, char
   close(fd);
   if (f->map == MAP_FAILED) {
     f->map = NULL;
-    return skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "%s: mmap: %s", path, strerror(errno));
+    return sk__fail(SK_STATUS_OUT_OF_MEMORY, "%s: mmap: %s", path, strerror(errno));
   }
   const unsigned char *bytes = f->map;
   uint64_t n = 0;
   for (int i = 7; i >= 0; i--) n = n << 8 | bytes[i];
   if (n > f->size - 8 || n > MAX_HEADER_BYTES)
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT,
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
                      "%s: header length %llu does not fit the file (%zu bytes; at most %u)", path,
                      (unsigned long long)n, f->size, MAX_HEADER_BYTES);
-  skj_value header;
-  char why[256];
-  if (!skj_parse((const char *)bytes + 8, (size_t)n, &header, why, sizeof why))
-    return skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: header: %s", path, why);
+  const char *end = NULL;
+  cJSON *header = cJSON_ParseWithLengthOpts((const char *)bytes + 8, (size_t)n, &end, false);
+  if (!header)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: header: invalid JSON at byte %zu of %llu", path,
+                    end ? (size_t)(end - ((const char *)bytes + 8)) : (size_t)0, (unsigned long long)n);
+  /* only whitespace (the format pads with spaces) after the object */
+  const char *stop = (const char *)bytes + 8 + n;
+  while (end < stop && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) end++;
   sk_status s = SK_STATUS_OK;
-  if (header.type != SKJ_OBJECT)
-    s = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: header: expected an object, got %s", path,
-                  skj_type_name(header.type));
+  if (end != stop)
+    s = sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: header: invalid JSON at byte %zu of %llu: text after the value",
+                 path, (size_t)(end - ((const char *)bytes + 8)), (unsigned long long)n);
+  else if (!cJSON_IsObject(header))
+    s = sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: header: expected an object", path);
   const char *data = (const char *)bytes + 8 + n;
-  for (size_t i = 0; s == SK_STATUS_OK && i < header.n; i++)
-    if (strcmp(header.keys[i], "__metadata__") != 0)
-      s = add_entry(d, f, data, f->size - 8 - (size_t)n, header.keys[i], &header.items[i], msg, msg_size);
-  skj_free(&header);
+  for (const cJSON *e = header->child; s == SK_STATUS_OK && e; e = e->next)
+    if (strcmp(e->string, "__metadata__") != 0) s = add_entry(d, f, data, f->size - 8 - (size_t)n, e->string, e);
+  cJSON_Delete(header);
   return s;
 }
 
-sk_status skm_st_open(const char *dir, skm_st_dir **out, char *msg, size_t msg_size) {
+sk_status sk__st_open(const char *dir, sk__st_dir **out) {
   *out = NULL;
   DIR *dp = dir ? opendir(dir) : NULL;
   if (!dp)
-    return skm_error(msg, msg_size, errno == ENOENT || !dir ? SK_STATUS_NOT_FOUND : SK_STATUS_INVALID_ARGUMENT,
+    return sk__fail(errno == ENOENT || !dir ? SK_STATUS_NOT_FOUND : SK_STATUS_INVALID_ARGUMENT,
                      "%s: %s", dir ? dir : "(null)", dir ? strerror(errno) : "no directory");
   char **names = NULL;
   size_t n = 0, cap = 0;
@@ -174,39 +186,39 @@ sk_status skm_st_open(const char *dir, skm_st_dir **out, char *msg, size_t msg_s
     if (n == cap) {
       char **grown = realloc(names, (cap = cap ? cap * 2 : 8) * sizeof *grown);
       if (!grown) {
-        s = skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
+        s = sk__fail(SK_STATUS_OUT_OF_MEMORY, "out of memory");
         break;
       }
       names = grown;
     }
-    if (!(names[n] = strdup(e->d_name))) s = skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (!(names[n] = strdup(e->d_name))) s = sk__fail(SK_STATUS_OUT_OF_MEMORY, "out of memory");
     else n++;
   }
   closedir(dp);
-  if (s == SK_STATUS_OK && n == 0) s = skm_error(msg, msg_size, SK_STATUS_NOT_FOUND, "%s: no *.safetensors file", dir);
-  skm_st_dir *d = s == SK_STATUS_OK ? calloc(1, sizeof *d) : NULL;
+  if (s == SK_STATUS_OK && n == 0) s = sk__fail(SK_STATUS_NOT_FOUND, "%s: no *.safetensors file", dir);
+  sk__st_dir *d = s == SK_STATUS_OK ? calloc(1, sizeof *d) : NULL;
   if (s == SK_STATUS_OK && (!d || !(d->files = calloc(n, sizeof *d->files))))
-    s = skm_error(msg, msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
+    s = sk__fail(SK_STATUS_OUT_OF_MEMORY, "out of memory");
   if (names) qsort(names, n, sizeof *names, cmp_name); /* a fixed order: the same errors every time */
-  for (size_t i = 0; s == SK_STATUS_OK && i < n; i++) s = map_file(d, dir, names[i], msg, msg_size);
+  for (size_t i = 0; s == SK_STATUS_OK && i < n; i++) s = map_file(d, dir, names[i]);
   for (size_t i = 0; i < n; i++) free(names[i]);
   free(names);
   if (s == SK_STATUS_OK) {
     qsort(d->tensors, d->n_tensors, sizeof *d->tensors, cmp_tensor);
     for (size_t i = 1; s == SK_STATUS_OK && i < d->n_tensors; i++)
       if (strcmp(d->tensors[i - 1].name, d->tensors[i].name) == 0)
-        s = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: tensor '%s' is in %s and in %s", dir,
+        s = sk__fail(SK_STATUS_INVALID_ARGUMENT, "%s: tensor '%s' is in %s and in %s", dir,
                       d->tensors[i].name, d->tensors[i - 1].file, d->tensors[i].file);
   }
   if (s != SK_STATUS_OK) {
-    skm_st_close(d);
+    sk__st_close(d);
     return s;
   }
   *out = d;
   return SK_STATUS_OK;
 }
 
-void skm_st_close(skm_st_dir *d) {
+void sk__st_close(sk__st_dir *d) {
   if (!d) return;
   for (size_t i = 0; i < d->n_tensors; i++) free((char *)d->tensors[i].name);
   for (size_t i = 0; i < d->n_files; i++) {
@@ -219,37 +231,19 @@ void skm_st_close(skm_st_dir *d) {
   free(d);
 }
 
-const skm_st_tensor *skm_st_find(const skm_st_dir *d, const char *name) {
+sk_checkpoint_tensor *sk__st_find(const sk__st_dir *d, const char *name) {
   if (!d || !name) return NULL;
-  skm_st_tensor key = {.name = name};
+  sk_checkpoint_tensor key = {.name = name};
   return bsearch(&key, d->tensors, d->n_tensors, sizeof key, cmp_tensor);
 }
 
-const skm_st_tensor *skm_st_at(const skm_st_dir *d, size_t i) { return d && i < d->n_tensors ? &d->tensors[i] : NULL; }
+sk_checkpoint_tensor *sk__st_at(const sk__st_dir *d, size_t i) { return d && i < d->n_tensors ? &d->tensors[i] : NULL; }
 
-size_t skm_st_count(const skm_st_dir *d) { return d ? d->n_tensors : 0; }
-size_t skm_st_files(const skm_st_dir *d) { return d ? d->n_files : 0; }
+size_t sk__st_count(const sk__st_dir *d) { return d ? d->n_tensors : 0; }
+size_t sk__st_files(const sk__st_dir *d) { return d ? d->n_files : 0; }
 
-int skm_st_is_float(const skm_st_tensor *t) {
+int sk__st_is_float(const sk_checkpoint_tensor *t) {
   return t->dtype == SK_FP32 || t->dtype == SK_FP16 || t->dtype == SK_BF16;
 }
 
-float skm_fp8_e4m3_to_float(uint8_t b) {
-  int e = (b >> 3) & 15, m = b & 7;
-  if (e == 15 && m == 7) return NAN;
-  float v = e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10); /* m/8 * 2^-6, (1 + m/8) * 2^(e-7) */
-  return b & 0x80 ? -v : v;
-}
-
-float skm_st_float_at(const skm_st_tensor *t, int64_t i) {
-  const unsigned char *p = t->data;
-  if (t->fp8_e4m3) return skm_fp8_e4m3_to_float(p[i]);
-  if (t->dtype == SK_FP32) {
-    float v;
-    memcpy(&v, p + 4 * i, 4);
-    return v;
-  }
-  uint16_t h;
-  memcpy(&h, p + 2 * i, 2);
-  return t->dtype == SK_FP16 ? sk_fp16_to_fp32(h) : sk_bf16_to_fp32(h);
-}
+int sk__st_is_fp8(const sk_checkpoint_tensor *t) { return strcmp(t->dtype_name, "F8_E4M3") == 0; }

@@ -1,0 +1,3 @@
+list(APPEND SK_SOURCES
+  checkpoint/safetensors.c
+  checkpoint/checkpoint.c)
