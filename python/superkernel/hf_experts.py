@@ -191,7 +191,7 @@ def _fingerprint(module):
 class _ExpertsProgram:
     """One module's experts as a program of a run-time token count."""
 
-    def __init__(self, module, x_dtype, top_k, w_dtype):
+    def __init__(self, module, x_dtype, top_k, w_dtype, watch_versions=True):
         import torch
 
         from . import _file_weights
@@ -206,8 +206,9 @@ class _ExpertsProgram:
             param.data = _file_weights.to_file(param.data)
         self.fingerprint = _fingerprint(module)
         names = ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias")
-        warn_if_unversioned(type(module).__name__, "superkernel.hf_experts.invalidate(module)",
-                            [(n, getattr(module, n, None)) for n in names])
+        if watch_versions:  # (vLLM's plugin: weights loaded once, never changed in place)
+            warn_if_unversioned(type(module).__name__, "superkernel.hf_experts.invalidate(module)",
+                                [(n, getattr(module, n, None)) for n in names])
         self.x_dtype, self.top_k, self.w_dtype = x_dtype, top_k, w_dtype
         transposed = getattr(module, "is_transposed", False)
         experts, hidden = module.gate_up_proj.shape[0], module.down_proj.shape[-1 if transposed else -2]

@@ -1,0 +1,171 @@
+"""superkernel.vllm: a vLLM plugin that runs vLLM's CPU MoE experts on the library.
+
+    pip install superkernel[vllm]          # the entry point (vLLM itself: bench/vllm/make_venv.sh)
+    SUPERKERNEL_VLLM=1 vllm serve MODEL    # or LLM(...) in a process with it set
+
+vLLM loads the plugins of its ``vllm.general_plugins`` entry point group in
+every process it starts (the front end, the engine core, each worker);
+``register`` is ours. Without SUPERKERNEL_VLLM=1 in the environment it
+changes nothing. With it, vLLM's CPU experts class
+(``CPUUnquantizedExperts``, which its x86 AMX subclass inherits) runs each
+MoE layer's experts as one library program: dispatch by the routing vLLM
+computed (its ``topk_ids`` and ``topk_weights``), the gate/up grouped
+matmul, SwiGLU, the down grouped matmul and the weighted combine, in one
+scope (one super kernel), with a run-time token count (one program serves
+prefill and decode; a token's output does not depend on its batch). The
+program is the one ``experts_implementation="superkernel"`` builds
+(hf_experts.py): its weights are vLLM's own ``w13_weight`` [E, 2I, H] and
+``w2_weight`` [E, H, I], borrowed and packed once at load, after which
+vLLM's copy moves to a file-backed mapping whose pages go back to the
+kernel (one copy in memory: the packed one). vLLM's own repacking of those
+weights is skipped for a layer the library takes.
+
+Under tensor parallelism each rank holds a slice of every expert's
+intermediate dimension and runs it here; vLLM's all-reduce stays vLLM's.
+A layer the library does not run — expert parallelism, an activation other
+than SiLU, biases, a clamped or scaled SwiGLU, LoRA, a dtype other than
+bf16/fp16/fp32 — keeps vLLM's path, with one log line per reason: never an
+error in the middle of serving. Quantized MoE layers (vLLM's own classes)
+are not touched.
+"""
+
+import logging
+import os
+import threading
+
+ENV = "SUPERKERNEL_VLLM"
+_said = set()  # log lines already written (one per reason a process)
+_lock = threading.Lock()
+
+
+def enabled():
+    """Whether SUPERKERNEL_VLLM asks for the plugin (1, true, yes, on)."""
+    return os.environ.get(ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _say_once(text, level=logging.INFO):
+    with _lock:
+        if text in _said:
+            return
+        _said.add(text)
+    # Under vLLM's logger, whose handler vLLM sets up in each process; made
+    # when first used, once vLLM's logger exists (a child made earlier may
+    # stay attached to the root logger, which drops INFO lines).
+    logging.getLogger("vllm.superkernel").log(level, "superkernel.vllm: %s", text)
+
+
+class _Weights:
+    """vLLM's expert parameters under the names hf_experts' program reads
+    (transformers' fused layout, which is vLLM's: gate rows first)."""
+
+    has_bias = False
+    is_transposed = False
+
+    def __init__(self, layer):
+        self.gate_up_proj = layer.w13_weight
+        self.down_proj = layer.w2_weight
+
+
+def _unsupported(experts, layer):
+    """Why the library cannot run this layer's experts, or None."""
+    import torch
+
+    cfg = experts.moe_config
+    if getattr(experts, "_use_zentorch", False):
+        return "zentorch runs it"
+    if cfg.moe_parallel_config.use_ep:
+        return "expert parallelism (each rank's experts are a subset of the router's)"
+    if str(getattr(cfg.activation, "value", cfg.activation)).lower() != "silu":
+        return f"activation {cfg.activation} (the library runs SiLU: SwiGLU)"
+    if cfg.has_bias or getattr(layer, "w13_bias", None) is not None:
+        return "expert biases"
+    if any(getattr(cfg, n, None) is not None for n in ("swiglu_limit", "swiglu_alpha", "swiglu_beta")):
+        return "a clamped or scaled SwiGLU"
+    if getattr(cfg, "is_lora_enabled", False):
+        return "LoRA"
+    w13, w2 = getattr(layer, "w13_weight", None), getattr(layer, "w2_weight", None)
+    if w13 is None or w2 is None or w13.dim() != 3 or w2.dim() != 3:
+        return "weights not in the [E, 2I, H] / [E, H, I] layout"
+    e, two_i, h = w13.shape
+    if tuple(w2.shape) != (e, h, two_i // 2) or two_i % 2:
+        return f"w13 {tuple(w13.shape)} and w2 {tuple(w2.shape)} do not match"
+    if e > 1024:
+        return f"{e} experts (the library's grouped_matmul takes at most 1024)"
+    if w13.dtype not in (torch.float32, torch.float16, torch.bfloat16) or w2.dtype != w13.dtype:
+        return f"weights of dtype {w13.dtype}/{w2.dtype}"
+    if w13.device.type != "cpu" or not w13.is_contiguous() or not w2.is_contiguous():
+        return "weights not dense on the CPU"
+    return None
+
+
+def _take(experts, layer):
+    """The library's program for the layer, or None (vLLM keeps it)."""
+    import torch
+
+    from . import hf_experts
+
+    reason = _unsupported(experts, layer)
+    if reason is None:
+        try:
+            cfg = experts.moe_config
+            w_dtype = torch.float32  # vLLM's CPU router gives fp32 top-k weights
+            return hf_experts._ExpertsProgram(_Weights(layer), cfg.in_dtype, cfg.experts_per_token, w_dtype,
+                                              watch_versions=False)
+        except Exception as exc:  # whatever the library refuses: vLLM's path, never an error while serving
+            reason = f"the library refused it: {exc}"
+    _say_once(f"{type(experts).__name__} keeps vLLM's path: {reason}")
+    return None
+
+
+def _patch(cls):
+    """Routes cls's weight preparation and apply through the library."""
+    if getattr(cls, "_superkernel_patched", False):
+        return
+    original_process = cls.process_weights_after_loading
+    original_apply = cls.apply
+
+    def process_weights_after_loading(self, layer):
+        program = _take(self, layer)
+        if program is None:
+            return original_process(self, layer)
+        # the weights stay in vLLM's layout (no padding, no prepacking): the program reads them
+        self._superkernel = program
+        _say_once(f"MoE experts of {type(self).__name__} run on superkernel (one super kernel a layer)")
+
+    def apply(self, output, hidden_states, w1, w2, topk_weights, topk_ids, activation, global_num_experts,
+              expert_map, a1q_scale, a2_scale, workspace13, workspace2, expert_tokens_meta,
+              apply_router_weight_on_input):
+        program = getattr(self, "_superkernel", None)
+        if program is None:
+            return original_apply(self, output, hidden_states, w1, w2, topk_weights, topk_ids, activation,
+                                  global_num_experts, expert_map, a1q_scale, a2_scale, workspace13, workspace2,
+                                  expert_tokens_meta, apply_router_weight_on_input)
+        if hidden_states.shape[0] == 0:
+            return
+        # apply_router_weight_on_input (top-1 only): vLLM already scaled the input
+        weights = topk_weights.float()
+        if apply_router_weight_on_input:
+            weights = weights.new_ones(weights.shape)
+        output.copy_(program(hidden_states, topk_ids, weights))
+
+    cls.process_weights_after_loading = process_weights_after_loading
+    cls.apply = apply
+    cls._superkernel_patched = True
+
+
+def register():
+    """vLLM's general plugin entry point: patches its CPU MoE experts when
+    SUPERKERNEL_VLLM=1 (every vLLM process calls it; it patches once)."""
+    if not enabled():
+        return
+    try:
+        from vllm.platforms import current_platform
+
+        if not current_platform.is_cpu():
+            _say_once(f"platform {type(current_platform).__name__} is not vLLM's CPU platform: vLLM's own path")
+            return
+        from vllm.model_executor.layers.fused_moe.experts import cpu_moe
+    except Exception as exc:  # another vLLM layout: nothing patched, vLLM runs as it is
+        _say_once(f"vLLM's CPU MoE experts were not found ({exc}): vLLM's own path", logging.WARNING)
+        return
+    _patch(cpu_moe.CPUUnquantizedExperts)

@@ -1,0 +1,34 @@
+"""Greedy generation with vLLM's offline LLM, for test_vllm_plugin.py and
+bench/vllm/ (run in vLLM's environment, bench/vllm/make_venv.sh):
+
+    python vllm_generate.py MODEL_DIR TOKENS [TENSOR_PARALLEL]
+
+Prints one line, "RESULT <json>": per prompt the generated ids and each
+one's log-probability. Whether superkernel runs vLLM's MoE experts is the
+environment's SUPERKERNEL_VLLM (the plugin reads it in every process vLLM
+starts)."""
+
+import json
+import sys
+
+PROMPTS = ([1, 2, 3, 4, 5], [7, 100, 3, 9, 200, 11, 42], [5] * 19 + [8])
+
+
+def main():
+    from vllm import LLM, SamplingParams
+
+    model, tokens = sys.argv[1], int(sys.argv[2])
+    tp = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    llm = LLM(model=model, skip_tokenizer_init=True, max_model_len=256, dtype="bfloat16", enforce_eager=True,
+              tensor_parallel_size=tp, seed=0)
+    params = SamplingParams(max_tokens=tokens, temperature=0.0, detokenize=False, logprobs=1)
+    out = llm.generate([{"prompt_token_ids": p} for p in PROMPTS], params)
+    result = []
+    for o in out:
+        c = o.outputs[0]
+        result.append({"ids": list(c.token_ids), "logprobs": [lp[t].logprob for t, lp in zip(c.token_ids, c.logprobs)]})
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":  # vLLM starts its engine with spawn: the guard is required
+    main()
