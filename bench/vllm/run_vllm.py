@@ -101,7 +101,7 @@ def main():
     p.add_argument("--prompt", type=int, default=128)
     p.add_argument("--out", type=int, default=128)
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--kv-space", type=int, default=4, help="VLLM_CPU_KVCACHE_SPACE, GiB")
+    p.add_argument("--kv-space", type=int, default=1, help="VLLM_CPU_KVCACHE_SPACE, GiB (1: 64 requests of 256 tokens fit)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:

@@ -191,7 +191,7 @@ def _fingerprint(module):
 class _ExpertsProgram:
     """One module's experts as a program of a run-time token count."""
 
-    def __init__(self, module, x_dtype, top_k, w_dtype, watch_versions=True):
+    def __init__(self, module, x_dtype, top_k, w_dtype, watch_versions=True, max_tokens=MAX_TOKENS):
         import torch
 
         from . import _file_weights
@@ -215,7 +215,8 @@ class _ExpertsProgram:
         self.hidden = hidden
         dt = to_dtype(module.gate_up_proj.dtype)
         g = Graph()
-        g.set_max_tokens(MAX_TOKENS)
+        self.max_tokens = max_tokens  # one run's rows; the scratch of a run scales with it
+        g.set_max_tokens(max_tokens)
         x = g.add_input("x", dt, (None, hidden))
         idx = g.add_input("top_k_index", "int32", (None, top_k))
         weights = g.add_input("top_k_weights", to_dtype(w_dtype), (None, top_k))
@@ -258,8 +259,8 @@ class _ExpertsProgram:
         w = top_k_weights.resolve_neg().contiguous()
         tokens = x.shape[0]
         y = torch.empty(tokens, self.hidden, dtype=self.torch_dtype)
-        for t0 in range(0, tokens, MAX_TOKENS):  # chunks of at most MAX_TOKENS rows
-            t1 = min(tokens, t0 + MAX_TOKENS)
+        for t0 in range(0, tokens, self.max_tokens):  # chunks of at most max_tokens rows
+            t1 = min(tokens, t0 + self.max_tokens)
             parts = (x[t0:t1], idx[t0:t1], w[t0:t1])
             self.program._run_pointers([p.data_ptr() for p in parts], [y[t0:t1].data_ptr()], tokens=t1 - t0)
         return y

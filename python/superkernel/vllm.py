@@ -34,6 +34,13 @@ import os
 import threading
 
 ENV = "SUPERKERNEL_VLLM"
+# The most tokens one run of a layer's program takes (a step of more runs in
+# chunks: rows are independent, the same bits). Each layer's program holds
+# scratch for that many tokens' routed rows, and vLLM keeps every layer's
+# program at once: 1024 tokens is about 60 MB a Qwen3-30B-A3B layer (4096
+# was 240 MB, 2 GB for 8 layers, enough to run a 23 GiB machine out of
+# memory at a batch of 64).
+MAX_TOKENS = 1024
 _said = set()  # log lines already written (one per reason a process)
 _lock = threading.Lock()
 
@@ -110,7 +117,7 @@ def _take(experts, layer):
             cfg = experts.moe_config
             w_dtype = torch.float32  # vLLM's CPU router gives fp32 top-k weights
             return hf_experts._ExpertsProgram(_Weights(layer), cfg.in_dtype, cfg.experts_per_token, w_dtype,
-                                              watch_versions=False)
+                                              watch_versions=False, max_tokens=MAX_TOKENS)
         except Exception as exc:  # whatever the library refuses: vLLM's path, never an error while serving
             reason = f"the library refused it: {exc}"
     _say_once(f"{type(experts).__name__} keeps vLLM's path: {reason}")

@@ -110,10 +110,11 @@ static void decode_floor(const bench_model_args *a, const cli_model *m, const te
   if (sk_model_get_info(m->model, &info) != SK_STATUS_OK) info = (sk_model_info){0};
   for (size_t i = 0; i < sk_checkpoint_tensor_count(m->files); i++) {
     const sk_checkpoint_tensor *t = sk_checkpoint_tensor_at(m->files, i);
+    if (!t->used) continue;
     /* an FP8 weight is held (and read) in the model's dtype */
     const size_t bytes = t->dtype == SK_DTYPE_INVALID ? (size_t)t->numel * sk_dtype_size(m->dtype) : t->bytes;
-    if (!t->used) continue;
-    if (strstr(t->name, "mlp.experts.")) expert_bytes += bytes;
+    /* the routed experts: mlp.experts.J.* (Mixtral's files: block_sparse_moe.experts.J.*), not shared_experts */
+    if (strstr(t->name, ".experts.")) expert_bytes += bytes;
     if (strcmp(t->name, "model.embed_tokens.weight") == 0) embedding_bytes = t->bytes;
   }
   const int64_t experts = info.experts, top_k = info.experts_per_token;
