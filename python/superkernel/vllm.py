@@ -37,9 +37,9 @@ ENV = "SUPERKERNEL_VLLM"
 # The most tokens one run of a layer's program takes (a step of more runs in
 # chunks: rows are independent, the same bits). Each layer's program holds
 # scratch for that many tokens' routed rows, and vLLM keeps every layer's
-# program at once: 1024 tokens is about 60 MB a Qwen3-30B-A3B layer (4096
-# was 240 MB, 2 GB for 8 layers, enough to run a 23 GiB machine out of
-# memory at a batch of 64).
+# program at once: 1024 tokens is about 60 MB a Qwen3-30B-A3B layer by the
+# rows' sizes (4096: about 240 MB, 2 GB for 8 layers; with a 4 GiB KV cache
+# that ran a 23 GiB machine out of memory at a batch of 64).
 MAX_TOKENS = 1024
 _said = set()  # log lines already written (one per reason a process)
 _lock = threading.Lock()
