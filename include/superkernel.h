@@ -202,6 +202,17 @@ typedef struct sk_team_config {
    * and spin after each op: fixed workers cannot step aside from them. Then
    * also size the team (num_cores) so both pools fit the CPUs. */
   int pin_threads;
+  /* The CPUs the team runs on, in order (NULL: the calling thread's
+   * affinity mask, as above). cpus[0] is where the caller is expected to
+   * run (it is never moved); with pinning (auto or always) worker c is
+   * pinned to cpus[c], with never each worker may run on any of them. For a
+   * caller whose own thread is bound to one CPU by another runtime (vLLM
+   * binds each OpenMP thread of a rank to one of the rank's CPUs), whose
+   * workers would otherwise inherit that one CPU. num_cpus: 1..1 << 20,
+   * no fewer than num_cores (num_cores 0: num_cpus cores); every entry a
+   * distinct CPU number in 0..(1 << 20) - 1. */
+  const int *cpus;
+  int num_cpus;
 } sk_team_config;
 
 /* Creates a persistent team: num_cores - 1 worker threads plus the calling

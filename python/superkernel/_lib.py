@@ -92,7 +92,8 @@ def _open(path, origin):
 
 
 class TeamConfig(_C.Structure):
-    _fields_ = [("struct_size", size_t), ("num_cores", c_int), ("pin_threads", c_int)]
+    _fields_ = [("struct_size", size_t), ("num_cores", c_int), ("pin_threads", c_int), ("cpus", _C.POINTER(c_int)),
+                ("num_cpus", c_int)]
 
 
 class OpInput(_C.Structure):

@@ -191,7 +191,7 @@ def _fingerprint(module):
 class _ExpertsProgram:
     """One module's experts as a program of a run-time token count."""
 
-    def __init__(self, module, x_dtype, top_k, w_dtype, watch_versions=True, max_tokens=MAX_TOKENS):
+    def __init__(self, module, x_dtype, top_k, w_dtype, watch_versions=True, max_tokens=MAX_TOKENS, team=None):
         import torch
 
         from . import _file_weights
@@ -244,7 +244,7 @@ class _ExpertsProgram:
                 {"drop_pad_mode": 2},
             )
         g.mark_output(y, "y")
-        self.program = g.compile(shared_team(_omp.team_threads()))
+        self.program = g.compile(team if team is not None else shared_team(_omp.team_threads()))
         for weight in self.keep[:2]:
             _file_weights.page_out(weight)
         self.torch_dtype = module.gate_up_proj.dtype

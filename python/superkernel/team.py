@@ -24,31 +24,49 @@ from ._owned import Owned
 _LIVE = weakref.WeakSet()
 
 
+def _cpu_list(cpus):
+    """cpus as a tuple of C ints (None stays None); the library checks the values."""
+    if cpus is None:
+        return None
+    if isinstance(cpus, (str, bytes)) or not hasattr(cpus, "__iter__"):
+        raise TypeError(f"Team: cpus: expected a sequence of CPU numbers or None, got {type(cpus).__name__} {cpus!r}")
+    out = tuple(_lib.as_int(c, "Team: cpus entry", -_lib.CINT_MAX - 1, _lib.CINT_MAX) for c in cpus)
+    if not out:
+        raise ValueError("Team: cpus is empty: give at least one CPU, or None for the calling thread's mask")
+    return out
+
+
 class Team(Owned):
     """A persistent team of cores (sk_team_create): num_cores threads, the
     caller included (0: every CPU available, or $SK_NUM_THREADS).
-    pin_threads: 0 auto, 1 always, -1 never (see superkernel.h).
+    pin_threads: 0 auto, 1 always, -1 never (see superkernel.h). cpus: the
+    CPUs it runs on, the caller's first (None: the calling thread's
+    affinity mask); pinned, worker c runs on cpus[c].
 
     A run holds the team (_acquire / _release), so close() during a run in
     another thread does not pull the team from under it: the team is then
     destroyed when the last run ends, and refuses new runs at once."""
 
-    def __init__(self, num_cores=0, pin_threads=0):
+    def __init__(self, num_cores=0, pin_threads=0, cpus=None):
         self._lib = _lib.lib()
         # reentrant: a shared team makes its C team again under it (_live_handle)
         self._lock = threading.RLock()
         self._users = 0
         self._closing = False
         self._handle = None
+        self._cpus = _cpu_list(cpus)
         self._handle = self._create(num_cores, pin_threads)
         _LIVE.add(self)
 
     def _create(self, num_cores, pin_threads):
+        cpus = self._cpus
         cfg = _lib.TeamConfig(
             ctypes.sizeof(_lib.TeamConfig),
             # only what a C int holds: the library checks the values and names the range
             _lib.as_int(num_cores, "Team: num_cores", -_lib.CINT_MAX - 1, _lib.CINT_MAX),
             _lib.as_int(pin_threads, "Team: pin_threads", -_lib.CINT_MAX - 1, _lib.CINT_MAX),
+            (ctypes.c_int * len(cpus))(*cpus) if cpus is not None else None,
+            len(cpus) if cpus is not None else 0,
         )
         handle = ctypes.c_void_p()
         _lib.check(self._lib.sk_team_create(ctypes.byref(cfg), ctypes.byref(handle)))
@@ -118,9 +136,10 @@ class _SharedTeam(Team):
     whoever holds it (the eager op cache, a backend, an exported model, the
     programs compiled on it) keeps working. Never pinned."""
 
-    def __init__(self, num_cores):
+    def __init__(self, num_cores, cpus=None, pin_threads=-1):
         self._num_cores = num_cores
-        super().__init__(num_cores=num_cores, pin_threads=-1)
+        self._pin = pin_threads
+        super().__init__(num_cores=num_cores, pin_threads=pin_threads, cpus=cpus)
 
     @property
     def num_cores(self):
@@ -133,7 +152,7 @@ class _SharedTeam(Team):
     def _live_handle(self):
         with self._lock:
             if self._handle is None:  # closed (or forked): made again
-                self._handle = self._create(self._num_cores, -1)
+                self._handle = self._create(self._num_cores, self._pin)
             # closing (close() during a run): the C team is alive until the
             # last run ends, and serves new runs meanwhile
             return self._handle
@@ -146,14 +165,15 @@ class _SharedTeam(Team):
             self._destroy(self._handle)
 
     def __repr__(self):
-        return f"Team(num_cores={self._num_cores}, shared{', closed' if self.closed else ''})"
+        cpus = f", cpus={list(self._cpus)}" if self._cpus is not None else ""
+        return f"Team(num_cores={self._num_cores}{cpus}, shared{', closed' if self.closed else ''})"
 
 
 _SHARED_TEAMS = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_team(num_cores):
+def shared_team(num_cores, cpus=None):
     """The process's team of num_cores cores that the torch front end (the
     eager torch ops, the torch.compile backend, superkernel.export) runs
     on: one object per size, made at first use and kept. Its C team is made
@@ -163,12 +183,18 @@ def shared_team(num_cores):
     once they outnumber them the library's waits stop spinning
     (runtime/wait.c), so separate teams would slow each other down. Never
     pinned: PyTorch's own threads share the CPUs. Launches on one team take
-    turns."""
+    turns.
+
+    cpus (the vLLM plugin): the CPUs where torch's OpenMP threads are bound,
+    one each, the caller's first; the team's worker c is pinned to cpus[c],
+    beside OpenMP thread c (see Team)."""
     num_cores = _lib.as_int(num_cores, "shared_team: num_cores", 1, _lib.CINT_MAX)
+    cpus = _cpu_list(cpus)
+    key = (num_cores, cpus)
     with _SHARED_LOCK:
-        team = _SHARED_TEAMS.get(num_cores)
+        team = _SHARED_TEAMS.get(key)
         if team is None:
-            team = _SHARED_TEAMS[num_cores] = _SharedTeam(num_cores)
+            team = _SHARED_TEAMS[key] = _SharedTeam(num_cores, cpus, pin_threads=-1 if cpus is None else 0)
         return team
 
 

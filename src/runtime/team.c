@@ -260,33 +260,96 @@ static int pin_from_env(void) {
   return 0;
 }
 
-static sk_status read_config(const sk_team_config *cfg, int *num_cores, int *pin) {
-  *num_cores = 0;
-  *pin = 0;
+/* What a config asks for; cpus is NULL or the caller's list (not owned). */
+typedef struct team_request {
+  int num_cores, pin, num_cpus;
+  const int *cpus;
+} team_request;
+
+#define SK__TEAM_MAX_CPU (1 << 20)
+
+static sk_status read_cpus(const sk_team_config *cfg, team_request *req) {
+  req->cpus = cfg->cpus;
+  req->num_cpus = cfg->num_cpus;
+  if (!req->cpus && req->num_cpus == 0) return SK_STATUS_OK;
+  if (!req->cpus)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_team_create: cfg->cpus is NULL but cfg->num_cpus = %d",
+                    req->num_cpus);
+  if (req->num_cpus < 1 || req->num_cpus > SK__TEAM_MAX_CPU)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_team_create: cfg->num_cpus = %d: expected 1..%d with cfg->cpus",
+                    req->num_cpus, SK__TEAM_MAX_CPU);
+  for (int i = 0; i < req->num_cpus; i++) {
+    if (req->cpus[i] < 0 || req->cpus[i] >= SK__TEAM_MAX_CPU)
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_team_create: cfg->cpus[%d] = %d: expected a CPU number in 0..%d",
+                      i, req->cpus[i], SK__TEAM_MAX_CPU - 1);
+    for (int j = 0; j < i; j++)
+      if (req->cpus[j] == req->cpus[i])
+        return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_team_create: cfg->cpus[%d] and cfg->cpus[%d] are both CPU %d",
+                        j, i, req->cpus[i]);
+  }
+  if (req->num_cores > req->num_cpus)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                    "sk_team_create: cfg->num_cores = %d but cfg->num_cpus = %d: give a CPU for every core",
+                    req->num_cores, req->num_cpus);
+  return SK_STATUS_OK;
+}
+
+static sk_status read_config(const sk_team_config *cfg, team_request *req) {
+  *req = (team_request){0};
   if (!cfg) return SK_STATUS_OK;
   size_t size;
   SK_RETURN_IF_ERROR(sk__struct_size("sk_team_create", "cfg->struct_size", "sk_team_config", cfg->struct_size,
                                      offsetof(sk_team_config, num_cores) + sizeof(int), sizeof(sk_team_config), &size));
-  if (SK__HAS_FIELD(size, sk_team_config, num_cores)) *num_cores = cfg->num_cores;
-  if (SK__HAS_FIELD(size, sk_team_config, pin_threads)) *pin = cfg->pin_threads;
-  if (*num_cores < 0 || *num_cores > SK_TEAM_MAX_CORES)
+  if (SK__HAS_FIELD(size, sk_team_config, num_cores)) req->num_cores = cfg->num_cores;
+  if (SK__HAS_FIELD(size, sk_team_config, pin_threads)) req->pin = cfg->pin_threads;
+  if (req->num_cores < 0 || req->num_cores > SK_TEAM_MAX_CORES)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT,
                     "sk_team_create: cfg->num_cores = %d: expected 0 (all available "
                     "CPUs) or 1..%d",
-                    *num_cores, SK_TEAM_MAX_CORES);
-  if (*pin < -1 || *pin > 1)
+                    req->num_cores, SK_TEAM_MAX_CORES);
+  if (req->pin < -1 || req->pin > 1)
     return sk__fail(SK_STATUS_INVALID_ARGUMENT,
                     "sk_team_create: cfg->pin_threads = %d: expected 0 (auto), 1 (pin) or -1 (never)",
-                    *pin);
+                    req->pin);
+  if (SK__HAS_FIELD(size, sk_team_config, num_cpus)) SK_RETURN_IF_ERROR(read_cpus(cfg, req));
   return SK_STATUS_OK;
 }
 
-/* Pins worker c to cpus[c]; a failure is only worth a warning (the team
- * works, just without the placement the caller asked for). */
-static void pin_workers(sk_team *team, const int *cpus, int ncpus, bool asked) {
+/* Sets worker c's affinity mask to the count CPUs of list; a failure is
+ * only worth a warning (the team works, without the placement asked for). */
+static void set_worker_cpus(sk_team *team, int c, const int *list, int count) {
+  int top = 0;
+  for (int k = 0; k < count; k++)
+    if (list[k] > top) top = list[k];
+  cpu_set_t *set = CPU_ALLOC(top + 1);
+  if (!set) {
+    sk__log(SK_LOG_WARN, "sk_team_create: cannot place worker %d: out of memory", c);
+    return;
+  }
+  size_t size = CPU_ALLOC_SIZE(top + 1);
+  CPU_ZERO_S(size, set);
+  for (int k = 0; k < count; k++) CPU_SET_S(list[k], size, set);
+  int err = pthread_setaffinity_np(team->workers[c - 1].thread, size, set);
+  CPU_FREE(set);
+  if (err) {
+    char buf[128];
+    sk__log(SK_LOG_WARN, "sk_team_create: cannot place worker %d on CPU %d%s: %s", c, list[0],
+            count > 1 ? " and the others given" : "", strerror_r(err, buf, sizeof buf));
+  }
+}
+
+/* Pins worker c to cpus[c] (given: the caller's list, whose cpus[0] is the
+ * caller's), or to the c-th CPU of the affinity mask after the caller's.
+ * Never pinned with a given list: every worker may run on all of it. */
+static void place_workers(sk_team *team, const int *cpus, int ncpus, int pin, bool given) {
   int n = team->num_cores;
+  if (given && pin < 0) {
+    for (int c = 1; c < n; c++) set_worker_cpus(team, c, cpus, ncpus);
+    return;
+  }
+  if (pin < 0) return;
   if (!cpus || n > ncpus) {
-    sk__log(asked ? SK_LOG_WARN : SK_LOG_DEBUG,
+    sk__log(pin == 1 ? SK_LOG_WARN : SK_LOG_DEBUG,
             "sk_team_create: not pinning threads: team of %d cores, %d CPUs available%s",
             n, ncpus, cpus ? "" : " (affinity mask unreadable)");
     return;
@@ -294,27 +357,13 @@ static void pin_workers(sk_team *team, const int *cpus, int ncpus, bool asked) {
   /* Core 0 is the caller, which is never pinned: the workers take the CPUs
    * after the one the caller runs on now, so the two do not start out
    * sharing a CPU. */
-  int here = sched_getcpu(), first = 0;
-  for (int k = 0; k < ncpus; k++)
-    if (cpus[k] == here) first = k;
-  for (int c = 1; c < n; c++) {
-    int cpu = cpus[(first + c) % ncpus];
-    cpu_set_t *set = CPU_ALLOC(cpu + 1);
-    if (!set) {
-      sk__log(SK_LOG_WARN, "sk_team_create: cannot pin worker %d: out of memory", c);
-      continue;
-    }
-    size_t size = CPU_ALLOC_SIZE(cpu + 1);
-    CPU_ZERO_S(size, set);
-    CPU_SET_S(cpu, size, set);
-    int err = pthread_setaffinity_np(team->workers[c - 1].thread, size, set);
-    CPU_FREE(set);
-    if (err) {
-      char buf[128];
-      sk__log(SK_LOG_WARN, "sk_team_create: cannot pin worker %d to CPU %d: %s", c,
-              cpu, strerror_r(err, buf, sizeof buf));
-    }
+  int first = 0;
+  if (!given) {
+    int here = sched_getcpu();
+    for (int k = 0; k < ncpus; k++)
+      if (cpus[k] == here) first = k;
   }
+  for (int c = 1; c < n; c++) set_worker_cpus(team, c, &cpus[(first + c) % ncpus], 1);
 }
 
 /* Frees a team whose workers are gone (or were never started). */
@@ -330,13 +379,26 @@ sk_status sk_team_create(const sk_team_config *cfg, sk_team **team_out) {
     return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_team_create: team_out is NULL");
   *team_out = NULL;
 
-  int num_cores, pin;
-  SK_RETURN_IF_ERROR(read_config(cfg, &num_cores, &pin));
+  team_request req;
+  SK_RETURN_IF_ERROR(read_config(cfg, &req));
+  int num_cores = req.num_cores, pin = req.pin;
   if (num_cores == 0) SK_RETURN_IF_ERROR(threads_from_env(&num_cores));
   if (pin == 0) pin = pin_from_env();
 
+  /* The CPUs: the caller's list (copied), or the calling thread's mask. */
   int *cpus = NULL;
-  int ncpus = affinity_cpus(&cpus);
+  int ncpus = req.num_cpus;
+  if (req.cpus) {
+    if (num_cores > ncpus)
+      return sk__fail(SK_STATUS_INVALID_ARGUMENT,
+                      "sk_team_create: SK_NUM_THREADS=%d but cfg->num_cpus = %d: give a CPU for every core",
+                      num_cores, ncpus);
+    cpus = malloc((size_t)ncpus * sizeof *cpus);
+    if (!cpus) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_team_create: cannot copy %d CPU numbers", ncpus);
+    memcpy(cpus, req.cpus, (size_t)ncpus * sizeof *cpus);
+  } else {
+    ncpus = affinity_cpus(&cpus);
+  }
   if (num_cores == 0) num_cores = ncpus < SK_TEAM_MAX_CORES ? ncpus : SK_TEAM_MAX_CORES;
 
   sk_team *team = sk__aligned_calloc(sizeof *team);
@@ -393,7 +455,7 @@ sk_status sk_team_create(const sk_team_config *cfg, sk_team **team_out) {
    * here: 200 us per launch after idle instead of 50 us, 11 us back to back
    * instead of 0.15 us). Never pinned on request (-1, SK_PIN_THREADS=never),
    * for a process whose other runtime keeps its own threads on the CPUs. */
-  if (pin >= 0) pin_workers(team, cpus, ncpus, pin == 1);
+  place_workers(team, cpus, ncpus, pin, req.cpus != NULL);
   free(cpus);
   sk__wait_account(num_cores - 1, ncpus);
   *team_out = team;

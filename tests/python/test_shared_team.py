@@ -98,3 +98,31 @@ def test_a_users_team_stays_closed():
         assert "the team was closed" in str(e)
     else:
         raise AssertionError("a closed Team gave a handle")
+
+
+def test_teams_on_given_cpus():
+    """Team(cpus=...) and shared_team(n, cpus) (the vLLM plugin's team beside
+    OpenMP threads bound one a CPU): the library places the workers
+    (test_team_cpus.c reads their masks back); here the binding: keyed
+    apart from the unplaced team, made again with the same CPUs after a
+    close, and bad lists refused by name."""
+    import os
+
+    import pytest
+
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    team = superkernel.Team(len(cpus), cpus=cpus)
+    assert team.num_cores == len(cpus)
+    team.close()
+    placed = shared_team(len(cpus), cpus)
+    assert placed is shared_team(len(cpus), tuple(cpus)) and placed is not shared_team(len(cpus))
+    placed.close()
+    assert placed.handle and placed._cpus == tuple(cpus) and not placed.closed  # made again, on the same CPUs
+    with pytest.raises(superkernel.InvalidArgumentError, match=r"cfg->cpus\[0\] and cfg->cpus\[1\]"):
+        superkernel.Team(2, cpus=[cpus[0], cpus[0]])
+    with pytest.raises(superkernel.InvalidArgumentError, match="num_cores = 3 but cfg->num_cpus = 1"):
+        superkernel.Team(3, cpus=[cpus[0]])
+    with pytest.raises(TypeError, match="cpus: expected a sequence"):
+        superkernel.Team(1, cpus="0")
+    with pytest.raises(ValueError, match="cpus is empty"):
+        superkernel.Team(1, cpus=[])

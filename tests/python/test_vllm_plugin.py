@@ -163,6 +163,54 @@ def test_an_unsupported_layer_keeps_vllms_path(change, reason, caplog):
     assert experts.calls == ["vllm process", "vllm apply"]
 
 
+@pytest.mark.parametrize("environ, own, want", [
+    ({"GOMP_CPU_AFFINITY": "0 1"}, {0}, [0, 1]),  # what vLLM sets with torch's libgomp preloaded
+    ({"GOMP_CPU_AFFINITY": "4-7"}, {5}, [5, 4]),  # the caller's CPU first (it is OpenMP thread 0)
+    ({"GOMP_CPU_AFFINITY": "0-6:2,9"}, {2}, [2, 0]),  # the first threads' CPUs
+    ({"KMP_AFFINITY": "granularity=fine,explicit,proclist=[8,9]"}, {0, 1}, [8, 9]),  # Intel's OpenMP
+    ({"OMP_PLACES": "{2,3}"}, {3}, [3, 2]),  # any other OpenMP: one place of the rank's CPUs
+    ({"OMP_PLACES": "{0:2}"}, {0}, [0, 1]),
+    ({"OMP_PLACES": "{0},{1}"}, {0}, [0, 1]),
+    ({"OMP_PLACES": "cores"}, {0}, None),  # abstract names: not ours to resolve
+    ({"GOMP_CPU_AFFINITY": "0"}, {0}, None),  # fewer CPUs than threads
+    ({"GOMP_CPU_AFFINITY": "zero one"}, {0}, None),
+    ({}, {0}, None),  # VLLM_CPU_OMP_THREADS_BIND=nobind: nothing set
+])
+def test_the_ranks_cpus_come_from_vllms_binding(environ, own, want):
+    assert plugin._rank_cpus(2, environ, own) == want
+
+
+def test_the_team_sits_beside_vllms_threads(monkeypatch):
+    """With vLLM's binding in the environment, the layers' programs run on a
+    team placed on those CPUs (worker c beside OpenMP thread c), not on the
+    CPU the calling thread is bound to."""
+    cpus = sorted(os.sched_getaffinity(0))
+    threads = torch.get_num_threads()
+    if len(cpus) < threads:
+        pytest.skip(f"SKIPPED: {len(cpus)} CPUs for {threads} torch threads")
+    monkeypatch.setenv("GOMP_CPU_AFFINITY", " ".join(map(str, cpus[:threads])))
+    Experts = _stand_in()
+    experts, layer = Experts(_config()), _layer()
+    experts.process_weights_after_loading(layer)
+    team = experts._superkernel.program.team
+    assert team._cpus is not None and sorted(team._cpus) == cpus[:threads], team
+    x = torch.randn(3, 64).bfloat16()
+    ids, w = _routing(3, 4, 2)
+    assert (_apply(experts, layer, x, ids, w).float() - _reference(layer, x, ids, w)).abs().max() < 0.05
+    monkeypatch.delenv("GOMP_CPU_AFFINITY")
+    assert plugin._team()._cpus is None  # no binding known: the shared team of torch's size
+
+
+def test_workers_started_later_wait_passively():
+    environ = {}
+    plugin._passive_workers(environ)
+    assert environ == {"OMP_WAIT_POLICY": "PASSIVE"}
+    for chosen in ({"OMP_WAIT_POLICY": "ACTIVE"}, {"GOMP_SPINCOUNT": "10000"}, {"KMP_BLOCKTIME": "5"}):
+        environ = dict(chosen)
+        plugin._passive_workers(environ)
+        assert environ == chosen  # the user's choice stays
+
+
 def test_mismatched_or_other_weights_keep_vllms_path():
     Experts = _stand_in()
     for layer in (types.SimpleNamespace(w13_weight=torch.zeros(4, 64, 64), w2_weight=torch.zeros(4, 64, 16)),
