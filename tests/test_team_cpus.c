@@ -37,7 +37,7 @@ static int g_place_warnings;
 
 static void count_warnings(sk_log_level level, const char *message, void *user) {
   (void)user;
-  if (level == SK_LOG_WARN && strstr(message, "cannot place")) g_place_warnings++;
+  if (level == SK_LOG_WARN && (strstr(message, "cannot pin") || strstr(message, "cannot place"))) g_place_warnings++;
 }
 
 /* What a team made with cfg from a thread bound to g_cpu_list[0] sees. */

@@ -333,8 +333,12 @@ static void set_worker_cpus(sk_team *team, int c, const int *list, int count) {
   CPU_FREE(set);
   if (err) {
     char buf[128];
-    sk__log(SK_LOG_WARN, "sk_team_create: cannot place worker %d on CPU %d%s: %s", c, list[0],
-            count > 1 ? " and the others given" : "", strerror_r(err, buf, sizeof buf));
+    if (count == 1)
+      sk__log(SK_LOG_WARN, "sk_team_create: cannot pin worker %d to CPU %d: %s", c, list[0],
+              strerror_r(err, buf, sizeof buf));
+    else
+      sk__log(SK_LOG_WARN, "sk_team_create: cannot place worker %d on the %d CPUs given: %s", c, count,
+              strerror_r(err, buf, sizeof buf));
   }
 }
 
