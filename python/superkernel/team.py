@@ -134,7 +134,8 @@ class _SharedTeam(Team):
     the process, whose C team is made again at its next use when someone
     closed it, and in a fork child (where the parent's has no workers), so
     whoever holds it (the eager op cache, a backend, an exported model, the
-    programs compiled on it) keeps working. Never pinned."""
+    programs compiled on it) keeps working. Never pinned, unless placed on
+    given CPUs (shared_team's cpus)."""
 
     def __init__(self, num_cores, cpus=None, pin_threads=-1):
         self._num_cores = num_cores

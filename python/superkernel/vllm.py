@@ -20,6 +20,13 @@ vLLM's copy moves to a file-backed mapping whose pages go back to the
 kernel (one copy in memory: the packed one). vLLM's own repacking of those
 weights is skipped for a layer the library takes.
 
+The programs of a worker's layers share one library team, placed beside
+vLLM's OpenMP threads: vLLM binds thread c of a rank to one CPU (the
+calling thread too), and the team's worker c is pinned to thread c's CPU
+(_team), instead of inheriting the calling thread's one CPU. register()
+also sets OMP_WAIT_POLICY=PASSIVE for the processes vLLM starts after it,
+so that vLLM's threads do not spin on those CPUs between ops.
+
 Under tensor parallelism each rank holds a slice of every expert's
 intermediate dimension and runs it here; vLLM's all-reduce stays vLLM's.
 A layer the library does not run — expert parallelism, an activation other
