@@ -287,10 +287,6 @@ static sk_status read_cpus(const sk_team_config *cfg, team_request *req) {
         return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_team_create: cfg->cpus[%d] and cfg->cpus[%d] are both CPU %d",
                         j, i, req->cpus[i]);
   }
-  if (req->num_cores > req->num_cpus)
-    return sk__fail(SK_STATUS_INVALID_ARGUMENT,
-                    "sk_team_create: cfg->num_cores = %d but cfg->num_cpus = %d: give a CPU for every core",
-                    req->num_cores, req->num_cpus);
   return SK_STATUS_OK;
 }
 
@@ -393,10 +389,10 @@ sk_status sk_team_create(const sk_team_config *cfg, sk_team **team_out) {
   int *cpus = NULL;
   int ncpus = req.num_cpus;
   if (req.cpus) {
-    if (num_cores > ncpus)
+    if (num_cores > ncpus) /* the config's count, or else $SK_NUM_THREADS */
       return sk__fail(SK_STATUS_INVALID_ARGUMENT,
-                      "sk_team_create: SK_NUM_THREADS=%d but cfg->num_cpus = %d: give a CPU for every core",
-                      num_cores, ncpus);
+                      "sk_team_create: %s%d but cfg->num_cpus = %d: give a CPU for every core",
+                      req.num_cores ? "cfg->num_cores = " : "SK_NUM_THREADS=", num_cores, ncpus);
     cpus = malloc((size_t)ncpus * sizeof *cpus);
     if (!cpus) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_team_create: cannot copy %d CPU numbers", ncpus);
     memcpy(cpus, req.cpus, (size_t)ncpus * sizeof *cpus);
