@@ -191,7 +191,11 @@ def _fingerprint(module):
 class _ExpertsProgram:
     """One module's experts as a program of a run-time token count."""
 
-    def __init__(self, module, x_dtype, top_k, w_dtype, watch_versions=True, max_tokens=MAX_TOKENS, team=None):
+    def __init__(self, module, x_dtype, top_k, w_dtype, watch_versions=True, max_tokens=MAX_TOKENS, team=None,
+                 elsewhere_id=False):
+        """elsewhere_id: the id one past the module's last expert means a
+        pair whose expert is not here (vLLM's expert parallelism: another
+        rank's expert); such pairs are routed nowhere and add nothing."""
         import torch
 
         from . import _file_weights
@@ -210,9 +214,10 @@ class _ExpertsProgram:
             warn_if_unversioned(type(module).__name__, "superkernel.hf_experts.invalidate(module)",
                                 [(n, getattr(module, n, None)) for n in names])
         self.x_dtype, self.top_k, self.w_dtype = x_dtype, top_k, w_dtype
+        self.elsewhere_id = elsewhere_id
         transposed = getattr(module, "is_transposed", False)
         experts, hidden = module.gate_up_proj.shape[0], module.down_proj.shape[-1 if transposed else -2]
-        self.hidden = hidden
+        self.hidden, self.experts = hidden, experts
         dt = to_dtype(module.gate_up_proj.dtype)
         g = Graph()
         self.max_tokens = max_tokens  # one run's rows; the scratch of a run scales with it
@@ -232,7 +237,9 @@ class _ExpertsProgram:
                       g.add_constant("down_bias", self.keep[3], borrow=True)]
         mm = {"group_type": 0, "split_item": 3, "transpose_weight": trans}
         with g.scope("experts"):
-            rows, row_map, ends, _ = g.add_op("moe_init_routing", {"x": x, "expert_idx": idx}, {"expert_num": experts})
+            routing = {"expert_num": experts + 1, "active_expert_range": [0, experts]} if elsewhere_id else {
+                "expert_num": experts}
+            rows, row_map, ends, _ = g.add_op("moe_init_routing", {"x": x, "expert_idx": idx}, routing)
             (up,) = g.add_op("grouped_matmul", {"x": rows, "weight": gate_up, "bias": biases[0], "group_list": ends}, mm)
             # The default gate splits gate | up in halves whatever the layout
             # flag says (an interleaved layout comes with a gate of its own).
@@ -250,20 +257,27 @@ class _ExpertsProgram:
         self.torch_dtype = module.gate_up_proj.dtype
 
     def __call__(self, hidden_states, top_k_index, top_k_weights):
-        import torch
+        return run_in_chunks(self, hidden_states, top_k_index, top_k_weights)
 
-        # dense, and with torch's lazy negative bit resolved: the library
-        # reads memory, which holds the values before the negation
-        x = hidden_states.to(self.torch_dtype).resolve_neg().contiguous()
-        idx = top_k_index.to(torch.int32).resolve_neg().contiguous()
-        w = top_k_weights.resolve_neg().contiguous()
-        tokens = x.shape[0]
-        y = torch.empty(tokens, self.hidden, dtype=self.torch_dtype)
-        for t0 in range(0, tokens, self.max_tokens):  # chunks of at most max_tokens rows
-            t1 = min(tokens, t0 + self.max_tokens)
-            parts = (x[t0:t1], idx[t0:t1], w[t0:t1])
-            self.program._run_pointers([p.data_ptr() for p in parts], [y[t0:t1].data_ptr()], tokens=t1 - t0)
-        return y
+
+def run_in_chunks(experts, hidden_states, top_k_index, top_k_weights):
+    """experts.program (inputs x, top_k_index, top_k_weights; output y) on
+    the tokens, in chunks of at most experts.max_tokens rows (rows are
+    independent: the same bits): y [T, experts.hidden] of experts.torch_dtype."""
+    import torch
+
+    # dense, and with torch's lazy negative bit resolved: the library
+    # reads memory, which holds the values before the negation
+    x = hidden_states.to(experts.torch_dtype).resolve_neg().contiguous()
+    idx = top_k_index.to(torch.int32).resolve_neg().contiguous()
+    w = top_k_weights.resolve_neg().contiguous()
+    tokens = x.shape[0]
+    y = torch.empty(tokens, experts.hidden, dtype=experts.torch_dtype)
+    for t0 in range(0, tokens, experts.max_tokens):
+        t1 = min(tokens, t0 + experts.max_tokens)
+        parts = (x[t0:t1], idx[t0:t1], w[t0:t1])
+        experts.program._run_pointers([p.data_ptr() for p in parts], [y[t0:t1].data_ptr()], tokens=t1 - t0)
+    return y
 
 
 def invalidate(module=None):

@@ -41,7 +41,7 @@ import weakref
 
 import torch
 
-from . import _file_weights, _fork, _omp, hf_experts, hf_moe_blocks
+from . import _file_weights, _fork, _omp, hf_experts, hf_moe_blocks, int8_experts
 from . import torch_ops  # noqa: F401  (superkernel::not_differentiable; the namespace is defined first)
 from .graph import Graph
 from .team import shared_team
@@ -270,18 +270,9 @@ def _build(m, t):
             (sa,) = g.add_op("swiglu", {"x": sh})
             (shared,) = g.add_op("linear", {"x": sa, "weight": const("shared_down", t["shared_down_proj"])})
         if m.quantize:
-            rows, row_map, counts, row_scale = g.add_op(
-                "moe_init_routing", {"x": x, "expert_idx": idx},
-                {"expert_num": e, "quant_mode": 1, "expert_tokens_num_type": 1})
-            mm = {"group_type": 0, "split_item": 3, "group_list_type": 1}
-            (acc,) = g.add_op("grouped_matmul", {"x": rows, "weight": const("w_up", t["w_up"]), "group_list": counts},
-                              mm)
-            q, q_scale = g.add_op("dequant_swiglu_quant", {
-                "x": acc, "weight_scale": const("w_up_scale", t["w_up_scale"]), "activation_scale": row_scale,
-                "group_index": counts}, {"quant_mode": 1, "activate_left": 1})
-            (out,) = g.add_op("grouped_matmul", {
-                "x": q, "weight": const("w_down", t["w_down"]), "scale": const("w_down_scale", t["w_down_scale"]),
-                "per_token_scale": q_scale, "group_list": counts}, dict(mm, output_dtype=to_dtype(dt)))
+            names = ("w_up", "w_up_scale", "w_down", "w_down_scale")
+            out, row_map = int8_experts.add_experts(g, x, idx, e, *(const(n, t[n]) for n in names),
+                                                    out_dtype=to_dtype(dt))
         else:
             rows, row_map, ends, _ = g.add_op("moe_init_routing", {"x": x, "expert_idx": idx}, {"expert_num": e})
             mm = {"group_type": 0, "split_item": 3, "transpose_weight": 0 if spec.transposed else 1}

@@ -20,6 +20,14 @@ vLLM's copy moves to a file-backed mapping whose pages go back to the
 kernel (one copy in memory: the packed one). vLLM's own repacking of those
 weights is skipped for a layer the library takes.
 
+W8A8 int8 (compressed-tensors' per-channel weights, per-token dynamic
+activations: vLLM's ``CPUExpertsInt8``) runs the same way on the library's
+int8 path (int8_experts.py): the int8 weights transposed once into the
+library's [E, in, out] (the copy vLLM's parameters then view), the scales
+vLLM loaded. vLLM's own kernel for that class needs AMX; on other x86 CPUs
+vLLM has none and refuses such a model, so the plugin offers the class
+there, and a layer the library cannot run is an error at load.
+
 The programs of a worker's layers share one library team, placed beside
 vLLM's OpenMP threads: vLLM binds thread c of a rank to one CPU (the
 calling thread too), and the team's worker c is pinned to thread c's CPU
@@ -28,12 +36,16 @@ also sets OMP_WAIT_POLICY=PASSIVE for the processes vLLM starts after it,
 so that vLLM's threads do not spin on those CPUs between ops.
 
 Under tensor parallelism each rank holds a slice of every expert's
-intermediate dimension and runs it here; vLLM's all-reduce stays vLLM's.
-A layer the library does not run — expert parallelism, an activation other
-than SiLU, biases, a clamped or scaled SwiGLU, LoRA, a dtype other than
-bf16/fp16/fp32 — keeps vLLM's path, with one log line per reason: never an
-error in the middle of serving. Quantized MoE layers (vLLM's own classes)
-are not touched.
+intermediate dimension and runs it here; under expert parallelism
+(enable_expert_parallel) each rank holds whole experts, a subset of the
+router's, and its program runs the pairs routed to them (vLLM's expert_map
+turns the router's ids into the rank's; a pair of another rank's expert
+adds nothing here). vLLM's all-reduce stays vLLM's. A layer the library
+does not run — an activation other than SiLU, biases, a clamped or scaled
+SwiGLU, LoRA, a dtype other than bf16/fp16/fp32 (or int8 with per-channel
+scales) — keeps vLLM's path, with one log line per reason: never an error
+in the middle of serving. vLLM's other quantized MoE classes (FP8, MXFP4,
+int4) are not touched.
 """
 
 import logging
@@ -156,15 +168,16 @@ def _team():
     return shared_team(threads, cpus)
 
 
-def _unsupported(experts, layer):
-    """Why the library cannot run this layer's experts, or None."""
+def _unsupported(experts, layer, int8=False):
+    """Why the library cannot run this layer's experts, or None (int8:
+    vLLM's W8A8 class, int8 weights with a scale a output channel)."""
     import torch
 
     cfg = experts.moe_config
     if getattr(experts, "_use_zentorch", False):
         return "zentorch runs it"
-    if cfg.moe_parallel_config.use_ep:
-        return "expert parallelism (each rank's experts are a subset of the router's)"
+    if cfg.moe_parallel_config.use_ep and getattr(layer, "expert_map", None) is None:
+        return "expert parallelism without an expert map (which of the router's experts this rank holds)"
     if str(getattr(cfg.activation, "value", cfg.activation)).lower() != "silu":
         return f"activation {cfg.activation} (the library runs SiLU: SwiGLU)"
     if cfg.has_bias or getattr(layer, "w13_bias", None) is not None:
@@ -181,45 +194,84 @@ def _unsupported(experts, layer):
         return f"w13 {tuple(w13.shape)} and w2 {tuple(w2.shape)} do not match"
     if e > 1024:
         return f"{e} experts (the library's grouped_matmul takes at most 1024)"
-    if w13.dtype not in (torch.float32, torch.float16, torch.bfloat16) or w2.dtype != w13.dtype:
+    if int8:
+        if w13.dtype != torch.int8 or w2.dtype != torch.int8:
+            return f"int8 experts' weights of dtype {w13.dtype}/{w2.dtype}"
+        s13, s2 = getattr(layer, "w13_weight_scale", None), getattr(layer, "w2_weight_scale", None)
+        if s13 is None or s2 is None or s13.numel() != e * two_i or s2.numel() != e * h:
+            return "int8 weights without a scale a output channel (w13_weight_scale, w2_weight_scale)"
+        if cfg.in_dtype not in (torch.float32, torch.float16, torch.bfloat16):
+            return f"activations of dtype {cfg.in_dtype}"
+    elif w13.dtype not in (torch.float32, torch.float16, torch.bfloat16) or w2.dtype != w13.dtype:
         return f"weights of dtype {w13.dtype}/{w2.dtype}"
     if w13.device.type != "cpu" or not w13.is_contiguous() or not w2.is_contiguous():
         return "weights not dense on the CPU"
     return None
 
 
-def _take(experts, layer):
+def _take(experts, layer, int8=False):
     """The library's program for the layer, or None (vLLM keeps it)."""
     import torch
 
-    from . import hf_experts
+    from . import hf_experts, int8_experts
 
-    reason = _unsupported(experts, layer)
+    reason = _unsupported(experts, layer, int8)
     if reason is None:
         try:
             cfg = experts.moe_config
             w_dtype = torch.float32  # vLLM's CPU router gives fp32 top-k weights
-            return hf_experts._ExpertsProgram(_Weights(layer), cfg.in_dtype, cfg.experts_per_token, w_dtype,
-                                              watch_versions=False, max_tokens=MAX_TOKENS, team=_team())
+            # Expert parallelism: the rank's experts are a subset of the
+            # router's; apply maps the router's ids to this rank's (vLLM's
+            # expert_map), the others to the program's "elsewhere" id.
+            ep = bool(cfg.moe_parallel_config.use_ep)
+            if not int8:
+                return hf_experts._ExpertsProgram(_Weights(layer), cfg.in_dtype, cfg.experts_per_token, w_dtype,
+                                                  watch_versions=False, max_tokens=MAX_TOKENS, team=_team(),
+                                                  elsewhere_id=ep)
+            program = int8_experts.Int8ExpertsProgram(
+                layer.w13_weight, layer.w13_weight_scale, layer.w2_weight, layer.w2_weight_scale, cfg.in_dtype,
+                cfg.experts_per_token, w_dtype, MAX_TOKENS, team=_team(), elsewhere_id=ep)
+            # vLLM's parameters become views of the program's file-backed
+            # copy (same shapes and values): one copy in memory, the packed one
+            layer.w13_weight.data, layer.w2_weight.data = program.w13, program.w2
+            return program
         except Exception as exc:  # whatever the library refuses: vLLM's path, never an error while serving
             reason = f"the library refused it: {exc}"
     _say_once(f"{type(experts).__name__} keeps vLLM's path: {reason}")
     return None
 
 
-def _patch(cls):
-    """Routes cls's weight preparation and apply through the library."""
+def _local_ids(topk_ids, expert_map, local_experts):
+    """The router's expert ids as this rank's (expert parallelism): vLLM's
+    expert_map gives each global id's local one, -1 for another rank's
+    expert, which becomes local_experts (the program's "elsewhere" id:
+    routed nowhere, nothing added; the other ranks add theirs and vLLM's
+    all-reduce sums them)."""
+    import torch
+
+    local = expert_map.to(topk_ids.device)[topk_ids.long()]
+    return torch.where(local < 0, local_experts, local).to(torch.int32)
+
+
+def _patch(cls, int8=False, only_here=False):
+    """Routes cls's weight preparation and apply through the library (int8:
+    vLLM's W8A8 class; only_here: vLLM has no kernel of its own for it on
+    this CPU, so a layer the library refuses is an error at load)."""
     if getattr(cls, "_superkernel_patched", False):
         return
     original_process = cls.process_weights_after_loading
     original_apply = cls.apply
 
     def process_weights_after_loading(self, layer):
-        program = _take(self, layer)
+        program = _take(self, layer, int8)
+        if program is None and only_here:
+            raise RuntimeError(f"superkernel.vllm: the library cannot run this {type(self).__name__} layer (the log "
+                               "says why), and vLLM has no int8 MoE kernel for this CPU (its own needs AMX)")
         if program is None:
             return original_process(self, layer)
         # the weights stay in vLLM's layout (no padding, no prepacking): the program reads them
         self._superkernel = program
+        self._superkernel_map = getattr(layer, "expert_map", None) if program.elsewhere_id else None
         _say_once(f"MoE experts of {type(self).__name__} run on superkernel (one super kernel a layer)")
 
     def apply(self, output, hidden_states, w1, w2, topk_weights, topk_ids, activation, global_num_experts,
@@ -236,6 +288,9 @@ def _patch(cls):
         weights = topk_weights.float()
         if apply_router_weight_on_input:
             weights = weights.new_ones(weights.shape)
+        if program.elsewhere_id:
+            topk_ids = _local_ids(topk_ids, expert_map if expert_map is not None else self._superkernel_map,
+                                  program.experts)
         output.copy_(program(hidden_states, topk_ids, weights))
 
     cls.process_weights_after_loading = process_weights_after_loading
@@ -259,7 +314,22 @@ def register():
         _say_once(f"vLLM's CPU MoE experts were not found ({exc}): vLLM's own path", logging.WARNING)
         return
     _patch(cpu_moe.CPUUnquantizedExperts)
+    int8 = getattr(cpu_moe, "CPUExpertsInt8", None)
+    if int8 is not None:
+        # vLLM's W8A8 int8 experts need AMX; elsewhere vLLM has no CPU
+        # kernel for them and refuses the model. The library runs them on
+        # any x86 CPU (VNNI, or AVX2), so the class is offered here too.
+        only_here = not int8._supports_current_device() and _is_x86()
+        if only_here:
+            int8._supports_current_device = staticmethod(lambda: True)
+        _patch(int8, int8=True, only_here=only_here)
     _passive_workers()
+
+
+def _is_x86():
+    import platform
+
+    return platform.machine().lower() in ("x86_64", "amd64")
 
 
 def _passive_workers(environ=None):
