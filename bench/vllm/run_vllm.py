@@ -12,6 +12,8 @@ ignore_eos), timed --reps times: output tokens/s (median, min, max). A
 batch of 1 is also timed with one output token, so its decode rate (the
 --out - 1 steps after the prompt) is reported on its own. Prints one table
 with both configurations' rows and their ratio, from this one run.
+--baseline DIR: vLLM alone runs DIR instead (the bf16 model, beside the
+plugin on its W8A8 twin from make_w8a8.py).
 """
 
 import argparse
@@ -61,7 +63,8 @@ def run(args, plugin_on):
     env.pop("SUPERKERNEL_VLLM", None)
     if plugin_on:
         env["SUPERKERNEL_VLLM"] = "1"
-    cmd = [sys.executable, __file__, args.model, "--child", "--threads", str(args.threads), "--batches", args.batches,
+    model = args.model if plugin_on or not args.baseline else args.baseline
+    cmd = [sys.executable, __file__, model, "--child", "--threads", str(args.threads), "--batches", args.batches,
            "--prompt", str(args.prompt), "--out", str(args.out), "--reps", str(args.reps)]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     lines = [line for line in r.stdout.splitlines() if line.startswith("ROWS ")]
@@ -102,11 +105,15 @@ def main():
     p.add_argument("--out", type=int, default=128)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--kv-space", type=int, default=1, help="VLLM_CPU_KVCACHE_SPACE, GiB (1: 64 requests of 256 tokens fit)")
+    p.add_argument("--baseline", metavar="DIR", help="vLLM alone runs this checkpoint instead of MODEL_DIR (e.g. the "
+                   "bf16 model beside the plugin on its W8A8 twin, which vLLM alone cannot run without AMX)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         return child(args)
     off, on = run(args, False), run(args, True)
+    if args.baseline:
+        print(f"vLLM alone: {args.baseline}; vLLM + superkernel: {args.model}")
     print(f"{args.model}: {args.prompt} prompt tokens, {args.out} output tokens, {args.threads} threads, "
           f"{args.reps} repetitions; {versions()}; {cpu_name()}")
     print("| requests | vLLM tok/s (median [min, max]) | vLLM + superkernel | ratio |")

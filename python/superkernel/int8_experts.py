@@ -64,7 +64,7 @@ class Int8ExpertsProgram:
                   w2_scale.detach().float().reshape(experts, -1).contiguous())
         if scales[0].shape[1] != two_i or scales[1].shape[1] != hidden:
             raise ValueError(f"int8 experts: scales {tuple(w13_scale.shape)} and {tuple(w2_scale.shape)}; expected "
-                             f"one a output channel ([{experts}, {two_i}] and [{experts}, {hidden}])")
+                             f"one per output channel ([{experts}, {two_i}] and [{experts}, {hidden}])")
         self.hidden, self.experts, self.top_k, self.max_tokens = hidden, experts, top_k, max_tokens
         self.elsewhere_id, self.torch_dtype = elsewhere_id, x_dtype
         up = _file_weights.to_file(w13.detach().transpose(1, 2).contiguous())  # [E, H, 2I]

@@ -170,7 +170,7 @@ def _team():
 
 def _unsupported(experts, layer, int8=False):
     """Why the library cannot run this layer's experts, or None (int8:
-    vLLM's W8A8 class, int8 weights with a scale a output channel)."""
+    vLLM's W8A8 class, int8 weights with one scale per output channel)."""
     import torch
 
     cfg = experts.moe_config
@@ -199,7 +199,7 @@ def _unsupported(experts, layer, int8=False):
             return f"int8 experts' weights of dtype {w13.dtype}/{w2.dtype}"
         s13, s2 = getattr(layer, "w13_weight_scale", None), getattr(layer, "w2_weight_scale", None)
         if s13 is None or s2 is None or s13.numel() != e * two_i or s2.numel() != e * h:
-            return "int8 weights without a scale a output channel (w13_weight_scale, w2_weight_scale)"
+            return "int8 weights without one scale per output channel (w13_weight_scale, w2_weight_scale)"
         if cfg.in_dtype not in (torch.float32, torch.float16, torch.bfloat16):
             return f"activations of dtype {cfg.in_dtype}"
     elif w13.dtype not in (torch.float32, torch.float16, torch.bfloat16) or w2.dtype != w13.dtype:
