@@ -126,7 +126,10 @@ class Team(Owned):
                 self._destroy(self._handle)
 
     def __repr__(self):
-        return "Team(closed)" if self.closed else f"Team(num_cores={self.num_cores})"
+        if self.closed:
+            return "Team(closed)"
+        cpus = f", cpus={list(self._cpus)}" if self._cpus is not None else ""
+        return f"Team(num_cores={self.num_cores}{cpus})"
 
 
 class _SharedTeam(Team):

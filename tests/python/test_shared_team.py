@@ -112,7 +112,7 @@ def test_teams_on_given_cpus():
 
     cpus = sorted(os.sched_getaffinity(0))[:2]
     team = superkernel.Team(len(cpus), cpus=cpus)
-    assert team.num_cores == len(cpus)
+    assert team.num_cores == len(cpus) and repr(team) == f"Team(num_cores={len(cpus)}, cpus={cpus})"
     team.close()
     placed = shared_team(len(cpus), cpus)
     assert placed is shared_team(len(cpus), tuple(cpus)) and placed is not shared_team(len(cpus))
