@@ -12,7 +12,7 @@ what vLLM's CPU kernel computes for the same checkpoint (its rounding
 between steps may differ by a bf16 ulp).
 """
 
-from . import _file_weights, _omp
+from . import _omp
 
 
 def add_experts(g, x, idx, experts, w_up, w_up_scale, w_down, w_down_scale, out_dtype, elsewhere_id=False):
@@ -50,6 +50,7 @@ class Int8ExpertsProgram:
                  elsewhere_id=False):
         import torch
 
+        from . import _file_weights  # (torch: imported when used, as the package needs no torch)
         from .dtypes import to_dtype
         from .graph import Graph
         from .team import shared_team
