@@ -237,9 +237,8 @@ class _ExpertsProgram:
                       g.add_constant("down_bias", self.keep[3], borrow=True)]
         mm = {"group_type": 0, "split_item": 3, "transpose_weight": trans}
         with g.scope("experts"):
-            routing = {"expert_num": experts + 1, "active_expert_range": [0, experts]} if elsewhere_id else {
-                "expert_num": experts}
-            rows, row_map, ends, _ = g.add_op("moe_init_routing", {"x": x, "expert_idx": idx}, routing)
+            rows, row_map, ends, _ = g.add_op("moe_init_routing", {"x": x, "expert_idx": idx},
+                                              routing_attrs(experts, elsewhere_id))
             (up,) = g.add_op("grouped_matmul", {"x": rows, "weight": gate_up, "bias": biases[0], "group_list": ends}, mm)
             # The default gate splits gate | up in halves whatever the layout
             # flag says (an interleaved layout comes with a gate of its own).
@@ -258,6 +257,15 @@ class _ExpertsProgram:
 
     def __call__(self, hidden_states, top_k_index, top_k_weights):
         return run_in_chunks(self, hidden_states, top_k_index, top_k_weights)
+
+
+def routing_attrs(experts, elsewhere_id):
+    """moe_init_routing's attributes for a module's experts; elsewhere_id:
+    the id `experts` (one past the last) means another rank's expert, a
+    pair routed nowhere (active_expert_range)."""
+    if elsewhere_id:
+        return {"expert_num": experts + 1, "active_expert_range": [0, experts]}
+    return {"expert_num": experts}
 
 
 def run_in_chunks(experts, hidden_states, top_k_index, top_k_weights):

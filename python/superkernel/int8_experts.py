@@ -13,6 +13,7 @@ between steps may differ by a bf16 ulp).
 """
 
 from . import _omp
+from .hf_experts import routing_attrs, run_in_chunks
 
 
 def add_experts(g, x, idx, experts, w_up, w_up_scale, w_down, w_down_scale, out_dtype, elsewhere_id=False):
@@ -21,10 +22,8 @@ def add_experts(g, x, idx, experts, w_up, w_up_scale, w_down, w_down_scale, out_
     w_up int8 [E, H, 2I] (gate columns first), w_up_scale fp32 [E, 2I],
     w_down int8 [E, I, H], w_down_scale fp32 [E, H]: graph values.
     elsewhere_id: the id E means another rank's expert, routed nowhere."""
-    routing = {"expert_num": experts + 1, "active_expert_range": [0, experts]} if elsewhere_id else {
-        "expert_num": experts}
-    rows, row_map, counts, row_scale = g.add_op("moe_init_routing", {"x": x, "expert_idx": idx},
-                                                dict(routing, quant_mode=1, expert_tokens_num_type=1))
+    routing = dict(routing_attrs(experts, elsewhere_id), quant_mode=1, expert_tokens_num_type=1)
+    rows, row_map, counts, row_scale = g.add_op("moe_init_routing", {"x": x, "expert_idx": idx}, routing)
     mm = {"group_type": 0, "split_item": 3, "group_list_type": 1}
     (acc,) = g.add_op("grouped_matmul", {"x": rows, "weight": w_up, "group_list": counts}, mm)
     q, q_scale = g.add_op("dequant_swiglu_quant", {"x": acc, "weight_scale": w_up_scale, "activation_scale": row_scale,
@@ -91,6 +90,4 @@ class Int8ExpertsProgram:
             _file_weights.page_out(weight)
 
     def __call__(self, hidden_states, top_k_index, top_k_weights):
-        from .hf_experts import run_in_chunks
-
         return run_in_chunks(self, hidden_states, top_k_index, top_k_weights)
