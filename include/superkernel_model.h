@@ -141,6 +141,50 @@ SK_API sk_status sk_model_seq_truncate(sk_model_seq *seq, int64_t length);
 SK_API sk_status sk_model_forward(sk_model_seq *seq, sk_team *team, const int32_t *ids, int64_t n, float *logits,
                                   int64_t n_logits);
 
+/* ---- One MoE block on its own ----
+ *
+ * The MoE block a model's layers are built with (router, dispatch, routed
+ * experts, shared experts, combine: the same builder), as one program of a
+ * run-time token count in one scope "moe": what superkernel.optimize's
+ * per-block path runs. cfg->config_json describes the block, not a model
+ * (docs/models.md, "A MoE block on its own"):
+ *
+ *   dtype                     "bfloat16", "float16" or "float32": x, y and the weights
+ *   hidden_size, num_experts, num_experts_per_tok, moe_intermediate_size   (required)
+ *   router                    "softmax" (default) or "sigmoid" (DeepSeek-V3's, with
+ *                             gate.e_score_correction_bias; always renormalized)
+ *   norm_topk_prob            the k weights divided by their sum (default false)
+ *   router_logits_fp32        logits from fp32 x and weight (DeepSeek), else in dtype
+ *   router_weights_rounded    the k weights rounded to dtype (Qwen, OLMoE), else fp32
+ *   n_group, topk_group       group-limited choice (softmax: each group scored by its
+ *                             best expert, DeepSeek-V2's; sigmoid: by its top-2 sum)
+ *   routed_scaling_factor     the k weights' factor (default 1)
+ *   shared_intermediate_size  the shared experts' MLP width (0: none), its weights
+ *                             under shared_prefix (default "shared_experts"); with
+ *                             shared_gate its output times sigmoid(x @ shared_expert_gate^T)
+ *   experts_transposed        fused experts stored [E, H, 2I] and [E, I, H]
+ *
+ * Weights, looked up by cfg->weight: gate.weight [E, H], experts.gate_up_proj
+ * [E, 2I, H] and experts.down_proj [E, H, I] (with optional
+ * experts.gate_up_proj_bias [E, 2I] and experts.down_proj_bias [E, H]), or
+ * experts.J.{gate,up,down}_proj.weight per expert; the shared experts'
+ * <shared_prefix>.{gate,up,down}_proj.weight, shared_expert_gate.weight
+ * [1, H]. cfg->max_tokens (a run's most tokens; more run in chunks, the
+ * same bits), team, executor, options (the scope's), profile, quantize
+ * ("w8a8": the routed and shared experts int8, as in a model) and numerics
+ * as for sk_model_create; max_context is not used. */
+typedef struct sk_moe_block sk_moe_block;
+SK_API sk_status sk_moe_block_create(const sk_model_config *cfg, sk_moe_block **block_out);
+/* NULL is accepted. */
+SK_API void sk_moe_block_destroy(sk_moe_block *block);
+/* y = the block of x, both dense [tokens, hidden_size] of the block's
+ * dtype, on team (one of cfg.team's size; NULL: a one-core block's caller
+ * thread). Runs of one block take turns. A token's row is the same bits
+ * in any batch, chunking, team or ISA path. */
+SK_API sk_status sk_moe_block_run(sk_moe_block *block, sk_team *team, const void *x, void *y, int64_t tokens);
+/* One line: experts, top-k, router, shared experts, dtype, w8a8. */
+SK_API const char *sk_moe_block_about(const sk_moe_block *block);
+
 #ifdef __cplusplus
 }
 #endif

@@ -53,7 +53,7 @@ def __getattr__(name):
         from . import moe_optimize as _optimize
 
         return getattr(_optimize, name)
-    if name in ("Model", "Sequence"):
+    if name in ("Model", "Sequence", "MoEBlock"):
         from . import model as _model
 
         return getattr(_model, name)

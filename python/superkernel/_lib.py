@@ -380,6 +380,10 @@ _PROTOTYPES = {
     "sk_model_seq_length": (int64, [c_void_p]),
     "sk_model_seq_truncate": (_STATUS, [c_void_p, int64]),
     "sk_model_forward": (_STATUS, [c_void_p, c_void_p, P(_C.c_int32), int64, c_void_p, int64]),
+    "sk_moe_block_create": (_STATUS, [P(ModelConfig), P(c_void_p)]),
+    "sk_moe_block_destroy": (None, [c_void_p]),
+    "sk_moe_block_run": (_STATUS, [c_void_p, c_void_p, c_void_p, c_void_p, int64]),
+    "sk_moe_block_about": (c_char_p, [c_void_p]),
 }
 
 _lock = _fork.lock(sys.modules[__name__], "_lock")

@@ -1,7 +1,7 @@
-"""MoE experts in int8 (w8a8) as one super kernel: the subgraph
-superkernel.optimize(quantize="w8a8") and vLLM's plugin share, and the
-program of experts already quantized elsewhere (vLLM's compressed-tensors
-W8A8 int8 layers).
+"""MoE experts in int8 (w8a8) as one super kernel, for experts already
+quantized elsewhere (vLLM's compressed-tensors W8A8 int8 layers: the
+plugin's program). superkernel.optimize's w8a8 quantizes in the library
+(sk_moe_block) and builds the same maths there.
 
 The maths (docs/ops.md): each token's row to int8 per row (dynamic,
 symmetric: amax / 127), the gate/up int8 grouped matmul to int32, dequant

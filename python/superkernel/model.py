@@ -36,6 +36,38 @@ def families():
 _NOT_FOUND, _INVALID_ARGUMENT = STATUS_NAMES.index("NOT_FOUND"), STATUS_NAMES.index("INVALID_ARGUMENT")
 
 
+def _borrowed(tensors, who):
+    """name -> dense CPU tensor (the caller's own where already dense)."""
+    import torch
+
+    out = {}
+    for name, t in dict(tensors).items():
+        if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
+            raise TypeError(f"{who}: tensor {name!r}: expected a CPU torch.Tensor")
+        out[name] = t.detach().contiguous()
+    return out
+
+
+def _describe_tensor(tensors, name, out):
+    """The weight callback (sk_model_weight_fn) over tensors."""
+    t = tensors.get(name.decode())
+    if t is None:
+        return _NOT_FOUND
+    try:
+        out[0].dtype = int(to_dtype(t.dtype))
+    except TypeError:
+        _lib.lib().sk_model_weight_error(f"dtype {t.dtype}: the library takes fp32, fp16 or bf16 weights".encode())
+        return _INVALID_ARGUMENT
+    if t.dim() > _lib.MODEL_MAX_RANK:
+        _lib.lib().sk_model_weight_error(f"{t.dim()} dimensions: at most {_lib.MODEL_MAX_RANK}".encode())
+        return _INVALID_ARGUMENT
+    out[0].rank = t.dim()
+    for i, d in enumerate(t.shape):
+        out[0].shape[i] = d
+    out[0].data = t.data_ptr()
+    return 0
+
+
 class Model(Owned):
     """A decoder model compiled by the library.
 
@@ -58,19 +90,13 @@ class Model(Owned):
 
     def __init__(self, config, tensors, max_tokens=0, max_context=0, num_threads=1, executor="default",
                  options="", profile=False, quantize=None, numerics=None):
-        import torch
-
         if hasattr(config, "to_json_string"):
             config = config.to_json_string()
         elif isinstance(config, dict):
             config = json.dumps(config)
         if not isinstance(config, str):
             raise TypeError(f"Model: config: expected a transformers config, a dict or JSON text, got {type(config).__name__}")
-        self._tensors = {}
-        for name, t in dict(tensors).items():
-            if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
-                raise TypeError(f"Model: tensor {name!r}: expected a CPU torch.Tensor")
-            self._tensors[name] = t.detach().contiguous()
+        self._tensors = _borrowed(tensors, "Model")
         self._lookup = _lib.MODEL_WEIGHT_FN(self._find)  # kept: C calls it during create only
         self._make(_lib.encode(config, "Model: config"), self._lookup, None, max_tokens, max_context, num_threads,
                    executor, options, profile, quantize, numerics)
@@ -143,22 +169,7 @@ class Model(Owned):
         self.experts, self.experts_per_token = info.experts, info.experts_per_token
 
     def _find(self, user, name, out):
-        t = self._tensors.get(name.decode())
-        if t is None:
-            return _NOT_FOUND
-        try:
-            out[0].dtype = int(to_dtype(t.dtype))
-        except TypeError:
-            _lib.lib().sk_model_weight_error(f"dtype {t.dtype}: the library takes fp32, fp16 or bf16 weights".encode())
-            return _INVALID_ARGUMENT
-        if t.dim() > _lib.MODEL_MAX_RANK:
-            _lib.lib().sk_model_weight_error(f"{t.dim()} dimensions: at most {_lib.MODEL_MAX_RANK}".encode())
-            return _INVALID_ARGUMENT
-        out[0].rank = t.dim()
-        for i, d in enumerate(t.shape):
-            out[0].shape[i] = d
-        out[0].data = t.data_ptr()
-        return 0
+        return _describe_tensor(self._tensors, name, out)
 
     def _destroy(self, handle):
         for seq in list(self._seq_handles):
@@ -181,6 +192,63 @@ class Model(Owned):
 
     def __repr__(self):
         return f"superkernel.Model({self.about})"
+
+
+class MoEBlock(Owned):
+    """One MoE block on its own (sk_moe_block, superkernel_model.h): the
+    block a model's layers are built with, from a description of the block
+    (a dict of the keys superkernel_model.h lists) and its weights by the
+    block's names ("gate.weight", "experts.gate_up_proj", ...; CPU tensors,
+    borrowed and kept alive by the block). superkernel.optimize's per-block
+    path runs its blocks as these. max_tokens: a run's most (more run in
+    chunks, the same bits), 0: 4096; the rest as for Model."""
+
+    _noun = "MoE block"
+
+    def __init__(self, description, tensors, max_tokens=0, num_threads=1, executor="default", options="",
+                 quantize=None, numerics=None):
+        import threading
+
+        if quantize not in (None, "w8a8"):
+            raise ValueError(f"MoEBlock: quantize={quantize!r}; expected None or 'w8a8'")
+        self._tensors = _borrowed(tensors, "MoEBlock")
+        self._close_lock = threading.Lock()  # a run never sees the block freed under it
+        lookup = _lib.MODEL_WEIGHT_FN(lambda user, name, out: _describe_tensor(self._tensors, name, out))
+        self._team = shared_team(num_threads)
+        cfg = _lib.ModelConfig(
+            ctypes.sizeof(_lib.ModelConfig), _lib.encode(json.dumps(description), "MoEBlock: description"), lookup,
+            None, _lib.as_int(max_tokens, "MoEBlock: max_tokens", 0, 1 << 16), 0, None, parse_executor(executor),
+            _lib.encode(options, "MoEBlock: options") if options else None, 0,
+            quantize.encode() if quantize else None, parse_numerics(numerics, "MoEBlock"))
+        handle = ctypes.c_void_p()
+        team = self._team._acquire()
+        try:
+            cfg.team = team
+            _lib.check(_lib.lib().sk_moe_block_create(ctypes.byref(cfg), ctypes.byref(handle)), "superkernel.MoEBlock")
+        finally:
+            self._team._release()
+        self._handle = handle
+        self.about = _lib.lib().sk_moe_block_about(handle).decode()
+        self.hidden = int(description["hidden_size"])
+
+    def _destroy(self, handle):
+        _lib.lib().sk_moe_block_destroy(handle)
+
+    def run_into(self, x, y):
+        """y = the block of x: contiguous CPU tensors [T, hidden] of the
+        block's dtype (the package's fast path: checked by the library
+        only as to the token count)."""
+        with self._close_lock:
+            team = self._team._acquire()
+            try:
+                _lib.check(_lib.lib().sk_moe_block_run(self.handle, team, x.data_ptr(), y.data_ptr(), x.shape[0]),
+                           "MoEBlock.run")
+            finally:
+                self._team._release()
+        return y
+
+    def __repr__(self):
+        return f"superkernel.MoEBlock({self.about})"
 
 
 class Sequence(Owned):

@@ -12,22 +12,24 @@ and its shared experts are maths the library has) is replaced by an
 `OptimizedMoE` module whose forward is one torch op,
 `torch.ops.superkernel.moe_block(x, layer)`: the gate, the routing, the
 dispatch, the experts, the shared experts and the combine run as one
-program of the library, in one scope (one super kernel), like
-`sk run moe-layer`. The program has a run-time token count: one program
-serves prefill and decode, and a token's output does not depend on the
-batch it is in. The op has a fake kernel, so `torch.compile` with any
-backend compiles the rest of the model around it, and `superkernel.export`
-runs it as it is.
+program of the library, in one scope (one super kernel). The library
+builds it (`superkernel.MoEBlock`, sk_moe_block in superkernel_model.h)
+with the builder of its whole models' MoE layers, from the block's
+description and its weights: this module only translates one into the
+other. The program has a run-time token count: one program serves
+prefill and decode, and a token's output does not depend on the batch it
+is in. The op has a fake kernel, so `torch.compile` with any backend
+compiles the rest of the model around it, and `superkernel.export` runs it
+as it is.
 
-quantize="w8a8": the routed experts' weights are quantized per output
-channel when optimize runs (scale = max |w| / 127, q = rint(w / scale)
-clipped to ±127, as `moe-layer:...:int8` does), the activations per row
-at run time (moe_init_routing's dynamic int8); the int8 weights replace the
-block's bf16 ones (the experts module is dropped). Without it the block's
-own modules stay (state_dict and save_pretrained are unchanged) and the
-program borrows their weights. Either way the experts are held once in
-memory, packed; torch's copy moves to a file-backed mapping whose pages go
-back to the kernel (_file_weights.py).
+quantize="w8a8": the routed and shared experts' weights are quantized by
+the library per output channel when optimize runs (scale = max |w| / 127,
+q = rint(w / scale) clipped to ±127, as a whole model's w8a8), the
+activations per row at run time. The block's own modules stay either way
+(state_dict and save_pretrained are unchanged): the program borrows their
+weights, or with w8a8 holds their int8 copies. The experts are held once
+in memory, packed; torch's copy (and w8a8's int8 one) moves to a
+file-backed mapping whose pages go back to the kernel (_file_weights.py).
 
 Inference only: a forward runs with gradients enabled too, but a backward
 through an optimized block raises. A weight changed in
@@ -41,10 +43,9 @@ import weakref
 
 import torch
 
-from . import _file_weights, _fork, _omp, hf_experts, hf_moe_blocks, int8_experts
+from . import _file_weights, _fork, _omp, hf_experts, hf_moe_blocks
+from . import model as _model
 from . import torch_ops  # noqa: F401  (superkernel::not_differentiable; the namespace is defined first)
-from .graph import Graph
-from .team import shared_team
 
 MAX_TOKENS = 4096  # one program's largest token count; more run in chunks
 QUANTIZE = (None, "w8a8")
@@ -55,7 +56,7 @@ _lock = _fork.lock(sys.modules[__name__], "_lock")
 
 def _take_over(model, quantize, options, max_context, num_threads, torch_threads, report, numerics=None, max_tokens=0):
     """None when the whole model now runs in the library, else why not."""
-    from . import model as _model, whole_model as _whole
+    from . import whole_model as _whole
 
     config = getattr(model, "config", None)
     family = getattr(config, "model_type", None)
@@ -136,32 +137,25 @@ class OptimizedMoE(torch.nn.Module):
         self.gate = spec.router_module
         if spec.shared:
             self.shared_experts = spec.block.shared_experts
+        self.experts = spec.experts
         self.hidden, self.quantize, self.options = spec.hidden, quantize, options or ""
-        self.about = spec.about() + (", w8a8 experts" if quantize else "") + (f", numerics {numerics}" if numerics else "")
         self._spec = spec
-        self._dtype = spec.dtype  # x's and y's (w8a8: the dtype the block had)
-        if quantize:
-            up, up_scale = _quantize_channels(spec.experts.gate_up_proj, spec.transposed)
-            down, down_scale = _quantize_channels(spec.experts.down_proj, spec.transposed)
-            for name, t in (("w_up", up), ("w_up_scale", up_scale), ("w_down", down), ("w_down_scale", down_scale)):
-                self.register_buffer(name, _file_weights.to_file(t))
-        else:
-            self.experts = spec.experts
-            for name in ("gate_up_proj", "down_proj"):
-                param = getattr(self.experts, name)
-                param.data = _file_weights.to_file(param.data)
-        spec.block = spec.experts = None  # the old block (w8a8: its bf16 experts) is not kept
+        for name in ("gate_up_proj", "down_proj"):
+            param = getattr(self.experts, name)
+            param.data = _file_weights.to_file(param.data)
+        spec.block = spec.experts = None  # the old block is not kept
         with _lock:
             self.layer = _next_id[0]
             _next_id[0] += 1
             _layers[self.layer] = weakref.ref(self)
         self._program, self._fingerprint = None, None
         self._compile()
+        self.about = self._program.about + (f", numerics {numerics}" if numerics else "")
 
     @property
     def dtype(self):
-        """x's dtype: the experts' (it follows module.to(dtype) without w8a8)."""
-        return self._dtype if self.quantize else self.experts.gate_up_proj.dtype
+        """x's dtype: the experts' (it follows module.to(dtype))."""
+        return self.experts.gate_up_proj.dtype
 
     def forward(self, hidden_states):
         return torch.ops.superkernel.moe_block(hidden_states, self.layer)
@@ -171,30 +165,31 @@ class OptimizedMoE(torch.nn.Module):
         self._program = None
 
     def _tensors(self):
-        """What the program reads: (name, tensor) pairs."""
-        out = [("gate", self.gate.weight)]
+        """What the program reads, by the block's weight names (sk_moe_block's)."""
+        out = {"gate.weight": self.gate.weight}
         if self._spec.router["bias"] is not None:
-            out.append(("bias", self.gate.e_score_correction_bias))
-        if self.quantize:
-            out += [(n, getattr(self, n)) for n in ("w_up", "w_up_scale", "w_down", "w_down_scale")]
-        else:
-            out += [(n, getattr(self.experts, n, None)) for n in ("gate_up_proj", "down_proj", "gate_up_proj_bias",
-                                                                  "down_proj_bias")]
+            out["gate.e_score_correction_bias"] = self.gate.e_score_correction_bias
+        for name in ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias"):
+            out[f"experts.{name}"] = getattr(self.experts, name, None)
         if self._spec.shared:
-            out += [(f"shared_{p}", getattr(self.shared_experts, p).weight) for p in ("gate_proj", "up_proj",
-                                                                                     "down_proj")]
-        return [(n, t) for n, t in out if t is not None]
+            for p in ("gate_proj", "up_proj", "down_proj"):
+                out[f"shared_experts.{p}.weight"] = getattr(self.shared_experts, p).weight
+        return {n: t for n, t in out.items() if t is not None}
 
     def _current(self):
-        return hf_experts.fingerprint(self._tensors())
+        return hf_experts.fingerprint(list(self._tensors().items()))
 
     def _compile(self):
         fingerprint = self._current()
-        hf_experts.warn_if_unversioned("superkernel.optimize's MoE block", "module.invalidate()", self._tensors())
-        self._program = _build(self, dict(self._tensors()))
+        tensors = self._tensors()
+        hf_experts.warn_if_unversioned("superkernel.optimize's MoE block", "module.invalidate()",
+                                       list(tensors.items()))
+        self._program = _model.MoEBlock(_description(self._spec, self.dtype), tensors, max_tokens=MAX_TOKENS,
+                                        num_threads=_omp.team_threads(), options=self.options,
+                                        quantize=self.quantize, numerics=self.numerics)
         self._fingerprint = fingerprint
-        for name in ("w_up", "w_down") if self.quantize else ("gate_up_proj", "down_proj"):
-            _file_weights.page_out(getattr(self if self.quantize else self.experts, name))
+        for name in ("gate_up_proj", "down_proj"):
+            _file_weights.page_out(getattr(self.experts, name))
 
     def run(self, x):
         if x.shape[-1] != self.hidden or x.dtype != self.dtype:
@@ -204,91 +199,22 @@ class OptimizedMoE(torch.nn.Module):
             with _lock:
                 self._compile()
         rows = x.reshape(-1, self.hidden).contiguous()
-        y = torch.empty_like(rows)
-        for t0 in range(0, rows.shape[0], MAX_TOKENS):  # rows are independent: chunks give the same bits
-            t1 = min(rows.shape[0], t0 + MAX_TOKENS)
-            self._program._run_pointers([rows[t0:t1].data_ptr()], [y[t0:t1].data_ptr()], tokens=t1 - t0)
-        return y.view(x.shape)
+        return self._program.run_into(rows, torch.empty_like(rows)).view(x.shape)
 
 
-def _quantize_channels(w, transposed):
-    """Per-output-channel int8 of experts' weights [E, N, K] (transformers'
-    layout; [E, K, N] when transposed): (q [E, K, N] int8, scale [E, N] fp32)."""
-    wf = w.detach().float()
-    if not transposed:
-        wf = wf.transpose(1, 2)  # [E, K, N]
-    amax = wf.abs().amax(dim=1)
-    scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
-    q = torch.round(wf / scale[:, None, :]).clamp_(-127, 127).to(torch.int8)
-    return q.contiguous(), scale.contiguous()
-
-
-def _build(m, t):
-    """The block's program from the tensors t (name -> tensor)."""
-    spec, r = m._spec, m._spec.router
-    dt = m.dtype
-    g = Graph()
-    g.set_max_tokens(MAX_TOKENS)
-    keep = []  # tensors the program borrows: alive as long as it is
-
-    def const(name, tensor):
-        tensor = tensor.detach().contiguous()
-        keep.append(tensor)
-        return g.add_constant(name, tensor, borrow=True)
-
-    from .dtypes import to_dtype
-
-    x = g.add_input("x", to_dtype(dt), (None, m.hidden))
-    e = spec.experts_count
-    with g.scope("moe", m.options):
-        # Router: the logits as the router computes them (in x's dtype, or in
-        # fp32), then the gating in fp32.
-        if r["logits_fp32"]:
-            (xf,) = g.add_op("cast", {"x": x}, {"dtype": to_dtype("fp32")})
-            (logits,) = g.add_op("linear", {"x": xf, "weight": const("gate", t["gate"].float())})
-        else:
-            (lg,) = g.add_op("linear", {"x": x, "weight": const("gate", t["gate"].to(dt))})
-            (logits,) = g.add_op("cast", {"x": lg}, {"dtype": to_dtype("fp32")})
-        if r["kind"] in ("softmax", "softmax_fp32w"):
-            weights, idx = g.add_op("moe_gating_topk_softmax", {"x": logits},
-                                    {"k": r["k"], "renorm": int(r["renorm"])})[:2]
-        else:
-            bias = const("bias", t["bias"].float()) if r["bias"] is not None else None
-            sigmoid = r["kind"] == "sigmoid"
-            grouped = r["groups"] > 1 and r["k_group"] < r["groups"]
-            weights, idx = g.add_op("moe_gating_topk", {"x": logits, "bias": bias}, {
-                "k": r["k"], "k_group": r["k_group"] if grouped else 1, "group_count": r["groups"] if grouped else 1,
-                "group_select_mode": int(sigmoid), "norm_type": int(sigmoid), "renorm": int(r["renorm"]),
-                "routed_scaling_factor": r["scaling"], "eps": 1e-20})[:2]
-        if r["cast_weights"]:
-            (weights,) = g.add_op("cast", {"x": weights}, {"dtype": to_dtype(dt)})
-        shared = None
-        if spec.shared:
-            (sg,) = g.add_op("linear", {"x": x, "weight": const("shared_gate", t["shared_gate_proj"])})
-            (su,) = g.add_op("linear", {"x": x, "weight": const("shared_up", t["shared_up_proj"])})
-            (sh,) = g.add_op("concat", {"x": [sg, su]}, {"dim": -1})
-            (sa,) = g.add_op("swiglu", {"x": sh})
-            (shared,) = g.add_op("linear", {"x": sa, "weight": const("shared_down", t["shared_down_proj"])})
-        if m.quantize:
-            names = ("w_up", "w_up_scale", "w_down", "w_down_scale")
-            out, row_map = int8_experts.add_experts(g, x, idx, e, *(const(n, t[n]) for n in names),
-                                                    out_dtype=to_dtype(dt))
-        else:
-            rows, row_map, ends, _ = g.add_op("moe_init_routing", {"x": x, "expert_idx": idx}, {"expert_num": e})
-            mm = {"group_type": 0, "split_item": 3, "transpose_weight": 0 if spec.transposed else 1}
-            bias_up = const("up_bias", t["gate_up_proj_bias"]) if "gate_up_proj_bias" in t else None
-            bias_down = const("down_bias", t["down_proj_bias"]) if "down_proj_bias" in t else None
-            (up,) = g.add_op("grouped_matmul", {"x": rows, "weight": const("gate_up", t["gate_up_proj"]),
-                                                "bias": bias_up, "group_list": ends}, mm)
-            (act,) = g.add_op("swiglu", {"x": up})
-            (out,) = g.add_op("grouped_matmul", {"x": act, "weight": const("down", t["down_proj"]),
-                                                 "bias": bias_down, "group_list": ends}, mm)
-        (y,) = g.add_op("moe_finalize_routing", {"expanded_permuted_rows": out, "expanded_src_to_dst_row": row_map,
-                                                 "skip2": shared, "scales": weights}, {"drop_pad_mode": 2})
-    g.mark_output(y, "y")
-    program = g.compile(shared_team(_omp.team_threads()), numerics=getattr(m, "numerics", None))
-    program._keep = keep
-    return program
+def _description(spec, dtype):
+    """The block's maths (hf_moe_blocks.describe's BlockSpec) as sk_moe_block's description."""
+    r = spec.router
+    grouped = r["groups"] > 1 and r["k_group"] < r["groups"]
+    return {
+        "dtype": str(dtype).replace("torch.", ""), "hidden_size": spec.hidden, "num_experts": spec.experts_count,
+        "num_experts_per_tok": r["k"], "moe_intermediate_size": spec.inter,
+        "router": "sigmoid" if r["kind"] == "sigmoid" else "softmax", "norm_topk_prob": bool(r["renorm"]),
+        "router_logits_fp32": bool(r["logits_fp32"]), "router_weights_rounded": bool(r["cast_weights"]),
+        "n_group": r["groups"] if grouped else 1, "topk_group": r["k_group"] if grouped else 1,
+        "routed_scaling_factor": float(r["scaling"]), "shared_intermediate_size": spec.shared_inter,
+        "experts_transposed": bool(spec.transposed),
+    }
 
 
 def _blocks(model):

@@ -37,7 +37,8 @@ typedef struct sk__moe {
   sk__router router;
   bool router_fp32;                /* the router's logits from fp32 x and weight (DeepSeek), else the model's dtype */
   bool weights_rounded;            /* the k weights rounded to the model's dtype (Qwen, OLMoE), else kept fp32 */
-  int64_t groups, topk_group;      /* SIGMOID_GROUPED: n_group, topk_group */
+  int64_t groups, topk_group;      /* n_group, topk_group (SOFTMAX: DeepSeek-V2's group-limited greedy, each
+                                      group scored by its best expert, when groups > 1) */
   double scaling;                  /* routed_scaling_factor (1: none) */
   int64_t shared_inter;            /* 0: no shared expert */
   const char *shared_prefix;       /* "shared_experts" (DeepSeek) or "shared_expert" (Qwen2-MoE) */
@@ -48,6 +49,9 @@ typedef struct sk__moe {
    * the state_dict's names (mlp, experts.J.{gate,up,down}_proj). */
   const char *checkpoint_block;
   const char *checkpoint_proj[3];
+  /* transformers' experts with is_transposed (an MoE block on its own,
+   * moe_block.c): gate_up_proj [E, H, 2I], down_proj [E, I, H]. */
+  bool experts_transposed;
 } sk__moe;
 
 /* DeepSeek's multi-head latent attention (mla_attention's absorbed form). */

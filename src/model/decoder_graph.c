@@ -56,10 +56,14 @@ void sk__build_body(sk__model_builder *b) {
     h = sk__mb_norm(b, "post_attention_norm", resid, a,
                     GAMMA(hid, "model.layers.%lld.post_attention_layernorm.weight", (long long)l), &resid);
     if (d->moe.experts && d->moe_layer[l]) {
-      resid = sk__mb_moe(b, l, h, resid); /* the residual added in the combine */
+      sk__moe_names n;
+      sk__mb_moe_names(b, l, &n);
+      resid = sk__mb_moe(b, &n, h, resid); /* the residual added in the combine */
       delta = NONE;
     } else {
-      delta = sk__mb_mlp(b, l, "mlp", d->mlp_inter, h);
+      char prefix[64];
+      snprintf(prefix, sizeof prefix, "model.layers.%lld.mlp.", (long long)l);
+      delta = sk__mb_mlp(b, prefix, d->mlp_inter, h);
     }
     scope(b, NULL);
   }

@@ -103,27 +103,43 @@ void sk__mb_split(sk__model_builder *b, const char *name, sk_value x, int64_t a,
 /* rotary_embedding of q and k with the model's RoPE over rotary_dim (0: all). */
 void sk__mb_rope(sk__model_builder *b, sk_value *q, sk_value *k, sk_value positions, int64_t rotary_dim);
 
+/* w8a8's weights (w8a8_graph.c): w [n, k] (fp32 / fp16 / bf16; element
+ * (i, c) at i * n_stride + c * k_stride) per output channel i into q's
+ * columns (q[c * q_ld + i]) and scale[i]: s = max |w[i, :]| / 127 (1 for
+ * an all-zero channel), q = clip(rint(w / s), -127, 127), half to even;
+ * rows: SK__W8A8_ROWS * k floats of scratch. */
+#define SK__W8A8_ROWS 8
+void sk__w8a8_quantize_channels(const void *w, sk_dtype dt, int64_t n, int64_t k, int64_t n_stride, int64_t k_stride,
+                                int8_t *q, int64_t q_ld, float *scale, float *rows);
+
 /* ---- the blocks ---- */
 /* Grouped-query attention of layer l (attention_graph.c), its o_proj output. */
 sk_value sk__mb_attention(sk__model_builder *b, int64_t l, sk_value h, sk_value positions);
 /* DeepSeek's latent attention of layer l, its o_proj output. */
 sk_value sk__mb_mla(sk__model_builder *b, int64_t l, sk_value h, sk_value positions);
-/* The SwiGLU MLP of layer l under "model.layers.L.<prefix>." (ffn_graph.c). */
-sk_value sk__mb_mlp(sk__model_builder *b, int64_t l, const char *prefix, int64_t inter, sk_value h);
-/* w8a8's routed experts of layer l: the dispatch of h by expert_idx into
- * routing[4] (moe_init_routing's outputs) and the experts' bf16 rows. */
-/* The names of layer l's MoE weights: "model.layers.L.<block>.gate.weight"
- * (the router), "<block>.experts.gate_up_proj" / "down_proj" (fused) and
- * "<block>.experts.J.<proj[0..2]>.weight" (gate, up, down). The block is
- * "mlp" with {gate,up,down}_proj where the caller has mlp's router
- * (transformers' state_dict), else the family's checkpoint names. */
+/* The SwiGLU MLP whose weights are "<prefix>{gate,up,down}_proj.weight"
+ * (prefix: "model.layers.L.mlp.", say; ffn_graph.c). */
+sk_value sk__mb_mlp(sk__model_builder *b, const char *prefix, int64_t inter, sk_value h);
+/* The names of a MoE block's weights: "<prefix>gate.weight" (the router),
+ * "<prefix>experts.gate_up_proj" / "down_proj" (fused) and
+ * "<prefix>experts.J.<proj[0..2]>.weight" (gate, up, down), the shared
+ * experts "<prefix><shared_prefix>.{gate,up,down}_proj.weight". */
 typedef struct sk__moe_names {
-  char block[32];
+  char prefix[SK__MB_NAME_MAX / 2];
   const char *proj[3];
 } sk__moe_names;
+/* Layer l's: "model.layers.L.mlp." with {gate,up,down}_proj where the
+ * caller has mlp's router (transformers' state_dict), else the family's
+ * checkpoint names (Mixtral's block_sparse_moe with w1, w3, w2). */
 void sk__mb_moe_names(sk__model_builder *b, int64_t l, sk__moe_names *out);
-sk_value sk__mb_experts_w8a8(sk__model_builder *b, int64_t l, sk_value h, sk_value expert_idx, sk_value routing[4]);
-/* The MoE block of layer l on h; resid + the block (the combine adds the residual). */
-sk_value sk__mb_moe(sk__model_builder *b, int64_t l, sk_value h, sk_value resid);
+/* w8a8's routed experts: the dispatch of h by expert_idx into routing[4]
+ * (moe_init_routing's outputs) and the experts' rows in the model's dtype. */
+sk_value sk__mb_experts_w8a8(sk__model_builder *b, const sk__moe_names *n, sk_value h, sk_value expert_idx,
+                             sk_value routing[4]);
+/* The MoE block (b->d->moe) on h, its weights named by n: the block's
+ * output, plus resid when resid is not NONE (the combine adds it). The
+ * one builder of a MoE block: a model's layers (decoder_graph.c) and a
+ * block on its own (moe_block.c: superkernel.optimize's per-block path). */
+sk_value sk__mb_moe(sk__model_builder *b, const sk__moe_names *n, sk_value h, sk_value resid);
 
 #endif

@@ -12,4 +12,5 @@ list(APPEND SK_SOURCES
   model/w8a8_graph.c
   model/weight_store.c
   model/decoder_graph.c
+  model/moe_block.c
   model/model.c)

@@ -26,7 +26,7 @@
 #include "model/model_graph.h"
 
 #define NONE SK__MB_NONE
-#define ROWS 8 /* output channels quantized together: their rows widened once, stores of 8 bytes */
+#define ROWS SK__W8A8_ROWS /* output channels quantized together: their rows widened once, stores of 8 bytes */
 
 static int8_t quantize_value(float v, float s) {
   float t = v / s;
@@ -34,17 +34,15 @@ static int8_t quantize_value(float v, float s) {
   return (int8_t)(int32_t)((t + 0x1.8p23f) - 0x1.8p23f); /* rint, half to even (|t| <= 127) */
 }
 
-/* w [n, k] (fp32 / fp16 / bf16) per output channel into q's columns
- * (q[c * q_ld + i] for channel i) and scale[n]; rows: ROWS * k floats of scratch. */
-static void quantize_channels(const void *w, sk_dtype dt, int64_t n, int64_t k, int8_t *q, int64_t q_ld, float *scale,
-                           float *rows) {
+void sk__w8a8_quantize_channels(const void *w, sk_dtype dt, int64_t n, int64_t k, int64_t n_stride, int64_t k_stride,
+                                int8_t *q, int64_t q_ld, float *scale, float *rows) {
   for (int64_t n0 = 0; n0 < n; n0 += ROWS) {
     const int64_t nb = n - n0 < ROWS ? n - n0 : ROWS;
     float s[ROWS];
     for (int64_t i = 0; i < nb; i++) {
       float amax = 0.0f, *r = rows + i * k;
       for (int64_t c = 0; c < k; c++) {
-        r[c] = sk__load_f32(w, dt, (size_t)((n0 + i) * k + c)); /* exact */
+        r[c] = sk__load_f32(w, dt, (size_t)((n0 + i) * n_stride + c * k_stride)); /* exact */
         amax = fmaxf(amax, fabsf(r[c]));
       }
       s[i] = amax > 0.0f ? amax / 127.0f : 1.0f;
@@ -55,7 +53,7 @@ static void quantize_channels(const void *w, sk_dtype dt, int64_t n, int64_t k, 
   }
 }
 
-/* The scratch rows sk__quantize_channels needs for a depth of k. */
+/* The scratch rows sk__w8a8_quantize_channels needs for a depth of k. */
 static float *scratch_rows(sk__model_builder *b, int64_t k) {
   if (b->scratch_k < k) {
     free(b->scratch);
@@ -118,7 +116,7 @@ sk_value sk__mb_proj(sk__model_builder *b, const char *name, sk_value x, int64_t
   sk_value qv = NONE, sv = NONE;
   if (!tmp || !sk__mb_ok(b) || !quantized_constants(b, wname, 2, (int64_t[]){cols, rows}, rows, &q, &scale, &qv, &sv))
     return NONE;
-  quantize_channels(t.data, t.dtype, rows, cols, q, rows, scale, tmp);
+  sk__w8a8_quantize_channels(t.data, t.dtype, rows, cols, cols, 1, q, rows, scale, tmp);
   sk_op_input in[] = {{"x1", &xq[0], 1}, {"x2", &qv, 1}, {"scale", &sv, 1}, {"pertoken_scale", &xq[1], 1},
                       {"bias", &bias, 1}};
   sk_attr at[] = {SK_ATTR_INT("output_dtype", b->d->dtype)};
@@ -127,65 +125,77 @@ sk_value sk__mb_proj(sk__model_builder *b, const char *name, sk_value x, int64_t
 
 /* The routed experts' weights as grouped_matmul's int8 operands: up [E, H,
  * 2I] (gate | up columns) with scales [E, 2I], down [E, I, H] with [E, H],
- * from the fused tensors or one per expert. */
-static bool expert_weights(sk__model_builder *b, int64_t l, sk_value up[2], sk_value down[2]) {
+ * from the fused tensors (transformers' layout or transposed) or one per
+ * expert. */
+static bool expert_weights(sk__model_builder *b, const sk__moe_names *n, sk_value up[2], sk_value down[2]) {
   const sk__decoder *d = b->d;
   const int64_t e = d->moe.experts, in = d->moe.inter, hid = d->hidden;
-  sk__moe_names n;
-  sk__mb_moe_names(b, l, &n);
+  const bool tr = d->moe.experts_transposed;
   char fused[SK__MB_NAME_MAX], name[SK__MB_NAME_MAX];
-  snprintf(fused, sizeof fused, "model.layers.%lld.%s.experts.gate_up_proj", (long long)l, n.block);
+  snprintf(fused, sizeof fused, "%sexperts.gate_up_proj", n->prefix);
   sk_model_tensor gu, dn;
-  sk_status st = sk__mb_try_lookup(b, fused, d->dtype, 3, (int64_t[]){e, 2 * in, hid}, &gu);
+  sk_status st = sk__mb_try_lookup(b, fused, d->dtype, 3, tr ? (int64_t[]){e, hid, 2 * in} : (int64_t[]){e, 2 * in, hid},
+                                   &gu);
   if (st != SK_STATUS_OK && st != SK_STATUS_NOT_FOUND) return false;
   /* every weight looked up (and checked) before gigabytes are allocated for their int8 copies */
-  snprintf(name, sizeof name, "model.layers.%lld.%s.experts.down_proj", (long long)l, n.block);
-  if (st == SK_STATUS_OK && !sk__mb_lookup(b, name, d->dtype, 3, (int64_t[]){e, hid, in}, &dn)) return false;
+  snprintf(name, sizeof name, "%sexperts.down_proj", n->prefix);
+  if (st == SK_STATUS_OK &&
+      !sk__mb_lookup(b, name, d->dtype, 3, tr ? (int64_t[]){e, in, hid} : (int64_t[]){e, hid, in}, &dn))
+    return false;
+  for (int k = 0; st == SK_STATUS_OK && k < 2; k++) { /* the int8 GEMMs take no bias: refused, never dropped */
+    sk_model_tensor t;
+    snprintf(name, sizeof name, "%sexperts.%s_proj_bias", n->prefix, k ? "down" : "gate_up");
+    if (b->weight(b->weight_user, name, &t) == SK_STATUS_OK) {
+      sk__mb_failed(b, sk__fail(SK_STATUS_UNSUPPORTED, "weight %s: w8a8 experts with biases are not supported", name));
+      return false;
+    }
+  }
   for (int64_t j = 0; st != SK_STATUS_OK && j < e; j++) {
     for (int k = 0; k < 3; k++) {
       sk_model_tensor t;
-      snprintf(name, sizeof name, "model.layers.%lld.%s.experts.%lld.%s.weight", (long long)l, n.block, (long long)j,
-               n.proj[k]);
+      snprintf(name, sizeof name, "%sexperts.%lld.%s.weight", n->prefix, (long long)j, n->proj[k]);
       if (!sk__mb_lookup(b, name, d->dtype, 2, k == 2 ? (int64_t[]){hid, in} : (int64_t[]){in, hid}, &t)) return false;
     }
   }
   int8_t *qu, *qd;
   float *su, *sd, *tmp = scratch_rows(b, in > hid ? in : hid);
-  snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.up_int8", (long long)l);
+  snprintf(name, sizeof name, "%sexperts.up_int8", n->prefix);
   if (!tmp || !quantized_constants(b, name, 3, (int64_t[]){e, hid, 2 * in}, e * 2 * in, &qu, &su, &up[0], &up[1]))
     return false;
-  snprintf(name, sizeof name, "model.layers.%lld.mlp.experts.down_int8", (long long)l);
+  snprintf(name, sizeof name, "%sexperts.down_int8", n->prefix);
   if (!quantized_constants(b, name, 3, (int64_t[]){e, in, hid}, e * hid, &qd, &sd, &down[0], &down[1])) return false;
   const size_t es = sk_dtype_size(d->dtype);
   if (st == SK_STATUS_OK) {
+    /* channel i, depth c of expert j: [2I, H] at i * H + c, transposed [H, 2I] at c * 2I + i */
     for (int64_t j = 0; j < e; j++) {
-      quantize_channels((const char *)gu.data + (size_t)(j * 2 * in * hid) * es, d->dtype, 2 * in, hid,
-                            qu + j * hid * 2 * in, 2 * in, su + j * 2 * in, tmp);
-      quantize_channels((const char *)dn.data + (size_t)(j * hid * in) * es, d->dtype, hid, in,
-                            qd + j * in * hid, hid, sd + j * hid, tmp);
+      sk__w8a8_quantize_channels((const char *)gu.data + (size_t)(j * 2 * in * hid) * es, d->dtype, 2 * in, hid,
+                        tr ? 1 : hid, tr ? 2 * in : 1, qu + j * hid * 2 * in, 2 * in, su + j * 2 * in, tmp);
+      sk__w8a8_quantize_channels((const char *)dn.data + (size_t)(j * hid * in) * es, d->dtype, hid, in, tr ? 1 : in,
+                        tr ? hid : 1, qd + j * in * hid, hid, sd + j * hid, tmp);
     }
     return true;
   }
   for (int64_t j = 0; j < e; j++) {
-    const char *fmt = "model.layers.%lld.%s.experts.%lld.%s.weight";
+    const char *fmt = "%sexperts.%lld.%s.weight";
     sk_model_tensor g, u, dw;
-    snprintf(name, sizeof name, fmt, (long long)l, n.block, (long long)j, n.proj[0]);
+    snprintf(name, sizeof name, fmt, n->prefix, (long long)j, n->proj[0]);
     if (!sk__mb_lookup(b, name, d->dtype, 2, (int64_t[]){in, hid}, &g)) return false;
-    snprintf(name, sizeof name, fmt, (long long)l, n.block, (long long)j, n.proj[1]);
+    snprintf(name, sizeof name, fmt, n->prefix, (long long)j, n->proj[1]);
     if (!sk__mb_lookup(b, name, d->dtype, 2, (int64_t[]){in, hid}, &u)) return false;
-    snprintf(name, sizeof name, fmt, (long long)l, n.block, (long long)j, n.proj[2]);
+    snprintf(name, sizeof name, fmt, n->prefix, (long long)j, n->proj[2]);
     if (!sk__mb_lookup(b, name, d->dtype, 2, (int64_t[]){hid, in}, &dw)) return false;
     int8_t *qj = qu + j * hid * 2 * in;
-    quantize_channels(g.data, d->dtype, in, hid, qj, 2 * in, su + j * 2 * in, tmp);
-    quantize_channels(u.data, d->dtype, in, hid, qj + in, 2 * in, su + j * 2 * in + in, tmp);
-    quantize_channels(dw.data, d->dtype, hid, in, qd + j * in * hid, hid, sd + j * hid, tmp);
+    sk__w8a8_quantize_channels(g.data, d->dtype, in, hid, hid, 1, qj, 2 * in, su + j * 2 * in, tmp);
+    sk__w8a8_quantize_channels(u.data, d->dtype, in, hid, hid, 1, qj + in, 2 * in, su + j * 2 * in + in, tmp);
+    sk__w8a8_quantize_channels(dw.data, d->dtype, hid, in, in, 1, qd + j * in * hid, hid, sd + j * hid, tmp);
   }
   return true;
 }
 
-sk_value sk__mb_experts_w8a8(sk__model_builder *b, int64_t l, sk_value h, sk_value expert_idx, sk_value routing[4]) {
+sk_value sk__mb_experts_w8a8(sk__model_builder *b, const sk__moe_names *n, sk_value h, sk_value expert_idx,
+                             sk_value routing[4]) {
   sk_value up[2] = {NONE, NONE}, down[2] = {NONE, NONE};
-  if (!sk__mb_ok(b) || !expert_weights(b, l, up, down)) return NONE;
+  if (!sk__mb_ok(b) || !expert_weights(b, n, up, down)) return NONE;
   sk_op_input rin[] = {{"x", &h, 1}, {"expert_idx", &expert_idx, 1}};
   sk_attr rat[] = {SK_ATTR_INT("expert_num", b->d->moe.experts), SK_ATTR_INT("quant_mode", 1),
                    SK_ATTR_INT("expert_tokens_num_type", 1)};

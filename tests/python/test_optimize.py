@@ -3,8 +3,9 @@ tiny random models of five MoE families — each block replaced by one
 library op, logits against the unoptimized model within fp32 / bf16 / w8a8
 tolerances, greedy generate, torch.compile (Inductor and the superkernel
 backend) and superkernel.export around the op, the blocks it leaves and
-why, the w8a8 quantization rule, a weight changed in place, batch
-invariance through the optimized modules, and the errors."""
+why, w8a8 keeping the modules, a weight changed in place, batch
+invariance through the optimized modules, and the errors. The library
+builds each block (sk_moe_block: tests/test_moe_block.c)."""
 
 import pytest
 import torch
@@ -109,20 +110,25 @@ def test_optimize_twice_leaves_optimized_blocks():
     assert not report.replaced and all(why == "already optimized" for _, why in report.left)
 
 
-def test_w8a8_weights():
-    """Per output channel: max |q| = 127 where the channel is not all zero,
-    and q * scale within half a step of the weight; the bf16 experts are gone."""
+def test_w8a8_keeps_the_modules():
+    """w8a8: the library quantizes (its rule: tests/test_moe_block.c's
+    test_w8a8_rule) and holds the int8 copies; the block's bf16 modules stay,
+    so state_dict is unchanged; the output differs from the bf16 block's
+    (it did quantize) and stays near it."""
     model = tiny("qwen3", torch.bfloat16)
-    experts = model.model.layers[0].mlp.experts
-    gate_up = experts.gate_up_proj.detach().float().clone()  # [E, 2I, H]
+    before = {name: t.clone() for name, t in model.state_dict().items()}
     superkernel.optimize(model, quantize="w8a8", whole_model=False)
-    block = model.model.layers[0].mlp
-    assert not hasattr(block, "experts")
-    q, scale = block.w_up, block.w_up_scale  # [E, H, 2I], [E, 2I]
-    assert q.dtype == torch.int8 and q.shape == gate_up.transpose(1, 2).shape
-    assert torch.equal(q.abs().amax(dim=1), torch.full_like(scale, 127, dtype=torch.int8))
-    err = (q.float() * scale[:, None, :] - gate_up.transpose(1, 2)).abs()
-    assert (err <= scale[:, None, :] * (0.5 + 1e-4)).all()  # ties of bf16 weights land on .5
+    after = model.state_dict()
+    assert set(after) == set(before) and all(torch.equal(after[n], t) for n, t in before.items())
+    block = optimized_blocks(model)[0]
+    assert "w8a8" in block.about, block.about
+    plain = tiny("qwen3", torch.bfloat16)
+    superkernel.optimize(plain, whole_model=False)
+    x = torch.randn(5, 64, generator=GEN).to(torch.bfloat16)
+    with torch.no_grad():
+        q, y = block(x).float(), optimized_blocks(plain)[0](x).float()
+    assert not torch.equal(q, y)
+    assert (q - y).abs().max() <= 0.05 * y.abs().max()
 
 
 def test_weight_changed_in_place():
@@ -189,3 +195,33 @@ def test_errors():
         y.sum().backward()
     with torch.no_grad(), pytest.raises(ValueError, match="expected"):
         block(torch.randn(3, 32))
+
+
+def test_moe_block_errors():
+    """superkernel.MoEBlock (what the per-block path runs) raises naming the
+    bad key or weight; a closed block raises instead of running."""
+    model = tiny("qwen3")
+    block = optimized_blocks_of(model)[0]
+    desc, tensors = moe_optimize._description(block._spec, block.dtype), block._tensors()
+    with pytest.raises(superkernel.SuperkernelError, match="num_experts_per_tok"):
+        superkernel.MoEBlock({**desc, "num_experts_per_tok": 99}, tensors)
+    with pytest.raises(superkernel.SuperkernelError, match="router = \"tanh\""):
+        superkernel.MoEBlock({**desc, "router": "tanh"}, tensors)
+    with pytest.raises(superkernel.SuperkernelError, match="weight gate.weight: missing"):
+        superkernel.MoEBlock(desc, {n: t for n, t in tensors.items() if n != "gate.weight"})
+    with pytest.raises(TypeError, match="experts.down_proj"):
+        superkernel.MoEBlock(desc, {**tensors, "experts.down_proj": "not a tensor"})
+    with pytest.raises(ValueError, match="quantize"):
+        superkernel.MoEBlock(desc, tensors, quantize="int4")
+    ours = superkernel.MoEBlock(desc, tensors)
+    x = torch.randn(4, 64, generator=GEN)
+    assert torch.equal(ours.run_into(x, torch.empty_like(x)), block(x))
+    assert "8 experts" in repr(ours), repr(ours)
+    ours.close()
+    with pytest.raises(ValueError, match="closed"):
+        ours.run_into(x, torch.empty_like(x))
+
+
+def optimized_blocks_of(model):
+    superkernel.optimize(model, whole_model=False)
+    return optimized_blocks(model)

@@ -105,9 +105,7 @@ static void summarize(test_result *t, long reps) {
 
 static void decode_floor(const bench_model_args *a, const cli_model *m, const test_result *tg, double gbs,
                          floor_result *f) {
-  sk_model_info info;
   size_t embedding_bytes = 0, expert_bytes = 0; /* of the tensors the model took */
-  if (sk_model_get_info(m->model, &info) != SK_STATUS_OK) info = (sk_model_info){0};
   for (size_t i = 0; i < sk_checkpoint_tensor_count(m->files); i++) {
     const sk_checkpoint_tensor *t = sk_checkpoint_tensor_at(m->files, i);
     if (!t->used) continue;
@@ -117,7 +115,7 @@ static void decode_floor(const bench_model_args *a, const cli_model *m, const te
     if (strstr(t->name, ".experts.")) expert_bytes += bytes;
     if (strcmp(t->name, "model.embed_tokens.weight") == 0) embedding_bytes = t->bytes;
   }
-  const int64_t experts = info.experts, top_k = info.experts_per_token;
+  const int64_t experts = m->experts, top_k = m->experts_per_token;
   double step = 0;
   for (long r = 0; r < a->reps; r++) step += tg->us[r] / (double)tg->tokens;
   const double row = m->vocab ? (double)embedding_bytes / (double)m->vocab : 0;

@@ -67,6 +67,7 @@ int cli_model_open(const char *cmd, const char *dir, const cli_model_options *o,
   }
   m->family = info.family, m->about = info.about, m->dtype = info.dtype, m->w8a8 = o->quantize != NULL;
   m->vocab = info.vocab, m->max_context = info.max_context;
+  m->experts = info.experts, m->experts_per_token = info.experts_per_token;
   m->weight_bytes = info.weight_bytes, m->cache_bytes = info.cache_bytes;
   return SK_EXIT_OK;
 }

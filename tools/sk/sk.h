@@ -261,6 +261,7 @@ typedef struct cli_model {
   sk_dtype dtype;           /* the checkpoint's (activations, caches) */
   bool w8a8;
   int64_t vocab, max_context;
+  int64_t experts, experts_per_token; /* a MoE layer's routed experts and top-k (0, 0: dense) */
   size_t weight_bytes, cache_bytes;
 } cli_model;
 
