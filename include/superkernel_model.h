@@ -184,6 +184,16 @@ SK_API void sk_moe_block_destroy(sk_moe_block *block);
 SK_API sk_status sk_moe_block_run(sk_moe_block *block, sk_team *team, const void *x, void *y, int64_t tokens);
 /* One line: experts, top-k, router, shared experts, dtype, w8a8. */
 SK_API const char *sk_moe_block_about(const sk_moe_block *block);
+/* The MoE block of layer `layer` of a model (config.json's text; layer <
+ * 0: its first MoE layer) as sk_moe_block_create's description, read by
+ * the model's family as sk_model_create reads it: *json_out (release it
+ * with sk_free) and *layer_out (may be NULL) the layer. "dtype" is there
+ * when the config names one (torch_dtype or dtype), else the caller adds
+ * it. The block's weights are the layer's "model.layers.L.mlp.<name>".
+ * An unsupported family or field, a dense model, a layer past the model's
+ * or a dense one fail naming it. */
+SK_API sk_status sk_model_moe_block_description(const char *config_json, int64_t layer, char **json_out,
+                                                int64_t *layer_out);
 
 #ifdef __cplusplus
 }

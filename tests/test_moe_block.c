@@ -7,7 +7,8 @@
  * weights; the experts fused, one tensor each or transposed give the same
  * bits (their biases too); a token's row the same bits alone, in a batch
  * and in chunks; w8a8 near the reference and the same bits over layouts,
- * biases refused, and w8a8's quantization rule itself; bad descriptions,
+ * biases refused, and w8a8's quantization rule itself; a model's MoE
+ * layer described by its family makes its block; bad descriptions,
  * weights and arguments fail naming them. (Against transformers' own blocks: tests/python/test_optimize.py.) */
 #include <math.h>
 #include <stdint.h>
@@ -373,6 +374,64 @@ static void test_w8a8_rule(void) {
   }
 }
 
+/* A model's MoE layer described by its family (sk_model_moe_block_description):
+ * the description makes the block of that layer; dense layers, layers past
+ * the model and dense models fail naming them. Attention dims the attention
+ * ops would refuse (head_dim 10, rope dims 8) do not matter here. */
+static void test_description_of_a_model(void) {
+  static const char qwen[] =
+      "{\"model_type\": \"qwen3_moe\", \"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 3,"
+      " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 10, \"intermediate_size\": 48,"
+      " \"moe_intermediate_size\": 12, \"num_experts\": 8, \"num_experts_per_tok\": 2, \"norm_topk_prob\": true,"
+      " \"mlp_only_layers\": [0], \"rms_norm_eps\": 1e-6, \"hidden_act\": \"silu\", \"torch_dtype\": \"float32\"}";
+  char *json = NULL;
+  int64_t layer = -7;
+  CHECK_OK(sk_model_moe_block_description(qwen, -1, &json, &layer));
+  CHECK_MSG(layer == 1 && json && strstr(json, "\"num_experts\":8") && strstr(json, "\"dtype\":\"float32\"") &&
+                strstr(json, "\"router\":\"softmax\"") && strstr(json, "\"router_weights_rounded\":true") &&
+                strstr(json, "\"norm_topk_prob\":true") && strstr(json, "\"shared_intermediate_size\":0"),
+            "layer %lld: %s", (long long)layer, json ? json : "(none)");
+  store s;
+  make_store(&s, 8);
+  for (int i = 0; i < T * H; i++) x[i] = draw(1.0f);
+  static float y[T * H];
+  sk_moe_block *b = json ? make(json, &s, 0, NULL) : NULL;
+  run(b, y, T);
+  const desc d = {.e = 8, .k = 2, .groups = 1, .topk_group = 1, .renorm = 1, .scaling = 1.0};
+  double err = 0, big = 0, want[H];
+  for (int t = 0; t < T; t++) {
+    reference(&s, &d, x + t * H, want);
+    for (int n = 0; n < H; n++) err = fmax(err, fabs(y[t * H + n] - want[n])), big = fmax(big, fabs(want[n]));
+  }
+  CHECK_MSG(b && err <= 2e-5 * big, "max |block - reference| %g of %g", err, big);
+  sk_moe_block_destroy(b);
+  free_store(&s);
+  sk_free(json);
+  json = NULL;
+  static const char deepseek[] =
+      "{\"model_type\": \"deepseek_v3\", \"vocab_size\": 64, \"hidden_size\": 32, \"num_hidden_layers\": 2,"
+      " \"num_attention_heads\": 4, \"intermediate_size\": 48, \"moe_intermediate_size\": 12, \"n_routed_experts\": 16,"
+      " \"num_experts_per_tok\": 3, \"n_shared_experts\": 2, \"first_k_dense_replace\": 1, \"n_group\": 4,"
+      " \"topk_group\": 2, \"routed_scaling_factor\": 2.5, \"norm_topk_prob\": true, \"topk_method\": \"noaux_tc\","
+      " \"scoring_func\": \"sigmoid\", \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 8,"
+      " \"v_head_dim\": 8, \"rms_norm_eps\": 1e-6, \"hidden_act\": \"silu\"}";
+  CHECK_OK(sk_model_moe_block_description(deepseek, 1, &json, NULL));
+  CHECK_MSG(json && strstr(json, "\"router\":\"sigmoid\"") && strstr(json, "\"n_group\":4") &&
+                strstr(json, "\"topk_group\":2") && strstr(json, "\"routed_scaling_factor\":2.5") &&
+                strstr(json, "\"shared_intermediate_size\":24") && strstr(json, "\"router_logits_fp32\":true") &&
+                strstr(json, "\"shared_prefix\":\"shared_experts\"") && !strstr(json, "dtype"),
+            "%s", json ? json : "(none)");
+  sk_free(json);
+  CHECK_FAILS(sk_model_moe_block_description(qwen, 0, &json, NULL), SK_STATUS_INVALID_ARGUMENT,
+              "layer 0 is not a MoE layer");
+  CHECK_FAILS(sk_model_moe_block_description(qwen, 3, &json, NULL), SK_STATUS_INVALID_ARGUMENT, "layer 3",
+              "the model has 3 layers");
+  CHECK_FAILS(sk_model_moe_block_description("{\"model_type\": \"gpt2\"}", -1, &json, NULL), SK_STATUS_UNSUPPORTED,
+              "gpt2");
+  CHECK_FAILS(sk_model_moe_block_description(qwen, -1, NULL, NULL), SK_STATUS_INVALID_ARGUMENT, "json_out");
+  CHECK(json == NULL);
+}
+
 static sk_status create(const char *json, store *s) {
   sk_model_config cfg = {.config_json = json, .weight = lookup, .weight_user = s};
   sk_moe_block *b = NULL;
@@ -447,6 +506,6 @@ static void test_errors(void) {
 int main(void) {
   static const harness_case cases[] = {TEST_CASE(test_softmax), TEST_CASE(test_group_limited_softmax),
                                        TEST_CASE(test_sigmoid), TEST_CASE(test_w8a8), TEST_CASE(test_w8a8_rule),
-                                       TEST_CASE(test_errors)};
+                                       TEST_CASE(test_description_of_a_model), TEST_CASE(test_errors)};
   return harness_run(cases, sizeof cases / sizeof cases[0]);
 }

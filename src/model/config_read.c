@@ -143,8 +143,8 @@ sk_status sk__describe_llama_like(const cJSON *c, sk__decoder *d) {
     return sk__fail(SK_STATUS_INVALID_ARGUMENT,
                     "config.json: num_attention_heads = %lld: expected a multiple of num_key_value_heads = %lld",
                     (long long)d->heads, (long long)d->kv_heads);
-  SK_RETURN_IF_ERROR(sk__cfg_int(c, "head_dim", d->hidden / d->heads, 16, 512, &d->head_dim));
-  if (d->head_dim % 16)
+  SK_RETURN_IF_ERROR(sk__cfg_int(c, "head_dim", d->hidden / d->heads, d->moe_only ? 1 : 16, 512, &d->head_dim));
+  if (d->head_dim % 16 && !d->moe_only)
     return sk__fail(SK_STATUS_UNSUPPORTED, "config.json: head_dim = %lld: the attention op takes multiples of 16",
                     (long long)d->head_dim);
   return SK_STATUS_OK;

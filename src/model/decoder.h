@@ -80,6 +80,10 @@ typedef struct sk__decoder {
   bool mla;                        /* attention is DeepSeek's MLA (mla below), else grouped-query */
   sk__mla mla_dims;
   bool moe_layer[SK__MODEL_MAX_LAYERS]; /* per layer: MoE (true) or the dense MLP */
+  /* Set by the caller before a family reads the config: only the MoE
+   * layers are wanted (sk_model_moe_block_description), so what the
+   * attention's ops would refuse is not checked. */
+  bool moe_only;
 } sk__decoder;
 
 #endif

@@ -17,6 +17,11 @@ typedef struct sk__family {
   sk_status (*describe)(const cJSON *config, sk__decoder *d);
 } sk__family;
 
+/* config.json's text into d (zeroed) through its family (model.c); family
+ * (family_size bytes) receives the model_type d->family then points to.
+ * Errors name the field. */
+sk_status sk__model_describe(const char *json, sk__decoder *d, char *family, size_t family_size);
+
 /* The family of a model_type; NULL when none takes it. */
 const sk__family *sk__family_find(const char *model_type);
 /* "llama, mistral, ...": every model_type, for messages. */

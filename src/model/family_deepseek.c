@@ -63,7 +63,7 @@ static sk_status describe(const cJSON *c, sk__decoder *d) {
   const bool v3 = strcmp(d->family, "deepseek_v3") == 0;
   SK_RETURN_IF_ERROR(sk__describe_common(c, d));
   if (d->qkv_bias) return sk__fail(SK_STATUS_UNSUPPORTED, "config.json: attention_bias = true: not supported");
-  SK_RETURN_IF_ERROR(mla(c, d));
+  if (!d->moe_only) SK_RETURN_IF_ERROR(mla(c, d));
   bool interleave = true;
   if (v3) SK_RETURN_IF_ERROR(sk__cfg_bool(c, "rope_interleave", true, &interleave));
   d->rope.interleaved = interleave;

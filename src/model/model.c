@@ -48,7 +48,7 @@ void sk_model_weight_error(const char *message) {
   (void)sk__fail(SK_STATUS_INTERNAL, "%s", message ? message : "(no message)");
 }
 
-static sk_status describe(const char *json, sk__decoder *d, char *family, size_t family_size) {
+sk_status sk__model_describe(const char *json, sk__decoder *d, char *family, size_t family_size) {
   cJSON *c = cJSON_Parse(json);
   if (!c) {
     const char *at = cJSON_GetErrorPtr();
@@ -133,7 +133,7 @@ sk_status sk_model_create(const sk_model_config *cfg, sk_model **model_out) {
   sk_model *m = calloc(1, sizeof *m);
   if (!m) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_create: out of memory");
   m->w8a8 = w8a8;
-  sk_status st = describe(cfg->config_json, &m->d, m->family, sizeof m->family);
+  sk_status st = sk__model_describe(cfg->config_json, &m->d, m->family, sizeof m->family);
   if (st == SK_STATUS_OK) st = sk__model_weight_dtype(cfg->weight, cfg->weight_user, &m->d.dtype);
   if (st == SK_STATUS_OK) {
     m->max_tokens = cfg->max_tokens ? cfg->max_tokens : DEFAULT_MAX_TOKENS;

@@ -192,3 +192,76 @@ sk_status sk_moe_block_run(sk_moe_block *blk, sk_team *team, const void *x, void
   }
   return st;
 }
+
+/* ---- a model's MoE layer as a block's description ---- */
+
+static const char *dtype_word(const cJSON *config) {
+  static const char *const words[] = {"bfloat16", "float16", "float32"};
+  for (int k = 0; k < 2; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(config, k ? "dtype" : "torch_dtype");
+    for (size_t i = 0; cJSON_IsString(v) && i < 3; i++)
+      if (strcmp(v->valuestring, words[i]) == 0) return words[i];
+  }
+  return NULL;
+}
+
+static sk_status description_of(const sk__decoder *d, const char *dtype, char **json_out) {
+  const sk__moe *m = &d->moe;
+  cJSON *o = cJSON_CreateObject();
+  bool ok = o != NULL;
+  if (ok && dtype) ok = cJSON_AddStringToObject(o, "dtype", dtype) != NULL;
+  const struct { const char *key; double value; } numbers[] = {
+      {"hidden_size", (double)d->hidden}, {"num_experts", (double)m->experts},
+      {"num_experts_per_tok", (double)m->top_k}, {"moe_intermediate_size", (double)m->inter},
+      {"n_group", (double)(m->groups ? m->groups : 1)}, {"topk_group", (double)(m->topk_group ? m->topk_group : 1)},
+      {"routed_scaling_factor", m->scaling}, {"shared_intermediate_size", (double)m->shared_inter}};
+  for (size_t i = 0; ok && i < sizeof numbers / sizeof numbers[0]; i++)
+    ok = cJSON_AddNumberToObject(o, numbers[i].key, numbers[i].value) != NULL;
+  if (ok) ok = cJSON_AddStringToObject(o, "router", m->router == SK__ROUTER_SIGMOID_GROUPED ? "sigmoid" : "softmax");
+  const struct { const char *key; bool value; } flags[] = {
+      {"norm_topk_prob", m->renorm}, {"router_logits_fp32", m->router_fp32},
+      {"router_weights_rounded", m->weights_rounded}, {"shared_gate", m->shared_gate}};
+  for (size_t i = 0; ok && i < sizeof flags / sizeof flags[0]; i++)
+    ok = cJSON_AddBoolToObject(o, flags[i].key, flags[i].value) != NULL;
+  if (ok && m->shared_inter) ok = cJSON_AddStringToObject(o, "shared_prefix", m->shared_prefix) != NULL;
+  char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
+  cJSON_Delete(o);
+  /* a copy of our own: sk_free's (free), whatever cJSON allocates with */
+  *json_out = text ? malloc(strlen(text) + 1) : NULL;
+  if (*json_out) memcpy(*json_out, text, strlen(text) + 1);
+  cJSON_free(text);
+  return *json_out ? SK_STATUS_OK : sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_moe_block_description: out of memory");
+}
+
+sk_status sk_model_moe_block_description(const char *config_json, int64_t layer, char **json_out, int64_t *layer_out) {
+  sk__clear_error();
+  if (!config_json || !json_out)
+    return sk__fail(SK_STATUS_INVALID_ARGUMENT, "sk_model_moe_block_description: %s is NULL",
+                    config_json ? "json_out" : "config_json");
+  *json_out = NULL;
+  sk__decoder *d = calloc(1, sizeof *d);
+  if (!d) return sk__fail(SK_STATUS_OUT_OF_MEMORY, "sk_model_moe_block_description: out of memory");
+  char family[64];
+  d->moe_only = true;
+  sk_status st = sk__model_describe(config_json, d, family, sizeof family);
+  if (st == SK_STATUS_OK && !d->moe.experts)
+    st = sk__fail(SK_STATUS_UNSUPPORTED, "config.json: model_type \"%s\": a dense model (no MoE layer)", family);
+  if (st == SK_STATUS_OK && layer >= d->layers)
+    st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "layer %lld: the model has %lld layers", (long long)layer,
+                  (long long)d->layers);
+  if (st == SK_STATUS_OK && layer >= 0 && !d->moe_layer[layer])
+    st = sk__fail(SK_STATUS_INVALID_ARGUMENT, "layer %lld is not a MoE layer (the %s config makes it dense)",
+                  (long long)layer, family);
+  for (int64_t l = 0; st == SK_STATUS_OK && layer < 0 && l < d->layers; l++)
+    if (d->moe_layer[l]) layer = l;
+  if (st == SK_STATUS_OK && layer < 0)
+    st = sk__fail(SK_STATUS_UNSUPPORTED, "config.json: none of its %lld layers is a MoE layer", (long long)d->layers);
+  if (st == SK_STATUS_OK) {
+    cJSON *c = cJSON_Parse(config_json);
+    st = description_of(d, dtype_word(c), json_out);
+    cJSON_Delete(c);
+  }
+  if (st == SK_STATUS_OK && layer_out) *layer_out = layer;
+  free(d);
+  return st;
+}

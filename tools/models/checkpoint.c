@@ -17,8 +17,6 @@
 
 #include "superkernel_checkpoint.h"
 
-typedef enum family { QWEN3_MOE, DEEPSEEK_V3, DEEPSEEK_V2 } family;
-
 struct skm_checkpoint {
   sk_checkpoint *files; /* the directory, read by the library */
   skm_moe_layer layer;
@@ -52,10 +50,6 @@ static const cJSON *member(const config *c, const char *key) {
   return v && !cJSON_IsNull(v) ? v : NULL;
 }
 
-static const char *type_name(const cJSON *v) {
-  return cJSON_IsBool(v) ? "boolean" : cJSON_IsNumber(v) ? "number" : cJSON_IsArray(v) ? "array" : "object";
-}
-
 /* Records the first problem (unsupported or malformed) and returns it. */
 static sk_status config_fail(config *c, const char *fmt, ...) {
   if (c->st != SK_STATUS_OK) return c->st;
@@ -66,65 +60,6 @@ static sk_status config_fail(config *c, const char *fmt, ...) {
   vsnprintf(why, sizeof why, fmt, ap);
   va_end(ap);
   return skm_error(c->msg, c->msg_size, c->st, "%s: %s", c->path, why);
-}
-
-/* An integer member in [lo, hi]; absent or null: dflt, or an error when
- * dflt < lo (required). */
-static int64_t config_int(config *c, const char *key, int64_t dflt, int64_t lo, int64_t hi) {
-  const cJSON *v = member(c, key);
-  if (!v) {
-    if (dflt < lo) config_fail(c, "\"%s\" is missing", key);
-    return dflt;
-  }
-  const double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-  if (!(x >= (double)lo && x <= (double)hi) || x != floor(x)) {
-    config_fail(c, "\"%s\" must be an integer in [%lld, %lld]", key, (long long)lo, (long long)hi);
-    return dflt;
-  }
-  return (int64_t)x;
-}
-
-static double config_number(config *c, const char *key, double dflt) {
-  const cJSON *v = member(c, key);
-  if (!v) return dflt;
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) config_fail(c, "\"%s\" must be a finite number", key);
-  return cJSON_IsNumber(v) ? v->valuedouble : dflt;
-}
-
-static bool config_bool(config *c, const char *key, bool dflt) {
-  const cJSON *v = member(c, key);
-  if (!v) return dflt;
-  if (!cJSON_IsBool(v)) config_fail(c, "\"%s\" must be true or false", key);
-  return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
-}
-
-/* A string member that must equal one of the allowed values when present. */
-static void config_expect(config *c, const char *key, const char *allowed) {
-  const cJSON *v = member(c, key);
-  if (!v) return;
-  if (!cJSON_IsString(v) || strcmp(v->valuestring, allowed) != 0)
-    config_fail(c, "\"%s\" is %s%s%s; only \"%s\" is supported", key, cJSON_IsString(v) ? "\"" : "",
-                cJSON_IsString(v) ? v->valuestring : type_name(v), cJSON_IsString(v) ? "\"" : "", allowed);
-}
-
-/* Whether layer n is a MoE layer; explains why not into why. */
-static bool is_moe_layer(config *c, family f, int64_t n, char *why, size_t why_size) {
-  if (f == QWEN3_MOE) {
-    int64_t step = config_int(c, "decoder_sparse_step", 1, 1, 1 << 20);
-    const cJSON *dense = member(c, "mlp_only_layers");
-    for (const cJSON *item = cJSON_IsArray(dense) ? dense->child : NULL; item; item = item->next)
-      if (cJSON_IsNumber(item) && item->valuedouble == (double)n)
-        return snprintf(why, why_size, "it is in \"mlp_only_layers\""), false;
-    if ((n + 1) % step != 0)
-      return snprintf(why, why_size, "(layer + 1) %% decoder_sparse_step (%lld) is not 0", (long long)step), false;
-    return true;
-  }
-  int64_t first = config_int(c, "first_k_dense_replace", 0, 0, 1 << 20);
-  int64_t freq = config_int(c, "moe_layer_freq", 1, 1, 1 << 20);
-  if (n < first)
-    return snprintf(why, why_size, "layers below first_k_dense_replace (%lld) are dense", (long long)first), false;
-  if (n % freq != 0) return snprintf(why, why_size, "layer %% moe_layer_freq (%lld) is not 0", (long long)freq), false;
-  return true;
 }
 
 /* quantization_config: DeepSeek-V3's published FP8 weights are the one
@@ -158,79 +93,61 @@ static void read_quantization(skm_checkpoint *ck, config *c, const cJSON *q) {
   ck->fp8 = true;
 }
 
-/* config.json's root into ck->layer and ck->index (dtypes set later). */
-static sk_status read_config(skm_checkpoint *ck, config *c, int layer) {
-  family fam;
+/* A number of the layer's description (the library's, below); NAN when absent. */
+static double described(const cJSON *d, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : cJSON_IsBool(v) ? (double)cJSON_IsTrue(v) : NAN;
+}
+
+/* config.json (text, its root parsed) into ck->layer and ck->index (dtypes
+ * set later). The layer itself is the library's reading of the model's
+ * family (sk_model_moe_block_description: the same as sk_model_create's);
+ * this file knows only which families' tensor names it finds, the
+ * checkpoint's quantization, and what the moe-layer graph runs. */
+static sk_status read_config(skm_checkpoint *ck, config *c, const char *text, int layer) {
   if (!cJSON_IsObject(c->root)) return config_fail(c, "expected an object");
   const cJSON *type = member(c, "model_type");
   if (!cJSON_IsString(type)) return config_fail(c, "\"model_type\" is missing");
-  if (strcmp(type->valuestring, "qwen3_moe") == 0) fam = QWEN3_MOE;
-  else if (strcmp(type->valuestring, "deepseek_v3") == 0) fam = DEEPSEEK_V3;
-  else if (strcmp(type->valuestring, "deepseek_v2") == 0) fam = DEEPSEEK_V2;
-  else
+  static const char *const families[] = {"qwen3_moe", "deepseek_v3", "deepseek_v2"}; /* model.layers.N.mlp.* */
+  bool known = false;
+  for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) known |= strcmp(type->valuestring, families[i]) == 0;
+  if (!known)
     return config_fail(c, "model_type \"%s\" is not supported (qwen3_moe, deepseek_v3, deepseek_v2)",
                        type->valuestring);
   const cJSON *quantization = member(c, "quantization_config");
   if (quantization) read_quantization(ck, c, quantization);
   if (c->st != SK_STATUS_OK) return c->st;
+  char *json = NULL;
+  int64_t found = -1;
+  sk_status st = sk_model_moe_block_description(text, layer, &json, &found);
+  if (st != SK_STATUS_OK) {
+    const char *why = sk_last_error();
+    if (strncmp(why, "config.json: ", 13) == 0) why += 13; /* c->path says which file */
+    return c->st = skm_error(c->msg, c->msg_size, st, "%s: %s", c->path, why);
+  }
+  cJSON *d = cJSON_Parse(json);
+  sk_free(json);
+  if (!d) return c->st = skm_error(c->msg, c->msg_size, SK_STATUS_OUT_OF_MEMORY, "out of memory");
   skm_moe_layer *m = &ck->layer;
-  const bool qwen = fam == QWEN3_MOE;
-  m->hidden = config_int(c, "hidden_size", -1, 1, 1 << 20);
-  /* Qwen3's config.json says num_experts; transformers 5 writes num_local_experts. */
-  const char *experts_key = !qwen                       ? "n_routed_experts"
-                            : member(c, "num_experts") ? "num_experts"
-                                                       : "num_local_experts";
-  m->experts = config_int(c, experts_key, -1, 0, 1 << 16);
-  m->top_k = config_int(c, "num_experts_per_tok", -1, 1, 1 << 16);
-  m->inter = config_int(c, "moe_intermediate_size", -1, 1, 1 << 20);
-  m->shared = qwen ? 0 : config_int(c, "n_shared_experts", 0, 0, 64);
-  int64_t n_layers = config_int(c, "num_hidden_layers", -1, 1, 1 << 20);
-  config_expect(c, "hidden_act", "silu");
-  if (c->st != SK_STATUS_OK) return c->st;
-  if (m->experts == 0) return config_fail(c, "%s is 0: the model has no MoE layer", experts_key);
-  if (m->top_k > m->experts)
-    return config_fail(c, "num_experts_per_tok (%lld) exceeds the experts (%lld)", (long long)m->top_k,
-                       (long long)m->experts);
-  m->scaling = 1.0, m->groups = 1, m->k_group = 1;
-  if (fam == DEEPSEEK_V3) {
-    config_expect(c, "scoring_func", "sigmoid");
-    config_expect(c, "topk_method", "noaux_tc");
-    m->sigmoid = 1;
-    m->groups = (int)config_int(c, "n_group", 1, 1, 1 << 16);
-    m->k_group = (int)config_int(c, "topk_group", 1, 1, 1 << 16);
-    m->renorm = config_bool(c, "norm_topk_prob", true);
-    m->scaling = config_number(c, "routed_scaling_factor", 1.0);
-    if (c->st == SK_STATUS_OK && (m->experts % m->groups != 0 || m->experts / m->groups <= 2 || m->k_group > m->groups))
-      config_fail(c, "n_group %d / topk_group %d over %lld experts: the groups must divide the experts into more "
-                     "than 2 each (the top-2 group score) and topk_group be at most n_group",
-                  m->groups, m->k_group, (long long)m->experts);
-    if (c->st == SK_STATUS_OK && m->top_k > m->k_group * (m->experts / m->groups))
-      config_fail(c, "num_experts_per_tok %lld exceeds the experts of topk_group groups", (long long)m->top_k);
-  } else if (fam == DEEPSEEK_V2) {
-    config_expect(c, "scoring_func", "softmax");
-    config_expect(c, "topk_method", "greedy");
-    if (config_bool(c, "mlp_bias", false)) config_fail(c, "\"mlp_bias\" true is not supported");
-    double scaling = config_number(c, "routed_scaling_factor", 1.0);
-    if (c->st == SK_STATUS_OK && scaling != 1.0)
-      config_fail(c, "routed_scaling_factor %g with softmax gating is not supported (only 1)", scaling);
-    m->renorm = 0; /* transformers' DeepseekV2 router never renormalizes */
-  } else {
-    m->renorm = config_bool(c, "norm_topk_prob", false);
-  }
-  if (c->st != SK_STATUS_OK) return c->st;
-  char why[160] = "";
-  if (layer < 0) {
-    for (int64_t n = 0; n < n_layers && layer < 0; n++)
-      if (is_moe_layer(c, fam, n, why, sizeof why)) layer = (int)n;
-    if (layer < 0) return config_fail(c, "none of its %lld layers is a MoE layer", (long long)n_layers);
-  } else if (layer >= n_layers) {
-    return skm_error(c->msg, c->msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: layer %d: the model has %lld layers",
-                     c->path, layer, (long long)n_layers);
-  } else if (!is_moe_layer(c, fam, layer, why, sizeof why)) {
-    return skm_error(c->msg, c->msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: layer %d is not a MoE layer: %s", c->path,
-                     layer, why);
-  }
-  ck->index = layer;
+  m->hidden = (int64_t)described(d, "hidden_size"), m->experts = (int64_t)described(d, "num_experts");
+  m->top_k = (int64_t)described(d, "num_experts_per_tok"), m->inter = (int64_t)described(d, "moe_intermediate_size");
+  m->shared = (int64_t)described(d, "shared_intermediate_size") / m->inter;
+  m->renorm = described(d, "norm_topk_prob") != 0, m->scaling = described(d, "routed_scaling_factor");
+  const cJSON *router = cJSON_GetObjectItemCaseSensitive(d, "router");
+  m->sigmoid = cJSON_IsString(router) && strcmp(router->valuestring, "sigmoid") == 0;
+  m->groups = (int)described(d, "n_group"), m->k_group = (int)described(d, "topk_group");
+  const bool gated = described(d, "shared_gate") != 0;
+  cJSON_Delete(d);
+  /* what the moe-layer graph (moe_layer.c) has no step for */
+  if (gated) return config_fail(c, "a sigmoid-gated shared expert is not supported by moe-layer");
+  if (!m->sigmoid && m->groups > 1) return config_fail(c, "group-limited softmax routing is not supported by moe-layer");
+  if (!m->sigmoid && m->scaling != 1.0)
+    return config_fail(c, "routed_scaling_factor %g with softmax gating is not supported (only 1)", m->scaling);
+  if (m->sigmoid && m->experts / m->groups <= 2)
+    return config_fail(c, "n_group %d over %lld experts: the groups must hold more than 2 experts each (the top-2 "
+                          "group score)", m->groups, (long long)m->experts);
+  if (m->sigmoid && m->k_group == m->groups) m->groups = 1, m->k_group = 1; /* every group kept: no group step */
+  ck->index = (int)found;
   return c->st;
 }
 
@@ -333,7 +250,7 @@ sk_status skm_checkpoint_open(const char *dir, int layer, skm_checkpoint **out, 
   if (!root)
     s = skm_error(msg, msg_size, SK_STATUS_INVALID_ARGUMENT, "%s: invalid JSON at byte %lld", path,
                   end ? (long long)(end - text) : -1LL);
-  else s = read_config(ck, &c, layer);
+  else s = read_config(ck, &c, text, layer);
   const char *model_type = s == SK_STATUS_OK ? member(&c, "model_type")->valuestring : "";
   snprintf(ck->prefix, sizeof ck->prefix, "model.layers.%d.mlp.", ck->index);
   skm_moe_layer *m = &ck->layer;
