@@ -170,9 +170,9 @@ SK_API sk_status sk_model_forward(sk_model_seq *seq, sk_team *team, const int32_
  * experts.J.{gate,up,down}_proj.weight per expert; the shared experts'
  * <shared_prefix>.{gate,up,down}_proj.weight, shared_expert_gate.weight
  * [1, H]. cfg->max_tokens (a run's most tokens; more run in chunks, the
- * same bits), team, executor, options (the scope's), profile, quantize
- * ("w8a8": the routed and shared experts int8, as in a model) and numerics
- * as for sk_model_create; max_context is not used. */
+ * same bits), team, executor, options (the scope's), quantize ("w8a8":
+ * the routed and shared experts int8, as in a model) and numerics as for
+ * sk_model_create; max_context and profile are not used. */
 typedef struct sk_moe_block sk_moe_block;
 SK_API sk_status sk_moe_block_create(const sk_model_config *cfg, sk_moe_block **block_out);
 /* NULL is accepted. */

@@ -152,7 +152,7 @@ sk_status sk_moe_block_create(const sk_model_config *cfg, sk_moe_block **block_o
     st = b.st;
     if (st == SK_STATUS_OK) {
       sk_compile_config cc = {.struct_size = sizeof cc, .team = cfg->team, .executor = cfg->executor,
-                              .profile = cfg->profile != 0, .numerics = cfg->numerics};
+                              .numerics = cfg->numerics}; /* (no profile: a block has no profile report) */
       st = sk_compile(b.g, &cc, &blk->program);
     }
     sk_graph_destroy(b.g);
