@@ -303,9 +303,10 @@ def test_the_team_sits_beside_vllms_threads(monkeypatch):
     experts.process_weights_after_loading(layer)
     team = experts._superkernel.program.team
     assert team._cpus is not None and sorted(team._cpus) == cpus[:threads], team
-    x = torch.randn(3, 64).bfloat16()
+    x = torch.randn(3, 64, generator=torch.Generator().manual_seed(2)).bfloat16()
     ids, w = _routing(3, 4, 2)
-    assert (_apply(experts, layer, x, ids, w).float() - _reference(layer, x, ids, w)).abs().max() < 0.05
+    want = _reference(layer, x, ids, w)  # bf16 against fp32: as test_a_supported_layer_runs_on_the_library
+    assert (_apply(experts, layer, x, ids, w).float() - want).abs().max() <= 0.02 * want.abs().max()
     monkeypatch.delenv("GOMP_CPU_AFFINITY")
     assert plugin._team()._cpus is None  # no binding known: the shared team of torch's size
 
