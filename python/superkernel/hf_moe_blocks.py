@@ -19,9 +19,10 @@
                   routed_scaling_factor
 
 - the block's forward must be one of the known blocks (the experts alone,
-  or plus DeepSeek's shared-experts MLP added to the output), and its
-  experts module one that hf_experts can run (SiLU gate, no post-expert
-  norm, ...).
+  or plus DeepSeek's shared-experts MLP added to the output, or plus
+  Qwen2-MoE's shared expert scaled by sigmoid(shared_expert_gate(x))), and
+  its experts module one that hf_experts can run (SiLU gate, no
+  post-expert norm, ...).
 
 Matching code rather than class names is what makes a renamed copy of a
 known router count (and a changed one not): the maths is the code's.
@@ -37,12 +38,14 @@ _ROUTERS = {  # kind: (module, class) of the reference router
     "deepseek_v2": ("deepseek_v2", "DeepseekV2TopkRouter"),
     "sigmoid": ("deepseek_v3", "DeepseekV3TopkRouter"),
 }
-_BLOCKS = {  # (module, class): has shared experts
-    ("qwen3_moe", "Qwen3MoeSparseMoeBlock"): False,
-    ("olmoe", "OlmoeSparseMoeBlock"): False,
-    ("mixtral", "MixtralSparseMoeBlock"): False,
-    ("deepseek_v3", "DeepseekV3MoE"): True,
+_BLOCKS = {  # (module, class): its shared experts' module name, "" for none
+    ("qwen3_moe", "Qwen3MoeSparseMoeBlock"): "",
+    ("olmoe", "OlmoeSparseMoeBlock"): "",
+    ("mixtral", "MixtralSparseMoeBlock"): "",
+    ("deepseek_v3", "DeepseekV3MoE"): "shared_experts",
+    ("qwen2_moe", "Qwen2MoeSparseMoeBlock"): "shared_expert",  # times sigmoid(shared_expert_gate(x))
 }
+_GATED = {"shared_expert"}  # the shared experts whose output a sigmoid gate scales
 _SHARED_MLP = ("deepseek_v3", "DeepseekV3MLP")
 
 
@@ -54,7 +57,8 @@ class BlockSpec:
 
     def about(self):
         r = self.router
-        shared = f" + shared experts ({self.shared_inter} wide)" if self.shared else ""
+        gated = ", gated" if getattr(self, "shared_gate", False) else ""
+        shared = f" + shared experts ({self.shared_inter} wide{gated})" if self.shared else ""
         return (f"{self.experts_count} experts (H {self.hidden}, I {self.inter}), top-{r['k']} "
                 f"{r['kind'].replace('_fp32w', '')} router{shared}")
 
@@ -155,11 +159,16 @@ def describe(block, x_example=None):
     router = _router_spec(gate, e, hidden)
     if isinstance(router, str):
         return router
-    shared = None
+    shared, gated = None, shared_block in _GATED
     if shared_block:
-        shared = _shared_spec(block.shared_experts, hidden)
+        shared = _shared_spec(getattr(block, shared_block), hidden)
         if isinstance(shared, str):
             return shared
+        gate_lin = getattr(block, "shared_expert_gate", None) if gated else None
+        if gated and (type(gate_lin).__name__ != "Linear" or gate_lin.bias is not None
+                      or tuple(gate_lin.weight.shape) != (1, hidden)):
+            return "shared expert gate: an nn.Linear(hidden, 1) without bias expected"
     return BlockSpec(block=block, experts=experts, router=router, shared=shared, hidden=hidden, inter=inter,
                      experts_count=e, transposed=transposed, has_bias=bool(getattr(experts, "has_bias", False)),
-                     dtype=weight.dtype, shared_inter=shared[0].out_features if shared else 0)
+                     dtype=weight.dtype, shared_inter=shared[0].out_features if shared else 0,
+                     shared_name=shared_block, shared_gate=gated)

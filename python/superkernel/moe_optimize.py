@@ -135,8 +135,10 @@ class OptimizedMoE(torch.nn.Module):
         super().__init__()
         self.numerics = numerics
         self.gate = spec.router_module
-        if spec.shared:
-            self.shared_experts = spec.block.shared_experts
+        if spec.shared:  # under the block's own names: state_dict keeps its keys
+            setattr(self, spec.shared_name, getattr(spec.block, spec.shared_name))
+            if spec.shared_gate:
+                self.shared_expert_gate = spec.block.shared_expert_gate
         self.experts = spec.experts
         self.hidden, self.quantize, self.options = spec.hidden, quantize, options or ""
         self._spec = spec
@@ -172,8 +174,11 @@ class OptimizedMoE(torch.nn.Module):
         for name in ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias"):
             out[f"experts.{name}"] = getattr(self.experts, name, None)
         if self._spec.shared:
+            name = self._spec.shared_name
             for p in ("gate_proj", "up_proj", "down_proj"):
-                out[f"shared_experts.{p}.weight"] = getattr(self.shared_experts, p).weight
+                out[f"{name}.{p}.weight"] = getattr(getattr(self, name), p).weight
+            if self._spec.shared_gate:
+                out["shared_expert_gate.weight"] = self.shared_expert_gate.weight
         return {n: t for n, t in out.items() if t is not None}
 
     def _current(self):
@@ -213,6 +218,7 @@ def _description(spec, dtype):
         "router_logits_fp32": bool(r["logits_fp32"]), "router_weights_rounded": bool(r["cast_weights"]),
         "n_group": r["groups"] if grouped else 1, "topk_group": r["k_group"] if grouped else 1,
         "routed_scaling_factor": float(r["scaling"]), "shared_intermediate_size": spec.shared_inter,
+        "shared_prefix": spec.shared_name or "shared_experts", "shared_gate": bool(spec.shared_gate),
         "experts_transposed": bool(spec.transposed),
     }
 

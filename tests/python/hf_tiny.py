@@ -36,7 +36,7 @@ def tiny(family, dtype=torch.float32):
                                             first_k_dense_replace=0, q_lora_rank=None, kv_lora_rank=16,
                                             qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16, **_COMMON)
         model = transformers.DeepseekV3ForCausalLM(cfg)
-    elif family == "qwen2":  # a sigmoid-gated shared expert: not one the library runs
+    elif family == "qwen2":  # a sigmoid-gated shared expert
         cfg = transformers.Qwen2MoeConfig(intermediate_size=96, moe_intermediate_size=32, num_experts=8,
                                           num_experts_per_tok=2, shared_expert_intermediate_size=32, **_COMMON)
         model = transformers.Qwen2MoeForCausalLM(cfg)
