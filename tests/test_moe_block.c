@@ -299,6 +299,10 @@ static void test_group_limited_softmax(void) { /* DeepSeek-V2's group_limited_gr
 static void test_sigmoid(void) { /* DeepSeek-V3's */
   check_block("sigmoid, 4 groups keep 2", &(desc){.e = 16, .k = 3, .groups = 4, .topk_group = 2, .sigmoid = 1,
                                                   .renorm = 1, .scaling = 2.5, .shared = 1}, 0);
+  /* every group kept: no group step, so groups of 2 experts (which the grouped sigmoid refuses) are fine;
+   * optimize's per-block path passes transformers' n_group / topk_group as they are */
+  check_block("sigmoid, 4 groups keep 4", &(desc){.e = 8, .k = 2, .groups = 4, .topk_group = 4, .sigmoid = 1,
+                                                  .renorm = 1, .scaling = 1.0}, 0);
 }
 
 /* w8a8 (routed and shared experts int8): near the reference, not equal to

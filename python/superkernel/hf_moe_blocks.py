@@ -55,13 +55,6 @@ class BlockSpec:
     def __init__(self, **kw):
         self.__dict__.update(kw)
 
-    def about(self):
-        r = self.router
-        gated = ", gated" if getattr(self, "shared_gate", False) else ""
-        shared = f" + shared experts ({self.shared_inter} wide{gated})" if self.shared else ""
-        return (f"{self.experts_count} experts (H {self.hidden}, I {self.inter}), top-{r['k']} "
-                f"{r['kind'].replace('_fp32w', '')} router{shared}")
-
 
 @functools.lru_cache(maxsize=None)
 def _reference_source(module, cls):

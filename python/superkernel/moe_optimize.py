@@ -210,13 +210,12 @@ class OptimizedMoE(torch.nn.Module):
 def _description(spec, dtype):
     """The block's maths (hf_moe_blocks.describe's BlockSpec) as sk_moe_block's description."""
     r = spec.router
-    grouped = r["groups"] > 1 and r["k_group"] < r["groups"]
     return {
         "dtype": str(dtype).replace("torch.", ""), "hidden_size": spec.hidden, "num_experts": spec.experts_count,
         "num_experts_per_tok": r["k"], "moe_intermediate_size": spec.inter,
         "router": "sigmoid" if r["kind"] == "sigmoid" else "softmax", "norm_topk_prob": bool(r["renorm"]),
         "router_logits_fp32": bool(r["logits_fp32"]), "router_weights_rounded": bool(r["cast_weights"]),
-        "n_group": r["groups"] if grouped else 1, "topk_group": r["k_group"] if grouped else 1,
+        "n_group": r["groups"], "topk_group": r["k_group"],
         "routed_scaling_factor": float(r["scaling"]), "shared_intermediate_size": spec.shared_inter,
         "shared_prefix": spec.shared_name or "shared_experts", "shared_gate": bool(spec.shared_gate),
         "experts_transposed": bool(spec.transposed),

@@ -123,14 +123,17 @@ static void route(sk__model_builder *b, const sk__moe_names *n, sk_value h, sk_v
   }
   sk_op_input gin[] = {{"x", &logits, 1}, {"bias", NULL, 1}};
   const bool sigmoid = m->router == SK__ROUTER_SIGMOID_GROUPED;
-  if (sigmoid || m->groups > 1) { /* DeepSeek-V3's router, or V2's group-limited greedy one */
+  /* every group kept is no group step: the op then runs ungrouped (and
+   * needs none of the group rules, more than 2 experts a group say) */
+  const bool grouped = m->groups > 1 && m->topk_group < m->groups;
+  if (sigmoid || grouped) { /* DeepSeek-V3's router, or V2's group-limited greedy one */
     sk_value bias = NONE;
     if (sigmoid) {
       bias = sk__mb_weight_fp32(b, 1, (int64_t[]){e}, "%sgate.e_score_correction_bias", n->prefix);
       gin[1].values = &bias;
     }
-    sk_attr at[] = {SK_ATTR_INT("k", m->top_k), SK_ATTR_INT("k_group", m->topk_group),
-                    SK_ATTR_INT("group_count", m->groups), SK_ATTR_INT("group_select_mode", sigmoid),
+    sk_attr at[] = {SK_ATTR_INT("k", m->top_k), SK_ATTR_INT("k_group", grouped ? m->topk_group : 1),
+                    SK_ATTR_INT("group_count", grouped ? m->groups : 1), SK_ATTR_INT("group_select_mode", sigmoid),
                     SK_ATTR_INT("norm_type", sigmoid), SK_ATTR_INT("renorm", m->renorm),
                     SK_ATTR_FLOAT("routed_scaling_factor", m->scaling)};
     sk__mb_node(b, "gating", "moe_gating_topk", gin, sigmoid ? 2 : 1, at, 7, gating, 3);

@@ -146,7 +146,6 @@ static sk_status read_config(skm_checkpoint *ck, config *c, const char *text, in
   if (m->sigmoid && m->experts / m->groups <= 2)
     return config_fail(c, "n_group %d over %lld experts: the groups must hold more than 2 experts each (the top-2 "
                           "group score)", m->groups, (long long)m->experts);
-  if (m->sigmoid && m->k_group == m->groups) m->groups = 1, m->k_group = 1; /* every group kept: no group step */
   ck->index = (int)found;
   return c->st;
 }
